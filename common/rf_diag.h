@@ -1,0 +1,32 @@
+/* Compile-time diagnostics: `file:line:col: error: message`, then the source
+ * line and a caret under the offending text. Errors are collected (the
+ * front end keeps going after the first) and counted. */
+#ifndef RF_DIAG_H
+#define RF_DIAG_H
+
+#include "rf_common.h"
+#include <stdio.h>
+
+typedef struct rf_source {
+    char *path;      /* as given on the command line */
+    char *text;      /* whole file, NUL-terminated */
+    size_t len;
+} rf_source;
+
+typedef struct rf_loc {
+    const rf_source *src;
+    int line, col;   /* 1-based; line 0 = no location */
+    int len;         /* length of the offending text, >= 1 for the caret run */
+} rf_loc;
+
+typedef struct rf_diag {
+    FILE *out;       /* stderr normally; tests use a memstream */
+    int errors;
+    int max_errors;  /* stop printing after this many (default 50) */
+} rf_diag;
+
+void rf_diag_init(rf_diag *d, FILE *out);
+void rf_diag_error(rf_diag *d, rf_loc loc, const char *fmt, ...) RF_PRINTF(3, 4);
+void rf_diag_note(rf_diag *d, rf_loc loc, const char *fmt, ...) RF_PRINTF(3, 4);
+
+#endif

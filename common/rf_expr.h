@@ -1,0 +1,74 @@
+/* Scalar expression trees, shared by the checked program (where leaves
+ * name rule variables) and the query plan (where leaves name input
+ * columns). The Harmony IR flattens them to postfix code (hir.h).
+ *
+ * Semantics, identical on every backend:
+ *  - int32 arithmetic wraps modulo 2^32, int64 modulo 2^64 (no UB);
+ *    INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0.
+ *  - integer / and % by zero is a run-time error ("division by zero");
+ *    / truncates toward zero, % has the sign of the dividend (as in C).
+ *  - float64 division by zero is a run-time error too (so NaN/inf never
+ *    enter relations).
+ *  - comparisons on strings compare text (bytewise, like strcmp).
+ *  - CAST converts between numeric types (int->float exact where possible,
+ *    float->int truncates; out-of-range is a run-time error). */
+#ifndef RF_EXPR_H
+#define RF_EXPR_H
+
+#include "rf_diag.h"
+#include "rf_value.h"
+
+typedef enum rf_exop {
+    RF_EX_CONST,   /* value (encoded word) of type `type` */
+    RF_EX_VAR,     /* rule variable `index` (checked program only) */
+    RF_EX_COL,     /* input column `index` (plan and later) */
+    RF_EX_NEG,     /* -a */
+    RF_EX_NOT,     /* !a (bool) */
+    RF_EX_CAST,    /* a converted to `type` */
+    RF_EX_ADD, RF_EX_SUB, RF_EX_MUL, RF_EX_DIV, RF_EX_MOD,
+    RF_EX_EQ, RF_EX_NE, RF_EX_LT, RF_EX_LE, RF_EX_GT, RF_EX_GE,
+    RF_EX_AND, RF_EX_OR,
+    RF_EX_COUNT_
+} rf_exop;
+
+typedef struct rf_expr {
+    rf_exop op;
+    rf_type type;        /* result type */
+    rf_word value;       /* RF_EX_CONST */
+    int index;           /* RF_EX_VAR / RF_EX_COL */
+    struct rf_expr *a, *b;
+    rf_loc loc;
+} rf_expr;
+
+rf_expr *rf_expr_const(rf_type t, rf_word v);
+rf_expr *rf_expr_leaf(rf_exop op, rf_type t, int index); /* VAR or COL */
+rf_expr *rf_expr_unary(rf_exop op, rf_type t, rf_expr *a);
+rf_expr *rf_expr_binary(rf_exop op, rf_type t, rf_expr *a, rf_expr *b);
+rf_expr *rf_expr_clone(const rf_expr *e);
+void rf_expr_free(rf_expr *e);
+bool rf_expr_equal(const rf_expr *a, const rf_expr *b);   /* structural */
+int rf_expr_arity(rf_exop op);                            /* 0, 1 or 2 */
+const char *rf_exop_symbol(rf_exop op);                   /* "+", "<=", ... */
+bool rf_exop_is_comparison(rf_exop op);
+
+/* Calls fn on every VAR/COL leaf (e.g. to collect or renumber columns). */
+void rf_expr_visit_leaves(rf_expr *e, void (*fn)(rf_expr *leaf, void *ctx), void *ctx);
+/* Highest VAR/COL index used, or -1. */
+int rf_expr_max_index(const rf_expr *e);
+
+/* Appends a readable form to a buffer: columns as $0, $1, vars as v0 unless
+ * names are given, strings quoted. */
+void rf_expr_print(const rf_expr *e, FILE *out, const char *const *var_names);
+
+/* Evaluates one expression over one row of words (index = column/var).
+ * Returns false and fills st on a run-time fault. Used by the CPU backend's
+ * slow path and by constant folding. */
+bool rf_expr_eval(const rf_expr *e, const rf_word *row, rf_word *out, rf_status *st);
+
+/* The scalar operators themselves, shared by the tree evaluator above and
+ * the CPU backend's vectorised evaluator, so both agree bit for bit.
+ * `t` is the operand type (for comparisons) or the result type. */
+bool rf_scalar_binary(rf_exop op, rf_type t, rf_word a, rf_word b, rf_word *out, rf_status *st);
+bool rf_scalar_unary(rf_exop op, rf_type from, rf_type to, rf_word a, rf_word *out, rf_status *st);
+
+#endif

@@ -1,0 +1,218 @@
+#include "rf_value.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const type_names[RF_TYPE_COUNT_] = {
+    "invalid", "int32", "int64", "float64", "bool", "string",
+};
+
+const char *rf_type_name(rf_type t)
+{
+    return (t > RF_TYPE_INVALID && t < RF_TYPE_COUNT_) ? type_names[t] : "invalid";
+}
+
+rf_type rf_type_from_name(const char *name)
+{
+    for (int t = RF_TYPE_INT32; t < RF_TYPE_COUNT_; t++)
+        if (strcmp(name, type_names[t]) == 0)
+            return (rf_type)t;
+    return RF_TYPE_INVALID;
+}
+
+bool rf_type_is_integer(rf_type t) { return t == RF_TYPE_INT32 || t == RF_TYPE_INT64; }
+bool rf_type_is_numeric(rf_type t) { return rf_type_is_integer(t) || t == RF_TYPE_FLOAT64; }
+
+rf_word rf_word_from_double(double d)
+{
+    if (d == 0.0)
+        d = 0.0; /* -0.0 -> +0.0: equal values must be equal words */
+    rf_word w;
+    memcpy(&w, &d, sizeof w);
+    return w;
+}
+
+double rf_word_to_double(rf_word w)
+{
+    double d;
+    memcpy(&d, &w, sizeof d);
+    return d;
+}
+
+int rf_value_compare(rf_type t, rf_word a, rf_word b)
+{
+    switch (t) {
+    case RF_TYPE_INT32:
+    case RF_TYPE_INT64: {
+        int64_t x = rf_word_to_int(a), y = rf_word_to_int(b);
+        return (x > y) - (x < y);
+    }
+    case RF_TYPE_FLOAT64: {
+        double x = rf_word_to_double(a), y = rf_word_to_double(b);
+        return (x > y) - (x < y);
+    }
+    case RF_TYPE_STRING:
+        if (a == b)
+            return 0;
+        {
+            size_t la = rf_str_len(a), lb = rf_str_len(b);
+            int c = memcmp(rf_str_get(a), rf_str_get(b), la < lb ? la : lb);
+            if (c)
+                return c < 0 ? -1 : 1;
+            return (la > lb) - (la < lb);
+        }
+    default:
+        return (a > b) - (a < b);
+    }
+}
+
+bool rf_value_parse(rf_type t, const char *text, size_t len, rf_word *out, const char **why)
+{
+    char buf[128];
+    if (t == RF_TYPE_STRING) {
+        *out = rf_str_intern(text, len);
+        return true;
+    }
+    /* Surrounding blanks are tolerated in numeric fields. */
+    while (len && (*text == ' ' || *text == '\r')) { text++; len--; }
+    while (len && (text[len - 1] == ' ' || text[len - 1] == '\r')) len--;
+    if (len == 0) { *why = "empty field"; return false; }
+    if (len >= sizeof buf) { *why = "field too long for a number"; return false; }
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    char *end = NULL;
+    errno = 0;
+    switch (t) {
+    case RF_TYPE_INT32:
+    case RF_TYPE_INT64: {
+        if (!(buf[0] == '-' || buf[0] == '+' || (buf[0] >= '0' && buf[0] <= '9'))) {
+            *why = "not an integer";
+            return false;
+        }
+        long long v = strtoll(buf, &end, 10);
+        if (*end != '\0') { *why = "not an integer"; return false; }
+        if (errno == ERANGE || (t == RF_TYPE_INT32 && (v < INT32_MIN || v > INT32_MAX))) {
+            *why = t == RF_TYPE_INT32 ? "integer out of range for int32" : "integer out of range for int64";
+            return false;
+        }
+        *out = rf_word_from_int(v);
+        return true;
+    }
+    case RF_TYPE_FLOAT64: {
+        double d = strtod(buf, &end);
+        if (*end != '\0' || end == buf) { *why = "not a number"; return false; }
+        if (!isfinite(d)) { *why = "number out of range for float64"; return false; }
+        *out = rf_word_from_double(d);
+        return true;
+    }
+    case RF_TYPE_BOOL:
+        if (strcmp(buf, "true") == 0 || strcmp(buf, "1") == 0) { *out = 1; return true; }
+        if (strcmp(buf, "false") == 0 || strcmp(buf, "0") == 0) { *out = 0; return true; }
+        *why = "not a bool (true/false)";
+        return false;
+    default:
+        *why = "unsupported type";
+        return false;
+    }
+}
+
+int rf_value_format(rf_type t, rf_word w, char *buf, size_t cap)
+{
+    switch (t) {
+    case RF_TYPE_INT32:
+    case RF_TYPE_INT64:
+        return snprintf(buf, cap, "%" PRId64, rf_word_to_int(w));
+    case RF_TYPE_FLOAT64: {
+        double d = rf_word_to_double(w);
+        /* Shortest of %.15g / %.16g / %.17g that reads back exactly. */
+        for (int prec = 15; prec <= 17; prec++) {
+            int n = snprintf(buf, cap, "%.*g", prec, d);
+            if (prec == 17 || (n > 0 && (size_t)n < cap && strtod(buf, NULL) == d))
+                return n;
+        }
+        return 0;
+    }
+    case RF_TYPE_BOOL:
+        return snprintf(buf, cap, "%s", w ? "true" : "false");
+    case RF_TYPE_STRING:
+        return snprintf(buf, cap, "%s", rf_str_get(w));
+    default:
+        return snprintf(buf, cap, "?");
+    }
+}
+
+/* ---- String dictionary: open addressing over ids, arena per string ---- */
+typedef struct strentry {
+    char *text;
+    size_t len;
+} strentry;
+
+static strentry *g_strs;
+static size_t g_nstrs, g_capstrs;
+static uint32_t *g_slots;      /* id + 1, 0 = empty */
+static size_t g_nslots;
+
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static void rehash(size_t nslots)
+{
+    free(g_slots);
+    g_slots = rf_calloc(nslots, sizeof *g_slots);
+    g_nslots = nslots;
+    for (size_t id = 0; id < g_nstrs; id++) {
+        size_t i = hash_bytes(g_strs[id].text, g_strs[id].len) & (nslots - 1);
+        while (g_slots[i])
+            i = (i + 1) & (nslots - 1);
+        g_slots[i] = (uint32_t)id + 1;
+    }
+}
+
+rf_word rf_str_intern(const char *s, size_t len)
+{
+    if (2 * (g_nstrs + 1) > g_nslots)
+        rehash(g_nslots ? 2 * g_nslots : 1024);
+    size_t i = hash_bytes(s, len) & (g_nslots - 1);
+    while (g_slots[i]) {
+        strentry *e = &g_strs[g_slots[i] - 1];
+        if (e->len == len && memcmp(e->text, s, len) == 0)
+            return g_slots[i] - 1;
+        i = (i + 1) & (g_nslots - 1);
+    }
+    if (g_nstrs == UINT32_MAX - 1)
+        rf_out_of_memory(len);
+    if (g_nstrs == g_capstrs) {
+        g_capstrs = g_capstrs ? 2 * g_capstrs : 1024;
+        g_strs = rf_realloc(g_strs, rf_mul_size(g_capstrs, sizeof *g_strs));
+    }
+    g_strs[g_nstrs].text = rf_strndup(s, len);
+    g_strs[g_nstrs].len = len;
+    g_slots[i] = (uint32_t)g_nstrs + 1;
+    return g_nstrs++;
+}
+
+const char *rf_str_get(rf_word id) { return id < g_nstrs ? g_strs[id].text : "<bad string id>"; }
+size_t rf_str_len(rf_word id) { return id < g_nstrs ? g_strs[id].len : 0; }
+size_t rf_str_count(void) { return g_nstrs; }
+
+void rf_str_reset(void)
+{
+    for (size_t i = 0; i < g_nstrs; i++)
+        free(g_strs[i].text);
+    free(g_strs);
+    free(g_slots);
+    g_strs = NULL;
+    g_slots = NULL;
+    g_nstrs = g_capstrs = g_nslots = 0;
+}

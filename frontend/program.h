@@ -1,0 +1,100 @@
+/* The checked program: what the front end hands to the query planner.
+ * Every name is resolved, every expression typed, rules are normalised
+ * (wildcards explicit, constants and repeated variables allowed in atoms,
+ * equalities that bind a fresh variable turned into assignments), and the
+ * predicates are split into strata in dependency order. */
+#ifndef RF_PROGRAM_H
+#define RF_PROGRAM_H
+
+#include "../common/rf_expr.h"
+
+typedef enum rf_file_format { RF_FORMAT_TSV, RF_FORMAT_CSV } rf_file_format;
+
+typedef enum rf_aggfn {
+    RF_AGG_NONE = 0,
+    RF_AGG_COUNT,    /* int64 */
+    RF_AGG_TOTAL,    /* sum; type of the argument (ints wrap like +) */
+    RF_AGG_MIN,
+    RF_AGG_MAX
+} rf_aggfn;
+
+typedef struct rf_pred {
+    char *name;
+    int arity;
+    rf_type *types;          /* [arity] */
+    bool functional;         /* f[k1..kn] = v : last attribute is the value */
+    rf_loc loc;              /* of the declaration */
+    /* Input: facts may come inline (facts below) and/or from a file. */
+    char *input_path;        /* from the @input directive, resolved relative
+                                to the program's directory; NULL if none */
+    rf_file_format input_format;
+    bool is_output;          /* @output directive */
+    bool has_rules;          /* defined by at least one rule (IDB) */
+    size_t nfacts;
+    rf_word *facts;          /* nfacts * arity words, row-major */
+} rf_pred;
+
+typedef enum rf_lit_kind {
+    RF_LIT_ATOM,      /* p(args): args are VAR or CONST, NULL = wildcard */
+    RF_LIT_NEGATED,   /* !p(args): every VAR is bound by a positive literal */
+    RF_LIT_FILTER,    /* cond: a bool expression over bound variables */
+    RF_LIT_ASSIGN     /* var = expr: binds `var`, expr over bound variables */
+} rf_lit_kind;
+
+typedef struct rf_literal {
+    rf_lit_kind kind;
+    int pred;                /* ATOM, NEGATED */
+    int nargs;
+    rf_expr **args;          /* ATOM, NEGATED: [nargs] */
+    rf_expr *expr;           /* FILTER: condition; ASSIGN: value */
+    int var;                 /* ASSIGN: the variable bound */
+    rf_loc loc;
+} rf_literal;
+
+typedef struct rf_rule {
+    int head;                /* predicate index */
+    rf_expr **head_args;     /* [arity of head]: expressions over variables */
+    int nbody;
+    rf_literal *body;        /* in source order; ASSIGNs placed after the
+                                literals that bind their inputs */
+    int nvars;
+    char **var_names;        /* [nvars], for messages and explain */
+    rf_type *var_types;      /* [nvars] */
+    /* Aggregation rule: head = key vars ++ result; the result column is
+     * agg(agg_arg) over the body's solutions grouped by the key columns
+     * (head_args[0..arity-1)). agg_arg is NULL for count(). For count and
+     * total the body's solutions are the distinct bindings of all body
+     * variables; in aggregation rules the front end replaces each wildcard
+     * by a fresh variable, so `agg<<n = count()>> edge(x, _)` is x's
+     * out-degree. min/max/total of an empty group produce no tuple; a keyless
+     * aggregate (`t[] = s`) over an empty body produces count 0 and no tuple
+     * for total/min/max. */
+    rf_aggfn agg;
+    rf_expr *agg_arg;
+    rf_loc loc;
+} rf_rule;
+
+typedef struct rf_stratum {
+    int npreds;
+    int *preds;
+    int nrules;
+    int *rules;              /* rules whose head is in this stratum */
+    bool recursive;          /* some rule's body uses a predicate of this
+                                stratum positively */
+} rf_stratum;
+
+typedef struct rf_program {
+    rf_source *source;       /* owned */
+    int npreds;
+    rf_pred *preds;
+    int nrules;
+    rf_rule *rules;
+    int nstrata;
+    rf_stratum *strata;      /* dependency order: a stratum uses only
+                                itself and earlier strata */
+} rf_program;
+
+void rf_program_free(rf_program *p);
+int rf_program_find_pred(const rf_program *p, const char *name); /* -1 */
+
+#endif

@@ -1,0 +1,162 @@
+/* The Harmony IR: a CFG of side-effect-free kernels over managed variables
+ * (thesis ch. 3, Figure 4). This is the physical level: every variable has a
+ * known layout (sorted or not), and every kernel is an operator of the
+ * primitive library with its partition / compute / gather stages spelled
+ * out. The runtime interprets it; `redfox compile` serialises it.
+ *
+ * Layout invariant: a variable with `sorted` set holds rows in lexicographic
+ * order of their words (unsigned compare, column 0 first) with no duplicate
+ * rows. Kernels that need sorted inputs (JOIN, ANTIJOIN, UNION, DIFF, AGG)
+ * take only sorted variables; the verifier checks this. */
+#ifndef RF_HIR_H
+#define RF_HIR_H
+
+#include "../queryplan/plan.h"
+
+/* ---- Compute-stage code: one expression in postfix form ---- */
+typedef struct rf_instr {
+    uint8_t op;          /* rf_exop; RF_EX_COL reads input column `index` */
+    uint8_t type;        /* rf_type of the result */
+    uint8_t arg_type;    /* rf_type of the operand(s): comparisons, CAST */
+    uint8_t pad_;
+    int32_t index;       /* RF_EX_COL */
+    rf_word value;       /* RF_EX_CONST */
+} rf_instr;
+
+typedef struct rf_code {
+    int n;               /* 0 = absent (a filter that is always true) */
+    rf_instr *ins;
+} rf_code;
+
+void rf_code_from_expr(rf_code *out, const rf_expr *e); /* e may be NULL */
+void rf_code_free(rf_code *c);
+/* If the code is a single column read, returns its index, else -1 (the
+ * backends' fast path for pure projections). */
+int rf_code_as_column(const rf_code *c);
+/* Deepest stack the code needs; -1 if malformed (stack underflow, leftover
+ * values, bad op/type, column out of range given `ncols`). */
+int rf_code_check(const rf_code *c, int ncols);
+
+typedef enum rf_kop {
+    RF_K_LOAD,     /* out := inline facts of the var ∪ its input file; sorted */
+    RF_K_MAP,      /* out := { proj(t) | t in in0, filter(t) }; unsorted */
+    RF_K_SORT,     /* out := in0 sorted, duplicates removed */
+    RF_K_JOIN,     /* in0, in1 sorted; rows equal on their first nkeys
+                      columns; out := proj(l ++ r) where filter(l ++ r);
+                      unsorted. nkeys = 0: cross product */
+    RF_K_ANTIJOIN, /* in0, in1 sorted; out := rows of in0 whose first nkeys
+                      columns match no row of in1 (first nkeys cols); sorted */
+    RF_K_UNION,    /* in0, in1 sorted; out := in0 ∪ in1; sorted */
+    RF_K_DIFF,     /* in0, in1 sorted; out := in0 − in1; sorted */
+    RF_K_AGG,      /* in0 sorted; groups = equal first nkeys columns;
+                      out row := keys ++ aggfn(agg_arg(row)); sorted */
+    RF_K_COPY,     /* out := in0 (same layout) */
+    RF_K_CLEAR,    /* out := ∅ */
+    RF_K_COUNT_
+} rf_kop;
+
+/* Partition stage: how the input is split into independent pieces. */
+typedef enum rf_partition {
+    RF_PART_NONE,       /* single piece (LOAD, CLEAR, COPY) */
+    RF_PART_EVEN,       /* equal row ranges of in0 (MAP, SORT blocks) */
+    RF_PART_KEY_RANGE,  /* merge-path split of in0 and in1 on the key prefix,
+                           so equal keys never straddle pieces (JOIN,
+                           ANTIJOIN, UNION, DIFF) */
+    RF_PART_GROUP       /* row ranges aligned to group boundaries (AGG) */
+} rf_partition;
+
+/* Gather stage: how the per-piece results become the output. */
+typedef enum rf_gather {
+    RF_GATHER_NONE,     /* output written in place */
+    RF_GATHER_COMPACT,  /* per-piece counts -> prefix sum -> concatenation */
+    RF_GATHER_MERGE     /* per-piece sorted runs merged (SORT) */
+} rf_gather;
+
+typedef struct rf_kernel {
+    rf_kop op;
+    int out;
+    int in[2];               /* variable indices, -1 when unused */
+    int nkeys;
+    rf_partition partition;
+    rf_code filter;          /* MAP, JOIN */
+    int nproj;               /* MAP, JOIN: == arity(out) */
+    rf_code *proj;
+    rf_aggfn aggfn;          /* AGG */
+    rf_code agg_arg;         /* AGG: absent for count */
+    rf_gather gather;
+    /* Liveness: variables whose last use is this kernel; the runtime frees
+     * them right after it runs. */
+    int nfree;
+    int *frees;
+    char *comment;           /* provenance (plan command), may be NULL */
+} rf_kernel;
+
+typedef enum rf_term {
+    RF_TERM_FALLTHROUGH,     /* to the next block */
+    RF_TERM_JUMP,
+    RF_TERM_BRANCH_EMPTY,    /* all of conds empty ? target : target_else */
+    RF_TERM_HALT
+} rf_term;
+
+typedef struct rf_hblock {
+    char *label;
+    int nkernels;
+    rf_kernel *kernels;
+    rf_term term;
+    int target, target_else;
+    int nconds;
+    int *conds;
+    /* Liveness: variables to free on entry to this block (dead on every
+     * path from here but possibly live on the edge that came in). */
+    int nfree_entry;
+    int *free_entry;
+} rf_hblock;
+
+typedef struct rf_hvar {
+    char *name;
+    int arity;
+    rf_type *types;
+    bool sorted;             /* layout invariant above */
+    /* Data sources and sinks, named by predicate (for --input / output). */
+    char *pred;              /* predicate name or NULL */
+    size_t nfacts;           /* LOAD: inline facts, row-major */
+    rf_word *facts;
+    char *input_path;        /* LOAD: default input file or NULL */
+    rf_file_format input_format;
+    bool is_output;          /* value at HALT is the output of `pred` */
+} rf_hvar;
+
+typedef struct rf_hprogram {
+    int nvars;
+    rf_hvar *vars;
+    int nblocks;
+    rf_hblock *blocks;       /* entry is block 0 */
+} rf_hprogram;
+
+/* Plan -> Harmony IR (inserts the re-orderings and sorts that joins and set
+ * operations need, hoists loop-invariant sorts), then liveness. */
+rf_hprogram *rf_hir_lower(const rf_plan *plan);
+void rf_hir_liveness(rf_hprogram *p);   /* fills frees / free_entry */
+void rf_hir_free(rf_hprogram *p);
+
+/* `redfox explain --ir` */
+void rf_hir_print(const rf_hprogram *p, FILE *out);
+
+/* Structural checks: indices in range, arities and types agree, sorted
+ * inputs where required, code well-formed, CFG targets valid. */
+bool rf_hir_verify(const rf_hprogram *p, rf_status *st);
+
+/* Binary form (.rfx): magic "RFOXHIR\0", format version, string table,
+ * variables, blocks. The writer writes to a temporary file and renames it,
+ * so the output is whole or absent. The reader validates every field and
+ * then runs rf_hir_verify; it never trusts a length or an index. */
+#define RF_HIR_MAGIC "RFOXHIR"
+#define RF_HIR_VERSION 1
+bool rf_hir_save(const rf_hprogram *p, const char *path, rf_status *st);
+uint8_t *rf_hir_serialize(const rf_hprogram *p, size_t *len_out);
+rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st);
+rf_hprogram *rf_hir_load(const char *path, rf_status *st);
+
+const char *rf_kop_name(rf_kop op);
+
+#endif

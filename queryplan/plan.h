@@ -1,0 +1,118 @@
+/* The query plan: typed relations plus a CFG of basic blocks whose commands
+ * are relational-algebra operations (thesis ch. 3, Figure 3). Every relation
+ * is a SET (no duplicates); the plan is logical: it says which columns join,
+ * not how relations are sorted. Physical layout is the Harmony IR's job.
+ *
+ * Column references inside command expressions are RF_EX_COL leaves:
+ *   MAPFILTER, AGGREGATE: columns of src[0]
+ *   MAPJOIN:              columns of src[0] followed by columns of src[1]
+ *                         (index arity(src0) + j is src[1]'s column j)
+ *
+ * Recursive strata become semi-naive loops:
+ *   entry:  P := base facts/rules;  dP := P
+ *   loop:   for each rule and each recursive atom: join with dP in that
+ *           position -> nP (union of all candidates)
+ *           nP := nP - P;  P := P + nP;  dP := nP
+ *           BRANCH_EMPTY (dP, dQ, ...) -> exit, else -> loop */
+#ifndef RF_PLAN_H
+#define RF_PLAN_H
+
+#include "../frontend/program.h"
+
+typedef enum rf_relkind {
+    RF_REL_INPUT,    /* a predicate with facts only (EDB) */
+    RF_REL_DERIVED,  /* the full relation of a predicate with rules (IDB) */
+    RF_REL_DELTA,    /* semi-naive delta of a derived relation */
+    RF_REL_NEW,      /* semi-naive candidates of one iteration */
+    RF_REL_TEMP      /* intermediate result of one rule */
+} rf_relkind;
+
+typedef struct rf_plan_rel {
+    char *name;              /* unique: "path", "path.delta", "t12" */
+    int arity;
+    rf_type *types;          /* [arity] */
+    rf_relkind kind;
+    int pred;                /* program predicate, -1 for TEMP */
+    /* For INPUT and DERIVED relations of a predicate: where initial tuples
+     * come from (copied from the program). */
+    size_t nfacts;
+    rf_word *facts;          /* inline facts, row-major */
+    char *input_path;        /* default input file or NULL */
+    rf_file_format input_format;
+    bool is_output;
+} rf_plan_rel;
+
+typedef enum rf_cmdkind {
+    RF_CMD_LOAD,        /* dst := inline facts ∪ input file of dst's predicate
+                           (the runtime applies --input overrides) */
+    RF_CMD_MAPFILTER,   /* dst := { proj(t) | t in src0, filter(t) } */
+    RF_CMD_MAPJOIN,     /* dst := { proj(l++r) | l in src0, r in src1,
+                           l[lkeys[i]] = r[rkeys[i]] for all i, filter(l++r) };
+                           nkeys = 0 is a cross product */
+    RF_CMD_ANTIJOIN,    /* dst := { proj(l) | l in src0, filter(l), no r in src1
+                           with l[lkeys[i]] = r[rkeys[i]] for all i } */
+    RF_CMD_UNION,       /* dst := src0 ∪ src1 (same arity; dst may be src0) */
+    RF_CMD_DIFFERENCE,  /* dst := src0 − src1 (same arity) */
+    RF_CMD_AGGREGATE,   /* dst := group src0 by columns keys[0..nkeys); dst row
+                           = key values ++ aggfn(agg_arg(t)) over the group */
+    RF_CMD_COPY,        /* dst := src0 */
+    RF_CMD_CLEAR,       /* dst := ∅ */
+    RF_CMD_JUMP,        /* goto target */
+    RF_CMD_BRANCH_EMPTY,/* if every rel in conds is empty goto target
+                           else goto target_else */
+    RF_CMD_HALT
+} rf_cmdkind;
+
+typedef struct rf_plan_cmd {
+    rf_cmdkind kind;
+    int dst;                 /* relation index, -1 for control commands */
+    int src[2];              /* -1 when unused */
+    int nkeys;               /* MAPJOIN/ANTIJOIN: key pairs; AGGREGATE: group keys */
+    int *lkeys;              /* [nkeys] columns of src0 (AGGREGATE: the keys) */
+    int *rkeys;              /* [nkeys] columns of src1 */
+    rf_expr *filter;         /* NULL = true */
+    int nproj;               /* == arity(dst) for MAPFILTER/MAPJOIN/ANTIJOIN */
+    rf_expr **proj;
+    rf_aggfn aggfn;          /* AGGREGATE */
+    rf_expr *agg_arg;        /* AGGREGATE: NULL for count */
+    int target, target_else; /* JUMP, BRANCH_EMPTY: block indices */
+    int nconds;
+    int *conds;              /* BRANCH_EMPTY: relation indices */
+    char *comment;           /* why the command exists (rule text), or NULL */
+} rf_plan_cmd;
+
+typedef struct rf_plan_block {
+    char *label;             /* "stratum2.loop" */
+    int ncmds;
+    rf_plan_cmd *cmds;       /* the last command is JUMP, BRANCH_EMPTY or HALT;
+                                a block not ending so falls through to the next */
+} rf_plan_block;
+
+typedef struct rf_plan {
+    int nrels;
+    rf_plan_rel *rels;
+    int nblocks;
+    rf_plan_block *blocks;   /* entry is block 0 */
+} rf_plan;
+
+/* Builds the plan (strata in order, semi-naive loops) and runs the passes. */
+typedef struct rf_plan_options {
+    bool optimize;           /* run the passes (default true) */
+} rf_plan_options;
+
+rf_plan *rf_plan_build(const rf_program *prog, const rf_plan_options *opt);
+void rf_plan_free(rf_plan *plan);
+
+/* Passes (each returns true if it changed the plan). */
+bool rf_plan_pass_pushdown(rf_plan *plan);     /* filters/projections before joins */
+bool rf_plan_pass_cse(rf_plan *plan);          /* share identical commands */
+bool rf_plan_pass_dead_rels(rf_plan *plan);    /* remove unused relations/commands */
+
+/* `redfox explain --plan` */
+void rf_plan_print(const rf_plan *plan, FILE *out);
+
+/* Checks the plan's own invariants (indices in range, arities agree,
+ * column references valid); returns false with a message. */
+bool rf_plan_verify(const rf_plan *plan, rf_status *st);
+
+#endif

@@ -1,0 +1,50 @@
+/* The backend boundary: what the Harmony runtime needs from a processor.
+ * The CPU backend (runtime/backend_cpu.c over primitives/cpu) and the GPU
+ * backend (runtime/backend_gpu.c over primitives/cuda) implement the same
+ * table of functions; the interpreter (runtime.c) knows nothing else.
+ * Relations live in backend memory as opaque rf_dvar handles and cross to
+ * the host only through upload/download (inputs and outputs). */
+#ifndef RF_BACKEND_H
+#define RF_BACKEND_H
+
+#include "../common/rf_table.h"
+#include "../harmony_ir/hir.h"
+
+typedef struct rf_dvar rf_dvar;
+
+typedef struct rf_kernel_stats {
+    double seconds;          /* wall (CPU) or device-event (GPU) time */
+    size_t rows_in[2];
+    size_t rows_out;
+    size_t bytes_moved;      /* bytes read + written, for bandwidth */
+} rf_kernel_stats;
+
+typedef struct rf_backend rf_backend;
+struct rf_backend {
+    const char *name;        /* "cpu", "gpu" */
+    char device[256];        /* "NVIDIA H100 80GB HBM3", "16 threads" */
+
+    rf_dvar *(*var_new)(rf_backend *be, int arity, rf_status *st);
+    void (*var_free)(rf_backend *be, rf_dvar *v);
+    size_t (*var_rows)(rf_backend *be, const rf_dvar *v);
+    /* Replaces v's contents with t's rows (t keeps its data). */
+    bool (*upload)(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st);
+    /* Fills t (initialised by the caller with v's arity) with v's rows. */
+    bool (*download)(rf_backend *be, const rf_dvar *v, rf_table *t, rf_status *st);
+    /* Runs one kernel of p (any op but LOAD); out may alias neither input
+     * unless the op is COPY/CLEAR. Fills stats. */
+    bool (*run)(rf_backend *be, const rf_hprogram *p, const rf_kernel *k,
+                rf_dvar *out, rf_dvar *in0, rf_dvar *in1,
+                rf_kernel_stats *stats, rf_status *st);
+    size_t (*bytes_in_use)(rf_backend *be);
+    size_t (*bytes_peak)(rf_backend *be);
+    void (*destroy)(rf_backend *be);
+    void *impl;
+};
+
+/* threads <= 0: one per core. */
+rf_backend *rf_backend_cpu_new(int threads);
+/* NULL with a message in st when no usable GPU (or built without CUDA). */
+rf_backend *rf_backend_gpu_new(rf_status *st);
+
+#endif
