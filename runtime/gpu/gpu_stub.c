@@ -1,4 +1,4 @@
-#include "backend.h"
+#include "../backend.h"
 rf_backend *rf_backend_gpu_new(rf_status *st)
 {
     rf_fail(st, RF_EXIT_RUNTIME_ERROR, "this redfox was built without the GPU backend");
