@@ -49,7 +49,9 @@ typedef enum rf_kop {
     RF_K_UNION,    /* in0, in1 sorted; out := in0 ∪ in1; sorted */
     RF_K_DIFF,     /* in0, in1 sorted; out := in0 − in1; sorted */
     RF_K_AGG,      /* in0 sorted; groups = equal first nkeys columns;
-                      out row := keys ++ aggfn(agg_arg(row)); sorted */
+                      out row := keys ++ aggfn(agg_arg(row)); sorted.
+                      nkeys = 0 (one group): an empty input gives the row
+                      (0) for count and no row for total/min/max */
     RF_K_COPY,     /* out := in0 (same layout) */
     RF_K_CLEAR,    /* out := ∅ */
     RF_K_COUNT_
