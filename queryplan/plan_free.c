@@ -1,8 +1,9 @@
-#include "plan.h"
+#include "plan_internal.h"
 
 #include <stdlib.h>
+#include <string.h>
 
-static void free_cmd(rf_plan_cmd *c)
+void rf_plan_cmd_release(rf_plan_cmd *c)
 {
     free(c->lkeys);
     free(c->rkeys);
@@ -13,6 +14,55 @@ static void free_cmd(rf_plan_cmd *c)
     rf_expr_free(c->agg_arg);
     free(c->conds);
     free(c->comment);
+    memset(c, 0, sizeof *c);
+}
+
+int rf_plan_cmd_nsrcs(rf_cmdkind k)
+{
+    switch (k) {
+    case RF_CMD_MAPFILTER:
+    case RF_CMD_AGGREGATE:
+    case RF_CMD_COPY:
+        return 1;
+    case RF_CMD_MAPJOIN:
+    case RF_CMD_ANTIJOIN:
+    case RF_CMD_UNION:
+    case RF_CMD_DIFFERENCE:
+        return 2;
+    default:
+        return 0;
+    }
+}
+
+const char *rf_plan_cmd_name(rf_cmdkind k)
+{
+    static const char *const names[] = {
+        [RF_CMD_LOAD] = "Load", [RF_CMD_MAPFILTER] = "MapFilter",
+        [RF_CMD_MAPJOIN] = "MapJoin", [RF_CMD_ANTIJOIN] = "AntiJoin",
+        [RF_CMD_UNION] = "Union", [RF_CMD_DIFFERENCE] = "Difference",
+        [RF_CMD_AGGREGATE] = "Aggregate", [RF_CMD_COPY] = "Copy",
+        [RF_CMD_CLEAR] = "Clear", [RF_CMD_JUMP] = "Jump",
+        [RF_CMD_BRANCH_EMPTY] = "BranchEmpty", [RF_CMD_HALT] = "Halt",
+    };
+    return (unsigned)k <= RF_CMD_HALT ? names[k] : "?";
+}
+
+const char *rf_plan_relkind_name(rf_relkind k)
+{
+    static const char *const names[] = {
+        [RF_REL_INPUT] = "input", [RF_REL_DERIVED] = "derived",
+        [RF_REL_DELTA] = "delta", [RF_REL_NEW] = "new", [RF_REL_TEMP] = "temp",
+    };
+    return (unsigned)k <= RF_REL_TEMP ? names[k] : "?";
+}
+
+const char *rf_plan_aggfn_name(rf_aggfn f)
+{
+    static const char *const names[] = {
+        [RF_AGG_NONE] = "none", [RF_AGG_COUNT] = "count", [RF_AGG_TOTAL] = "total",
+        [RF_AGG_MIN] = "min", [RF_AGG_MAX] = "max",
+    };
+    return (unsigned)f <= RF_AGG_MAX ? names[f] : "?";
 }
 
 void rf_plan_free(rf_plan *plan)
@@ -28,7 +78,7 @@ void rf_plan_free(rf_plan *plan)
     free(plan->rels);
     for (int b = 0; b < plan->nblocks; b++) {
         for (int i = 0; i < plan->blocks[b].ncmds; i++)
-            free_cmd(&plan->blocks[b].cmds[i]);
+            rf_plan_cmd_release(&plan->blocks[b].cmds[i]);
         free(plan->blocks[b].cmds);
         free(plan->blocks[b].label);
     }

@@ -1,0 +1,1029 @@
+/* Checked program -> query plan.
+ *
+ * Every predicate gets one full relation. Block 0 loads the initial tuples;
+ * then each stratum becomes one block (non-recursive) or an init block and
+ * a semi-naive loop block (recursive); the last block halts.
+ *
+ * A rule body is compiled left-deep: the first atom is scanned (constants
+ * and repeated variables as filters), every further atom is scanned the
+ * same way and joined on the variables it shares with what is bound so
+ * far. After each command only the variables that something later still
+ * needs are kept. Filters run in the first command where all their
+ * variables are bound, assignments become computed projection columns,
+ * negated atoms become anti-joins once their variables are bound, and the
+ * last command projects the head. */
+#include "plan_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct bblock {
+    char *label;
+    RF_VEC(rf_plan_cmd) cmds;
+} bblock;
+
+typedef struct builder {
+    const rf_program *prog;
+    bool optimize;
+    RF_VEC(rf_plan_rel) rels;
+    RF_VEC(bblock) blocks;
+    int *full;          /* per predicate: its full relation */
+    int *delta;         /* per predicate: delta relation or -1 */
+    int *fresh;         /* per predicate: "new" relation or -1 */
+    int next_temp;
+    int unit;           /* the one-empty-tuple relation, -1 until needed */
+} builder;
+
+/* ---- Relations and commands ---- */
+
+static bool name_taken(const builder *b, const char *name)
+{
+    for (size_t i = 0; i < b->rels.len; i++)
+        if (strcmp(b->rels.items[i].name, name) == 0)
+            return true;
+    return rf_program_find_pred(b->prog, name) >= 0;
+}
+
+static int add_rel(builder *b, char *name, int arity, const rf_type *types,
+                   rf_relkind kind, int pred)
+{
+    rf_plan_rel r;
+    memset(&r, 0, sizeof r);
+    r.name = name;
+    r.arity = arity;
+    r.types = rf_malloc(rf_mul_size((size_t)arity, sizeof *r.types));
+    if (arity > 0)
+        memcpy(r.types, types, (size_t)arity * sizeof *types);
+    r.kind = kind;
+    r.pred = pred;
+    RF_PUSH(b->rels, r);
+    return (int)b->rels.len - 1;
+}
+
+static int new_temp(builder *b, int arity, const rf_type *types)
+{
+    char *name = NULL;
+    for (;;) {
+        name = rf_sprintf("t%d", b->next_temp++);
+        if (!name_taken(b, name))
+            break;
+        free(name);
+    }
+    return add_rel(b, name, arity, types, RF_REL_TEMP, -1);
+}
+
+/* Undoes the most recent new_temp (when the command it was for vanished). */
+static void drop_last_temp(builder *b, int rel)
+{
+    if (rel != (int)b->rels.len - 1 || b->rels.items[rel].kind != RF_REL_TEMP)
+        return;
+    free(b->rels.items[rel].name);
+    free(b->rels.items[rel].types);
+    b->rels.len--;
+    b->next_temp--;
+}
+
+static int arity_of(const builder *b, int rel) { return b->rels.items[rel].arity; }
+
+static void start_block(builder *b, char *label)
+{
+    bblock blk;
+    memset(&blk, 0, sizeof blk);
+    blk.label = label;
+    RF_PUSH(b->blocks, blk);
+}
+
+static rf_plan_cmd *emit(builder *b, rf_cmdkind kind, int dst, int s0, int s1)
+{
+    rf_plan_cmd c;
+    memset(&c, 0, sizeof c);
+    c.kind = kind;
+    c.dst = dst;
+    c.src[0] = s0;
+    c.src[1] = s1;
+    c.target = c.target_else = -1;
+    bblock *blk = &b->blocks.items[b->blocks.len - 1];
+    RF_PUSH(blk->cmds, c);
+    return &blk->cmds.items[blk->cmds.len - 1];
+}
+
+static int *int_dup(const int *a, int n)
+{
+    int *d = rf_malloc(rf_mul_size((size_t)(n > 0 ? n : 1), sizeof *d));
+    if (n > 0)
+        memcpy(d, a, (size_t)n * sizeof *a);
+    return d;
+}
+
+/* ---- Rule text for comments ---- */
+
+static void print_args(FILE *f, int n, rf_expr *const *args, const char *const *names)
+{
+    for (int i = 0; i < n; i++) {
+        if (i)
+            fputs(", ", f);
+        if (args[i])
+            rf_expr_print(args[i], f, names);
+        else
+            fputc('_', f);
+    }
+}
+
+static char *rule_text(const rf_program *p, const rf_rule *r, int delta_lit)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        rf_out_of_memory(0);
+    const char *const *names = (const char *const *)r->var_names;
+    const rf_pred *head = &p->preds[r->head];
+    fprintf(f, "%s(", head->name);
+    if (r->agg == RF_AGG_NONE) {
+        print_args(f, head->arity, r->head_args, names);
+    } else {
+        print_args(f, head->arity - 1, r->head_args, names);
+        fprintf(f, "%s%s(", head->arity > 1 ? ", " : "", rf_plan_aggfn_name(r->agg));
+        if (r->agg_arg)
+            rf_expr_print(r->agg_arg, f, names);
+        fputc(')', f);
+    }
+    fputs(") <-", f);
+    for (int i = 0; i < r->nbody; i++) {
+        const rf_literal *l = &r->body[i];
+        fputs(i ? ", " : " ", f);
+        switch (l->kind) {
+        case RF_LIT_NEGATED:
+            fputc('!', f);
+            /* fallthrough */
+        case RF_LIT_ATOM:
+            fprintf(f, "%s(", p->preds[l->pred].name);
+            print_args(f, l->nargs, l->args, names);
+            fputc(')', f);
+            if (i == delta_lit)
+                fputs("@delta", f);
+            break;
+        case RF_LIT_FILTER:
+            rf_expr_print(l->expr, f, names);
+            break;
+        case RF_LIT_ASSIGN:
+            fprintf(f, "%s = ", names ? names[l->var] : "v");
+            rf_expr_print(l->expr, f, names);
+            break;
+        }
+    }
+    fclose(f);
+    return buf;
+}
+
+/* ---- Rule compilation ---- */
+
+typedef struct rule_ctx {
+    builder *b;
+    const rf_rule *r;
+    int delta_lit;           /* body literal read from its delta, or -1 */
+    char *comment;           /* given to the rule's first command */
+    bool *done;              /* per literal: joined / applied / resolved */
+    bool *bound;             /* per variable */
+    const rf_expr **assign;  /* per variable: its ASSIGN value once resolved */
+    int *col;                /* per variable: column of cur, or -1 */
+    int cur;                 /* relation holding the bindings so far */
+    int ncur;
+    int *curvar;             /* [ncur]: variable of each column */
+    /* What the body must deliver at the end (expressions over variables). */
+    int nfinal;
+    rf_expr **final;
+    const rf_type *final_types;
+    int final_dst;           /* relation the last command writes */
+} rule_ctx;
+
+static void mark_vars(const rf_expr *e, bool *set)
+{
+    if (!e)
+        return;
+    if (e->op == RF_EX_VAR)
+        set[e->index] = true;
+    mark_vars(e->a, set);
+    mark_vars(e->b, set);
+}
+
+static bool vars_bound(const rf_expr *e, const bool *bound)
+{
+    if (!e)
+        return true;
+    if (e->op == RF_EX_VAR && !bound[e->index])
+        return false;
+    return vars_bound(e->a, bound) && vars_bound(e->b, bound);
+}
+
+static bool args_bound(const rf_literal *l, const bool *bound)
+{
+    for (int i = 0; i < l->nargs; i++)
+        if (!vars_bound(l->args[i], bound))
+            return false;
+    return true;
+}
+
+/* Rewrites variables into columns: colmap[v] >= 0 is a column, otherwise
+ * the variable must be a resolved assignment, whose value is substituted. */
+static rf_expr *translate(const rule_ctx *c, const rf_expr *e, const int *colmap)
+{
+    if (!e)
+        return NULL;
+    if (e->op == RF_EX_VAR) {
+        int v = e->index;
+        if (colmap[v] >= 0)
+            return rf_expr_leaf(RF_EX_COL, e->type, colmap[v]);
+        if (!c->assign[v]) {
+            fprintf(stderr, "redfox: internal error: variable %d unbound in plan\n", v);
+            abort();
+        }
+        return translate(c, c->assign[v], colmap);
+    }
+    rf_expr *t = rf_malloc(sizeof *t);
+    *t = *e;
+    t->a = translate(c, e->a, colmap);
+    t->b = translate(c, e->b, colmap);
+    return t;
+}
+
+static rf_expr *and_expr(rf_expr *a, rf_expr *b)
+{
+    if (!a)
+        return b;
+    if (!b)
+        return a;
+    return rf_expr_binary(RF_EX_AND, RF_TYPE_BOOL, a, b);
+}
+
+static rf_expr *col_eq(rf_type t, int col, rf_expr *rhs)
+{
+    return rf_expr_binary(RF_EX_EQ, RF_TYPE_BOOL, rf_expr_leaf(RF_EX_COL, t, col), rhs);
+}
+
+/* Variables that something not yet done still needs. */
+static void compute_need(const rule_ctx *c, bool *need)
+{
+    const rf_rule *r = c->r;
+    memset(need, 0, (size_t)r->nvars * sizeof *need);
+    for (int i = 0; i < r->nbody; i++) {
+        const rf_literal *l = &r->body[i];
+        if (c->done[i])
+            continue;
+        if (l->kind == RF_LIT_ATOM || l->kind == RF_LIT_NEGATED)
+            for (int j = 0; j < l->nargs; j++)
+                mark_vars(l->args[j], need);
+        else
+            mark_vars(l->expr, need);
+    }
+    for (int i = 0; i < c->nfinal; i++)
+        mark_vars(c->final[i], need);
+}
+
+static bool pending(const rule_ctx *c, rf_lit_kind kind)
+{
+    for (int i = 0; i < c->r->nbody; i++)
+        if (!c->done[i] && c->r->body[i].kind == kind)
+            return true;
+    return false;
+}
+
+static void set_cur(rule_ctx *c, int rel, int n, const int *vars)
+{
+    free(c->curvar);
+    c->cur = rel;
+    c->ncur = n;
+    c->curvar = int_dup(vars, n);
+    for (int v = 0; v < c->r->nvars; v++)
+        c->col[v] = -1;
+    for (int i = 0; i < n; i++)
+        c->col[vars[i]] = i;
+}
+
+static void give_comment(rule_ctx *c, rf_plan_cmd *cmd)
+{
+    if (c->comment) {
+        cmd->comment = c->comment;
+        c->comment = NULL;
+    }
+}
+
+/* Fills cmd's projection and destination: the final expressions when
+ * nothing is left to do, else the needed bound variables. On return
+ * vars[0..*nvars) names the columns of the result (when not final). */
+static void project(rule_ctx *c, rf_plan_cmd *cmd, const int *colmap, bool final,
+                    int *vars, int *nvars)
+{
+    const rf_rule *r = c->r;
+    *nvars = 0;
+    if (final) {
+        cmd->nproj = c->nfinal;
+        cmd->proj = rf_malloc(rf_mul_size((size_t)(c->nfinal ? c->nfinal : 1), sizeof *cmd->proj));
+        for (int i = 0; i < c->nfinal; i++)
+            cmd->proj[i] = translate(c, c->final[i], colmap);
+        cmd->dst = c->final_dst;
+        return;
+    }
+    bool *need = rf_calloc((size_t)r->nvars + 1, sizeof *need);
+    compute_need(c, need);
+    rf_type *types = rf_malloc(((size_t)r->nvars + 1) * sizeof *types);
+    cmd->proj = rf_malloc(((size_t)r->nvars + 1) * sizeof *cmd->proj);
+    for (int v = 0; v < r->nvars; v++) {
+        if (!need[v] || !c->bound[v])
+            continue;
+        rf_expr leaf = { .op = RF_EX_VAR, .type = r->var_types[v], .index = v };
+        cmd->proj[*nvars] = translate(c, &leaf, colmap);
+        types[*nvars] = r->var_types[v];
+        vars[(*nvars)++] = v;
+    }
+    cmd->nproj = *nvars;
+    cmd->dst = new_temp(c->b, *nvars, types);
+    free(types);
+    free(need);
+}
+
+/* Resolves assignments whose inputs are bound, and collects the filters
+ * that become applicable, in source order (so `y != 0, x / y > 1` keeps
+ * its short-circuit protection). */
+static rf_expr *ready_filters(rule_ctx *c, const int *colmap)
+{
+    const rf_rule *r = c->r;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int i = 0; i < r->nbody; i++) {
+            const rf_literal *l = &r->body[i];
+            if (!c->done[i] && l->kind == RF_LIT_ASSIGN && vars_bound(l->expr, c->bound)) {
+                c->done[i] = true;
+                c->bound[l->var] = true;
+                c->assign[l->var] = l->expr;
+                changed = true;
+            }
+        }
+    }
+    rf_expr *filter = NULL;
+    for (int i = 0; i < r->nbody; i++) {
+        const rf_literal *l = &r->body[i];
+        if (!c->done[i] && l->kind == RF_LIT_FILTER && vars_bound(l->expr, c->bound)) {
+            c->done[i] = true;
+            filter = and_expr(filter, translate(c, l->expr, colmap));
+        }
+    }
+    return filter;
+}
+
+/* Scan of one atom: filters for its constants and repeated variables.
+ * vars_out gets the distinct variables in argument order, firstcol their
+ * column in the relation. Returns the filter (NULL if none). */
+static rf_expr *atom_conditions(const rule_ctx *c, const rf_literal *l, int rel,
+                                int *vars_out, int *firstcol, int *nv)
+{
+    const rf_type *types = c->b->rels.items[rel].types;
+    rf_expr *filter = NULL;
+    *nv = 0;
+    for (int j = 0; j < l->nargs; j++) {
+        const rf_expr *a = l->args[j];
+        if (!a)
+            continue;
+        if (a->op != RF_EX_VAR) {
+            filter = and_expr(filter, col_eq(types[j], j, rf_expr_clone(a)));
+            continue;
+        }
+        int k = 0;
+        while (k < *nv && vars_out[k] != a->index)
+            k++;
+        if (k < *nv) {
+            filter = and_expr(filter, col_eq(types[j], j, rf_expr_leaf(RF_EX_COL, types[j], firstcol[k])));
+        } else {
+            vars_out[*nv] = a->index;
+            firstcol[(*nv)++] = j;
+        }
+    }
+    return filter;
+}
+
+static void apply_negations(rule_ctx *c);
+
+/* The scan of the first atom (or of the unit relation for a body without
+ * atoms): one MAPFILTER. */
+static void first_step(rule_ctx *c, int lit, int rel)
+{
+    const rf_rule *r = c->r;
+    int *colmap = rf_malloc(((size_t)r->nvars + 1) * sizeof *colmap);
+    int *vars = rf_malloc(((size_t)r->nvars + 1) * sizeof *vars);
+    int *first = rf_malloc(((size_t)r->nvars + 1) * sizeof *first);
+    for (int v = 0; v < r->nvars; v++)
+        colmap[v] = -1;
+    rf_expr *filter = NULL;
+    if (lit >= 0) {
+        int nv;
+        filter = atom_conditions(c, &r->body[lit], rel, vars, first, &nv);
+        for (int k = 0; k < nv; k++) {
+            colmap[vars[k]] = first[k];
+            c->bound[vars[k]] = true;
+        }
+        c->done[lit] = true;
+    }
+    filter = and_expr(filter, ready_filters(c, colmap));
+    bool final = !pending(c, RF_LIT_ATOM) && !pending(c, RF_LIT_NEGATED);
+    rf_plan_cmd *cmd = emit(c->b, RF_CMD_MAPFILTER, -1, rel, -1);
+    cmd->filter = filter;
+    int nout;
+    project(c, cmd, colmap, final, vars, &nout);
+    /* A scan that neither filters nor drops columns is the relation itself. */
+    bool identity = !final && !filter && cmd->nproj == arity_of(c->b, rel);
+    for (int i = 0; identity && i < cmd->nproj; i++)
+        identity = cmd->proj[i]->op == RF_EX_COL && cmd->proj[i]->index == i;
+    if (identity) {
+        int dst = cmd->dst;
+        bblock *blk = &c->b->blocks.items[c->b->blocks.len - 1];
+        rf_plan_cmd_release(cmd);
+        blk->cmds.len--;
+        drop_last_temp(c->b, dst);
+        set_cur(c, rel, nout, vars);
+    } else {
+        give_comment(c, cmd);
+        set_cur(c, cmd->dst, nout, vars);
+    }
+    free(colmap);
+    free(vars);
+    free(first);
+    apply_negations(c);
+}
+
+/* Scans atom `lit` on its own (constants, repeated variables, filters over
+ * its variables alone) keeping the variables needed later or shared with
+ * cur; returns the relation and its column variables. */
+static int prescan(rule_ctx *c, int lit, int rel, int *vars, int *nvars)
+{
+    const rf_rule *r = c->r;
+    const rf_literal *l = &r->body[lit];
+    int *avars = rf_malloc(((size_t)l->nargs + 1) * sizeof *avars);
+    int *first = rf_malloc(((size_t)l->nargs + 1) * sizeof *first);
+    int *colmap = rf_malloc(((size_t)r->nvars + 1) * sizeof *colmap);
+    bool *mine = rf_calloc((size_t)r->nvars + 1, sizeof *mine);
+    int nv;
+    rf_expr *filter = atom_conditions(c, l, rel, avars, first, &nv);
+    for (int v = 0; v < r->nvars; v++)
+        colmap[v] = -1;
+    for (int k = 0; k < nv; k++) {
+        colmap[avars[k]] = first[k];
+        mine[avars[k]] = true;
+    }
+    c->done[lit] = true;
+    /* Filters over this atom's variables alone run in its scan. */
+    for (int i = 0; i < r->nbody; i++) {
+        const rf_literal *f = &r->body[i];
+        if (!c->done[i] && f->kind == RF_LIT_FILTER && vars_bound(f->expr, mine)) {
+            c->done[i] = true;
+            filter = and_expr(filter, translate(c, f->expr, colmap));
+        }
+    }
+    bool *need = rf_calloc((size_t)r->nvars + 1, sizeof *need);
+    compute_need(c, need);
+    rf_plan_cmd cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.proj = rf_malloc(((size_t)nv + 1) * sizeof *cmd.proj);
+    rf_type *types = rf_malloc(((size_t)nv + 1) * sizeof *types);
+    *nvars = 0;
+    const rf_type *rtypes = c->b->rels.items[rel].types;
+    bool identity = !filter && nv == l->nargs;
+    for (int k = 0; k < nv; k++) {
+        int v = avars[k];
+        if (!need[v] && c->col[v] < 0) {
+            identity = false;
+            continue;
+        }
+        if (first[k] != *nvars)
+            identity = false;
+        cmd.proj[*nvars] = rf_expr_leaf(RF_EX_COL, rtypes[first[k]], first[k]);
+        types[*nvars] = rtypes[first[k]];
+        vars[(*nvars)++] = v;
+    }
+    int result = rel;
+    if (identity) {
+        for (int k = 0; k < *nvars; k++)
+            rf_expr_free(cmd.proj[k]);
+        free(cmd.proj);
+    } else {
+        rf_plan_cmd *p = emit(c->b, RF_CMD_MAPFILTER, new_temp(c->b, *nvars, types), rel, -1);
+        p->filter = filter;
+        p->nproj = *nvars;
+        p->proj = cmd.proj;
+        give_comment(c, p);
+        result = p->dst;
+    }
+    free(types);
+    free(need);
+    free(mine);
+    free(colmap);
+    free(first);
+    free(avars);
+    return result;
+}
+
+static void join_step(rule_ctx *c, int lit, int rel)
+{
+    const rf_rule *r = c->r;
+    int *rvars = rf_malloc(((size_t)r->nvars + 1) * sizeof *rvars);
+    int nr;
+    int right = prescan(c, lit, rel, rvars, &nr);
+    int *colmap = rf_malloc(((size_t)r->nvars + 1) * sizeof *colmap);
+    int *lkeys = rf_malloc(((size_t)nr + 1) * sizeof *lkeys);
+    int *rkeys = rf_malloc(((size_t)nr + 1) * sizeof *rkeys);
+    int nkeys = 0;
+    for (int v = 0; v < r->nvars; v++)
+        colmap[v] = c->col[v];
+    for (int j = 0; j < nr; j++) {
+        int v = rvars[j];
+        if (c->col[v] >= 0) {
+            lkeys[nkeys] = c->col[v];
+            rkeys[nkeys++] = j;
+        } else {
+            colmap[v] = c->ncur + j;
+            c->bound[v] = true;
+        }
+    }
+    rf_expr *filter = ready_filters(c, colmap);
+    bool final = !pending(c, RF_LIT_ATOM) && !pending(c, RF_LIT_NEGATED);
+    rf_plan_cmd *cmd = emit(c->b, RF_CMD_MAPJOIN, -1, c->cur, right);
+    cmd->nkeys = nkeys;
+    cmd->lkeys = lkeys;
+    cmd->rkeys = rkeys;
+    cmd->filter = filter;
+    give_comment(c, cmd);
+    int *vars = rf_malloc(((size_t)r->nvars + 1) * sizeof *vars);
+    int nout;
+    project(c, cmd, colmap, final, vars, &nout);
+    set_cur(c, cmd->dst, nout, vars);
+    free(vars);
+    free(colmap);
+    free(rvars);
+    apply_negations(c);
+}
+
+/* Anti-joins every negated atom whose variables are now bound. */
+static void apply_negations(rule_ctx *c)
+{
+    const rf_rule *r = c->r;
+    builder *b = c->b;
+    for (int i = 0; i < r->nbody; i++) {
+        const rf_literal *l = &r->body[i];
+        if (c->done[i] || l->kind != RF_LIT_NEGATED || !args_bound(l, c->bound))
+            continue;
+        int neg = b->full[l->pred];
+        int *nvars = rf_malloc(((size_t)l->nargs + 1) * sizeof *nvars);
+        int *first = rf_malloc(((size_t)l->nargs + 1) * sizeof *first);
+        int nv;
+        rf_expr *filter = atom_conditions(c, l, neg, nvars, first, &nv);
+        bool identity = !filter && nv == l->nargs;
+        for (int k = 0; k < nv; k++)
+            identity = identity && first[k] == k;
+        if (!identity) {
+            const rf_type *rt = b->rels.items[neg].types;
+            rf_type *types = rf_malloc(((size_t)nv + 1) * sizeof *types);
+            for (int k = 0; k < nv; k++)
+                types[k] = rt[first[k]];
+            rf_plan_cmd *s = emit(b, RF_CMD_MAPFILTER, new_temp(b, nv, types), neg, -1);
+            s->filter = filter;
+            s->nproj = nv;
+            s->proj = rf_malloc(((size_t)nv + 1) * sizeof *s->proj);
+            for (int k = 0; k < nv; k++)
+                s->proj[k] = rf_expr_leaf(RF_EX_COL, types[k], first[k]);
+            give_comment(c, s);
+            neg = s->dst;
+            free(types);
+        }
+        c->done[i] = true;
+        rf_plan_cmd *cmd = emit(b, RF_CMD_ANTIJOIN, -1, c->cur, neg);
+        cmd->nkeys = nv;
+        cmd->lkeys = rf_malloc(((size_t)nv + 1) * sizeof *cmd->lkeys);
+        cmd->rkeys = rf_malloc(((size_t)nv + 1) * sizeof *cmd->rkeys);
+        for (int k = 0; k < nv; k++) {
+            cmd->lkeys[k] = c->col[nvars[k]];
+            cmd->rkeys[k] = k;
+        }
+        give_comment(c, cmd);
+        bool final = !pending(c, RF_LIT_ATOM) && !pending(c, RF_LIT_NEGATED);
+        int *vars = rf_malloc(((size_t)r->nvars + 1) * sizeof *vars);
+        int nout;
+        project(c, cmd, c->col, final, vars, &nout);
+        set_cur(c, cmd->dst, nout, vars);
+        free(vars);
+        free(nvars);
+        free(first);
+    }
+}
+
+/* How attractive atom `lit` is as the next one to join: higher is better. */
+static int atom_score(const rule_ctx *c, int lit)
+{
+    const rf_literal *l = &c->r->body[lit];
+    const rf_program *p = c->b->prog;
+    int shared = 0, consts = 0, repeats = 0;
+    for (int j = 0; j < l->nargs; j++) {
+        const rf_expr *a = l->args[j];
+        if (!a)
+            continue;
+        if (a->op != RF_EX_VAR) {
+            consts++;
+            continue;
+        }
+        if (c->bound[a->index])
+            shared++;
+        for (int k = 0; k < j; k++)
+            if (l->args[k] && l->args[k]->op == RF_EX_VAR && l->args[k]->index == a->index)
+                repeats++;
+    }
+    int score = 0;
+    if (lit == c->delta_lit)
+        score += 1 << 20;           /* deltas are small: drive the join */
+    if (shared > 0)
+        score += 1 << 16 | shared << 12; /* never a cross product if avoidable */
+    score += (consts + repeats) << 8;
+    if (!p->preds[l->pred].has_rules)
+        score += 1 << 4;            /* base facts: usually smaller, known early */
+    return score;
+}
+
+static int pick_atom(const rule_ctx *c)
+{
+    int best = -1, best_score = -1;
+    for (int i = 0; i < c->r->nbody; i++) {
+        if (c->done[i] || c->r->body[i].kind != RF_LIT_ATOM)
+            continue;
+        if (!c->b->optimize)
+            return i;   /* source order */
+        int s = atom_score(c, i);
+        if (s > best_score) {
+            best = i;
+            best_score = s;
+        }
+    }
+    return best;
+}
+
+static int atom_rel(const rule_ctx *c, int lit)
+{
+    const rf_literal *l = &c->r->body[lit];
+    return lit == c->delta_lit ? c->b->delta[l->pred] : c->b->full[l->pred];
+}
+
+static int unit_rel(builder *b)
+{
+    if (b->unit < 0) {
+        char *name = rf_strdup("unit");
+        for (int k = 1; name_taken(b, name); k++) {
+            free(name);
+            name = rf_sprintf("unit%d", k);
+        }
+        b->unit = add_rel(b, name, 0, NULL, RF_REL_TEMP, -1);
+        b->rels.items[b->unit].nfacts = 1;
+        /* Loaded in block 0 so that bodies without atoms have one binding. */
+        rf_plan_cmd *cmd = emit(b, RF_CMD_LOAD, b->unit, -1, -1);
+        cmd->comment = rf_strdup("the empty tuple, for bodies without atoms");
+        /* emit() appended to the current block; move it to block 0. */
+        bblock *cur = &b->blocks.items[b->blocks.len - 1];
+        if (cur != &b->blocks.items[0]) {
+            rf_plan_cmd c = cur->cmds.items[--cur->cmds.len];
+            RF_PUSH(b->blocks.items[0].cmds, c);
+        }
+    }
+    return b->unit;
+}
+
+/* Compiles rule `ri` so that its result is written to dst (a relation of the
+ * head's arity); lit delta_lit reads its predicate's delta. */
+static void compile_rule(builder *b, int ri, int delta_lit, int dst)
+{
+    const rf_program *p = b->prog;
+    const rf_rule *r = &p->rules[ri];
+    const rf_pred *head = &p->preds[r->head];
+    rule_ctx c;
+    memset(&c, 0, sizeof c);
+    c.b = b;
+    c.r = r;
+    c.delta_lit = delta_lit;
+    c.comment = rule_text(p, r, delta_lit);
+    size_t nv = (size_t)r->nvars + 1;
+    c.done = rf_calloc((size_t)r->nbody + 1, sizeof *c.done);
+    c.bound = rf_calloc(nv, sizeof *c.bound);
+    c.assign = rf_calloc(nv, sizeof *c.assign);
+    c.col = rf_malloc(nv * sizeof *c.col);
+    for (int v = 0; v < r->nvars; v++)
+        c.col[v] = -1;
+
+    /* The body's output: the head, or for aggregation the group keys
+     * followed by the variables the aggregate ranges over. */
+    rf_type *final_types = NULL;
+    int *aggvars = NULL, naggvars = 0;
+    if (r->agg == RF_AGG_NONE) {
+        c.nfinal = head->arity;
+        c.final = rf_malloc(((size_t)c.nfinal + 1) * sizeof *c.final);
+        for (int i = 0; i < c.nfinal; i++)
+            c.final[i] = rf_expr_clone(r->head_args[i]);
+        c.final_types = head->types;
+        c.final_dst = dst;
+    } else {
+        int nkeys = head->arity - 1;
+        bool *use = rf_calloc(nv, sizeof *use);
+        mark_vars(r->agg_arg, use);
+        /* count and total range over distinct bindings of every variable. */
+        if (r->agg == RF_AGG_COUNT || r->agg == RF_AGG_TOTAL)
+            for (int i = 0; i < r->nbody; i++)
+                if (r->body[i].kind == RF_LIT_ATOM)
+                    for (int j = 0; j < r->body[i].nargs; j++)
+                        mark_vars(r->body[i].args[j], use);
+        aggvars = rf_malloc(nv * sizeof *aggvars);
+        for (int v = 0; v < r->nvars; v++)
+            if (use[v])
+                aggvars[naggvars++] = v;
+        free(use);
+        c.nfinal = nkeys + naggvars;
+        c.final = rf_malloc(((size_t)c.nfinal + 1) * sizeof *c.final);
+        final_types = rf_malloc(((size_t)c.nfinal + 1) * sizeof *final_types);
+        for (int i = 0; i < nkeys; i++) {
+            c.final[i] = rf_expr_clone(r->head_args[i]);
+            final_types[i] = head->types[i];
+        }
+        for (int k = 0; k < naggvars; k++) {
+            int v = aggvars[k];
+            c.final[nkeys + k] = rf_expr_leaf(RF_EX_VAR, r->var_types[v], v);
+            final_types[nkeys + k] = r->var_types[v];
+        }
+        c.final_types = final_types;
+        c.final_dst = new_temp(b, c.nfinal, final_types);
+    }
+
+    int first = pick_atom(&c);
+    if (first < 0)
+        first_step(&c, -1, unit_rel(b));
+    else
+        first_step(&c, first, atom_rel(&c, first));
+    for (int lit; (lit = pick_atom(&c)) >= 0;)
+        join_step(&c, lit, atom_rel(&c, lit));
+
+    if (r->agg != RF_AGG_NONE) {
+        int nkeys = head->arity - 1;
+        rf_plan_cmd *cmd = emit(b, RF_CMD_AGGREGATE, dst, c.final_dst, -1);
+        cmd->aggfn = r->agg;
+        cmd->nkeys = nkeys;
+        cmd->lkeys = rf_malloc(((size_t)nkeys + 1) * sizeof *cmd->lkeys);
+        for (int i = 0; i < nkeys; i++)
+            cmd->lkeys[i] = i;
+        int *colmap = rf_malloc(nv * sizeof *colmap);
+        for (int v = 0; v < r->nvars; v++)
+            colmap[v] = -1;
+        for (int k = 0; k < naggvars; k++)
+            colmap[aggvars[k]] = nkeys + k;
+        cmd->agg_arg = translate(&c, r->agg_arg, colmap);
+        free(colmap);
+        give_comment(&c, cmd);
+    }
+
+    for (int i = 0; i < c.nfinal; i++)
+        rf_expr_free(c.final[i]);
+    free(c.final);
+    free(final_types);
+    free(aggvars);
+    free(c.comment);
+    free(c.done);
+    free(c.bound);
+    free(c.assign);
+    free(c.col);
+    free(c.curvar);
+}
+
+/* ---- Strata ---- */
+
+static bool in_stratum(const rf_stratum *s, int pred)
+{
+    for (int i = 0; i < s->npreds; i++)
+        if (s->preds[i] == pred)
+            return true;
+    return false;
+}
+
+static bool is_recursive_atom(const rf_stratum *s, const rf_literal *l)
+{
+    return l->kind == RF_LIT_ATOM && in_stratum(s, l->pred);
+}
+
+static void union_into(builder *b, int dst, int src, const char *why)
+{
+    rf_plan_cmd *cmd = emit(b, RF_CMD_UNION, dst, dst, src);
+    if (why)
+        cmd->comment = rf_strdup(why);
+}
+
+static void build_plain_stratum(builder *b, int si)
+{
+    const rf_stratum *s = &b->prog->strata[si];
+    start_block(b, rf_sprintf("stratum%d", si));
+    for (int k = 0; k < s->nrules; k++) {
+        int ri = s->rules[k];
+        int head = b->prog->rules[ri].head;
+        const rf_plan_rel *h = &b->rels.items[b->full[head]];
+        int t = new_temp(b, h->arity, h->types);
+        compile_rule(b, ri, -1, t);
+        union_into(b, b->full[head], t, NULL);
+    }
+}
+
+static void build_recursive_stratum(builder *b, int si)
+{
+    const rf_program *p = b->prog;
+    const rf_stratum *s = &p->strata[si];
+    for (int k = 0; k < s->npreds; k++) {
+        int pr = s->preds[k];
+        const rf_plan_rel *full = &b->rels.items[b->full[pr]];
+        int arity = full->arity;
+        /* Copied: adding relations may move the array full points into. */
+        const rf_type *ft = full->types;
+        rf_type *copy = rf_malloc(((size_t)arity + 1) * sizeof *copy);
+        if (arity > 0)
+            memcpy(copy, ft, (size_t)arity * sizeof *copy);
+        b->delta[pr] = add_rel(b, rf_sprintf("%s.delta", p->preds[pr].name), arity, copy, RF_REL_DELTA, pr);
+        b->fresh[pr] = add_rel(b, rf_sprintf("%s.new", p->preds[pr].name), arity, copy, RF_REL_NEW, pr);
+        free(copy);
+    }
+
+    /* Base rules once; the delta starts as everything known so far, so
+     * loaded facts seed the iteration too. */
+    start_block(b, rf_sprintf("stratum%d.init", si));
+    for (int k = 0; k < s->nrules; k++) {
+        int ri = s->rules[k];
+        const rf_rule *r = &p->rules[ri];
+        bool base = true;
+        for (int i = 0; i < r->nbody; i++)
+            base = base && !is_recursive_atom(s, &r->body[i]);
+        if (!base)
+            continue;
+        const rf_plan_rel *h = &b->rels.items[b->full[r->head]];
+        int t = new_temp(b, h->arity, h->types);
+        compile_rule(b, ri, -1, t);
+        union_into(b, b->full[r->head], t, NULL);
+    }
+    for (int k = 0; k < s->npreds; k++) {
+        int pr = s->preds[k];
+        emit(b, RF_CMD_COPY, b->delta[pr], b->full[pr], -1)->comment =
+            rf_strdup("semi-naive: the first delta is the whole relation");
+    }
+
+    /* One iteration: every rule once per recursive atom, that atom reading
+     * the delta; the first candidate set of a predicate is written to its
+     * new relation directly, later ones are unioned in. */
+    int loop = (int)b->blocks.len;
+    start_block(b, rf_sprintf("stratum%d.loop", si));
+    bool *written = rf_calloc((size_t)p->npreds + 1, sizeof *written);
+    for (int k = 0; k < s->nrules; k++) {
+        int ri = s->rules[k];
+        const rf_rule *r = &p->rules[ri];
+        for (int i = 0; i < r->nbody; i++) {
+            if (!is_recursive_atom(s, &r->body[i]))
+                continue;
+            int nrel = b->fresh[r->head];
+            if (!written[r->head]) {
+                compile_rule(b, ri, i, nrel);
+                written[r->head] = true;
+            } else {
+                const rf_plan_rel *h = &b->rels.items[nrel];
+                int t = new_temp(b, h->arity, h->types);
+                compile_rule(b, ri, i, t);
+                union_into(b, nrel, t, NULL);
+            }
+        }
+    }
+    for (int k = 0; k < s->npreds; k++) {
+        int pr = s->preds[k];
+        if (!written[pr])
+            emit(b, RF_CMD_CLEAR, b->fresh[pr], -1, -1)->comment =
+                rf_sprintf("%s has no recursive rule", p->preds[pr].name);
+    }
+    for (int k = 0; k < s->npreds; k++) {
+        int pr = s->preds[k];
+        int full = b->full[pr], fresh = b->fresh[pr], delta = b->delta[pr];
+        emit(b, RF_CMD_DIFFERENCE, fresh, fresh, full)->comment =
+            rf_strdup("semi-naive: keep only tuples not known before");
+        union_into(b, full, fresh, NULL);
+        emit(b, RF_CMD_COPY, delta, fresh, -1);
+    }
+    rf_plan_cmd *br = emit(b, RF_CMD_BRANCH_EMPTY, -1, -1, -1);
+    br->nconds = s->npreds;
+    br->conds = rf_malloc(((size_t)s->npreds + 1) * sizeof *br->conds);
+    for (int k = 0; k < s->npreds; k++)
+        br->conds[k] = b->delta[s->preds[k]];
+    br->target = loop + 1;   /* the block after the loop: next stratum or halt */
+    br->target_else = loop;
+    br->comment = rf_strdup("fixpoint when no delta has tuples");
+    free(written);
+}
+
+/* Renames temporaries t0, t1, ... in the order the plan first writes them,
+ * so that explain output reads top to bottom. Every temporary but the
+ * loaded unit relation is written by some command, so all get new names
+ * and old and new names never collide in the end. */
+static void name_temps(rf_plan *plan, const rf_program *prog)
+{
+    int next = 0;
+    bool *named = rf_calloc((size_t)plan->nrels + 1, sizeof *named);
+    for (int b = 0; b < plan->nblocks; b++)
+        for (int i = 0; i < plan->blocks[b].ncmds; i++) {
+            const rf_plan_cmd *c = &plan->blocks[b].cmds[i];
+            if (rf_plan_cmd_is_control(c->kind) || named[c->dst] ||
+                plan->rels[c->dst].kind != RF_REL_TEMP || plan->rels[c->dst].nfacts > 0)
+                continue;
+            named[c->dst] = true;
+            char *name;
+            for (;;) {
+                name = rf_sprintf("t%d", next++);
+                bool clash = rf_program_find_pred(prog, name) >= 0;
+                for (int r = 0; r < plan->nrels && !clash; r++)
+                    clash = plan->rels[r].kind != RF_REL_TEMP && strcmp(plan->rels[r].name, name) == 0;
+                if (!clash)
+                    break;
+                free(name);
+            }
+            free(plan->rels[c->dst].name);
+            plan->rels[c->dst].name = name;
+        }
+    free(named);
+}
+
+rf_plan *rf_plan_build(const rf_program *prog, const rf_plan_options *opt)
+{
+    builder b;
+    memset(&b, 0, sizeof b);
+    b.prog = prog;
+    b.optimize = opt ? opt->optimize : true;
+    b.unit = -1;
+    size_t np = (size_t)prog->npreds + 1;
+    b.full = rf_malloc(np * sizeof *b.full);
+    b.delta = rf_malloc(np * sizeof *b.delta);
+    b.fresh = rf_malloc(np * sizeof *b.fresh);
+
+    for (int i = 0; i < prog->npreds; i++) {
+        const rf_pred *pr = &prog->preds[i];
+        b.full[i] = add_rel(&b, rf_strdup(pr->name), pr->arity, pr->types,
+                            pr->has_rules ? RF_REL_DERIVED : RF_REL_INPUT, i);
+        b.delta[i] = b.fresh[i] = -1;
+        rf_plan_rel *r = &b.rels.items[b.full[i]];
+        r->nfacts = pr->nfacts;
+        size_t words = rf_mul_size(pr->nfacts, (size_t)pr->arity);
+        r->facts = rf_malloc(rf_mul_size(words ? words : 1, sizeof *r->facts));
+        if (words)
+            memcpy(r->facts, pr->facts, words * sizeof *r->facts);
+        r->input_path = pr->input_path ? rf_strdup(pr->input_path) : NULL;
+        r->input_format = pr->input_format;
+        r->is_output = pr->is_output;
+    }
+
+    /* Every relation starts empty; block 0 loads the initial tuples. An
+     * input relation is always loaded: --input may supply its file. */
+    start_block(&b, rf_strdup("load"));
+    for (int i = 0; i < prog->npreds; i++) {
+        const rf_pred *pr = &prog->preds[i];
+        if (pr->has_rules && pr->nfacts == 0 && !pr->input_path)
+            continue;
+        rf_plan_cmd *cmd = emit(&b, RF_CMD_LOAD, b.full[i], -1, -1);
+        if (pr->input_path)
+            cmd->comment = rf_sprintf("inline facts: %zu, file: %s", pr->nfacts, pr->input_path);
+        else
+            cmd->comment = rf_sprintf("inline facts: %zu", pr->nfacts);
+    }
+
+    for (int si = 0; si < prog->nstrata; si++) {
+        const rf_stratum *s = &prog->strata[si];
+        if (s->nrules == 0)
+            continue;
+        if (s->recursive)
+            build_recursive_stratum(&b, si);
+        else
+            build_plain_stratum(&b, si);
+    }
+    start_block(&b, rf_strdup("halt"));
+    emit(&b, RF_CMD_HALT, -1, -1, -1);
+
+    rf_plan *plan = rf_calloc(1, sizeof *plan);
+    plan->nrels = (int)b.rels.len;
+    plan->rels = b.rels.items;
+    plan->nblocks = (int)b.blocks.len;
+    plan->blocks = rf_malloc(rf_mul_size(b.blocks.len, sizeof *plan->blocks));
+    for (size_t i = 0; i < b.blocks.len; i++) {
+        plan->blocks[i].label = b.blocks.items[i].label;
+        plan->blocks[i].ncmds = (int)b.blocks.items[i].cmds.len;
+        plan->blocks[i].cmds = b.blocks.items[i].cmds.items;
+    }
+    free(b.blocks.items);
+    free(b.full);
+    free(b.delta);
+    free(b.fresh);
+
+    if (b.optimize) {
+        rf_plan_pass_pushdown(plan);
+        rf_plan_pass_cse(plan);
+        rf_plan_pass_dead_rels(plan);
+    }
+    name_temps(plan, prog);
+    return plan;
+}

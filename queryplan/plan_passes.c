@@ -1,0 +1,357 @@
+/* Plan passes. Construction already orders joins and pushes selections and
+ * projections into each atom's scan; these passes clean up what rule-at-a-
+ * time construction cannot see: scans that copy a relation unchanged,
+ * a scan feeding a single later map, the same scan shared by two rules,
+ * and whole predicates nothing needs.
+ *
+ * The passes rely on what construction guarantees about TEMP relations:
+ * each is written by one command; they check it rather than assume it. */
+#include "plan_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Def/use helpers ---- */
+
+static bool reads(const rf_plan_cmd *c, int rel)
+{
+    int ns = rf_plan_cmd_nsrcs(c->kind);
+    for (int i = 0; i < ns; i++)
+        if (c->src[i] == rel)
+            return true;
+    for (int i = 0; i < c->nconds; i++)
+        if (c->conds[i] == rel)
+            return true;
+    return false;
+}
+
+static bool writes(const rf_plan_cmd *c, int rel)
+{
+    return !rf_plan_cmd_is_control(c->kind) && c->dst == rel;
+}
+
+static int count_writes(const rf_plan *p, int rel)
+{
+    int n = 0;
+    for (int b = 0; b < p->nblocks; b++)
+        for (int i = 0; i < p->blocks[b].ncmds; i++)
+            n += writes(&p->blocks[b].cmds[i], rel);
+    return n;
+}
+
+static int count_reads(const rf_plan *p, int rel)
+{
+    int n = 0;
+    for (int b = 0; b < p->nblocks; b++)
+        for (int i = 0; i < p->blocks[b].ncmds; i++)
+            n += reads(&p->blocks[b].cmds[i], rel);
+    return n;
+}
+
+/* A temp written once, by block b's command i, and read only later in b. */
+static bool local_temp(const rf_plan *p, int rel, int b, int i)
+{
+    if (p->rels[rel].kind != RF_REL_TEMP || count_writes(p, rel) != 1)
+        return false;
+    for (int bb = 0; bb < p->nblocks; bb++)
+        for (int k = 0; k < p->blocks[bb].ncmds; k++)
+            if (reads(&p->blocks[bb].cmds[k], rel) && (bb != b || k <= i))
+                return false;
+    return true;
+}
+
+/* Does any command of block b in (from, to) write rel? */
+static bool written_between(const rf_plan_block *blk, int from, int to, int rel)
+{
+    for (int k = from + 1; k < to; k++)
+        if (writes(&blk->cmds[k], rel))
+            return true;
+    return false;
+}
+
+static void replace_reads(rf_plan *p, int from, int to)
+{
+    for (int b = 0; b < p->nblocks; b++)
+        for (int i = 0; i < p->blocks[b].ncmds; i++) {
+            rf_plan_cmd *c = &p->blocks[b].cmds[i];
+            int ns = rf_plan_cmd_nsrcs(c->kind);
+            for (int k = 0; k < ns; k++)
+                if (c->src[k] == from)
+                    c->src[k] = to;
+            for (int k = 0; k < c->nconds; k++)
+                if (c->conds[k] == from)
+                    c->conds[k] = to;
+        }
+}
+
+static void remove_cmd(rf_plan_block *blk, int i)
+{
+    rf_plan_cmd_release(&blk->cmds[i]);
+    memmove(&blk->cmds[i], &blk->cmds[i + 1], (size_t)(blk->ncmds - i - 1) * sizeof *blk->cmds);
+    blk->ncmds--;
+}
+
+static bool is_identity_map(const rf_plan *p, const rf_plan_cmd *c)
+{
+    if (c->kind != RF_CMD_MAPFILTER || c->filter || c->nproj != p->rels[c->src[0]].arity)
+        return false;
+    for (int i = 0; i < c->nproj; i++)
+        if (c->proj[i]->op != RF_EX_COL || c->proj[i]->index != i)
+            return false;
+    return true;
+}
+
+/* Replaces every column leaf $k of e by a copy of cols[k]. */
+static rf_expr *substitute(const rf_expr *e, rf_expr *const *cols)
+{
+    if (!e)
+        return NULL;
+    if (e->op == RF_EX_COL)
+        return rf_expr_clone(cols[e->index]);
+    rf_expr *t = rf_malloc(sizeof *t);
+    *t = *e;
+    t->a = substitute(e->a, cols);
+    t->b = substitute(e->b, cols);
+    return t;
+}
+
+/* ---- Pushdown ---- */
+
+/* Last command in block b at or after `from` reading rel, or -1. */
+static int last_read(const rf_plan_block *blk, int from, int rel)
+{
+    int last = -1;
+    for (int k = from; k < blk->ncmds; k++)
+        if (reads(&blk->cmds[k], rel))
+            last = k;
+    return last;
+}
+
+bool rf_plan_pass_pushdown(rf_plan *plan)
+{
+    bool changed = false;
+    for (int b = 0; b < plan->nblocks; b++) {
+        rf_plan_block *blk = &plan->blocks[b];
+        for (int i = 0; i < blk->ncmds; i++) {
+            rf_plan_cmd *c = &blk->cmds[i];
+            if (rf_plan_cmd_is_control(c->kind) || !local_temp(plan, c->dst, b, i))
+                continue;
+            int t = c->dst;
+            int use = last_read(blk, i + 1, t);
+            /* A scan that copies its source: read the source instead. */
+            if (is_identity_map(plan, c)) {
+                if (use >= 0 && written_between(blk, i, use + 1, c->src[0]))
+                    continue;
+                replace_reads(plan, t, c->src[0]);
+                rf_plan_cmd *reader = &blk->cmds[i + 1];
+                if (c->comment && !reader->comment) {   /* keep the rule text */
+                    reader->comment = c->comment;
+                    c->comment = NULL;
+                }
+                remove_cmd(blk, i);
+                i--;
+                changed = true;
+                continue;
+            }
+            /* A map or join whose only reader is a map: fuse the two, so the
+             * reader's filter and projection move into the producer. */
+            if (c->kind != RF_CMD_MAPFILTER && c->kind != RF_CMD_MAPJOIN)
+                continue;
+            if (use < 0 || count_reads(plan, t) != 1)
+                continue;
+            rf_plan_cmd *m = &blk->cmds[use];
+            if (m->kind != RF_CMD_MAPFILTER)
+                continue;
+            bool clash = false;
+            for (int k = i + 1; k < use && !clash; k++) {
+                const rf_plan_cmd *x = &blk->cmds[k];
+                clash = writes(x, c->src[0]) || (c->kind == RF_CMD_MAPJOIN && writes(x, c->src[1])) ||
+                        reads(x, m->dst) || writes(x, m->dst);
+            }
+            if (clash)
+                continue;
+            rf_expr *filter = substitute(m->filter, c->proj);
+            if (filter) {
+                c->filter = c->filter ? rf_expr_binary(RF_EX_AND, RF_TYPE_BOOL, c->filter, filter) : filter;
+            }
+            rf_expr **proj = rf_malloc(((size_t)m->nproj + 1) * sizeof *proj);
+            for (int k = 0; k < m->nproj; k++)
+                proj[k] = substitute(m->proj[k], c->proj);
+            for (int k = 0; k < c->nproj; k++)
+                rf_expr_free(c->proj[k]);
+            free(c->proj);
+            c->proj = proj;
+            c->nproj = m->nproj;
+            c->dst = m->dst;
+            if (!c->comment && m->comment) {
+                c->comment = m->comment;
+                m->comment = NULL;
+            }
+            remove_cmd(blk, use);
+            i--;   /* the fused command may fuse again */
+            changed = true;
+        }
+    }
+    return changed;
+}
+
+/* ---- Common subexpressions ---- */
+
+static bool same_ints(const int *a, const int *b, int n)
+{
+    return n == 0 || memcmp(a, b, (size_t)n * sizeof *a) == 0;
+}
+
+static bool same_cmd(const rf_plan_cmd *a, const rf_plan_cmd *b)
+{
+    if (a->kind != b->kind || a->src[0] != b->src[0] || a->src[1] != b->src[1] ||
+        a->nkeys != b->nkeys || a->nproj != b->nproj || a->aggfn != b->aggfn)
+        return false;
+    if (!same_ints(a->lkeys, b->lkeys, a->nkeys))
+        return false;
+    if ((a->kind == RF_CMD_MAPJOIN || a->kind == RF_CMD_ANTIJOIN) && !same_ints(a->rkeys, b->rkeys, a->nkeys))
+        return false;
+    if (!rf_expr_equal(a->filter, b->filter) || !rf_expr_equal(a->agg_arg, b->agg_arg))
+        return false;
+    for (int i = 0; i < a->nproj; i++)
+        if (!rf_expr_equal(a->proj[i], b->proj[i]))
+            return false;
+    return true;
+}
+
+bool rf_plan_pass_cse(rf_plan *plan)
+{
+    bool changed = false;
+    for (int b = 0; b < plan->nblocks; b++) {
+        rf_plan_block *blk = &plan->blocks[b];
+        for (bool again = true; again;) {
+            again = false;
+            for (int i = 0; i < blk->ncmds && !again; i++) {
+                rf_plan_cmd *c = &blk->cmds[i];
+                if (c->kind != RF_CMD_MAPFILTER && c->kind != RF_CMD_MAPJOIN &&
+                    c->kind != RF_CMD_ANTIJOIN && c->kind != RF_CMD_AGGREGATE)
+                    continue;
+                if (plan->rels[c->dst].kind != RF_REL_TEMP || count_writes(plan, c->dst) != 1)
+                    continue;
+                for (int j = i + 1; j < blk->ncmds; j++) {
+                    rf_plan_cmd *d = &blk->cmds[j];
+                    if (!same_cmd(c, d))
+                        continue;
+                    int ns = rf_plan_cmd_nsrcs(c->kind);
+                    bool stale = false;
+                    for (int k = 0; k < ns; k++)
+                        stale = stale || written_between(blk, i, j, c->src[k]);
+                    if (stale || plan->rels[d->dst].kind != RF_REL_TEMP || count_writes(plan, d->dst) != 1)
+                        continue;
+                    replace_reads(plan, d->dst, c->dst);
+                    remove_cmd(blk, j);
+                    again = changed = true;
+                    break;
+                }
+            }
+        }
+    }
+    return changed;
+}
+
+/* ---- Dead commands and relations ---- */
+
+bool rf_plan_pass_dead_rels(rf_plan *plan)
+{
+    int n = plan->nrels;
+    bool *live = rf_calloc((size_t)n + 1, sizeof *live);
+    bool any_output = false;
+    for (int r = 0; r < n; r++)
+        any_output = any_output || plan->rels[r].is_output;
+    /* Without output directives every derived predicate is printed. */
+    for (int r = 0; r < n; r++)
+        live[r] = any_output ? plan->rels[r].is_output : plan->rels[r].kind == RF_REL_DERIVED;
+
+    /* A relation is live if a live relation is computed from it; loop
+     * conditions alone keep nothing alive (a loop nobody needs can stop). */
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (int b = 0; b < plan->nblocks; b++)
+            for (int i = 0; i < plan->blocks[b].ncmds; i++) {
+                const rf_plan_cmd *c = &plan->blocks[b].cmds[i];
+                if (rf_plan_cmd_is_control(c->kind) || !live[c->dst])
+                    continue;
+                for (int k = 0; k < rf_plan_cmd_nsrcs(c->kind); k++)
+                    if (!live[c->src[k]])
+                        live[c->src[k]] = grew = true;
+            }
+    }
+
+    bool changed = false;
+    for (int b = 0; b < plan->nblocks; b++) {
+        rf_plan_block *blk = &plan->blocks[b];
+        for (int i = 0; i < blk->ncmds; i++) {
+            rf_plan_cmd *c = &blk->cmds[i];
+            if (!rf_plan_cmd_is_control(c->kind) && !live[c->dst]) {
+                remove_cmd(blk, i--);
+                changed = true;
+            } else if (c->kind == RF_CMD_BRANCH_EMPTY) {
+                int m = 0;
+                for (int k = 0; k < c->nconds; k++)
+                    if (live[c->conds[k]])
+                        c->conds[m++] = c->conds[k];
+                changed = changed || m != c->nconds;
+                c->nconds = m;
+                if (m == 0) {
+                    /* Nothing the loop computes is needed: leave at once. */
+                    free(c->conds);
+                    c->conds = NULL;
+                    c->kind = RF_CMD_JUMP;
+                    c->target_else = -1;
+                    free(c->comment);
+                    c->comment = rf_strdup("loop removed: nothing needs its results");
+                }
+            }
+        }
+    }
+
+    /* Drop relations no command mentions (outputs stay) and renumber. */
+    bool *used = rf_calloc((size_t)n + 1, sizeof *used);
+    for (int r = 0; r < n; r++)
+        used[r] = plan->rels[r].is_output;
+    for (int b = 0; b < plan->nblocks; b++)
+        for (int i = 0; i < plan->blocks[b].ncmds; i++) {
+            const rf_plan_cmd *c = &plan->blocks[b].cmds[i];
+            if (!rf_plan_cmd_is_control(c->kind))
+                used[c->dst] = true;
+            for (int k = 0; k < rf_plan_cmd_nsrcs(c->kind); k++)
+                used[c->src[k]] = true;
+            for (int k = 0; k < c->nconds; k++)
+                used[c->conds[k]] = true;
+        }
+    int *map = rf_malloc(((size_t)n + 1) * sizeof *map);
+    int m = 0;
+    for (int r = 0; r < n; r++) {
+        if (used[r]) {
+            map[r] = m;
+            plan->rels[m++] = plan->rels[r];
+        } else {
+            map[r] = -1;
+            free(plan->rels[r].name);
+            free(plan->rels[r].types);
+            free(plan->rels[r].facts);
+            free(plan->rels[r].input_path);
+        }
+    }
+    changed = changed || m != n;
+    plan->nrels = m;
+    for (int b = 0; b < plan->nblocks; b++)
+        for (int i = 0; i < plan->blocks[b].ncmds; i++) {
+            rf_plan_cmd *c = &plan->blocks[b].cmds[i];
+            if (!rf_plan_cmd_is_control(c->kind))
+                c->dst = map[c->dst];
+            for (int k = 0; k < rf_plan_cmd_nsrcs(c->kind); k++)
+                c->src[k] = map[c->src[k]];
+            for (int k = 0; k < c->nconds; k++)
+                c->conds[k] = map[c->conds[k]];
+        }
+    free(map);
+    free(used);
+    free(live);
+    return changed;
+}

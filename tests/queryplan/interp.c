@@ -1,0 +1,308 @@
+#include "interp.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_arity;
+
+static int row_cmp(const void *a, const void *b)
+{
+    const rf_word *x = a, *y = b;
+    for (int i = 0; i < cmp_arity; i++)
+        if (x[i] != y[i])
+            return x[i] < y[i] ? -1 : 1;
+    return 0;
+}
+
+void irel_normalize(irel *r)
+{
+    if (r->arity == 0) {
+        r->n = r->n > 0;
+        return;
+    }
+    size_t w = (size_t)r->arity * sizeof(rf_word);
+    cmp_arity = r->arity;
+    qsort(r->rows, r->n, w, row_cmp);
+    size_t out = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        rf_word *row = r->rows + i * (size_t)r->arity;
+        if (out > 0 && memcmp(r->rows + (out - 1) * (size_t)r->arity, row, w) == 0)
+            continue;
+        memmove(r->rows + out * (size_t)r->arity, row, w);
+        out++;
+    }
+    r->n = out;
+}
+
+bool irel_equal(const irel *a, const irel *b)
+{
+    return a->arity == b->arity && a->n == b->n &&
+           (a->n == 0 || a->arity == 0 ||
+            memcmp(a->rows, b->rows, a->n * (size_t)a->arity * sizeof(rf_word)) == 0);
+}
+
+void irel_print(const irel *r, FILE *out)
+{
+    fprintf(out, "{");
+    for (size_t i = 0; i < r->n; i++) {
+        fprintf(out, "%s(", i ? ", " : "");
+        for (int j = 0; j < r->arity; j++)
+            fprintf(out, "%s%" PRId64, j ? "," : "", (int64_t)r->rows[i * (size_t)r->arity + j]);
+        fprintf(out, ")");
+    }
+    fprintf(out, "}\n");
+}
+
+/* A result under construction. */
+typedef struct rowbuf {
+    int arity;
+    size_t n, cap;
+    rf_word *rows;
+} rowbuf;
+
+static void push_row(rowbuf *b, const rf_word *row)
+{
+    if (b->n == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 16;
+        b->rows = rf_realloc(b->rows, b->cap * ((size_t)b->arity + 1) * sizeof(rf_word));
+    }
+    memcpy(b->rows + b->n * (size_t)b->arity, row, (size_t)b->arity * sizeof(rf_word));
+    b->n++;
+}
+
+static void store(interp *it, int dst, rowbuf *b)
+{
+    irel *r = &it->rels[dst];
+    free(r->rows);
+    r->rows = b->rows ? b->rows : rf_malloc(sizeof(rf_word));
+    r->n = b->n;
+    irel_normalize(r);
+}
+
+static bool contains(const irel *r, const rf_word *row)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (memcmp(r->rows + i * (size_t)r->arity, row, (size_t)r->arity * sizeof(rf_word)) == 0)
+            return true;
+    return false;
+}
+
+static bool eval_bool(interp *it, const rf_expr *e, const rf_word *row, bool *ok)
+{
+    if (!e)
+        return true;
+    rf_word w;
+    if (!rf_expr_eval(e, row, &w, &it->st)) {
+        *ok = false;
+        return false;
+    }
+    return w != 0;
+}
+
+static bool project_row(interp *it, const rf_plan_cmd *c, const rf_word *row, rowbuf *out)
+{
+    rf_word tmp[64];
+    for (int i = 0; i < c->nproj; i++)
+        if (!rf_expr_eval(c->proj[i], row, &tmp[i], &it->st))
+            return false;
+    push_row(out, tmp);
+    return true;
+}
+
+static const rf_word *row_at(const irel *r, size_t i) { return r->rows + i * (size_t)r->arity; }
+
+static bool keys_match(const rf_plan_cmd *c, const rf_word *l, const rf_word *r)
+{
+    for (int k = 0; k < c->nkeys; k++)
+        if (l[c->lkeys[k]] != r[c->rkeys[k]])
+            return false;
+    return true;
+}
+
+static bool aggregate(interp *it, const rf_plan_cmd *c, rowbuf *out)
+{
+    const irel *s = &it->rels[c->src[0]];
+    rf_type t = c->agg_arg ? c->agg_arg->type : RF_TYPE_INT64;
+    bool *seen = rf_calloc(s->n + 1, sizeof *seen);
+    rf_word row[64];
+    bool ok = true;
+    for (size_t g = 0; g < s->n && ok; g++) {
+        if (seen[g])
+            continue;
+        const rf_word *first = row_at(s, g);
+        rf_word acc = 0;
+        bool have = false;
+        for (size_t i = g; i < s->n && ok; i++) {
+            const rf_word *r = row_at(s, i);
+            bool same = true;
+            for (int k = 0; k < c->nkeys; k++)
+                same = same && r[c->lkeys[k]] == first[c->lkeys[k]];
+            if (!same)
+                continue;
+            seen[i] = true;
+            rf_word v = 0;
+            if (c->agg_arg && !rf_expr_eval(c->agg_arg, r, &v, &it->st)) {
+                ok = false;
+                break;
+            }
+            switch (c->aggfn) {
+            case RF_AGG_COUNT: acc++; break;
+            case RF_AGG_TOTAL:
+                if (!have)
+                    acc = v;
+                else if (!rf_scalar_binary(RF_EX_ADD, t, acc, v, &acc, &it->st))
+                    ok = false;
+                break;
+            case RF_AGG_MIN:
+                if (!have || rf_value_compare(t, v, acc) < 0)
+                    acc = v;
+                break;
+            case RF_AGG_MAX:
+                if (!have || rf_value_compare(t, v, acc) > 0)
+                    acc = v;
+                break;
+            default: ok = false;
+            }
+            have = true;
+        }
+        for (int k = 0; k < c->nkeys; k++)
+            row[k] = first[c->lkeys[k]];
+        row[c->nkeys] = acc;
+        push_row(out, row);
+    }
+    if (c->nkeys == 0 && s->n == 0 && c->aggfn == RF_AGG_COUNT) {
+        row[0] = 0;
+        push_row(out, row);
+    }
+    free(seen);
+    return ok;
+}
+
+/* Executes one non-control command. */
+static bool exec(interp *it, const rf_plan_cmd *c)
+{
+    const rf_plan *p = it->plan;
+    rowbuf out = { p->rels[c->dst].arity, 0, 0, NULL };
+    const irel *s0 = c->src[0] >= 0 ? &it->rels[c->src[0]] : NULL;
+    const irel *s1 = c->src[1] >= 0 ? &it->rels[c->src[1]] : NULL;
+    bool ok = true;
+    rf_word row[128];
+    switch (c->kind) {
+    case RF_CMD_LOAD: {
+        const rf_plan_rel *r = &p->rels[c->dst];
+        for (size_t i = 0; i < r->nfacts; i++)
+            push_row(&out, r->arity ? r->facts + i * (size_t)r->arity : row);
+        break;
+    }
+    case RF_CMD_MAPFILTER:
+        for (size_t i = 0; i < s0->n && ok; i++)
+            if (eval_bool(it, c->filter, row_at(s0, i), &ok) && ok)
+                ok = project_row(it, c, row_at(s0, i), &out);
+        break;
+    case RF_CMD_MAPJOIN: {
+        for (size_t i = 0; i < s0->n && ok; i++)
+            for (size_t j = 0; j < s1->n && ok; j++) {
+                const rf_word *l = row_at(s0, i), *r = row_at(s1, j);
+                if (!keys_match(c, l, r))
+                    continue;
+                memcpy(row, l, (size_t)s0->arity * sizeof *row);
+                memcpy(row + s0->arity, r, (size_t)s1->arity * sizeof *row);
+                if (eval_bool(it, c->filter, row, &ok) && ok)
+                    ok = project_row(it, c, row, &out);
+            }
+        break;
+    }
+    case RF_CMD_ANTIJOIN: {
+        for (size_t i = 0; i < s0->n && ok; i++) {
+            const rf_word *l = row_at(s0, i);
+            bool found = false;
+            for (size_t j = 0; j < s1->n && !found; j++)
+                found = keys_match(c, l, row_at(s1, j));
+            if (!found && eval_bool(it, c->filter, l, &ok) && ok)
+                ok = project_row(it, c, l, &out);
+        }
+        break;
+    }
+    case RF_CMD_UNION:
+    case RF_CMD_DIFFERENCE:
+    case RF_CMD_COPY:
+        for (size_t i = 0; i < s0->n; i++) {
+            const rf_word *r = row_at(s0, i);
+            if (c->kind != RF_CMD_DIFFERENCE || !contains(s1, r))
+                push_row(&out, r);
+        }
+        if (c->kind == RF_CMD_UNION)
+            for (size_t i = 0; i < s1->n; i++)
+                push_row(&out, row_at(s1, i));
+        break;
+    case RF_CMD_AGGREGATE:
+        ok = aggregate(it, c, &out);
+        break;
+    case RF_CMD_CLEAR:
+        break;
+    default:
+        ok = rf_fail(&it->st, RF_EXIT_RUNTIME_ERROR, "interp: unexpected command");
+    }
+    if (!ok) {
+        free(out.rows);
+        return false;
+    }
+    store(it, c->dst, &out);
+    return true;
+}
+
+bool interp_run(interp *it, const rf_plan *plan, long max_steps)
+{
+    memset(it, 0, sizeof *it);
+    it->plan = plan;
+    rf_status_init(&it->st);
+    it->rels = rf_calloc((size_t)plan->nrels + 1, sizeof *it->rels);
+    for (int i = 0; i < plan->nrels; i++) {
+        it->rels[i].arity = plan->rels[i].arity;
+        it->rels[i].rows = rf_malloc(sizeof(rf_word));
+    }
+    int b = 0;
+    for (;;) {
+        const rf_plan_block *blk = &plan->blocks[b];
+        int next = b + 1;
+        for (int i = 0; i < blk->ncmds; i++) {
+            const rf_plan_cmd *c = &blk->cmds[i];
+            if (++it->steps > max_steps)
+                return rf_fail(&it->st, RF_EXIT_RUNTIME_ERROR, "interp: no halt after %ld steps", max_steps);
+            if (c->kind == RF_CMD_HALT)
+                return true;
+            if (c->kind == RF_CMD_JUMP) {
+                next = c->target;
+            } else if (c->kind == RF_CMD_BRANCH_EMPTY) {
+                bool empty = true;
+                for (int k = 0; k < c->nconds; k++)
+                    empty = empty && it->rels[c->conds[k]].n == 0;
+                next = empty ? c->target : c->target_else;
+            } else if (!exec(it, c)) {
+                return false;
+            }
+        }
+        if (next >= plan->nblocks)
+            return rf_fail(&it->st, RF_EXIT_RUNTIME_ERROR, "interp: fell off the end");
+        b = next;
+    }
+}
+
+void interp_free(interp *it)
+{
+    if (!it->rels)
+        return;
+    for (int i = 0; i < it->plan->nrels; i++)
+        free(it->rels[i].rows);
+    free(it->rels);
+    it->rels = NULL;
+}
+
+const irel *interp_rel(const interp *it, const char *name)
+{
+    for (int i = 0; i < it->plan->nrels; i++)
+        if (strcmp(it->plan->rels[i].name, name) == 0)
+            return &it->rels[i];
+    return NULL;
+}

@@ -1,0 +1,758 @@
+/* Query planner tests: programs built by hand (tb.h) are planned, verified,
+ * and run by a naive interpreter (interp.h); the result relations must be
+ * exactly the expected sets, with and without the optimisation passes. */
+#include <CUnit/Basic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend.h"
+#include "interp.h"
+#include "tb.h"
+
+#define ROWS(...) (const int64_t[]){ __VA_ARGS__ }, (int)(sizeof((int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t))
+#define NO_ROWS NULL, 0
+
+/* One program planned three ways and run: optimize off, on, and off with
+ * the passes then applied one by one (verified after each, twice over). */
+enum { NPLANS = 3 };
+typedef struct run {
+    rf_program *prog;
+    rf_plan *plan[NPLANS];
+    interp it[NPLANS];
+    bool ok;
+} run;
+
+static void run_start(run *r, rf_program *prog)
+{
+    memset(r, 0, sizeof *r);
+    r->prog = prog;
+    r->ok = true;
+    for (int o = 0; o < NPLANS; o++) {
+        rf_plan_options opt = { .optimize = o == 1 };
+        r->plan[o] = rf_plan_build(prog, &opt);
+        rf_status st;
+        rf_status_init(&st);
+        bool verified = true;
+        for (int round = 0; o == 2 && round < 2; round++) {
+            bool (*const passes[])(rf_plan *) = { rf_plan_pass_dead_rels, rf_plan_pass_cse,
+                                                  rf_plan_pass_pushdown };
+            for (int k = 0; k < 3 && verified; k++) {
+                passes[k](r->plan[o]);
+                verified = rf_plan_verify(r->plan[o], &st);
+                /* A pass reaches its own fixpoint in one run. */
+                CU_ASSERT_FALSE(passes[k](r->plan[o]));
+            }
+        }
+        verified = verified && rf_plan_verify(r->plan[o], &st);
+        if (!verified) {
+            fprintf(stderr, "\nverify (optimize=%d): %s\n", o, st.message);
+            rf_plan_print(r->plan[o], stderr);
+        }
+        CU_ASSERT_TRUE(verified);
+        bool ran = interp_run(&r->it[o], r->plan[o], 100000);
+        if (!ran)
+            fprintf(stderr, "\nrun (optimize=%d): %s\n", o, r->it[o].st.message);
+        CU_ASSERT_TRUE(ran);
+        r->ok = r->ok && verified && ran;
+    }
+}
+
+static void run_end(run *r)
+{
+    for (int o = 0; o < NPLANS; o++) {
+        interp_free(&r->it[o]);
+        rf_plan_free(r->plan[o]);
+    }
+    rf_program_free(r->prog);
+}
+
+/* The relation `name` holds exactly the given rows, in both plans. */
+static void expect_rel(run *r, const char *name, int arity, const int64_t *rows, int nwords)
+{
+    irel want = { arity, arity ? (size_t)nwords / (size_t)arity : (size_t)nwords, NULL };
+    want.rows = rf_malloc(((size_t)nwords + 1) * sizeof *want.rows);
+    for (int i = 0; i < nwords; i++)
+        want.rows[i] = (rf_word)rows[i];
+    irel_normalize(&want);
+    for (int o = 0; o < NPLANS && r->ok; o++) {
+        const irel *got = interp_rel(&r->it[o], name);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+        bool same = irel_equal(got, &want);
+        if (!same) {
+            fprintf(stderr, "\n%s (optimize=%d): got ", name, o);
+            irel_print(got, stderr);
+            fprintf(stderr, "  want ");
+            irel_print(&want, stderr);
+            rf_plan_print(r->plan[o], stderr);
+        }
+        CU_ASSERT_TRUE(same);
+    }
+    free(want.rows);
+}
+
+static int count_cmds(const rf_plan *p, rf_cmdkind kind)
+{
+    int n = 0;
+    for (int b = 0; b < p->nblocks; b++)
+        for (int i = 0; i < p->blocks[b].ncmds; i++)
+            n += p->blocks[b].cmds[i].kind == kind;
+    return n;
+}
+
+static int find_rel(const rf_plan *p, const char *name)
+{
+    for (int i = 0; i < p->nrels; i++)
+        if (strcmp(p->rels[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static tb *graph(const int64_t *edges, int nedges)
+{
+    tb *b = tb_new();
+    tb_pred(b, "edge", "ii");
+    tb_pred(b, "path", "ii");
+    tb_facts(b, "edge", nedges, edges);
+    tb_output(b, "path");
+    return b;
+}
+
+static const int64_t small_edges[] = { 1, 2, 2, 3, 3, 4, 4, 2, 5, 6 };
+#define SMALL_PATHS ROWS(1, 2, 1, 3, 1, 4, 2, 2, 2, 3, 2, 4, 3, 2, 3, 3, 3, 4, 4, 2, 4, 3, 4, 4, 5, 6)
+
+static void test_tc_small(void)
+{
+    tb *b = graph(small_edges, 5);
+    tb_rule(b, "path(x, y) :- edge(x, y)");
+    tb_rule(b, "path(x, z) :- path(x, y), edge(y, z)");
+    tb_stratum(b, "path");
+    run r;
+    run_start(&r, tb_finish(b));
+    expect_rel(&r, "path", 2, SMALL_PATHS);
+    /* Semi-naive shape: a delta and a new relation, one loop. */
+    CU_ASSERT_TRUE(find_rel(r.plan[1], "path.delta") >= 0);
+    CU_ASSERT_TRUE(find_rel(r.plan[1], "path.new") >= 0);
+    CU_ASSERT_EQUAL(count_cmds(r.plan[1], RF_CMD_BRANCH_EMPTY), 1);
+    CU_ASSERT_EQUAL(count_cmds(r.plan[1], RF_CMD_HALT), 1);
+    run_end(&r);
+}
+
+static void test_nonlinear(void)
+{
+    tb *b = graph(small_edges, 5);
+    tb_rule(b, "path(x, y) :- edge(x, y)");
+    tb_rule(b, "path(x, z) :- path(x, y), path(y, z)");
+    tb_stratum(b, "path");
+    run r;
+    run_start(&r, tb_finish(b));
+    expect_rel(&r, "path", 2, SMALL_PATHS);
+    /* Two variants: each path atom reads the delta once. */
+    const rf_plan *p = r.plan[0];
+    int delta = find_rel(p, "path.delta"), joins_on_delta = 0;
+    for (int bl = 0; bl < p->nblocks; bl++)
+        for (int i = 0; i < p->blocks[bl].ncmds; i++) {
+            const rf_plan_cmd *c = &p->blocks[bl].cmds[i];
+            if (c->kind == RF_CMD_MAPJOIN && (c->src[0] == delta || c->src[1] == delta))
+                joins_on_delta++;
+        }
+    CU_ASSERT_EQUAL(joins_on_delta, 2);
+    run_end(&r);
+}
+
+/* Random graphs against Warshall's closure, three rule shapes. */
+static void test_tc_random(void)
+{
+    const char *recursive[] = {
+        "path(x, z) :- path(x, y), edge(y, z)",
+        "path(x, z) :- edge(x, y), path(y, z)",
+        "path(x, z) :- path(x, y), path(y, z)",
+    };
+    unsigned seed = 12345;
+    for (int trial = 0; trial < 6; trial++) {
+        enum { N = 9 };
+        bool reach[N][N] = { { false } };
+        int64_t edges[40];
+        int ne = 0;
+        for (int k = 0; k < 14; k++) {
+            seed = seed * 1103515245u + 12345u;
+            int x = (int)((seed >> 8) % N);
+            seed = seed * 1103515245u + 12345u;
+            int y = (int)((seed >> 8) % N);
+            edges[2 * ne] = x;
+            edges[2 * ne + 1] = y;
+            ne++;
+            reach[x][y] = true;
+        }
+        for (int k = 0; k < N; k++)
+            for (int i = 0; i < N; i++)
+                for (int j = 0; j < N; j++)
+                    reach[i][j] = reach[i][j] || (reach[i][k] && reach[k][j]);
+        int64_t want[2 * N * N];
+        int nw = 0;
+        for (int i = 0; i < N; i++)
+            for (int j = 0; j < N; j++)
+                if (reach[i][j]) {
+                    want[nw++] = i;
+                    want[nw++] = j;
+                }
+        tb *b = graph(edges, ne);
+        tb_rule(b, "path(x, y) :- edge(x, y)");
+        tb_rule(b, recursive[trial % 3]);
+        tb_stratum(b, "path");
+        run r;
+        run_start(&r, tb_finish(b));
+        expect_rel(&r, "path", 2, want, nw);
+        run_end(&r);
+    }
+}
+
+/* Thesis Listing 3.1, int32 columns; even has an inline fact. */
+static void test_even_odd(void)
+{
+    tb *b = tb_new();
+    tb_pred(b, "number", "n");
+    tb_pred(b, "next", "nn");
+    tb_pred(b, "even", "n");
+    tb_pred(b, "odd", "n");
+    for (int64_t i = 0; i < 10; i++) {
+        tb_facts(b, "number", 1, &i);
+        int64_t nx[2] = { i, i + 1 };
+        tb_facts(b, "next", 1, nx);
+    }
+    tb_facts(b, "even", 1, (const int64_t[]){ 0 });
+    tb_rule(b, "even(n) :- number(n), next(m, n), odd(m)");
+    tb_rule(b, "odd(n) :- next(m, n), even(m)");
+    tb_output(b, "even");
+    tb_output(b, "odd");
+    tb_stratum(b, "even odd");
+    run r;
+    run_start(&r, tb_finish(b));
+    expect_rel(&r, "even", 1, ROWS(0, 2, 4, 6, 8));
+    /* next(9, 10) exists, but 9 is not even: no 10 in odd. */
+    expect_rel(&r, "odd", 1, ROWS(1, 3, 5, 7, 9));
+    run_end(&r);
+}
+
+static void test_same_generation(void)
+{
+    tb *b = tb_new();
+    tb_pred(b, "parent", "ii");
+    tb_pred(b, "sg", "ii");
+    tb_facts(b, "parent", 5, (const int64_t[]){ 2, 1, 3, 1, 4, 2, 5, 2, 6, 3 });
+    tb_rule(b, "sg(x, y) :- parent(x, p), parent(y, p), x != y");
+    tb_rule(b, "sg(x, y) :- parent(x, xp), sg(xp, yp), parent(y, yp)");
+    tb_output(b, "sg");
+    tb_stratum(b, "sg");
+    run r;
+    run_start(&r, tb_finish(b));
+    expect_rel(&r, "sg", 2, ROWS(2, 3, 3, 2, 4, 5, 5, 4, 4, 6, 6, 4, 5, 6, 6, 5));
+    run_end(&r);
+}
+
+static void test_mutual_recursion(void)
+{
+    tb *b = tb_new();
+    tb_pred(b, "e", "ii");
+    tb_pred(b, "a", "ii");
+    tb_pred(b, "b", "ii");
+    tb_facts(b, "e", 4, (const int64_t[]){ 1, 2, 2, 3, 3, 4, 4, 5 });
+    tb_rule(b, "a(x, y) :- e(x, y)");
+    tb_rule(b, "b(x, z) :- a(x, y), e(y, z)");
+    tb_rule(b, "a(x, z) :- b(x, y), e(y, z)");
+    tb_output(b, "a");
+    tb_output(b, "b");
+    tb_stratum(b, "a b");
+    run r;
+    run_start(&r, tb_finish(b));
+    expect_rel(&r, "a", 2, ROWS(1, 2, 2, 3, 3, 4, 4, 5, 1, 4, 2, 5));
+    expect_rel(&r, "b", 2, ROWS(1, 3, 2, 4, 3, 5, 1, 5));
+    CU_ASSERT_EQUAL(count_cmds(r.plan[1], RF_CMD_BRANCH_EMPTY), 1);
+    CU_ASSERT_EQUAL(r.plan[1]->blocks[r.plan[1]->nblocks - 2].cmds[r.plan[1]->blocks[r.plan[1]->nblocks - 2].ncmds - 1].nconds, 2);
+    run_end(&r);
+}
+
+static void test_negation(void)
+{
+    tb *b = tb_new();
+    tb_pred(b, "node", "i");
+    tb_pred(b, "edge", "ii");
+    tb_pred(b, "start", "i");
+    tb_pred(b, "reach", "i");
+    tb_pred(b, "unreach", "i");
+    tb_pred(b, "not_to3", "i");
+    tb_pred(b, "lonely", "i");
+    tb_pred(b, "oneway", "ii");
+    tb_facts(b, "node", 7, (const int64_t[]){ 1, 2, 3, 4, 5, 6, 7 });
+    tb_facts(b, "edge", 5, (const int64_t[]){ 1, 2, 2, 3, 3, 1, 4, 5, 5, 3 });
+    tb_facts(b, "start", 1, (const int64_t[]){ 1 });
+    tb_rule(b, "reach(x) :- start(x)");
+    tb_rule(b, "reach(y) :- reach(x), edge(x, y)");
+    tb_rule(b, "unreach(x) :- node(x), !reach(x)");
+    tb_rule(b, "not_to3(x) :- node(x), !edge(x, 3)");
+    tb_rule(b, "lonely(x) :- node(x), !edge(x, _), !edge(_, x)");
+    tb_rule(b, "oneway(x, y) :- edge(x, y), !edge(y, x), !reach(x)");
+    tb_output(b, "unreach");
+    tb_output(b, "not_to3");
+    tb_output(b, "lonely");
+    tb_output(b, "oneway");
+    tb_stratum(b, "reach");
+    tb_stratum(b, "unreach not_to3 lonely oneway");
+    run r;
+    run_start(&r, tb_finish(b));
+    expect_rel(&r, "unreach", 1, ROWS(4, 5, 6, 7));
+    expect_rel(&r, "not_to3", 1, ROWS(1, 3, 4, 6, 7));
+    expect_rel(&r, "lonely", 1, ROWS(6, 7));
+    expect_rel(&r, "oneway", 2, ROWS(4, 5, 5, 3));
+    CU_ASSERT_TRUE(count_cmds(r.plan[1], RF_CMD_ANTIJOIN) >= 5);
+    run_end(&r);
+}
+
+static void test_constants_repeated(void)
+{
+    tb *b = tb_new();
+    tb_pred(b, "e", "ii");
+    tb_pred(b, "t", "iii");
+    tb_pred(b, "self", "i");
+    tb_pred(b, "from1", "i");
+    tb_pred(b, "tx", "ii");
+    tb_pred(b, "both", "i");
+    tb_facts(b, "e", 6, (const int64_t[]){ 1, 2, 1, 3, 2, 2, 3, 3, 3, 1, 4, -1 });
+    tb_facts(b, "t", 5, (const int64_t[]){ 1, 1, 5, 1, 2, 5, 2, 2, 5, 3, 3, 6, 4, 4, 5 });
+    tb_rule(b, "self(x) :- e(x, x)");
+    tb_rule(b, "from1(y) :- e(1, y)");
+    tb_rule(b, "tx(x, y) :- t(x, x, 5), e(x, y)");
+    tb_rule(b, "both(x) :- e(x, x), e(x, 1)");
+    tb_rule(b, "both(x) :- e(x, -1)");
+    tb_output(b, "self");
+    tb_output(b, "from1");
+    tb_output(b, "tx");
+    tb_output(b, "both");
+    tb_stratum(b, "self from1 tx both");
+    run r;
+    run_start(&r, tb_finish(b));
+    expect_rel(&r, "self", 1, ROWS(2, 3));
+    expect_rel(&r, "from1", 1, ROWS(2, 3));
+    expect_rel(&r, "tx", 2, ROWS(1, 2, 1, 3, 2, 2, 4, -1));
+    expect_rel(&r, "both", 1, ROWS(3, 4));
+    run_end(&r);
+}
+
+static void test_arithmetic(void)
+{
+    tb *b = tb_new();
+    tb_pred(b, "num", "i");
+    tb_pred(b, "sq", "ii");
+    tb_pred(b, "half", "ii");
+    tb_pred(b, "succ", "ii");
+    tb_pred(b, "shift", "ii");
+    tb_pred(b, "safe", "ii");
+    tb_facts(b, "num", 7, (const int64_t[]){ 0, 1, 2, 3, 4, 5, 6 });
+    tb_rule(b, "sq(x, y) :- num(x), y = x * x, y > 10");
+    tb_rule(b, "half(x, h) :- num(x), x % 2 = 0, h = x / 2");
+    tb_rule(b, "succ(x, x + 1) :- num(x), x < 3");
+    /* An assigned variable used as a join key. */
+    tb_rule(b, "shift(x, z) :- num(x), y = x + 2, num(y), z = y * 10");
+    /* Short-circuit: the guard protects the division by zero. */
+    tb_rule(b, "safe(x, y) :- num(x), num(y), y != 0 && x / y = 2");
+    tb_output(b, "sq");
+    tb_output(b, "half");
+    tb_output(b, "succ");
+    tb_output(b, "shift");
+    tb_output(b, "safe");
+    tb_stratum(b, "sq half succ shift safe");
+    run r;
+    run_start(&r, tb_finish(b));
+    expect_rel(&r, "sq", 2, ROWS(4, 16, 5, 25, 6, 36));
+    expect_rel(&r, "half", 2, ROWS(0, 0, 2, 1, 4, 2, 6, 3));
+    expect_rel(&r, "succ", 2, ROWS(0, 1, 1, 2, 2, 3));
+    expect_rel(&r, "shift", 2, ROWS(0, 20, 1, 30, 2, 40, 3, 50, 4, 60));
+    expect_rel(&r, "safe", 2, ROWS(2, 1, 4, 2, 5, 2, 6, 3));
+    run_end(&r);
+}
+
+static void test_division_by_zero_is_reported(void)
+{
+    tb *b = tb_new();
+    tb_pred(b, "num", "i");
+    tb_pred(b, "q", "i");
+    tb_facts(b, "num", 2, (const int64_t[]){ 0, 4 });
+    tb_rule(b, "q(y) :- num(x), y = 8 / x");
+    tb_output(b, "q");
+    tb_stratum(b, "q");
+    rf_program *prog = tb_finish(b);
+    rf_plan *plan = rf_plan_build(prog, NULL);
+    interp it;
+    CU_ASSERT_FALSE(interp_run(&it, plan, 1000));
+    CU_ASSERT_PTR_NOT_NULL(strstr(it.st.message, "division by zero"));
+    interp_free(&it);
+    rf_plan_free(plan);
+    rf_program_free(prog);
+}
+
+static void test_aggregation(void)
+{
+    tb *b = tb_new();
+    tb_pred(b, "w", "iii");       /* from, to, cost */
+    tb_pred(b, "none", "i");
+    tb_pred(b, "outdeg", "ii");
+    tb_pred(b, "cost", "ii");
+    tb_pred(b, "cheapest", "ii");
+    tb_pred(b, "dearest", "ii");
+    tb_pred(b, "nedges", "i");
+    tb_pred(b, "grand", "i");
+    tb_pred(b, "nnone", "i");
+    tb_pred(b, "tnone", "i");
+    tb_pred(b, "mnone", "i");
+    tb_pred(b, "bucket", "ii");
+    tb_pred(b, "cost2", "ii");
+    tb_facts(b, "w", 6, (const int64_t[]){ 1, 2, 5, 1, 3, 5, 1, 4, -2, 2, 3, 7, 3, 1, 1, 3, 1, 4 });
+    tb_agg_rule(b, "outdeg(x, n) :- w(x, y, c)", RF_AGG_COUNT, NULL);
+    tb_agg_rule(b, "cost(x, s) :- w(x, y, c)", RF_AGG_TOTAL, "c");
+    tb_agg_rule(b, "cheapest(x, m) :- w(x, y, c)", RF_AGG_MIN, "c");
+    tb_agg_rule(b, "dearest(x, m) :- w(x, y, c)", RF_AGG_MAX, "c");
+    tb_agg_rule(b, "nedges(n) :- w(x, y, c)", RF_AGG_COUNT, NULL);
+    tb_agg_rule(b, "grand(s) :- w(x, y, c)", RF_AGG_TOTAL, "c * 2");
+    tb_agg_rule(b, "nnone(n) :- none(x)", RF_AGG_COUNT, NULL);
+    tb_agg_rule(b, "tnone(n) :- none(x)", RF_AGG_TOTAL, "x");
+    tb_agg_rule(b, "mnone(n) :- none(x)", RF_AGG_MAX, "x");
+    /* Group key computed from the body. */
+    tb_agg_rule(b, "bucket(x % 2, n) :- w(x, y, c)", RF_AGG_COUNT, NULL);
+    /* total over distinct (x, y) bindings, the value an assignment. */
+    tb_agg_rule(b, "cost2(x, s) :- w(x, y, _), d = y * 100", RF_AGG_TOTAL, "d");
+    const char *outs[] = { "outdeg", "cost", "cheapest", "dearest", "nedges", "grand",
+                           "nnone", "tnone", "mnone", "bucket", "cost2" };
+    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++)
+        tb_output(b, outs[i]);
+    tb_stratum(b, "outdeg cost cheapest dearest nedges grand nnone tnone mnone bucket cost2");
+    run r;
+    run_start(&r, tb_finish(b));
+    expect_rel(&r, "outdeg", 2, ROWS(1, 3, 2, 1, 3, 2));
+    /* 1 -> 5 + 5 - 2: equal costs on different bindings both count. */
+    expect_rel(&r, "cost", 2, ROWS(1, 8, 2, 7, 3, 5));
+    expect_rel(&r, "cheapest", 2, ROWS(1, -2, 2, 7, 3, 1));
+    expect_rel(&r, "dearest", 2, ROWS(1, 5, 2, 7, 3, 4));
+    expect_rel(&r, "nedges", 1, ROWS(6));
+    expect_rel(&r, "grand", 1, ROWS(40));
+    expect_rel(&r, "nnone", 1, ROWS(0));
+    expect_rel(&r, "tnone", 1, NO_ROWS);
+    expect_rel(&r, "mnone", 1, NO_ROWS);
+    expect_rel(&r, "bucket", 2, ROWS(0, 1, 1, 5));
+    /* 1: y = 2, 3, 4 -> 900; 2: 300; 3: y = 1 (twice, one binding) -> 100 */
+    expect_rel(&r, "cost2", 2, ROWS(1, 900, 2, 300, 3, 100));
+    CU_ASSERT_EQUAL(count_cmds(r.plan[0], RF_CMD_AGGREGATE), 11);
+    run_end(&r);
+}
+
+/* Aggregating a recursive result in a later stratum. */
+static void test_aggregate_over_recursion(void)
+{
+    tb *b = graph(small_edges, 5);
+    tb_pred(b, "nreach", "ii");
+    tb_rule(b, "path(x, y) :- edge(x, y)");
+    tb_rule(b, "path(x, z) :- path(x, y), edge(y, z)");
+    tb_agg_rule(b, "nreach(x, n) :- path(x, y)", RF_AGG_COUNT, NULL);
+    tb_output(b, "nreach");
+    tb_stratum(b, "path");
+    tb_stratum(b, "nreach");
+    run r;
+    run_start(&r, tb_finish(b));
+    expect_rel(&r, "nreach", 2, ROWS(1, 3, 2, 3, 3, 3, 4, 3, 5, 1));
+    run_end(&r);
+}
+
+static void test_strings_and_cross_product(void)
+{
+    int64_t alice = (int64_t)rf_str_intern("alice", 5), bob = (int64_t)rf_str_intern("bob", 3);
+    int64_t carol = (int64_t)rf_str_intern("carol", 5);
+    tb *b = tb_new();
+    tb_pred(b, "person", "si");
+    tb_pred(b, "color", "i");
+    tb_pred(b, "adult", "s");
+    tb_pred(b, "combo", "si");
+    tb_pred(b, "notbob", "s");
+    tb_facts(b, "person", 3, (const int64_t[]){ alice, 30, bob, 12, carol, 40 });
+    tb_facts(b, "color", 2, (const int64_t[]){ 7, 8 });
+    tb_rule(b, "adult(n) :- person(n, a), a >= 18");
+    tb_rule(b, "combo(n, c) :- adult(n), color(c)");
+    tb_rule(b, "notbob(n) :- person(n, _), n != \"bob\", n < \"carol\"");
+    tb_output(b, "combo");
+    tb_output(b, "notbob");
+    tb_stratum(b, "adult");
+    tb_stratum(b, "combo notbob");
+    run r;
+    run_start(&r, tb_finish(b));
+    expect_rel(&r, "combo", 2, ROWS(alice, 7, alice, 8, carol, 7, carol, 8));
+    expect_rel(&r, "notbob", 1, ROWS(alice));
+    run_end(&r);
+}
+
+static void test_body_without_atoms(void)
+{
+    tb *b = tb_new();
+    tb_pred(b, "num", "i");
+    tb_pred(b, "seven", "ii");
+    tb_facts(b, "num", 2, (const int64_t[]){ 1, 2 });
+    /* Predicates named like the planner's own relations. */
+    tb_pred(b, "t0", "i");
+    tb_pred(b, "unit", "i");
+    tb_rule(b, "seven(x, y) :- x = 7, y = x * 2");
+    tb_rule(b, "t0(y) :- num(x), y = x + 1, x > 1");
+    tb_rule(b, "unit(x) :- t0(x), num(z), z < x");
+    tb_output(b, "seven");
+    tb_output(b, "unit");
+    tb_stratum(b, "seven t0");
+    tb_stratum(b, "unit");
+    run r;
+    run_start(&r, tb_finish(b));
+    expect_rel(&r, "seven", 2, ROWS(7, 14));
+    expect_rel(&r, "unit", 1, ROWS(3));
+    run_end(&r);
+}
+
+/* ---- Passes and plan structure ---- */
+
+static void test_dead_relations(void)
+{
+    tb *b = graph(small_edges, 5);
+    tb_pred(b, "unused_in", "i");
+    tb_pred(b, "unused", "ii");
+    tb_facts(b, "unused_in", 1, (const int64_t[]){ 1 });
+    tb_rule(b, "path(x, y) :- edge(x, y)");
+    tb_rule(b, "unused(x, y) :- edge(x, y), unused_in(x)");
+    tb_stratum(b, "path unused");
+    run r;
+    run_start(&r, tb_finish(b));
+    expect_rel(&r, "path", 2, ROWS(1, 2, 2, 3, 3, 4, 4, 2, 5, 6));
+    CU_ASSERT_TRUE(find_rel(r.plan[0], "unused") >= 0);
+    CU_ASSERT_TRUE(find_rel(r.plan[0], "unused_in") >= 0);
+    CU_ASSERT_EQUAL(find_rel(r.plan[1], "unused"), -1);
+    CU_ASSERT_EQUAL(find_rel(r.plan[1], "unused_in"), -1);
+    CU_ASSERT_TRUE(find_rel(r.plan[1], "edge") >= 0);
+    CU_ASSERT_EQUAL(count_cmds(r.plan[1], RF_CMD_LOAD), 1);
+    run_end(&r);
+}
+
+static void test_dead_loop_is_skipped(void)
+{
+    tb *b = graph(small_edges, 5);
+    tb_pred(b, "other", "ii");
+    tb_rule(b, "path(x, y) :- edge(x, y)");
+    tb_rule(b, "other(x, y) :- edge(x, y)");
+    tb_rule(b, "other(x, z) :- other(x, y), edge(y, z)");
+    tb_stratum(b, "path");
+    tb_stratum(b, "other");
+    run r;
+    run_start(&r, tb_finish(b));
+    expect_rel(&r, "path", 2, ROWS(1, 2, 2, 3, 3, 4, 4, 2, 5, 6));
+    CU_ASSERT_EQUAL(find_rel(r.plan[1], "other.delta"), -1);
+    CU_ASSERT_EQUAL(count_cmds(r.plan[1], RF_CMD_BRANCH_EMPTY), 0);
+    CU_ASSERT_EQUAL(count_cmds(r.plan[1], RF_CMD_MAPJOIN), 0);
+    run_end(&r);
+}
+
+static int count_mapfilters_of(const rf_plan *p, const char *src)
+{
+    int rel = find_rel(p, src), n = 0;
+    for (int bl = 0; bl < p->nblocks; bl++)
+        for (int i = 0; i < p->blocks[bl].ncmds; i++)
+            n += p->blocks[bl].cmds[i].kind == RF_CMD_MAPFILTER && p->blocks[bl].cmds[i].src[0] == rel;
+    return n;
+}
+
+static void test_cse(void)
+{
+    tb *b = tb_new();
+    tb_pred(b, "e", "ii");
+    tb_pred(b, "a", "ii");
+    tb_pred(b, "c", "i");
+    tb_pred(b, "d", "i");
+    tb_facts(b, "e", 4, (const int64_t[]){ 1, 2, 1, 3, 2, 3, 3, 1 });
+    tb_rule(b, "c(y) :- e(1, y), e(y, 3)");
+    tb_rule(b, "d(y) :- e(1, y), e(y, 1)");
+    tb_output(b, "c");
+    tb_output(b, "d");
+    tb_stratum(b, "c d");
+    run r;
+    run_start(&r, tb_finish(b));
+    expect_rel(&r, "c", 1, ROWS(2));
+    expect_rel(&r, "d", 1, ROWS(3));
+    /* e(1, y) is scanned by both rules; after CSE only once. */
+    CU_ASSERT_EQUAL(count_mapfilters_of(r.plan[0], "e"), 4);
+    CU_ASSERT_EQUAL(count_mapfilters_of(r.plan[1], "e"), 3);
+    run_end(&r);
+}
+
+/* Join order: the atom with a constant goes first, and no atom joins
+ * without a shared variable while a connected one is available. */
+static void test_join_order(void)
+{
+    tb *b = tb_new();
+    tb_pred(b, "r", "ii");
+    tb_pred(b, "s", "ii");
+    tb_pred(b, "t", "ii");
+    tb_pred(b, "q", "ii");
+    tb_facts(b, "r", 2, (const int64_t[]){ 1, 2, 5, 6 });
+    tb_facts(b, "s", 2, (const int64_t[]){ 2, 3, 6, 7 });
+    tb_facts(b, "t", 2, (const int64_t[]){ 3, 9, 7, 9 });
+    tb_rule(b, "q(a, d) :- r(a, b), t(c, d), s(b, c), a = 1");
+    tb_output(b, "q");
+    tb_stratum(b, "q");
+    run r;
+    run_start(&r, tb_finish(b));
+    expect_rel(&r, "q", 2, ROWS(1, 9));
+    const rf_plan *p = r.plan[1];
+    for (int bl = 0; bl < p->nblocks; bl++)
+        for (int i = 0; i < p->blocks[bl].ncmds; i++)
+            if (p->blocks[bl].cmds[i].kind == RF_CMD_MAPJOIN)
+                CU_ASSERT_TRUE(p->blocks[bl].cmds[i].nkeys > 0);
+    run_end(&r);
+}
+
+static void test_print(void)
+{
+    tb *b = graph(small_edges, 5);
+    tb_rule(b, "path(x, y) :- edge(x, y)");
+    tb_rule(b, "path(x, z) :- path(x, y), edge(y, z), x != 3");
+    tb_stratum(b, "path");
+    rf_program *prog = tb_finish(b);
+    rf_plan *plan = rf_plan_build(prog, NULL);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    rf_plan_print(plan, f);
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "relations ("));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "path.delta"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "stratum1.loop:"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "t0 := MapFilter path.delta filter ($0 != 3) project ($0, $1)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "path.new := MapJoin t0, edge on ($1 = $2) project ($0, $3)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "// path(x, z) <- path(x, y)@delta, edge(y, z), (x != 3)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "if empty(path.delta) goto halt else goto stratum1.loop"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "path.new := Difference path.new, path"));
+    if (getenv("RF_SHOW_PLAN"))
+        fputs(text, stderr);
+    free(text);
+    rf_plan_free(plan);
+    rf_program_free(prog);
+}
+
+static void test_verify_rejects(void)
+{
+    tb *b = graph(small_edges, 5);
+    tb_rule(b, "path(x, y) :- edge(x, y)");
+    tb_rule(b, "path(x, z) :- path(x, y), edge(y, z)");
+    tb_stratum(b, "path");
+    rf_program *prog = tb_finish(b);
+    rf_plan_options opt = { .optimize = false };
+    rf_plan *plan = rf_plan_build(prog, &opt);
+    rf_status st;
+    rf_status_init(&st);
+    CU_ASSERT_TRUE(rf_plan_verify(plan, &st));
+    /* A projection reading past the join's columns. */
+    rf_plan_cmd *join = NULL;
+    for (int bl = 0; bl < plan->nblocks && !join; bl++)
+        for (int i = 0; i < plan->blocks[bl].ncmds; i++)
+            if (plan->blocks[bl].cmds[i].kind == RF_CMD_MAPJOIN)
+                join = &plan->blocks[bl].cmds[i];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(join);
+    int saved = join->proj[0]->index;
+    join->proj[0]->index = 4;
+    rf_status_init(&st);
+    CU_ASSERT_FALSE(rf_plan_verify(plan, &st));
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.message, "column $4"));
+    join->proj[0]->index = saved;
+    /* A key pair out of range. */
+    join->rkeys[0] = 7;
+    rf_status_init(&st);
+    CU_ASSERT_FALSE(rf_plan_verify(plan, &st));
+    join->rkeys[0] = 0;
+    /* A branch to nowhere. */
+    rf_plan_block *last_loop = &plan->blocks[plan->nblocks - 2];
+    rf_plan_cmd *br = &last_loop->cmds[last_loop->ncmds - 1];
+    CU_ASSERT_EQUAL_FATAL(br->kind, RF_CMD_BRANCH_EMPTY);
+    br->target = 99;
+    rf_status_init(&st);
+    CU_ASSERT_FALSE(rf_plan_verify(plan, &st));
+    br->target = plan->nblocks - 1;
+    /* A union of relations of different arity. */
+    rf_status_init(&st);
+    CU_ASSERT_TRUE(rf_plan_verify(plan, &st));
+    plan->rels[0].arity = 1;
+    rf_status_init(&st);
+    CU_ASSERT_FALSE(rf_plan_verify(plan, &st));
+    plan->rels[0].arity = 2;
+    rf_plan_free(plan);
+    rf_program_free(prog);
+}
+
+/* Integration with the real front end (the other tests build programs by
+ * hand and do not need it). */
+static void test_from_source(void)
+{
+    static const char text[] =
+        "edge(x, y) -> int32(x), int32(y).\n"
+        "path(x, y) -> int32(x), int32(y).\n"
+        "number(n) -> int32(n).\n"
+        "even(n) -> int32(n).\n"
+        "odd(n) -> int32(n).\n"
+        "edge(1, 2). edge(2, 3). edge(3, 4). edge(4, 2). edge(5, 6).\n"
+        "number(0). number(1). number(2). number(3). number(4).\n"
+        "even(0).\n"
+        "@output(path). @output(even). @output(odd).\n"
+        "path(x, y) <- edge(x, y).\n"
+        "path(x, z) <- path(x, y), edge(y, z).\n"
+        "even(n) <- number(n), odd(m), n = m + 1.\n"
+        "odd(n) <- number(n), even(m), n = m + 1.\n";
+    char *msgs = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&msgs, &len);
+    rf_diag diag;
+    rf_diag_init(&diag, f);
+    rf_program *prog = rf_compile_string("test.lql", text, &diag);
+    fclose(f);
+    if (!prog)
+        fprintf(stderr, "\nfront end: %s\n", msgs);
+    free(msgs);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    run r;
+    run_start(&r, prog);
+    expect_rel(&r, "path", 2, SMALL_PATHS);
+    expect_rel(&r, "even", 1, ROWS(0, 2, 4));
+    expect_rel(&r, "odd", 1, ROWS(1, 3));
+    run_end(&r);
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite s = CU_add_suite("queryplan", NULL, NULL);
+    CU_add_test(s, "transitive closure (small)", test_tc_small);
+    CU_add_test(s, "non-linear recursion", test_nonlinear);
+    CU_add_test(s, "transitive closure (random vs Warshall)", test_tc_random);
+    CU_add_test(s, "even/odd (thesis Listing 3.1)", test_even_odd);
+    CU_add_test(s, "same generation", test_same_generation);
+    CU_add_test(s, "mutual recursion", test_mutual_recursion);
+    CU_add_test(s, "stratified negation", test_negation);
+    CU_add_test(s, "constants and repeated variables", test_constants_repeated);
+    CU_add_test(s, "arithmetic assignments and filters", test_arithmetic);
+    CU_add_test(s, "division by zero", test_division_by_zero_is_reported);
+    CU_add_test(s, "aggregation", test_aggregation);
+    CU_add_test(s, "aggregation over recursion", test_aggregate_over_recursion);
+    CU_add_test(s, "strings and cross products", test_strings_and_cross_product);
+    CU_add_test(s, "body without atoms", test_body_without_atoms);
+    CU_add_test(s, "dead relations", test_dead_relations);
+    CU_add_test(s, "dead loop", test_dead_loop_is_skipped);
+    CU_add_test(s, "common subexpressions", test_cse);
+    CU_add_test(s, "join order", test_join_order);
+    CU_add_test(s, "print", test_print);
+    CU_add_test(s, "verify rejects broken plans", test_verify_rejects);
+    CU_add_test(s, "from source (front end)", test_from_source);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+    CU_cleanup_registry();
+    rf_str_reset();
+    return failed ? 1 : 0;
+}
