@@ -1,3 +1,378 @@
-/* Placeholder; the runtime helper writes the real command line. */
+/* The redfox command line (docs/design.md, "Command line"):
+ *   redfox run PROG.lql|PROG.rfx [--input PRED=FILE]... [--output DIR]
+ *              [--print PRED]... [--stats] [--backend=auto|cpu|gpu] [--threads N]
+ *   redfox explain --plan|--ir PROG.lql
+ *   redfox compile PROG.lql -o PROG.rfx
+ *   redfox check PROG.lql
+ * Exit status: 0 ok, 1 compile errors, 2 run-time error, 3 out of memory,
+ * 64 usage, 70 internal error (the compiler produced an invalid program). */
 #include <stdio.h>
-int main(void) { fputs("redfox: not built yet\n", stderr); return 1; }
+#include <stdlib.h>
+#include <string.h>
+
+#include "../frontend/frontend.h"
+#include "../harmony_ir/hir.h"
+#include "../queryplan/plan.h"
+#include "../runtime/runtime.h"
+
+#define RF_VERSION "0.1"
+#define EXIT_INTERNAL 70
+
+static const char usage_text[] =
+    "usage: redfox run PROG.lql|PROG.rfx [--input PRED=FILE]... [--output DIR]\n"
+    "                  [--print PRED]... [--stats] [--backend=auto|cpu|gpu] [--threads N]\n"
+    "       redfox explain --plan|--ir PROG.lql\n"
+    "       redfox compile PROG.lql -o PROG.rfx\n"
+    "       redfox check PROG.lql\n"
+    "       redfox --help | --version\n";
+
+static int usage(const char *fmt, const char *arg)
+{
+    if (fmt) {
+        fputs("redfox: ", stderr);
+        fprintf(stderr, fmt, arg);
+        fputc('\n', stderr);
+    }
+    fputs(usage_text, stderr);
+    return RF_EXIT_USAGE;
+}
+
+/* Run-time errors that already carry a location (FILE:LINE: error: ...)
+ * are printed as they are, like compiler diagnostics. */
+static int report(const rf_status *st)
+{
+    if (strstr(st->message, ": error: "))
+        fprintf(stderr, "%s\n", st->message);
+    else
+        fprintf(stderr, "redfox: error: %s\n", st->message);
+    return st->code ? st->code : RF_EXIT_RUNTIME_ERROR;
+}
+
+/* Matches `--name VALUE` or `--name=VALUE`; advances *i past the value. */
+static bool opt_value(int argc, char **argv, int *i, const char *name, const char **val, int *err)
+{
+    size_t n = strlen(name);
+    const char *a = argv[*i];
+    if (strncmp(a, name, n) != 0)
+        return false;
+    if (a[n] == '=') {
+        *val = a + n + 1;
+        return true;
+    }
+    if (a[n] != '\0')
+        return false;
+    if (*i + 1 >= argc) {
+        *err = usage("option %s needs a value", name);
+        return true;
+    }
+    *val = argv[++*i];
+    return true;
+}
+
+static bool is_rfx(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    char magic[sizeof RF_HIR_MAGIC];
+    bool yes = fread(magic, 1, sizeof magic, f) == sizeof magic &&
+               memcmp(magic, RF_HIR_MAGIC, sizeof magic) == 0;
+    fclose(f);
+    return yes;
+}
+
+static rf_program *compile(const char *path)
+{
+    rf_diag diag;
+    rf_diag_init(&diag, stderr);
+    rf_program *prog = rf_compile_file(path, &diag);
+    if (prog && diag.errors > 0) {
+        rf_program_free(prog);
+        prog = NULL;
+    }
+    return prog;
+}
+
+/* Without any output predicate, every predicate defined by rules is one. */
+static void default_outputs(rf_program *prog)
+{
+    for (int i = 0; i < prog->npreds; i++)
+        if (prog->preds[i].is_output)
+            return;
+    for (int i = 0; i < prog->npreds; i++)
+        if (prog->preds[i].has_rules)
+            prog->preds[i].is_output = true;
+}
+
+/* Program -> verified Harmony IR; NULL with an internal error printed. */
+static rf_hprogram *lower(const rf_program *prog, rf_plan **plan_out)
+{
+    rf_plan_options po = {.optimize = true};
+    rf_plan *plan = rf_plan_build(prog, &po);
+    if (!plan) {
+        fputs("redfox: internal error: the planner failed\n", stderr);
+        return NULL;
+    }
+    rf_hprogram *hp = rf_hir_lower(plan);
+    if (plan_out)
+        *plan_out = plan;
+    else
+        rf_plan_free(plan);
+    if (!hp) {
+        fputs("redfox: internal error: lowering to the Harmony IR failed\n", stderr);
+        return NULL;
+    }
+    rf_hir_liveness(hp);
+    rf_status st;
+    rf_status_init(&st);
+    if (!rf_hir_verify(hp, &st)) {
+        fprintf(stderr, "redfox: internal error: invalid Harmony IR: %s\n", st.message);
+        rf_hir_free(hp);
+        return NULL;
+    }
+    return hp;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    const char *prog_path = NULL, *output_dir = NULL, *backend = "auto", *threads_s = NULL;
+    RF_VEC(rf_input_override) inputs = {0};
+    RF_VEC(const char *) prints = {0};
+    bool stats = false;
+    int err = 0, rc = RF_EXIT_OK;
+    for (int i = 2; i < argc && !err; i++) {
+        const char *v = NULL;
+        if (opt_value(argc, argv, &i, "--input", &v, &err)) {
+            if (err)
+                break;
+            const char *eq = strchr(v, '=');
+            if (!eq || eq == v || !eq[1]) {
+                err = usage("--input expects PRED=FILE, not '%s'", v);
+                break;
+            }
+            rf_input_override o = {rf_strndup(v, (size_t)(eq - v)), eq + 1};
+            RF_PUSH(inputs, o);
+        } else if (opt_value(argc, argv, &i, "--output", &v, &err)) {
+            output_dir = v;
+        } else if (opt_value(argc, argv, &i, "--print", &v, &err)) {
+            if (v)
+                RF_PUSH(prints, v);
+        } else if (opt_value(argc, argv, &i, "--backend", &v, &err)) {
+            backend = v;
+        } else if (opt_value(argc, argv, &i, "--threads", &v, &err)) {
+            threads_s = v;
+        } else if (strcmp(argv[i], "--stats") == 0) {
+            stats = true;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            err = usage("unknown option '%s'", argv[i]);
+        } else if (!prog_path) {
+            prog_path = argv[i];
+        } else {
+            err = usage("unexpected argument '%s'", argv[i]);
+        }
+    }
+    int threads = 0;
+    if (!err && !prog_path)
+        err = usage("run: no program given%s", "");
+    if (!err && strcmp(backend, "auto") && strcmp(backend, "cpu") && strcmp(backend, "gpu"))
+        err = usage("unknown backend '%s' (auto, cpu or gpu)", backend);
+    if (!err && threads_s) {
+        char *end;
+        long t = strtol(threads_s, &end, 10);
+        if (*end || t < 1 || t > 1024)
+            err = usage("--threads expects a number from 1 to 1024, not '%s'", threads_s);
+        threads = (int)t;
+    }
+    rf_program *prog = NULL;
+    rf_hprogram *hp = NULL;
+    rf_backend *be = NULL;
+    rf_status st;
+    rf_status_init(&st);
+    if (err) {
+        rc = err;
+        goto done;
+    }
+    if (is_rfx(prog_path)) {
+        hp = rf_hir_load(prog_path, &st);
+        if (!hp) {
+            rc = report(&st);
+            goto done;
+        }
+    } else {
+        if (!(prog = compile(prog_path))) {
+            rc = RF_EXIT_COMPILE_ERROR;
+            goto done;
+        }
+        for (size_t i = 0; i < inputs.len; i++)
+            if (rf_program_find_pred(prog, inputs.items[i].pred) < 0) {
+                rf_fail(&st, RF_EXIT_RUNTIME_ERROR, "--input: unknown predicate '%s'", inputs.items[i].pred);
+                rc = report(&st);
+                goto done;
+            }
+        for (size_t i = 0; i < prints.len; i++) {
+            int p = rf_program_find_pred(prog, prints.items[i]);
+            if (p < 0) {
+                rf_fail(&st, RF_EXIT_RUNTIME_ERROR, "--print: unknown predicate '%s'", prints.items[i]);
+                rc = report(&st);
+                goto done;
+            }
+            prog->preds[p].is_output = true;
+        }
+        prints.len = 0; /* now outputs of the compiled program */
+        default_outputs(prog);
+        if (!(hp = lower(prog, NULL))) {
+            rc = EXIT_INTERNAL;
+            goto done;
+        }
+    }
+    if (strcmp(backend, "cpu") != 0) {
+        rf_status gst;
+        rf_status_init(&gst);
+        be = rf_backend_gpu_new(&gst);
+        if (be)
+            fprintf(stderr, "redfox: using GPU: %s\n", be->device);
+        else if (strcmp(backend, "gpu") == 0) {
+            rc = report(&gst);
+            goto done;
+        }
+    }
+    if (!be)
+        be = rf_backend_cpu_new(threads);
+    rf_run_options ro = {
+        .backend = be,
+        .ninputs = (int)inputs.len,
+        .inputs = inputs.items,
+        .output_dir = output_dir,
+        .nprint = (int)prints.len,
+        .print = prints.items,
+        .stats = stats,
+        .progress = true,
+    };
+    if (!rf_run(hp, &ro, &st))
+        rc = report(&st);
+done:
+    if (be)
+        be->destroy(be);
+    if (hp)
+        rf_hir_free(hp);
+    if (prog)
+        rf_program_free(prog);
+    for (size_t i = 0; i < inputs.len; i++)
+        free((char *)inputs.items[i].pred);
+    RF_VEC_FREE(inputs);
+    RF_VEC_FREE(prints);
+    return rc;
+}
+
+static int cmd_explain(int argc, char **argv)
+{
+    const char *mode = NULL, *path = NULL;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--plan") == 0 || strcmp(argv[i], "--ir") == 0)
+            mode = argv[i];
+        else if (argv[i][0] == '-' && argv[i][1])
+            return usage("unknown option '%s'", argv[i]);
+        else if (!path)
+            path = argv[i];
+        else
+            return usage("unexpected argument '%s'", argv[i]);
+    }
+    if (!mode || !path)
+        return usage("explain needs --plan or --ir and a program%s", "");
+    rf_program *prog = compile(path);
+    if (!prog)
+        return RF_EXIT_COMPILE_ERROR;
+    default_outputs(prog);
+    int rc = RF_EXIT_OK;
+    if (strcmp(mode, "--plan") == 0) {
+        rf_plan_options po = {.optimize = true};
+        rf_plan *plan = rf_plan_build(prog, &po);
+        if (plan) {
+            rf_plan_print(plan, stdout);
+            rf_plan_free(plan);
+        } else {
+            fputs("redfox: internal error: the planner failed\n", stderr);
+            rc = EXIT_INTERNAL;
+        }
+    } else {
+        rf_hprogram *hp = lower(prog, NULL);
+        if (hp) {
+            rf_hir_print(hp, stdout);
+            rf_hir_free(hp);
+        } else {
+            rc = EXIT_INTERNAL;
+        }
+    }
+    rf_program_free(prog);
+    return rc;
+}
+
+static int cmd_compile(int argc, char **argv)
+{
+    const char *path = NULL, *out = NULL;
+    int err = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *v = NULL;
+        if (opt_value(argc, argv, &i, "-o", &v, &err) || opt_value(argc, argv, &i, "--output", &v, &err)) {
+            if (err)
+                return err;
+            out = v;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return usage("unknown option '%s'", argv[i]);
+        } else if (!path) {
+            path = argv[i];
+        } else {
+            return usage("unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (!path || !out)
+        return usage("compile needs a program and -o FILE%s", "");
+    rf_program *prog = compile(path);
+    if (!prog)
+        return RF_EXIT_COMPILE_ERROR;
+    default_outputs(prog);
+    rf_hprogram *hp = lower(prog, NULL);
+    rf_program_free(prog);
+    if (!hp)
+        return EXIT_INTERNAL;
+    rf_status st;
+    rf_status_init(&st);
+    int rc = rf_hir_save(hp, out, &st) ? RF_EXIT_OK : report(&st);
+    rf_hir_free(hp);
+    return rc;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+    if (argc != 3 || argv[2][0] == '-')
+        return usage("check needs exactly one program%s", "");
+    rf_program *prog = compile(argv[2]);
+    if (!prog)
+        return RF_EXIT_COMPILE_ERROR;
+    rf_program_free(prog);
+    return RF_EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage(NULL, NULL);
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(usage_text, stdout);
+        return RF_EXIT_OK;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("redfox " RF_VERSION "\n");
+        return RF_EXIT_OK;
+    }
+    if (strcmp(cmd, "run") == 0)
+        return cmd_run(argc, argv);
+    if (strcmp(cmd, "explain") == 0)
+        return cmd_explain(argc, argv);
+    if (strcmp(cmd, "compile") == 0)
+        return cmd_compile(argc, argv);
+    if (strcmp(cmd, "check") == 0)
+        return cmd_check(argc, argv);
+    return usage("unknown command '%s'", cmd);
+}

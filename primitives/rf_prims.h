@@ -16,7 +16,10 @@ int rf_prims_threads(void);
 /* out := { proj(t) | t in in, filter(t) } (unsorted). */
 bool rf_prim_map(const rf_table *in, const rf_code *filter, int nproj,
                  const rf_code *proj, rf_table *out, rf_status *st);
-/* In place: sort rows lexicographically (unsigned words) and drop duplicates. */
+/* out := in's rows sorted lexicographically (unsigned words), duplicates
+ * dropped; out is initialised here. */
+void rf_prim_sort(const rf_table *in, rf_table *out);
+/* The same, in place. */
 void rf_prim_sort_unique(rf_table *t);
 /* in0, in1 sorted; join on first nkeys cols; out := proj(l++r) if filter. */
 bool rf_prim_join(const rf_table *l, const rf_table *r, int nkeys,

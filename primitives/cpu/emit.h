@@ -1,0 +1,23 @@
+/* The filter+projection stage shared by MAP and JOIN (internal). */
+#ifndef RF_PRIMS_EMIT_H
+#define RF_PRIMS_EMIT_H
+
+#include "prims_internal.h"
+
+typedef struct rf_emitter {
+    rf_eval *filter;          /* NULL: always true */
+    int nproj;
+    int *projcol;             /* >= 0: projection is that column (copy) */
+    rf_eval **proj;           /* evaluators for computed projections */
+    uint16_t sel[RF_BATCH];
+} rf_emitter;
+
+void rf_emitter_init(rf_emitter *em, const rf_code *filter, int nproj, const rf_code *proj);
+void rf_emitter_free(rf_emitter *em);
+/* Rows base..base+n-1 of cols -> filtered, projected rows appended to out. */
+bool rf_emit_batch(rf_emitter *em, rf_word *const *cols, size_t base, int n, rf_table *out,
+                   rf_status *st);
+/* First failed piece status (in piece order, so errors are deterministic). */
+bool rf_pieces_status(rf_status *sts, int n, rf_status *st);
+
+#endif

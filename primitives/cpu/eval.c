@@ -1,0 +1,202 @@
+/* The vectorised interpreter of rf_code (postfix). Instead of running the
+ * postfix program row by row, it evaluates the expression tree node by node
+ * over a batch of rows: each node produces an array of RF_BATCH words, so
+ * the per-instruction dispatch is paid once per batch, and the common
+ * integer operators run as tight loops. A selection vector (offsets of the
+ * rows still alive) travels down the tree: `a && b` evaluates b only on the
+ * rows where a holds, which is what makes `y != 0 && x / y > 1` safe. */
+#include "prims_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const uint16_t rf_iota16[RF_BATCH] = {
+#define R1(i) (i),
+#define R4(i) R1(i) R1(i + 1) R1(i + 2) R1(i + 3)
+#define R16(i) R4(i) R4(i + 4) R4(i + 8) R4(i + 12)
+#define R64(i) R16(i) R16(i + 16) R16(i + 32) R16(i + 48)
+#define R256(i) R64(i) R64(i + 64) R64(i + 128) R64(i + 192)
+    R256(0) R256(256) R256(512) R256(768)
+#undef R1
+#undef R4
+#undef R16
+#undef R64
+#undef R256
+};
+
+struct rf_eval {
+    const rf_code *c;
+    int *start;        /* start[k]: first instruction of the subtree ending at k */
+    rf_word *bufs;     /* one RF_BATCH buffer per instruction */
+    uint16_t *sels;    /* one selection vector per instruction (AND/OR) */
+    rf_word *const *cols;
+    size_t base;
+    rf_status *st;
+};
+
+rf_eval *rf_eval_new(const rf_code *c)
+{
+    rf_eval *ev = rf_calloc(1, sizeof *ev);
+    ev->c = c;
+    int n = c->n > 0 ? c->n : 1;
+    ev->start = rf_calloc((size_t)n, sizeof *ev->start);
+    ev->bufs = rf_malloc(rf_mul_size((size_t)n * RF_BATCH, sizeof(rf_word)));
+    ev->sels = rf_malloc(rf_mul_size((size_t)n * RF_BATCH, sizeof(uint16_t)));
+    /* Subtree extents from the postfix order: a node's last operand ends
+     * right before it, the one before that ends right before the last
+     * operand's start. */
+    for (int k = 0; k < c->n; k++) {
+        int ar = rf_expr_arity((rf_exop)c->ins[k].op), s = k;
+        for (int a = 0; a < ar; a++)
+            s = ev->start[s - 1];
+        ev->start[k] = s;
+        if (c->ins[k].op == RF_EX_CONST)
+            for (int i = 0; i < RF_BATCH; i++)
+                ev->bufs[(size_t)k * RF_BATCH + (size_t)i] = c->ins[k].value;
+    }
+    return ev;
+}
+
+void rf_eval_free(rf_eval *ev)
+{
+    if (!ev)
+        return;
+    free(ev->start);
+    free(ev->bufs);
+    free(ev->sels);
+    free(ev);
+}
+
+static const rf_word *eval_node(rf_eval *ev, int k, const uint16_t *sel, int nsel);
+
+static const rf_word *eval_binary(rf_eval *ev, int k, const uint16_t *sel, int nsel)
+{
+    const rf_instr *in = &ev->c->ins[k];
+    int right = k - 1, left = ev->start[k - 1] - 1;
+    rf_word *out = ev->bufs + (size_t)k * RF_BATCH;
+    const rf_word *a = eval_node(ev, left, sel, nsel);
+    if (!a)
+        return NULL;
+    rf_exop op = (rf_exop)in->op;
+    if (op == RF_EX_AND || op == RF_EX_OR) {
+        /* Right operand only where the left one does not decide. */
+        uint16_t *sel2 = ev->sels + (size_t)k * RF_BATCH;
+        int n2 = 0;
+        rf_word decided = op == RF_EX_OR;
+        for (int i = 0; i < nsel; i++) {
+            int r = sel[i];
+            out[r] = decided;
+            if ((a[r] != 0) != decided)
+                sel2[n2++] = (uint16_t)r;
+        }
+        if (n2 > 0) {
+            const rf_word *b = eval_node(ev, right, sel2, n2);
+            if (!b)
+                return NULL;
+            for (int i = 0; i < n2; i++)
+                out[sel2[i]] = b[sel2[i]] != 0;
+        }
+        return out;
+    }
+    const rf_word *b = eval_node(ev, right, sel, nsel);
+    if (!b)
+        return NULL;
+    rf_type at = (rf_type)in->arg_type, t = (rf_type)in->type;
+    bool isint = rf_type_is_integer(at);
+#define LOOP(expr)                                                             \
+    for (int i = 0; i < nsel; i++) {                                           \
+        int r = sel[i];                                                        \
+        out[r] = (expr);                                                       \
+    }                                                                          \
+    return out
+    switch (op) {
+    case RF_EX_EQ: LOOP(a[r] == b[r]);
+    case RF_EX_NE: LOOP(a[r] != b[r]);
+    case RF_EX_LT: if (isint) { LOOP((int64_t)a[r] < (int64_t)b[r]); } break;
+    case RF_EX_LE: if (isint) { LOOP((int64_t)a[r] <= (int64_t)b[r]); } break;
+    case RF_EX_GT: if (isint) { LOOP((int64_t)a[r] > (int64_t)b[r]); } break;
+    case RF_EX_GE: if (isint) { LOOP((int64_t)a[r] >= (int64_t)b[r]); } break;
+    case RF_EX_ADD:
+        if (t == RF_TYPE_INT64) { LOOP(a[r] + b[r]); }
+        break;
+    case RF_EX_SUB:
+        if (t == RF_TYPE_INT64) { LOOP(a[r] - b[r]); }
+        break;
+    default:
+        break;
+    }
+#undef LOOP
+    /* Everything else through the shared scalar semantics. */
+    rf_type ty = rf_exop_is_comparison(op) ? at : t;
+    for (int i = 0; i < nsel; i++) {
+        int r = sel[i];
+        if (!rf_scalar_binary(op, ty, a[r], b[r], &out[r], ev->st))
+            return NULL;
+    }
+    return out;
+}
+
+static const rf_word *eval_node(rf_eval *ev, int k, const uint16_t *sel, int nsel)
+{
+    const rf_instr *in = &ev->c->ins[k];
+    switch ((rf_exop)in->op) {
+    case RF_EX_COL:
+        return ev->cols[in->index] + ev->base;
+    case RF_EX_CONST:
+        return ev->bufs + (size_t)k * RF_BATCH;
+    case RF_EX_NEG:
+    case RF_EX_NOT:
+    case RF_EX_CAST: {
+        const rf_word *a = eval_node(ev, k - 1, sel, nsel);
+        if (!a)
+            return NULL;
+        rf_word *out = ev->bufs + (size_t)k * RF_BATCH;
+        if (in->op == RF_EX_NOT) {
+            for (int i = 0; i < nsel; i++)
+                out[sel[i]] = !a[sel[i]];
+            return out;
+        }
+        for (int i = 0; i < nsel; i++) {
+            int r = sel[i];
+            if (!rf_scalar_unary((rf_exop)in->op, (rf_type)in->arg_type, (rf_type)in->type, a[r],
+                                 &out[r], ev->st))
+                return NULL;
+        }
+        return out;
+    }
+    default:
+        return eval_binary(ev, k, sel, nsel);
+    }
+}
+
+const rf_word *rf_eval_run(rf_eval *ev, rf_word *const *cols, size_t base,
+                           const uint16_t *sel, int nsel, rf_status *st)
+{
+    ev->cols = cols;
+    ev->base = base;
+    ev->st = st;
+    if (ev->c->n == 0) { /* absent code is the constant true */
+        rf_word *out = ev->bufs;
+        for (int i = 0; i < nsel; i++)
+            out[sel[i]] = 1;
+        return out;
+    }
+    return eval_node(ev, ev->c->n - 1, sel, nsel);
+}
+
+bool rf_code_eval_batch(const rf_code *c, rf_word *const *cols, size_t begin, size_t end,
+                        rf_word *dst, rf_status *st)
+{
+    rf_eval *ev = rf_eval_new(c);
+    bool ok = true;
+    for (size_t base = begin; base < end && ok; base += RF_BATCH) {
+        int n = end - base < RF_BATCH ? (int)(end - base) : RF_BATCH;
+        const rf_word *v = rf_eval_run(ev, cols, base, rf_iota16, n, st);
+        if (!v)
+            ok = false;
+        else
+            memcpy(dst + (base - begin), v, (size_t)n * sizeof *v);
+    }
+    rf_eval_free(ev);
+    return ok;
+}

@@ -1,0 +1,152 @@
+/* MAP (filter + projection) and the batch emitter that JOIN shares: given a
+ * batch of rows (as column pointers + base), keep those passing the filter
+ * and append their projections to an output table. */
+#include "emit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void rf_emitter_init(rf_emitter *em, const rf_code *filter, int nproj, const rf_code *proj)
+{
+    memset(em, 0, sizeof *em);
+    em->filter = filter && filter->n > 0 ? rf_eval_new(filter) : NULL;
+    em->nproj = nproj;
+    em->projcol = rf_calloc((size_t)(nproj > 0 ? nproj : 1), sizeof *em->projcol);
+    em->proj = rf_calloc((size_t)(nproj > 0 ? nproj : 1), sizeof *em->proj);
+    for (int j = 0; j < nproj; j++) {
+        em->projcol[j] = rf_code_as_column(&proj[j]);
+        if (em->projcol[j] < 0)
+            em->proj[j] = rf_eval_new(&proj[j]);
+    }
+}
+
+void rf_emitter_free(rf_emitter *em)
+{
+    rf_eval_free(em->filter);
+    for (int j = 0; j < em->nproj; j++)
+        rf_eval_free(em->proj[j]);
+    free(em->proj);
+    free(em->projcol);
+}
+
+bool rf_emit_batch(rf_emitter *em, rf_word *const *cols, size_t base, int n, rf_table *out,
+                   rf_status *st)
+{
+    const uint16_t *sel = rf_iota16;
+    int nsel = n;
+    if (em->filter) {
+        const rf_word *f = rf_eval_run(em->filter, cols, base, rf_iota16, n, st);
+        if (!f)
+            return false;
+        nsel = 0;
+        for (int i = 0; i < n; i++) {
+            em->sel[nsel] = (uint16_t)i;
+            nsel += f[i] != 0; /* branch-free compaction */
+        }
+        sel = em->sel;
+    }
+    if (nsel == 0)
+        return true;
+    size_t pos = out->nrows;
+    if (out->arity == 0) { /* a nullary result only records that a row exists */
+        rf_table_resize(out, 1);
+        return true;
+    }
+    rf_table_reserve(out, pos + (size_t)nsel);
+    /* Projections are evaluated only on the rows that passed the filter. */
+    for (int j = 0; j < em->nproj; j++) {
+        rf_word *dst = out->cols[j] + pos;
+        const rf_word *src;
+        if (em->projcol[j] >= 0)
+            src = cols[em->projcol[j]] + base;
+        else if (!(src = rf_eval_run(em->proj[j], cols, base, sel, nsel, st)))
+            return false;
+        if (sel == rf_iota16)
+            memcpy(dst, src, (size_t)nsel * sizeof *dst);
+        else
+            for (int i = 0; i < nsel; i++)
+                dst[i] = src[sel[i]];
+    }
+    out->nrows = pos + (size_t)nsel;
+    return true;
+}
+
+typedef struct map_job {
+    const rf_table *in;
+    const rf_code *filter, *proj;
+    int nproj, npieces;
+    rf_table *pieces;
+    rf_status *sts;
+} map_job;
+
+static void map_piece(void *ctx, int p)
+{
+    map_job *j = ctx;
+    size_t n = j->in->nrows;
+    size_t b = n * (size_t)p / (size_t)j->npieces, e = n * (size_t)(p + 1) / (size_t)j->npieces;
+    rf_emitter em;
+    rf_emitter_init(&em, j->filter, j->nproj, j->proj);
+    rf_table_init(&j->pieces[p], j->nproj);
+    rf_table *cols_src = (rf_table *)j->in;
+    for (size_t base = b; base < e; base += RF_BATCH) {
+        int cnt = e - base < RF_BATCH ? (int)(e - base) : RF_BATCH;
+        if (!rf_emit_batch(&em, cols_src->cols, base, cnt, &j->pieces[p], &j->sts[p]))
+            break;
+    }
+    rf_emitter_free(&em);
+}
+
+bool rf_pieces_status(rf_status *sts, int n, rf_status *st)
+{
+    for (int p = 0; p < n; p++)
+        if (rf_status_failed(&sts[p])) {
+            rf_fail(st, sts[p].code, "%s", sts[p].message);
+            return false;
+        }
+    return true;
+}
+
+bool rf_prim_map(const rf_table *in, const rf_code *filter, int nproj, const rf_code *proj,
+                 rf_table *out, rf_status *st)
+{
+    map_job j = {.in = in, .filter = filter, .proj = proj, .nproj = nproj};
+    j.npieces = rf_pieces_for(in->nrows, 1);
+    j.pieces = rf_calloc((size_t)j.npieces, sizeof *j.pieces);
+    j.sts = rf_calloc((size_t)j.npieces, sizeof *j.sts);
+    rf_par_for(j.npieces, map_piece, &j);
+    bool ok = rf_pieces_status(j.sts, j.npieces, st);
+    rf_concat_pieces(j.pieces, j.npieces, out);
+    if (!ok)
+        rf_table_clear(out);
+    free(j.pieces);
+    free(j.sts);
+    return ok;
+}
+
+void rf_concat_pieces(rf_table *pieces, int n, rf_table *out)
+{
+    if (n == 1) {
+        *out = pieces[0];
+        return;
+    }
+    int arity = pieces[0].arity;
+    size_t total = 0;
+    for (int p = 0; p < n; p++)
+        total += pieces[p].nrows;
+    rf_table_init(out, arity);
+    if (arity == 0) {
+        out->nrows = total > 0;
+    } else {
+        rf_table_resize(out, total);
+        rf_table_advise(out);
+        size_t pos = 0;
+        for (int p = 0; p < n; p++) {
+            for (int c = 0; c < arity; c++)
+                if (pieces[p].nrows)
+                    memcpy(out->cols[c] + pos, pieces[p].cols[c], pieces[p].nrows * sizeof(rf_word));
+            pos += pieces[p].nrows;
+        }
+    }
+    for (int p = 0; p < n; p++)
+        rf_table_free(&pieces[p]);
+}

@@ -1,0 +1,416 @@
+/* The operators over sorted inputs: merge join, antijoin, union and
+ * difference. All walk both inputs once, galloping (exponential search)
+ * over runs, so that a small input against a big one costs
+ * O(small * log(big / small)) rather than O(big): the semi-naive loop's
+ * `new - full` and `full + new` are exactly that case. Threads work on key
+ * ranges (rf_split_key_ranges). */
+#include "emit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+size_t rf_gallop_lower(const rf_table *t, size_t lo, size_t hi, const rf_table *kt, size_t kr, int k)
+{
+    if (lo >= hi || rf_rowcmp(t, lo, kt, kr, k) >= 0)
+        return lo;
+    size_t good = lo, step = 1; /* t[good] < key */
+    while (good + step < hi && rf_rowcmp(t, good + step, kt, kr, k) < 0) {
+        good += step;
+        step *= 2;
+    }
+    size_t L = good + 1, R = good + step < hi ? good + step : hi;
+    while (L < R) {
+        size_t m = L + (R - L) / 2;
+        if (rf_rowcmp(t, m, kt, kr, k) < 0)
+            L = m + 1;
+        else
+            R = m;
+    }
+    return L;
+}
+
+size_t rf_gallop_upper(const rf_table *t, size_t lo, size_t hi, const rf_table *kt, size_t kr, int k)
+{
+    if (lo >= hi || rf_rowcmp(t, lo, kt, kr, k) > 0)
+        return lo;
+    size_t good = lo, step = 1; /* t[good] <= key */
+    while (good + step < hi && rf_rowcmp(t, good + step, kt, kr, k) <= 0) {
+        good += step;
+        step *= 2;
+    }
+    size_t L = good + 1, R = good + step < hi ? good + step : hi;
+    while (L < R) {
+        size_t m = L + (R - L) / 2;
+        if (rf_rowcmp(t, m, kt, kr, k) <= 0)
+            L = m + 1;
+        else
+            R = m;
+    }
+    return L;
+}
+
+/* Binary search: first row of t in [lo, hi) with prefix >= row kr of kt. */
+static size_t lower_bound(const rf_table *t, size_t lo, size_t hi, const rf_table *kt, size_t kr, int k)
+{
+    while (lo < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if (rf_rowcmp(t, m, kt, kr, k) < 0)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
+}
+
+void rf_split_key_ranges(const rf_table *a, const rf_table *b, int k, int n, size_t *as, size_t *bs)
+{
+    /* Split the bigger input evenly, find the cut in the other. */
+    bool swap = b->nrows > a->nrows;
+    const rf_table *big = swap ? b : a, *small = swap ? a : b;
+    size_t *bigs = swap ? bs : as, *smalls = swap ? as : bs;
+    bigs[0] = smalls[0] = 0;
+    for (int p = 1; p < n; p++) {
+        size_t s = big->nrows * (size_t)p / (size_t)n;
+        if (s < bigs[p - 1])
+            s = bigs[p - 1];
+        if (s >= big->nrows) {
+            bigs[p] = big->nrows;
+            smalls[p] = small->nrows;
+            continue;
+        }
+        /* Back to the first row of s's key group. */
+        s = lower_bound(big, bigs[p - 1], s, big, s, k);
+        bigs[p] = s;
+        smalls[p] = lower_bound(small, smalls[p - 1], small->nrows, big, s, k);
+    }
+    bigs[n] = big->nrows;
+    smalls[n] = small->nrows;
+}
+
+/* ---- JOIN ---- */
+
+#define PAIRS 2048
+
+typedef struct join_job {
+    const rf_table *l, *r;
+    int nkeys;
+    const rf_code *filter, *proj;
+    int nproj, npieces;
+    size_t *ls, *rs;
+    bool cross;
+    rf_table *pieces;
+    rf_status *sts;
+} join_job;
+
+typedef struct join_state {
+    join_job *j;
+    rf_table *out;
+    rf_status *st;
+    rf_emitter em;
+    bool direct;              /* no filter and column projections only */
+    int ncols;                /* arity(l) + arity(r) */
+    bool *used;               /* columns read by filter/projections */
+    rf_word **gbuf;           /* gathered columns of l ++ r, RF_BATCH each */
+    size_t li[PAIRS], ri[PAIRS];
+    int npairs;
+    bool failed;
+} join_state;
+
+static void mark_used(const rf_code *c, bool *used)
+{
+    for (int i = 0; i < c->n; i++)
+        if (c->ins[i].op == RF_EX_COL)
+            used[c->ins[i].index] = true;
+}
+
+static void flush_pairs(join_state *s)
+{
+    const rf_table *l = s->j->l, *r = s->j->r;
+    int la = l->arity, n = s->npairs;
+    s->npairs = 0;
+    if (s->failed || n == 0)
+        return;
+    rf_table *out = s->out;
+    if (s->direct) {
+        if (out->arity == 0) {
+            rf_table_resize(out, 1);
+            return;
+        }
+        size_t pos = out->nrows, cap = out->cap;
+        rf_table_reserve(out, pos + (size_t)n);
+        if (out->cap != cap)
+            rf_table_advise(out);
+        for (int jx = 0; jx < s->em.nproj; jx++) {
+            int c = s->em.projcol[jx];
+            rf_word *dst = out->cols[jx] + pos;
+            if (c < la) {
+                const rf_word *src = l->cols[c];
+                for (int i = 0; i < n; i++)
+                    dst[i] = src[s->li[i]];
+            } else {
+                const rf_word *src = r->cols[c - la];
+                for (int i = 0; i < n; i++)
+                    dst[i] = src[s->ri[i]];
+            }
+        }
+        out->nrows = pos + (size_t)n;
+        return;
+    }
+    /* Gather the columns the code reads into batch buffers, then run the
+     * shared filter/projection stage over the concatenated rows. */
+    for (int base = 0; base < n; base += RF_BATCH) {
+        int cnt = n - base < RF_BATCH ? n - base : RF_BATCH;
+        for (int c = 0; c < s->ncols; c++) {
+            if (!s->used[c])
+                continue;
+            rf_word *dst = s->gbuf[c];
+            if (c < la) {
+                const rf_word *src = l->cols[c];
+                for (int i = 0; i < cnt; i++)
+                    dst[i] = src[s->li[base + i]];
+            } else {
+                const rf_word *src = r->cols[c - la];
+                for (int i = 0; i < cnt; i++)
+                    dst[i] = src[s->ri[base + i]];
+            }
+        }
+        if (!rf_emit_batch(&s->em, s->gbuf, 0, cnt, out, s->st)) {
+            s->failed = true;
+            return;
+        }
+    }
+}
+
+static void join_groups(join_state *s, size_t l0, size_t l1, size_t r0, size_t r1)
+{
+    for (size_t i = l0; i < l1 && !s->failed; i++)
+        for (size_t k = r0; k < r1; k++) {
+            s->li[s->npairs] = i;
+            s->ri[s->npairs] = k;
+            if (++s->npairs == PAIRS)
+                flush_pairs(s);
+        }
+}
+
+static void join_piece(void *ctx, int p)
+{
+    join_job *j = ctx;
+    join_state *s = rf_calloc(1, sizeof *s);
+    s->j = j;
+    s->out = &j->pieces[p];
+    s->st = &j->sts[p];
+    rf_table_init(s->out, j->nproj);
+    rf_emitter_init(&s->em, j->filter, j->nproj, j->proj);
+    s->ncols = j->l->arity + j->r->arity;
+    s->direct = s->em.filter == NULL;
+    for (int k = 0; k < j->nproj; k++)
+        if (s->em.projcol[k] < 0)
+            s->direct = false;
+    s->used = rf_calloc((size_t)s->ncols + 1, sizeof *s->used);
+    s->gbuf = rf_calloc((size_t)s->ncols + 1, sizeof *s->gbuf);
+    if (!s->direct) {
+        if (j->filter)
+            mark_used(j->filter, s->used);
+        for (int k = 0; k < j->nproj; k++)
+            mark_used(&j->proj[k], s->used);
+        for (int c = 0; c < s->ncols; c++)
+            if (s->used[c])
+                s->gbuf[c] = rf_malloc(RF_BATCH * sizeof(rf_word));
+    }
+    const rf_table *l = j->l, *r = j->r;
+    int k = j->nkeys;
+    if (j->cross) {
+        size_t n = l->nrows;
+        join_groups(s, n * (size_t)p / (size_t)j->npieces, n * (size_t)(p + 1) / (size_t)j->npieces,
+                    0, r->nrows);
+    } else {
+        size_t i = j->ls[p], i1 = j->ls[p + 1], x = j->rs[p], x1 = j->rs[p + 1];
+        while (i < i1 && x < x1 && !s->failed) {
+            int c = rf_rowcmp(l, i, r, x, k);
+            if (c < 0) {
+                i = rf_gallop_lower(l, i + 1, i1, r, x, k);
+            } else if (c > 0) {
+                x = rf_gallop_lower(r, x + 1, x1, l, i, k);
+            } else {
+                size_t ie = rf_gallop_upper(l, i + 1, i1, l, i, k);
+                size_t xe = rf_gallop_upper(r, x + 1, x1, r, x, k);
+                join_groups(s, i, ie, x, xe);
+                i = ie;
+                x = xe;
+            }
+        }
+    }
+    flush_pairs(s);
+    for (int c = 0; c < s->ncols; c++)
+        free(s->gbuf[c]);
+    free(s->gbuf);
+    free(s->used);
+    rf_emitter_free(&s->em);
+    free(s);
+}
+
+bool rf_prim_join(const rf_table *l, const rf_table *r, int nkeys, const rf_code *filter,
+                  int nproj, const rf_code *proj, rf_table *out, rf_status *st)
+{
+    join_job j = {.l = l, .r = r, .nkeys = nkeys, .filter = filter, .proj = proj, .nproj = nproj};
+    j.cross = nkeys == 0;
+    size_t big = l->nrows > r->nrows ? l->nrows : r->nrows;
+    if (j.cross)
+        big = l->nrows * (r->nrows ? 1 : 0) * 4 > big ? l->nrows * 4 : big;
+    j.npieces = rf_pieces_for(big, 4);
+    if (j.cross && (size_t)j.npieces > l->nrows)
+        j.npieces = l->nrows > 0 ? (int)l->nrows : 1;
+    j.ls = rf_calloc((size_t)j.npieces + 1, sizeof *j.ls);
+    j.rs = rf_calloc((size_t)j.npieces + 1, sizeof *j.rs);
+    if (!j.cross)
+        rf_split_key_ranges(l, r, nkeys, j.npieces, j.ls, j.rs);
+    j.pieces = rf_calloc((size_t)j.npieces, sizeof *j.pieces);
+    j.sts = rf_calloc((size_t)j.npieces, sizeof *j.sts);
+    rf_par_for(j.npieces, join_piece, &j);
+    bool ok = rf_pieces_status(j.sts, j.npieces, st);
+    rf_concat_pieces(j.pieces, j.npieces, out);
+    if (!ok)
+        rf_table_clear(out);
+    free(j.ls);
+    free(j.rs);
+    free(j.pieces);
+    free(j.sts);
+    return ok;
+}
+
+/* ---- UNION, DIFFERENCE, ANTIJOIN ---- */
+
+enum { M_UNION, M_ANTI };
+
+typedef struct merge_job {
+    int mode, k, npieces;
+    const rf_table *a, *b;
+    size_t *as, *bs, *counts, *offs;
+    rf_table *out;
+    bool write;
+} merge_job;
+
+static inline void copy_rows(rf_table *out, size_t pos, const rf_table *t, size_t from, size_t n,
+                             bool write)
+{
+    if (write && n)
+        for (int c = 0; c < t->arity; c++)
+            memcpy(out->cols[c] + pos, t->cols[c] + from, n * sizeof(rf_word));
+}
+
+static void merge_piece(void *ctx, int p)
+{
+    merge_job *j = ctx;
+    const rf_table *a = j->a, *b = j->b;
+    size_t i = j->as[p], i1 = j->as[p + 1], x = j->bs[p], x1 = j->bs[p + 1];
+    size_t pos = j->offs[p], start = pos;
+    int k = j->k;
+    bool w = j->write;
+    rf_table *out = j->out;
+    if (j->mode == M_UNION) {
+        while (i < i1 && x < x1) {
+            int c = rf_rowcmp(a, i, b, x, k);
+            if (c < 0) {
+                size_t e = rf_gallop_lower(a, i + 1, i1, b, x, k);
+                copy_rows(out, pos, a, i, e - i, w);
+                pos += e - i;
+                i = e;
+            } else if (c > 0) {
+                size_t e = rf_gallop_lower(b, x + 1, x1, a, i, k);
+                copy_rows(out, pos, b, x, e - x, w);
+                pos += e - x;
+                x = e;
+            } else {
+                copy_rows(out, pos, a, i, 1, w);
+                pos++;
+                i++;
+                x++;
+            }
+        }
+        copy_rows(out, pos, a, i, i1 - i, w);
+        pos += i1 - i;
+        copy_rows(out, pos, b, x, x1 - x, w);
+        pos += x1 - x;
+    } else {
+        while (i < i1) {
+            if (x >= x1) {
+                copy_rows(out, pos, a, i, i1 - i, w);
+                pos += i1 - i;
+                break;
+            }
+            int c = rf_rowcmp(a, i, b, x, k);
+            if (c < 0) {
+                size_t e = rf_gallop_lower(a, i + 1, i1, b, x, k);
+                copy_rows(out, pos, a, i, e - i, w);
+                pos += e - i;
+                i = e;
+            } else if (c > 0) {
+                x = rf_gallop_lower(b, x + 1, x1, a, i, k);
+            } else {
+                i = rf_gallop_upper(a, i + 1, i1, b, x, k); /* the whole matching key group */
+            }
+        }
+    }
+    j->counts[p] = pos - start;
+}
+
+/* One pass: each piece writes at an offset that cannot overlap the next
+ * piece's (its start in a, plus its start in b for a union, since a piece
+ * never produces more than its inputs), then the pieces are closed up. With
+ * no duplicates across the inputs (the semi-naive union) nothing moves. */
+static void merge_op(int mode, const rf_table *a, const rf_table *b, int k, rf_table *out)
+{
+    rf_table_init(out, a->arity);
+    if (k == 0) {
+        /* Nullary union: {} or {()}. Keyless antijoin: a if b is empty. */
+        if (mode == M_UNION)
+            out->nrows = (a->nrows || b->nrows) ? 1 : 0;
+        else if (b->nrows == 0)
+            rf_table_copy(out, a);
+        return;
+    }
+    merge_job j = {.mode = mode, .k = k, .a = a, .b = b, .out = out, .write = true};
+    j.npieces = rf_pieces_for(a->nrows > b->nrows ? a->nrows : b->nrows, 2);
+    j.as = rf_calloc((size_t)j.npieces + 1, sizeof *j.as);
+    j.bs = rf_calloc((size_t)j.npieces + 1, sizeof *j.bs);
+    j.counts = rf_calloc((size_t)j.npieces, sizeof *j.counts);
+    j.offs = rf_calloc((size_t)j.npieces, sizeof *j.offs);
+    rf_split_key_ranges(a, b, k, j.npieces, j.as, j.bs);
+    for (int p = 0; p < j.npieces; p++)
+        j.offs[p] = j.as[p] + (mode == M_UNION ? j.bs[p] : 0);
+    rf_table_resize(out, a->nrows + (mode == M_UNION ? b->nrows : 0));
+    rf_table_advise(out);
+    rf_par_for(j.npieces, merge_piece, &j);
+    size_t total = 0;
+    for (int p = 0; p < j.npieces; p++) {
+        if (j.offs[p] != total && j.counts[p])
+            for (int c = 0; c < out->arity; c++)
+                memmove(out->cols[c] + total, out->cols[c] + j.offs[p], j.counts[p] * sizeof(rf_word));
+        total += j.counts[p];
+    }
+    out->nrows = total;
+    if (total < out->cap / 2) { /* give back what duplicates did not use */
+        for (int c = 0; c < out->arity; c++)
+            out->cols[c] = rf_realloc(out->cols[c], (total ? total : 1) * sizeof(rf_word));
+        out->cap = total ? total : 1;
+    }
+    free(j.as);
+    free(j.bs);
+    free(j.counts);
+    free(j.offs);
+}
+
+void rf_prim_union(const rf_table *a, const rf_table *b, rf_table *out)
+{
+    merge_op(M_UNION, a, b, a->arity, out);
+}
+
+void rf_prim_difference(const rf_table *a, const rf_table *b, rf_table *out)
+{
+    merge_op(M_ANTI, a, b, a->arity, out);
+}
+
+void rf_prim_antijoin(const rf_table *l, const rf_table *r, int nkeys, rf_table *out)
+{
+    merge_op(M_ANTI, l, r, nkeys, out);
+}

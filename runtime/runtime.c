@@ -1,0 +1,404 @@
+/* The Harmony runtime's interpreter: walks the kernel CFG, owns variable
+ * lifetimes (create on first definition, free after last use, COPY as a
+ * move when the source dies), runs LOADs itself and hands every other
+ * kernel to the backend; then writes the outputs. See runtime.h. */
+#include "runtime.h"
+#include "rf_prims.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct kstat {
+    size_t calls, rows_in[2], rows_out;
+    double seconds;
+} kstat;
+
+typedef struct rt {
+    const rf_hprogram *p;
+    const rf_run_options *opt;
+    rf_backend *be;
+    FILE *out, *err;
+    rf_dvar **dv;            /* [nvars] storage, NULL until defined */
+    bool *keep;              /* outputs: never freed before HALT */
+    kstat **ks;              /* [block][kernel] */
+    size_t *entries;         /* [block] times entered */
+    bool *loop_header;       /* [block] target of a back edge */
+    double *loop_start;      /* [block] when the loop was entered */
+    bool progress_shown;
+    double output_seconds;   /* download, typed sort and writing at HALT */
+    rf_run_info info;
+} rt;
+
+static bool kernel_frees(const rf_kernel *k, int var)
+{
+    for (int i = 0; i < k->nfree; i++)
+        if (k->frees[i] == var)
+            return true;
+    return false;
+}
+
+static void free_var(rt *r, int v)
+{
+    if (v < 0 || v >= r->p->nvars || r->keep[v] || !r->dv[v])
+        return;
+    r->be->var_free(r->be, r->dv[v]);
+    r->dv[v] = NULL;
+}
+
+static rf_dvar *ensure_var(rt *r, int v, rf_status *st)
+{
+    if (!r->dv[v])
+        r->dv[v] = r->be->var_new(r->be, r->p->vars[v].arity, st);
+    return r->dv[v];
+}
+
+/* LOAD: inline facts ∪ the input file (--input overrides the directive's),
+ * sorted and deduplicated, uploaded. */
+static bool run_load(rt *r, int v, rf_status *st)
+{
+    const rf_hvar *hv = &r->p->vars[v];
+    rf_table t;
+    rf_table_from_rows(&t, hv->arity, hv->facts, hv->nfacts);
+    const char *path = hv->input_path;
+    rf_file_format fmt = hv->input_format;
+    for (int i = 0; i < r->opt->ninputs; i++)
+        if (hv->pred && strcmp(r->opt->inputs[i].pred, hv->pred) == 0) {
+            path = r->opt->inputs[i].path;
+            fmt = rf_format_from_path(path);
+        }
+    bool ok = true;
+    if (path)
+        ok = rf_read_facts(path, fmt, hv->arity, hv->types, &t, st);
+    if (ok) {
+        rf_prim_sort_unique(&t);
+        ok = ensure_var(r, v, st) && r->be->upload(r->be, r->dv[v], &t, st);
+    }
+    rf_table_free(&t);
+    return ok;
+}
+
+static bool run_kernel(rt *r, const rf_kernel *k, kstat *ks, rf_status *st)
+{
+    double t0 = rf_now();
+    rf_kernel_stats s;
+    memset(&s, 0, sizeof s);
+    r->info.kernels_run++;
+    if (k->op == RF_K_LOAD) {
+        if (!run_load(r, k->out, st))
+            return false;
+        s.rows_out = r->be->var_rows(r->be, r->dv[k->out]);
+    } else if (k->op == RF_K_COPY && k->in[0] != k->out && kernel_frees(k, k->in[0]) &&
+               !r->keep[k->in[0]]) {
+        /* The source dies here: hand its storage over instead of copying. */
+        if (!r->dv[k->in[0]] && !ensure_var(r, k->in[0], st))
+            return false;
+        if (r->dv[k->out])
+            r->be->var_free(r->be, r->dv[k->out]);
+        r->dv[k->out] = r->dv[k->in[0]];
+        r->dv[k->in[0]] = NULL;
+        s.rows_in[0] = s.rows_out = r->be->var_rows(r->be, r->dv[k->out]);
+        r->info.copies_moved++;
+    } else {
+        if (!ensure_var(r, k->out, st))
+            return false;
+        rf_dvar *a = k->in[0] >= 0 ? r->dv[k->in[0]] : NULL;
+        rf_dvar *b = k->in[1] >= 0 ? r->dv[k->in[1]] : NULL;
+        if (!r->be->run(r->be, r->p, k, r->dv[k->out], a, b, &s, st))
+            return false;
+    }
+    ks->calls++;
+    ks->rows_in[0] += s.rows_in[0];
+    ks->rows_in[1] += s.rows_in[1];
+    ks->rows_out += s.rows_out;
+    ks->seconds += rf_now() - t0;
+    for (int i = 0; i < k->nfree; i++)
+        free_var(r, k->frees[i]);
+    return true;
+}
+
+static bool all_empty(rt *r, const rf_hblock *b)
+{
+    for (int i = 0; i < b->nconds; i++) {
+        int v = b->conds[i];
+        if (r->dv[v] && r->be->var_rows(r->be, r->dv[v]) > 0)
+            return false;
+    }
+    return true;
+}
+
+static void show_progress(rt *r, const rf_hblock *b, int header)
+{
+    double el = rf_now() - r->loop_start[header];
+    if (el < 1.0)
+        return;
+    fprintf(r->err, "\rredfox: %s: iteration %zu (%.1fs)", r->p->blocks[header].label ? r->p->blocks[header].label : "loop",
+            r->entries[header], el);
+    for (int i = 0; i < b->nconds; i++) {
+        int v = b->conds[i];
+        fprintf(r->err, " %s=%zu", r->p->vars[v].name ? r->p->vars[v].name : "?",
+                r->dv[v] ? r->be->var_rows(r->be, r->dv[v]) : (size_t)0);
+    }
+    fputs("    ", r->err);
+    fflush(r->err);
+    r->progress_shown = true;
+}
+
+static void end_progress(rt *r)
+{
+    if (r->progress_shown) {
+        fputc('\n', r->err);
+        r->progress_shown = false;
+    }
+}
+
+static bool interpret(rt *r, rf_status *st)
+{
+    const rf_hprogram *p = r->p;
+    bool progress = r->opt->progress && isatty(fileno(r->err));
+    int b = 0, from = -1;
+    while (b >= 0 && b < p->nblocks) {
+        const rf_hblock *blk = &p->blocks[b];
+        r->entries[b]++;
+        if (r->loop_header[b] && !(from >= b)) /* entered from outside the loop */
+            r->loop_start[b] = rf_now();
+        for (int i = 0; i < blk->nfree_entry; i++)
+            free_var(r, blk->free_entry[i]);
+        for (int i = 0; i < blk->nkernels; i++)
+            if (!run_kernel(r, &blk->kernels[i], &r->ks[b][i], st))
+                return false;
+        from = b;
+        switch (blk->term) {
+        case RF_TERM_FALLTHROUGH:
+            b = b + 1;
+            break;
+        case RF_TERM_JUMP:
+            b = blk->target;
+            break;
+        case RF_TERM_BRANCH_EMPTY:
+            b = all_empty(r, blk) ? blk->target : blk->target_else;
+            if (progress && b <= from && r->loop_header[b])
+                show_progress(r, blk, b);
+            else if (b > from)
+                end_progress(r);
+            break;
+        case RF_TERM_HALT:
+            b = -1;
+            break;
+        }
+    }
+    end_progress(r);
+    return true;
+}
+
+static const char *var_label(const rf_hvar *v) { return v->pred ? v->pred : v->name ? v->name : "?"; }
+
+/* The variable that holds predicate `name` for --print: the output one, else
+ * the one named like the predicate, else the first with that predicate. */
+static int find_pred_var(const rf_hprogram *p, const char *name)
+{
+    int first = -1, named = -1;
+    for (int v = 0; v < p->nvars; v++) {
+        if (!p->vars[v].pred || strcmp(p->vars[v].pred, name) != 0)
+            continue;
+        if (p->vars[v].is_output)
+            return v;
+        if (named < 0 && p->vars[v].name && strcmp(p->vars[v].name, name) == 0)
+            named = v;
+        if (first < 0)
+            first = v;
+    }
+    return named >= 0 ? named : first;
+}
+
+static bool make_dir(const char *dir, rf_status *st)
+{
+    struct stat sb;
+    if (stat(dir, &sb) == 0) {
+        if (S_ISDIR(sb.st_mode))
+            return true;
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "output '%s' is not a directory", dir);
+    }
+    /* Create missing parents too (mkdir -p). */
+    char *d = rf_strdup(dir);
+    for (char *s = d + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(d, 0777) != 0 && errno != EEXIST) {
+            *s = '/';
+            break;
+        }
+        *s = '/';
+    }
+    bool ok = mkdir(d, 0777) == 0 || errno == EEXIST;
+    if (!ok)
+        rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot create directory '%s': %s", dir, strerror(errno));
+    free(d);
+    return ok;
+}
+
+static bool write_outputs(rt *r, const int *outs, int nouts, rf_status *st)
+{
+    const rf_hprogram *p = r->p;
+    const char *dir = r->opt->output_dir;
+    char **tmp = rf_calloc((size_t)nouts + 1, sizeof *tmp), **fin = rf_calloc((size_t)nouts + 1, sizeof *fin);
+    bool ok = !dir || make_dir(dir, st);
+    for (int i = 0; i < nouts && ok; i++) {
+        const rf_hvar *hv = &p->vars[outs[i]];
+        rf_table t;
+        rf_table_init(&t, hv->arity);
+        if (r->dv[outs[i]])
+            ok = r->be->download(r->be, r->dv[outs[i]], &t, st);
+        if (ok) {
+            rf_sort_typed(&t, hv->types);
+            if (dir) {
+                fin[i] = rf_sprintf("%s/%s.tsv", dir, var_label(hv));
+                tmp[i] = rf_sprintf("%s/.%s.tsv.tmp%ld", dir, var_label(hv), (long)getpid());
+                FILE *f = fopen(tmp[i], "wb");
+                if (!f) {
+                    ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot write '%s': %s", tmp[i], strerror(errno));
+                } else {
+                    bool w = rf_write_tsv(f, &t, hv->types);
+                    if (fclose(f) != 0 || !w)
+                        ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot write '%s': %s", fin[i], strerror(errno));
+                }
+            } else {
+                fprintf(r->out, "# %s (%zu tuples)\n", var_label(hv), t.nrows);
+                if (!rf_write_tsv(r->out, &t, hv->types))
+                    ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot write the output: %s", strerror(errno));
+            }
+        }
+        rf_table_free(&t);
+    }
+    /* Whole or not at all: rename only once every file was written. */
+    for (int i = 0; i < nouts && dir; i++) {
+        if (!tmp[i])
+            continue;
+        if (ok && rename(tmp[i], fin[i]) != 0)
+            ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot rename '%s' to '%s': %s", tmp[i], fin[i],
+                         strerror(errno));
+        if (!ok)
+            unlink(tmp[i]);
+    }
+    if (!dir)
+        fflush(r->out);
+    for (int i = 0; i < nouts; i++) {
+        free(tmp[i]);
+        free(fin[i]);
+    }
+    free(tmp);
+    free(fin);
+    return ok;
+}
+
+static void print_stats(rt *r, double total)
+{
+    const rf_hprogram *p = r->p;
+    FILE *e = r->err;
+    fprintf(e, "redfox: stats (backend %s, %s)\n", r->be->name, r->be->device);
+    fprintf(e, "  %-5s %-9s %-22s %8s %10s %12s %12s %12s\n", "block", "op", "out", "calls", "time(s)",
+            "rows in0", "rows in1", "rows out");
+    for (int b = 0; b < p->nblocks; b++)
+        for (int i = 0; i < p->blocks[b].nkernels; i++) {
+            const rf_kernel *k = &p->blocks[b].kernels[i];
+            const kstat *s = &r->ks[b][i];
+            if (!s->calls)
+                continue;
+            const char *name = p->vars[k->out].name ? p->vars[k->out].name : "?";
+            fprintf(e, "  %-5d %-9s %-22.22s %8zu %10.3f %12zu %12zu %12zu\n", b, rf_kop_name(k->op),
+                    name, s->calls, s->seconds, s->rows_in[0], s->rows_in[1], s->rows_out);
+        }
+    for (int b = 0; b < p->nblocks; b++)
+        if (r->loop_header[b])
+            fprintf(e, "  loop %s (block %d): %zu iterations\n",
+                    p->blocks[b].label ? p->blocks[b].label : "?", b, r->entries[b]);
+    fprintf(e, "  output %.3f s\n", r->output_seconds);
+    fprintf(e, "  total %.3f s, peak memory %.1f MiB\n", total,
+            (double)r->be->bytes_peak(r->be) / (1024.0 * 1024.0));
+}
+
+bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *info, rf_status *st)
+{
+    double t0 = rf_now();
+    rt r;
+    memset(&r, 0, sizeof r);
+    r.p = p;
+    r.opt = opt;
+    r.be = opt->backend;
+    r.out = opt->out ? opt->out : stdout;
+    r.err = opt->err ? opt->err : stderr;
+    if (!r.be)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "no backend");
+    /* --input and --print must name predicates of the program. */
+    for (int i = 0; i < opt->ninputs; i++)
+        if (find_pred_var(p, opt->inputs[i].pred) < 0)
+            return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "--input: unknown predicate '%s'", opt->inputs[i].pred);
+    r.keep = rf_calloc((size_t)p->nvars + 1, sizeof *r.keep);
+    for (int v = 0; v < p->nvars; v++)
+        r.keep[v] = p->vars[v].is_output;
+    for (int i = 0; i < opt->nprint; i++) {
+        int v = find_pred_var(p, opt->print[i]);
+        if (v < 0) {
+            free(r.keep);
+            return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "--print: unknown predicate '%s'", opt->print[i]);
+        }
+        r.keep[v] = true;
+    }
+    r.dv = rf_calloc((size_t)p->nvars + 1, sizeof *r.dv);
+    r.ks = rf_calloc((size_t)p->nblocks + 1, sizeof *r.ks);
+    r.entries = rf_calloc((size_t)p->nblocks + 1, sizeof *r.entries);
+    r.loop_header = rf_calloc((size_t)p->nblocks + 1, sizeof *r.loop_header);
+    r.loop_start = rf_calloc((size_t)p->nblocks + 1, sizeof *r.loop_start);
+    for (int b = 0; b < p->nblocks; b++) {
+        const rf_hblock *blk = &p->blocks[b];
+        r.ks[b] = rf_calloc((size_t)blk->nkernels + 1, sizeof **r.ks);
+        if (blk->term == RF_TERM_JUMP || blk->term == RF_TERM_BRANCH_EMPTY) {
+            if (blk->target >= 0 && blk->target <= b && blk->target < p->nblocks)
+                r.loop_header[blk->target] = true;
+            if (blk->term == RF_TERM_BRANCH_EMPTY && blk->target_else >= 0 && blk->target_else <= b &&
+                blk->target_else < p->nblocks)
+                r.loop_header[blk->target_else] = true;
+        }
+    }
+    bool ok = interpret(&r, st);
+    if (ok) {
+        int nouts = 0;
+        int *outs = rf_calloc((size_t)p->nvars + 1, sizeof *outs);
+        for (int v = 0; v < p->nvars; v++)
+            if (r.keep[v])
+                outs[nouts++] = v;
+        double w0 = rf_now();
+        ok = write_outputs(&r, outs, nouts, st);
+        r.output_seconds = rf_now() - w0;
+        free(outs);
+    }
+    r.info.seconds = rf_now() - t0;
+    r.info.bytes_peak = r.be->bytes_peak(r.be);
+    for (int b = 0; b < p->nblocks; b++)
+        if (r.loop_header[b])
+            r.info.loop_iterations += r.entries[b];
+    if (opt->stats)
+        print_stats(&r, r.info.seconds);
+    for (int v = 0; v < p->nvars; v++)
+        if (r.dv[v])
+            r.be->var_free(r.be, r.dv[v]);
+    for (int b = 0; b < p->nblocks; b++)
+        free(r.ks[b]);
+    free(r.ks);
+    free(r.dv);
+    free(r.keep);
+    free(r.entries);
+    free(r.loop_header);
+    free(r.loop_start);
+    if (info)
+        *info = r.info;
+    return ok;
+}
+
+bool rf_run(const rf_hprogram *p, const rf_run_options *opt, rf_status *st)
+{
+    return rf_run_ex(p, opt, NULL, st);
+}

@@ -1,0 +1,73 @@
+/* The Harmony runtime: interprets a kernel CFG (hir.h) on a backend
+ * (backend.h), reading input facts and writing the outputs.
+ *
+ * Interpretation: from block 0, a variable's storage is created when it is
+ * first defined; LOAD kernels are executed by the runtime itself (inline
+ * facts ∪ input file, sorted and deduplicated, uploaded); every other kernel
+ * goes to be->run. After each kernel its `frees` are released, and on entry
+ * to a block its `free_entry`; a COPY whose source is freed right after it
+ * is executed as a move (the storage changes hands, nothing is copied).
+ * At HALT every output variable is downloaded, sorted in typed order and
+ * written (design.md, "Output format"). */
+#ifndef RF_RUNTIME_H
+#define RF_RUNTIME_H
+
+#include <stdio.h>
+
+#include "backend.h"
+
+typedef struct rf_input_override {
+    const char *pred;        /* predicate name */
+    const char *path;        /* file; format from the extension (.csv = CSV) */
+} rf_input_override;
+
+typedef struct rf_run_options {
+    rf_backend *backend;     /* required */
+    int ninputs;
+    const rf_input_override *inputs;   /* --input PRED=FILE */
+    const char *output_dir;  /* --output DIR; NULL: print to `out` */
+    FILE *out;               /* NULL: stdout */
+    FILE *err;               /* stats and progress; NULL: stderr */
+    int nprint;
+    const char *const *print;/* --print PRED: also output these predicates */
+    bool stats;              /* --stats: per-kernel table on `err` */
+    bool progress;           /* per-iteration progress line when `err` is a
+                                terminal and a loop runs longer than 1 s */
+} rf_run_options;
+
+/* Counters of one run (for tests and tools); all optional. */
+typedef struct rf_run_info {
+    size_t kernels_run;      /* kernels executed, LOADs included */
+    size_t copies_moved;     /* COPY kernels executed as moves */
+    size_t loop_iterations;  /* sum over loops of their iterations */
+    size_t bytes_peak;       /* backend peak */
+    double seconds;
+} rf_run_info;
+
+/* Runs p. Returns false with st filled (bad input row, division by zero,
+ * unknown predicate in --input/--print, unwritable output). On failure with
+ * output_dir set, no output file is left behind. */
+bool rf_run(const rf_hprogram *p, const rf_run_options *opt, rf_status *st);
+bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *info, rf_status *st);
+
+/* ---- Input files (io.c) ---- */
+/* .csv (case-insensitive) = CSV, anything else TSV. */
+rf_file_format rf_format_from_path(const char *path);
+/* Appends the rows of a fact file to t (initialised with `arity`). Errors:
+ * "PATH:LINE: error: expected 2 fields, found 3",
+ * "PATH:LINE: error: field 2: not an integer: 'abc'",
+ * "cannot open 'PATH': REASON". */
+bool rf_read_facts(const char *path, rf_file_format fmt, int arity, const rf_type *types,
+                   rf_table *t, rf_status *st);
+/* The same over text in memory (tests); `name` is used in messages. */
+bool rf_parse_facts(const char *name, const char *text, size_t len, rf_file_format fmt, int arity,
+                    const rf_type *types, rf_table *t, rf_status *st);
+
+/* ---- Output (output.c) ---- */
+/* Sorts rows in typed value order (rf_value_compare column by column) and
+ * drops duplicates. */
+void rf_sort_typed(rf_table *t, const rf_type *types);
+/* Writes rows as TSV (values escaped as in design.md). */
+bool rf_write_tsv(FILE *f, const rf_table *t, const rf_type *types);
+
+#endif

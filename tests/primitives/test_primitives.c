@@ -1,0 +1,576 @@
+/* The CPU operator library against naive references on random inputs:
+ * sizes 0, 1, small and big enough to be split across threads, duplicates,
+ * multi-column keys, wide (> 64-bit) rows; threads=1 and threads=4 must give
+ * identical tables. Plus the evaluator's short-circuit and division by
+ * zero, and aggregate edge cases. */
+#include <CUnit/Basic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rf_prims.h"
+
+static uint64_t g_seed = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+    g_seed ^= g_seed << 13;
+    g_seed ^= g_seed >> 7;
+    g_seed ^= g_seed << 17;
+    return g_seed;
+}
+
+/* domain 0 = full 64-bit words */
+static void rand_table(rf_table *t, int arity, size_t n, uint64_t domain)
+{
+    rf_table_init(t, arity);
+    rf_table_resize(t, n);
+    for (int c = 0; c < arity; c++)
+        for (size_t i = 0; i < n; i++)
+            t->cols[c][i] = domain ? rnd() % domain : rnd();
+}
+
+static int g_arity;
+static int cmp_rows(const void *a, const void *b)
+{
+    const rf_word *x = a, *y = b;
+    for (int c = 0; c < g_arity; c++)
+        if (x[c] != y[c])
+            return x[c] < y[c] ? -1 : 1;
+    return 0;
+}
+
+/* Reference: row-major copy, qsort, dedupe -> table. */
+static void ref_sort(const rf_table *in, rf_table *out)
+{
+    int a = in->arity;
+    size_t n = in->nrows;
+    rf_word *rows = rf_malloc((n * (size_t)a + 1) * sizeof *rows);
+    for (size_t i = 0; i < n; i++)
+        for (int c = 0; c < a; c++)
+            rows[i * (size_t)a + (size_t)c] = in->cols[c][i];
+    g_arity = a;
+    if (a > 0)
+        qsort(rows, n, (size_t)a * sizeof *rows, cmp_rows);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (m == 0 || cmp_rows(&rows[(m - 1) * (size_t)a], &rows[i * (size_t)a]) != 0) {
+            memmove(&rows[m * (size_t)a], &rows[i * (size_t)a], (size_t)a * sizeof *rows);
+            m++;
+        }
+    if (a == 0)
+        m = n > 0;
+    rf_table_from_rows(out, a, rows, m);
+    free(rows);
+}
+
+static bool tables_equal(const rf_table *a, const rf_table *b)
+{
+    if (a->arity != b->arity || a->nrows != b->nrows)
+        return false;
+    for (int c = 0; c < a->arity; c++)
+        if (a->nrows && memcmp(a->cols[c], b->cols[c], a->nrows * sizeof(rf_word)) != 0)
+            return false;
+    return true;
+}
+
+static const size_t sizes[] = {0, 1, 2, 17, 1000, 150000};
+#define NSIZES (sizeof sizes / sizeof sizes[0])
+
+/* ---- sort ---- */
+static void test_sort(void)
+{
+    const uint64_t domains[] = {3, 1000, 1u << 30, 0};
+    for (int arity = 1; arity <= 3; arity++)
+        for (size_t si = 0; si < NSIZES; si++)
+            for (size_t d = 0; d < 4; d++) {
+                rf_table in, ref, got1, got4;
+                rand_table(&in, arity, sizes[si], domains[d]);
+                ref_sort(&in, &ref);
+                rf_prims_set_threads(1);
+                rf_prim_sort(&in, &got1);
+                rf_prims_set_threads(4);
+                rf_prim_sort(&in, &got4);
+                CU_ASSERT_TRUE(tables_equal(&ref, &got1));
+                CU_ASSERT_TRUE(tables_equal(&ref, &got4));
+                if (sizes[si] > 100 && domains[d] == 3)
+                    CU_ASSERT_TRUE(ref.nrows < sizes[si]); /* duplicates were there */
+                rf_table_free(&in);
+                rf_table_free(&ref);
+                rf_table_free(&got1);
+                rf_table_free(&got4);
+            }
+    /* In place, already sorted, and nullary. */
+    rf_table t, r;
+    rand_table(&t, 2, 5000, 50);
+    ref_sort(&t, &r);
+    rf_prim_sort_unique(&t);
+    CU_ASSERT_TRUE(tables_equal(&t, &r));
+    rf_prim_sort_unique(&t);
+    CU_ASSERT_TRUE(tables_equal(&t, &r));
+    rf_table_free(&t);
+    rf_table_free(&r);
+    rf_table_init(&t, 0);
+    t.nrows = 5;
+    rf_prim_sort_unique(&t);
+    CU_ASSERT_EQUAL(t.nrows, 1);
+    rf_table_free(&t);
+    /* Negative ints sort as unsigned words (set order). */
+    rf_word rows[] = {(rf_word)-1, 5, 0, (rf_word)-1};
+    rf_table_from_rows(&t, 1, rows, 4);
+    rf_prim_sort_unique(&t);
+    CU_ASSERT_EQUAL(t.nrows, 3);
+    CU_ASSERT_EQUAL(t.cols[0][0], 0);
+    CU_ASSERT_EQUAL(t.cols[0][1], 5);
+    CU_ASSERT_EQUAL(t.cols[0][2], (rf_word)-1);
+    rf_table_free(&t);
+}
+
+/* ---- expressions ---- */
+static rf_expr *col(int i) { return rf_expr_leaf(RF_EX_COL, RF_TYPE_INT64, i); }
+static rf_expr *cst(int64_t v) { return rf_expr_const(RF_TYPE_INT64, rf_word_from_int(v)); }
+static rf_expr *bin(rf_exop op, rf_expr *a, rf_expr *b)
+{
+    rf_type t = (rf_exop_is_comparison(op) || op == RF_EX_AND || op == RF_EX_OR) ? RF_TYPE_BOOL : RF_TYPE_INT64;
+    return rf_expr_binary(op, t, a, b);
+}
+
+/* Reference map/join output: row by row with the tree evaluator. Returns
+ * false on a fault. */
+static bool ref_emit(const rf_word *row, const rf_expr *filter, int nproj, rf_expr **proj,
+                     rf_table *out, rf_status *st)
+{
+    rf_word f = 1, v[8];
+    if (filter && !rf_expr_eval(filter, row, &f, st))
+        return false;
+    if (!f)
+        return true;
+    for (int j = 0; j < nproj; j++)
+        if (!rf_expr_eval(proj[j], row, &v[j], st))
+            return false;
+    rf_table_append_row(out, v);
+    return true;
+}
+
+typedef struct codeset {
+    rf_code filter;
+    rf_code proj[8];
+} codeset;
+
+static void to_code(codeset *cs, const rf_expr *filter, int nproj, rf_expr **proj)
+{
+    rf_code_from_expr(&cs->filter, filter);
+    for (int j = 0; j < nproj; j++)
+        rf_code_from_expr(&cs->proj[j], proj[j]);
+}
+
+static void free_code(codeset *cs, int nproj)
+{
+    rf_code_free(&cs->filter);
+    for (int j = 0; j < nproj; j++)
+        rf_code_free(&cs->proj[j]);
+}
+
+static void check_map(const rf_table *in, rf_expr *filter, int nproj, rf_expr **proj, bool expect_ok)
+{
+    rf_table ref;
+    rf_table_init(&ref, nproj);
+    rf_status rst, st1, st4;
+    rf_status_init(&rst);
+    rf_status_init(&st1);
+    rf_status_init(&st4);
+    bool rok = true;
+    rf_word row[8];
+    for (size_t i = 0; i < in->nrows && rok; i++) {
+        for (int c = 0; c < in->arity; c++)
+            row[c] = in->cols[c][i];
+        rok = ref_emit(row, filter, nproj, proj, &ref, &rst);
+    }
+    codeset cs;
+    to_code(&cs, filter, nproj, proj);
+    rf_table g1, g4;
+    rf_prims_set_threads(1);
+    bool ok1 = rf_prim_map(in, &cs.filter, nproj, cs.proj, &g1, &st1);
+    rf_prims_set_threads(4);
+    bool ok4 = rf_prim_map(in, &cs.filter, nproj, cs.proj, &g4, &st4);
+    CU_ASSERT_EQUAL(rok, expect_ok);
+    CU_ASSERT_EQUAL(ok1, rok);
+    CU_ASSERT_EQUAL(ok4, rok);
+    if (rok && ok1 && ok4) {
+        CU_ASSERT_TRUE(tables_equal(&ref, &g1));
+        CU_ASSERT_TRUE(tables_equal(&ref, &g4));
+    } else if (!ok1 && !ok4) {
+        CU_ASSERT_STRING_EQUAL(st1.message, rst.message);
+        CU_ASSERT_STRING_EQUAL(st4.message, rst.message);
+    }
+    free_code(&cs, nproj);
+    rf_table_free(&ref);
+    rf_table_free(&g1);
+    rf_table_free(&g4);
+}
+
+static void test_map(void)
+{
+    for (size_t si = 0; si < NSIZES; si++) {
+        rf_table in;
+        rand_table(&in, 3, sizes[si], 50);
+        /* y != 0 && x / y > 1: safe although y is often 0 */
+        rf_expr *f = bin(RF_EX_AND, bin(RF_EX_NE, col(1), cst(0)), bin(RF_EX_GT, bin(RF_EX_DIV, col(0), col(1)), cst(1)));
+        rf_expr *p[3] = {col(1), bin(RF_EX_DIV, col(0), col(1)), bin(RF_EX_SUB, cst(7), col(2))};
+        check_map(&in, f, 3, p, true);
+        /* || short-circuits too */
+        rf_expr *f2 = bin(RF_EX_OR, bin(RF_EX_EQ, col(1), cst(0)), bin(RF_EX_LT, bin(RF_EX_MOD, col(0), col(1)), cst(3)));
+        rf_expr *p2[2] = {col(2), col(0)};
+        check_map(&in, f2, 2, p2, true);
+        /* no filter: pure projection fast path, including a column twice */
+        rf_expr *p3[3] = {col(2), col(2), bin(RF_EX_MUL, col(0), cst(-3))};
+        check_map(&in, NULL, 3, p3, true);
+        /* division by zero is an error when a zero divisor is reached */
+        if (sizes[si] >= 1000) {
+            rf_expr *f4 = bin(RF_EX_GT, bin(RF_EX_DIV, col(0), col(1)), cst(1));
+            rf_expr *p4[1] = {col(0)};
+            check_map(&in, f4, 1, p4, false);
+            rf_expr_free(f4);
+            rf_expr_free(p4[0]);
+        }
+        rf_expr_free(f);
+        rf_expr_free(f2);
+        for (int j = 0; j < 3; j++) {
+            rf_expr_free(p[j]);
+            rf_expr_free(p3[j]);
+        }
+        rf_expr_free(p2[0]);
+        rf_expr_free(p2[1]);
+        rf_table_free(&in);
+    }
+}
+
+static void test_div_zero_message(void)
+{
+    rf_word rows[] = {4, 2, 5, 0};
+    rf_table in, out;
+    rf_table_from_rows(&in, 2, rows, 2);
+    rf_expr *e = bin(RF_EX_DIV, col(0), col(1));
+    rf_code c;
+    rf_code_from_expr(&c, e);
+    rf_status st;
+    rf_status_init(&st);
+    CU_ASSERT_FALSE(rf_prim_map(&in, NULL, 1, &c, &out, &st));
+    CU_ASSERT_STRING_EQUAL(st.message, "division by zero");
+    CU_ASSERT_EQUAL(st.code, RF_EXIT_RUNTIME_ERROR);
+    rf_table_free(&out);
+    /* The filter excludes the zero row: its projection is never computed. */
+    rf_expr *f = bin(RF_EX_NE, col(1), cst(0));
+    rf_code fc;
+    rf_code_from_expr(&fc, f);
+    rf_status_init(&st);
+    CU_ASSERT_TRUE(rf_prim_map(&in, &fc, 1, &c, &out, &st));
+    CU_ASSERT_EQUAL(out.nrows, 1);
+    CU_ASSERT_EQUAL(out.cols[0][0], 2);
+    rf_table_free(&out);
+    /* rf_code_eval_batch evaluates every row */
+    rf_word dst[2];
+    rf_status_init(&st);
+    CU_ASSERT_FALSE(rf_code_eval_batch(&c, in.cols, 0, 2, dst, &st));
+    rf_status_init(&st);
+    CU_ASSERT_TRUE(rf_code_eval_batch(&c, in.cols, 0, 1, dst, &st));
+    CU_ASSERT_EQUAL(dst[0], 2);
+    rf_code_free(&c);
+    rf_code_free(&fc);
+    rf_expr_free(e);
+    rf_expr_free(f);
+    rf_table_free(&in);
+}
+
+/* ---- join ---- */
+static void ref_join(const rf_table *l, const rf_table *r, int nkeys, rf_expr *filter, int nproj,
+                     rf_expr **proj, rf_table *out)
+{
+    rf_table_init(out, nproj);
+    rf_status st;
+    rf_status_init(&st);
+    rf_word row[16];
+    for (size_t i = 0; i < l->nrows; i++)
+        for (size_t j = 0; j < r->nrows; j++) {
+            bool eq = true;
+            for (int k = 0; k < nkeys; k++)
+                eq = eq && l->cols[k][i] == r->cols[k][j];
+            if (!eq)
+                continue;
+            for (int c = 0; c < l->arity; c++)
+                row[c] = l->cols[c][i];
+            for (int c = 0; c < r->arity; c++)
+                row[l->arity + c] = r->cols[c][j];
+            CU_ASSERT_TRUE(ref_emit(row, filter, nproj, proj, out, &st));
+        }
+}
+
+static void test_join(void)
+{
+    const size_t jsizes[] = {0, 1, 2, 40, 700, 3000};
+    for (int nkeys = 0; nkeys <= 2; nkeys++)
+        for (size_t a = 0; a < 6; a++)
+            for (size_t b = 0; b < 6; b++) {
+                if (nkeys == 0 && jsizes[a] * jsizes[b] > 200000)
+                    continue;
+                rf_table l0, r0, l, r;
+                rand_table(&l0, 2, jsizes[a], nkeys == 2 ? 6 : 200);
+                rand_table(&r0, 3, jsizes[b], nkeys == 2 ? 6 : 200);
+                rf_prim_sort(&l0, &l);
+                rf_prim_sort(&r0, &r);
+                for (int variant = 0; variant < 2; variant++) {
+                    rf_expr *f = variant ? bin(RF_EX_LT, col(1), col(4)) : NULL;
+                    rf_expr *p[2];
+                    p[0] = col(1);
+                    p[1] = variant ? bin(RF_EX_ADD, col(3), col(4)) : col(4);
+                    rf_table ref, g1, g4;
+                    ref_join(&l, &r, nkeys, f, 2, p, &ref);
+                    codeset cs;
+                    to_code(&cs, f, 2, p);
+                    rf_status st;
+                    rf_status_init(&st);
+                    rf_prims_set_threads(1);
+                    CU_ASSERT_TRUE(rf_prim_join(&l, &r, nkeys, &cs.filter, 2, cs.proj, &g1, &st));
+                    rf_prims_set_threads(4);
+                    CU_ASSERT_TRUE(rf_prim_join(&l, &r, nkeys, &cs.filter, 2, cs.proj, &g4, &st));
+                    CU_ASSERT_TRUE(tables_equal(&ref, &g1));
+                    CU_ASSERT_TRUE(tables_equal(&ref, &g4));
+                    free_code(&cs, 2);
+                    rf_expr_free(f);
+                    rf_expr_free(p[0]);
+                    rf_expr_free(p[1]);
+                    rf_table_free(&ref);
+                    rf_table_free(&g1);
+                    rf_table_free(&g4);
+                }
+                rf_table_free(&l0);
+                rf_table_free(&r0);
+                rf_table_free(&l);
+                rf_table_free(&r);
+            }
+}
+
+/* A join big enough to be split into key ranges (>= 64K rows). */
+static void test_join_parallel(void)
+{
+    rf_table l0, r0, l, r, g1, g4;
+    rand_table(&l0, 2, 200000, 50000);
+    rand_table(&r0, 2, 200000, 50000);
+    rf_prim_sort(&l0, &l);
+    rf_prim_sort(&r0, &r);
+    rf_code p[2];
+    rf_expr *e0 = col(1), *e1 = col(3);
+    rf_code_from_expr(&p[0], e0);
+    rf_code_from_expr(&p[1], e1);
+    rf_code none = {0, NULL};
+    rf_status st;
+    rf_status_init(&st);
+    rf_prims_set_threads(1);
+    CU_ASSERT_TRUE(rf_prim_join(&l, &r, 1, &none, 2, p, &g1, &st));
+    rf_prims_set_threads(4);
+    CU_ASSERT_TRUE(rf_prim_join(&l, &r, 1, &none, 2, p, &g4, &st));
+    CU_ASSERT_TRUE(tables_equal(&g1, &g4));
+    /* Count check against a counting merge. */
+    size_t expect = 0;
+    for (size_t i = 0, j = 0; i < l.nrows && j < r.nrows;) {
+        rf_word k = l.cols[0][i];
+        if (k < r.cols[0][j]) { i++; continue; }
+        if (k > r.cols[0][j]) { j++; continue; }
+        size_t ie = i, je = j;
+        while (ie < l.nrows && l.cols[0][ie] == k) ie++;
+        while (je < r.nrows && r.cols[0][je] == k) je++;
+        expect += (ie - i) * (je - j);
+        i = ie;
+        j = je;
+    }
+    CU_ASSERT_EQUAL(g1.nrows, expect);
+    CU_ASSERT_TRUE(expect > 100000);
+    rf_code_free(&p[0]);
+    rf_code_free(&p[1]);
+    rf_expr_free(e0);
+    rf_expr_free(e1);
+    rf_table_free(&l0); rf_table_free(&r0); rf_table_free(&l); rf_table_free(&r);
+    rf_table_free(&g1); rf_table_free(&g4);
+}
+
+/* ---- antijoin, union, difference ---- */
+static bool row_in(const rf_table *t, const rf_table *s, size_t i, int k)
+{
+    for (size_t j = 0; j < t->nrows; j++) {
+        bool eq = true;
+        for (int c = 0; c < k && eq; c++)
+            eq = t->cols[c][j] == s->cols[c][i];
+        if (eq)
+            return true;
+    }
+    return false;
+}
+
+static void test_setops(void)
+{
+    const size_t ssizes[] = {0, 1, 3, 500, 2000, 120000};
+    for (int arity = 1; arity <= 3; arity++)
+        for (size_t a = 0; a < 6; a++)
+            for (size_t b = 0; b < 6; b++) {
+                uint64_t dom = ssizes[a] > 10000 || ssizes[b] > 10000 ? 400 : 12;
+                rf_table a0, b0, A, B;
+                rand_table(&a0, arity, ssizes[a], dom);
+                rand_table(&b0, arity, ssizes[b], dom);
+                rf_prim_sort(&a0, &A);
+                rf_prim_sort(&b0, &B);
+                bool naive_ok = A.nrows * B.nrows < 5000000;
+                /* union: reference = sort(a ++ b) */
+                rf_table cat, ref;
+                rf_table_init(&cat, arity);
+                rf_table_resize(&cat, A.nrows + B.nrows);
+                for (int c = 0; c < arity; c++) {
+                    if (A.nrows) memcpy(cat.cols[c], A.cols[c], A.nrows * sizeof(rf_word));
+                    if (B.nrows) memcpy(cat.cols[c] + A.nrows, B.cols[c], B.nrows * sizeof(rf_word));
+                }
+                ref_sort(&cat, &ref);
+                for (int th = 1; th <= 4; th += 3) {
+                    rf_prims_set_threads(th);
+                    rf_table u, d, aj;
+                    rf_prim_union(&A, &B, &u);
+                    CU_ASSERT_TRUE(tables_equal(&u, &ref));
+                    rf_prim_difference(&A, &B, &d);
+                    rf_prim_antijoin(&A, &B, 1, &aj);
+                    if (naive_ok) {
+                        rf_table rd, raj;
+                        rf_table_init(&rd, arity);
+                        rf_table_init(&raj, arity);
+                        rf_word row[4];
+                        for (size_t i = 0; i < A.nrows; i++) {
+                            for (int c = 0; c < arity; c++)
+                                row[c] = A.cols[c][i];
+                            if (!row_in(&B, &A, i, arity))
+                                rf_table_append_row(&rd, row);
+                            if (!row_in(&B, &A, i, 1))
+                                rf_table_append_row(&raj, row);
+                        }
+                        CU_ASSERT_TRUE(tables_equal(&d, &rd));
+                        CU_ASSERT_TRUE(tables_equal(&aj, &raj));
+                        rf_table_free(&rd);
+                        rf_table_free(&raj);
+                    } else {
+                        /* |a - b| + |a ∩ b| = |a|, |a ∪ b| = |b| + |a - b| */
+                        CU_ASSERT_EQUAL(u.nrows, B.nrows + d.nrows);
+                    }
+                    /* keyless antijoin: a if b is empty, else nothing */
+                    rf_table k0;
+                    rf_prim_antijoin(&A, &B, 0, &k0);
+                    CU_ASSERT_EQUAL(k0.nrows, B.nrows ? 0 : A.nrows);
+                    rf_table_free(&k0);
+                    rf_table_free(&u);
+                    rf_table_free(&d);
+                    rf_table_free(&aj);
+                }
+                rf_table_free(&cat);
+                rf_table_free(&ref);
+                rf_table_free(&a0); rf_table_free(&b0); rf_table_free(&A); rf_table_free(&B);
+            }
+}
+
+/* ---- aggregate ---- */
+static void test_aggregate(void)
+{
+    rf_table in, out;
+    rf_status st;
+    rf_status_init(&st);
+    rf_code none = {0, NULL}, arg;
+    rf_expr *e = col(1);
+    rf_code_from_expr(&arg, e);
+    /* Empty keyless: count -> (0), total/min/max -> nothing. */
+    rf_table_init(&in, 2);
+    CU_ASSERT_TRUE(rf_prim_aggregate(&in, 0, RF_AGG_COUNT, RF_TYPE_INT64, &none, &out, &st));
+    CU_ASSERT_EQUAL(out.arity, 1);
+    CU_ASSERT_EQUAL(out.nrows, 1);
+    CU_ASSERT_EQUAL(out.cols[0][0], 0);
+    rf_table_free(&out);
+    for (rf_aggfn fn = RF_AGG_TOTAL; fn <= RF_AGG_MAX; fn++) {
+        CU_ASSERT_TRUE(rf_prim_aggregate(&in, 0, fn, RF_TYPE_INT64, &arg, &out, &st));
+        CU_ASSERT_EQUAL(out.nrows, 0);
+        rf_table_free(&out);
+    }
+    /* Empty keyed count: no groups, no rows. */
+    CU_ASSERT_TRUE(rf_prim_aggregate(&in, 1, RF_AGG_COUNT, RF_TYPE_INT64, &none, &out, &st));
+    CU_ASSERT_EQUAL(out.nrows, 0);
+    rf_table_free(&out);
+    rf_table_free(&in);
+    /* Groups with negative values: min/max are signed, not word order. */
+    rf_word rows[] = {1, (rf_word)-5, 1, 3, 1, 7, 2, (rf_word)-1, 4, 10, 4, (rf_word)-20};
+    rf_table_from_rows(&in, 2, rows, 6);
+    rf_prim_sort_unique(&in);
+    struct { rf_aggfn fn; int64_t expect[3]; } cases[] = {
+        {RF_AGG_COUNT, {3, 1, 2}}, {RF_AGG_TOTAL, {5, -1, -10}},
+        {RF_AGG_MIN, {-5, -1, -20}}, {RF_AGG_MAX, {7, -1, 10}},
+    };
+    for (int i = 0; i < 4; i++) {
+        CU_ASSERT_TRUE(rf_prim_aggregate(&in, 1, cases[i].fn, RF_TYPE_INT64,
+                                         cases[i].fn == RF_AGG_COUNT ? &none : &arg, &out, &st));
+        CU_ASSERT_EQUAL(out.nrows, 3);
+        CU_ASSERT_EQUAL(out.arity, 2);
+        if (out.nrows == 3)
+            for (int g = 0; g < 3; g++) {
+                CU_ASSERT_EQUAL(out.cols[0][g], g == 0 ? 1 : g == 1 ? 2 : 4);
+                CU_ASSERT_EQUAL(rf_word_to_int(out.cols[1][g]), cases[i].expect[g]);
+            }
+        rf_table_free(&out);
+    }
+    /* keyless over all rows */
+    CU_ASSERT_TRUE(rf_prim_aggregate(&in, 0, RF_AGG_MIN, RF_TYPE_INT64, &arg, &out, &st));
+    CU_ASSERT_EQUAL(out.nrows, 1);
+    CU_ASSERT_EQUAL(rf_word_to_int(out.cols[0][0]), -20);
+    rf_table_free(&out);
+    /* Argument faults propagate. */
+    rf_expr *bad = bin(RF_EX_DIV, col(0), bin(RF_EX_SUB, col(0), col(0)));
+    rf_code badc;
+    rf_code_from_expr(&badc, bad);
+    CU_ASSERT_FALSE(rf_prim_aggregate(&in, 1, RF_AGG_TOTAL, RF_TYPE_INT64, &badc, &out, &st));
+    CU_ASSERT_STRING_EQUAL(st.message, "division by zero");
+    rf_table_free(&out);
+    rf_code_free(&badc);
+    rf_expr_free(bad);
+    /* int32 totals wrap */
+    rf_word big[] = {0, 2147483647, 0, 1};
+    rf_table in2;
+    rf_table_from_rows(&in2, 2, big, 2);
+    rf_status_init(&st);
+    CU_ASSERT_TRUE(rf_prim_aggregate(&in2, 0, RF_AGG_TOTAL, RF_TYPE_INT32, &arg, &out, &st));
+    CU_ASSERT_EQUAL(rf_word_to_int(out.cols[0][0]), INT32_MIN);
+    rf_table_free(&out);
+    /* float min uses float order */
+    rf_word fl[] = {0, rf_word_from_double(-2.5), 0, rf_word_from_double(1.0), 0, rf_word_from_double(-0.5)};
+    rf_table in3;
+    rf_table_from_rows(&in3, 2, fl, 3);
+    rf_prim_sort_unique(&in3);
+    CU_ASSERT_TRUE(rf_prim_aggregate(&in3, 1, RF_AGG_MIN, RF_TYPE_FLOAT64, &arg, &out, &st));
+    CU_ASSERT_EQUAL(out.nrows, 1);
+    CU_ASSERT_EQUAL(rf_word_to_double(out.cols[1][0]), -2.5);
+    rf_table_free(&out);
+    CU_ASSERT_TRUE(rf_prim_aggregate(&in3, 1, RF_AGG_MAX, RF_TYPE_FLOAT64, &arg, &out, &st));
+    CU_ASSERT_EQUAL(rf_word_to_double(out.cols[1][0]), 1.0);
+    rf_table_free(&out);
+    rf_table_free(&in2);
+    rf_table_free(&in3);
+    rf_table_free(&in);
+    rf_code_free(&arg);
+    rf_expr_free(e);
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite s = CU_add_suite("primitives", NULL, NULL);
+    CU_add_test(s, "sort", test_sort);
+    CU_add_test(s, "map", test_map);
+    CU_add_test(s, "division by zero", test_div_zero_message);
+    CU_add_test(s, "join", test_join);
+    CU_add_test(s, "join parallel", test_join_parallel);
+    CU_add_test(s, "set operations", test_setops);
+    CU_add_test(s, "aggregate", test_aggregate);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures();
+    CU_cleanup_registry();
+    return failed ? 1 : 0;
+}
