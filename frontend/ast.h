@@ -1,0 +1,125 @@
+/* The syntax tree the parser builds and the checker consumes. It records
+ * what was written (names as text, literals untyped) with a location for
+ * every piece, so that every error can point at the offending text. */
+#ifndef RF_AST_H
+#define RF_AST_H
+
+#include "../common/rf_diag.h"
+#include "../common/rf_expr.h"
+
+typedef enum ast_expr_kind {
+    AST_INT,        /* integer literal: magnitude and sign, typed by context */
+    AST_FLOAT,      /* float literal: always float64 */
+    AST_STRING,
+    AST_BOOL,
+    AST_VAR,
+    AST_WILDCARD,   /* _ */
+    AST_UNARY,      /* op = RF_EX_NEG */
+    AST_BINARY      /* op = arithmetic or comparison */
+} ast_expr_kind;
+
+typedef struct ast_expr {
+    ast_expr_kind kind;
+    rf_exop op;               /* AST_UNARY, AST_BINARY */
+    uint64_t magnitude;       /* AST_INT */
+    bool negative;            /* AST_INT: written with a leading minus */
+    bool too_big;             /* AST_INT: more than 2^64-1 */
+    double fval;              /* AST_FLOAT */
+    bool bval;                /* AST_BOOL */
+    char *text;               /* AST_VAR name; AST_STRING decoded bytes */
+    size_t textlen;
+    struct ast_expr *a, *b;
+    int depth;                /* 1 for a leaf: bounds recursion later */
+    int type;                 /* set by the checker (rf_type or its own marker) */
+    rf_loc loc;               /* the whole expression */
+} ast_expr;
+
+/* p(a, b) or, written functionally, f[k1, k2] = v (args = keys ++ [v]). */
+typedef struct ast_atom {
+    char *name;
+    rf_loc name_loc;
+    rf_loc loc;               /* the whole atom */
+    bool functional;
+    int nargs;
+    ast_expr **args;
+} ast_atom;
+
+typedef enum ast_lit_kind { AST_LIT_ATOM, AST_LIT_NEGATED, AST_LIT_COND } ast_lit_kind;
+
+typedef struct ast_literal {
+    ast_lit_kind kind;
+    ast_atom *atom;           /* ATOM, NEGATED */
+    ast_expr *cond;           /* COND: a comparison */
+    rf_loc loc;
+} ast_literal;
+
+/* A directive argument: a bare name or a string. */
+typedef struct ast_darg {
+    bool is_string;
+    char *text;
+    size_t textlen;
+    rf_loc loc;
+} ast_darg;
+
+typedef enum ast_clause_kind { AST_DECL, AST_FACT, AST_RULE, AST_DIRECTIVE } ast_clause_kind;
+
+typedef struct ast_clause {
+    ast_clause_kind kind;
+    rf_loc loc;
+    ast_atom *head;           /* DECL, FACT, RULE */
+    int nbody;                /* DECL: the type atoms; RULE: the body */
+    ast_atom **types;         /* DECL */
+    ast_literal **body;       /* RULE */
+    /* RULE with agg<<var = fn(arg)>> */
+    bool has_agg;
+    char *agg_var, *agg_fn;
+    rf_loc agg_var_loc, agg_fn_loc;
+    ast_expr *agg_arg;        /* NULL when written fn() */
+    /* DIRECTIVE: @name(args) */
+    char *dir_name;
+    rf_loc dir_loc;
+    int nargs;
+    ast_darg **dargs;
+} ast_clause;
+
+typedef struct ast_program {
+    int nclauses, cap;
+    ast_clause **clauses;
+} ast_program;
+
+/* A growable list of pointers, used while parsing comma lists. */
+typedef struct ast_list {
+    int len, cap;
+    void **items;
+} ast_list;
+
+ast_list *ast_list_new(void);
+void ast_list_push(ast_list *l, void *item);
+/* Hands the items over (caller frees them) and frees the list itself. */
+void **ast_list_take(ast_list *l, int *len);
+
+/* A location covering both a and b (b at or after a). */
+rf_loc ast_loc_span(rf_loc a, rf_loc b);
+
+ast_expr *ast_expr_new(ast_expr_kind kind, rf_loc loc);
+ast_expr *ast_expr_binary(rf_exop op, ast_expr *a, ast_expr *b);
+ast_expr *ast_expr_negate(ast_expr *a, rf_loc minus);
+ast_atom *ast_atom_new(char *name, rf_loc name_loc, ast_list *args, bool functional);
+ast_literal *ast_literal_new(ast_lit_kind kind, ast_atom *atom, ast_expr *cond);
+ast_clause *ast_clause_new(ast_clause_kind kind, rf_loc loc);
+void ast_program_add(ast_program *p, ast_clause *c);
+
+void ast_expr_free(ast_expr *e);
+void ast_atom_free(ast_atom *a);
+void ast_literal_free(ast_literal *l);
+void ast_clause_free(ast_clause *c);
+void ast_list_free(ast_list *l, void (*free_item)(void *));
+void ast_program_free(ast_program *p);
+
+/* Helpers for ast_list_free */
+void ast_expr_free_any(void *e);
+void ast_atom_free_any(void *a);
+void ast_literal_free_any(void *l);
+void ast_darg_free_any(void *d);
+
+#endif

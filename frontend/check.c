@@ -1,0 +1,1019 @@
+/* Checking and lowering: syntax tree -> rf_program. Declarations are read
+ * first (so a predicate may be used above its declaration), then
+ * directives, facts and rules in source order. Each error is reported where
+ * it is found and checking goes on with the next clause, so one run shows
+ * as many problems as possible. */
+#include "check.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The type of an integer literal not yet fixed by its context. It becomes
+ * the type of whatever it meets (int32, int64 or float64), or int64 when it
+ * meets only other literals. */
+#define TY_INTLIT ((int)RF_TYPE_COUNT_)
+
+typedef struct checker {
+    rf_program *prog;
+    rf_diag *diag;
+    int preds_cap;
+    size_t *facts_cap;     /* [npreds] */
+} checker;
+
+static const char *type_desc(int t)
+{
+    return t == TY_INTLIT ? "integer" : rf_type_name((rf_type)t);
+}
+
+/* ---------------------------------------------------------------- preds */
+
+static bool same_signature(const rf_pred *p, int arity, const rf_type *types, bool functional)
+{
+    if (p->arity != arity || p->functional != functional)
+        return false;
+    for (int i = 0; i < arity; i++)
+        if (p->types[i] != types[i])
+            return false;
+    return true;
+}
+
+/* edge(x, y) -> int32(x), int32(y).  The head names the attributes, the
+ * type atoms give each one a type (in any order). */
+static void declare(checker *ck, const ast_clause *c)
+{
+    const ast_atom *h = c->head;
+    int n = h->nargs;
+    rf_type *types = rf_calloc(n > 0 ? (size_t)n : 1, sizeof *types);
+    bool ok = true;
+    for (int i = 0; i < n; i++) {
+        const ast_expr *a = h->args[i];
+        if (a->kind != AST_VAR) {
+            rf_diag_error(ck->diag, a->loc, "declaration arguments must be variables");
+            ok = false;
+            continue;
+        }
+        for (int j = 0; j < i; j++)
+            if (h->args[j]->kind == AST_VAR && strcmp(h->args[j]->text, a->text) == 0) {
+                rf_diag_error(ck->diag, a->loc, "variable '%s' appears twice in the declaration",
+                              a->text);
+                ok = false;
+            }
+    }
+    for (int k = 0; k < c->nbody; k++) {
+        const ast_atom *t = c->types[k];
+        rf_type ty = rf_type_from_name(t->name);
+        if (ty == RF_TYPE_INVALID) {
+            rf_diag_error(ck->diag, t->name_loc, "unknown type '%s'", t->name);
+            ok = false;
+            continue;
+        }
+        if (t->functional || t->nargs != 1 || t->args[0]->kind != AST_VAR) {
+            rf_diag_error(ck->diag, t->loc, "a type constraint takes one variable, as in %s(x)",
+                          t->name);
+            ok = false;
+            continue;
+        }
+        const ast_expr *v = t->args[0];
+        int i = 0;
+        while (i < n && !(h->args[i]->kind == AST_VAR && strcmp(h->args[i]->text, v->text) == 0))
+            i++;
+        if (i == n) {
+            rf_diag_error(ck->diag, v->loc, "variable '%s' does not appear in the declared atom",
+                          v->text);
+            ok = false;
+        } else if (types[i] != RF_TYPE_INVALID) {
+            rf_diag_error(ck->diag, v->loc, "variable '%s' already has a type", v->text);
+            ok = false;
+        } else {
+            types[i] = ty;
+        }
+    }
+    for (int i = 0; i < n && ok; i++)
+        if (types[i] == RF_TYPE_INVALID) {
+            rf_diag_error(ck->diag, h->args[i]->loc, "variable '%s' has no type", h->args[i]->text);
+            ok = false;
+        }
+    int old = rf_program_find_pred(ck->prog, h->name);
+    if (old >= 0) {
+        const rf_pred *p = &ck->prog->preds[old];
+        if (ok && same_signature(p, n, types, h->functional))
+            rf_diag_error(ck->diag, h->name_loc, "duplicate declaration of '%s'", h->name);
+        else
+            rf_diag_error(ck->diag, h->name_loc, "conflicting declaration of '%s'", h->name);
+        rf_diag_note(ck->diag, p->loc, "'%s' was declared here", h->name);
+        ok = false;
+    }
+    if (!ok) {
+        free(types);
+        return;
+    }
+    rf_program *prog = ck->prog;
+    if (prog->npreds == ck->preds_cap) {
+        ck->preds_cap = ck->preds_cap ? 2 * ck->preds_cap : 16;
+        prog->preds = rf_realloc(prog->preds, rf_mul_size((size_t)ck->preds_cap, sizeof *prog->preds));
+        ck->facts_cap = rf_realloc(ck->facts_cap, rf_mul_size((size_t)ck->preds_cap, sizeof(size_t)));
+    }
+    rf_pred *p = &prog->preds[prog->npreds];
+    memset(p, 0, sizeof *p);
+    p->name = rf_strdup(h->name);
+    p->arity = n;
+    p->types = types;
+    p->functional = h->functional;
+    p->loc = h->name_loc;
+    ck->facts_cap[prog->npreds] = 0;
+    prog->npreds++;
+}
+
+/* Finds the predicate an atom names and checks its shape; -1 after an
+ * error. */
+static int resolve_atom(checker *ck, const ast_atom *a)
+{
+    int idx = rf_program_find_pred(ck->prog, a->name);
+    if (idx < 0) {
+        rf_diag_error(ck->diag, a->name_loc, "unknown predicate '%s'", a->name);
+        return -1;
+    }
+    const rf_pred *p = &ck->prog->preds[idx];
+    if (a->functional && !p->functional) {
+        rf_diag_error(ck->diag, a->loc, "'%s' is not functional: write %s(...)", a->name, a->name);
+        return -1;
+    }
+    if (a->nargs != p->arity) {
+        rf_diag_error(ck->diag, a->loc, "arity mismatch: '%s' has %d argument%s, found %d",
+                      a->name, p->arity, p->arity == 1 ? "" : "s", a->nargs);
+        return -1;
+    }
+    return idx;
+}
+
+/* ------------------------------------------------------------- literals */
+
+/* Encodes a literal as a value of type t, reporting a type mismatch or an
+ * out-of-range value. */
+static bool literal_word(checker *ck, const ast_expr *e, rf_type t, rf_word *out)
+{
+    int lt;
+    switch (e->kind) {
+    case AST_INT:
+        if (t == RF_TYPE_FLOAT64) {
+            double d = (double)e->magnitude;
+            *out = rf_word_from_double(e->negative ? -d : d);
+            return true;
+        }
+        if (rf_type_is_integer(t)) {
+            uint64_t max = t == RF_TYPE_INT32 ? (uint64_t)INT32_MAX : (uint64_t)INT64_MAX;
+            if (e->negative)
+                max++;
+            if (e->too_big || e->magnitude > max) {
+                rf_diag_error(ck->diag, e->loc, "integer literal out of range for %s", rf_type_name(t));
+                return false;
+            }
+            *out = e->negative ? (rf_word)(0 - e->magnitude) : (rf_word)e->magnitude;
+            return true;
+        }
+        lt = TY_INTLIT;
+        break;
+    case AST_FLOAT:
+        if (t == RF_TYPE_FLOAT64) {
+            if (!isfinite(e->fval)) {
+                rf_diag_error(ck->diag, e->loc, "float literal out of range for float64");
+                return false;
+            }
+            *out = rf_word_from_double(e->fval);
+            return true;
+        }
+        lt = RF_TYPE_FLOAT64;
+        break;
+    case AST_STRING:
+        if (t == RF_TYPE_STRING) {
+            *out = rf_str_intern(e->text, e->textlen);
+            return true;
+        }
+        lt = RF_TYPE_STRING;
+        break;
+    case AST_BOOL:
+        if (t == RF_TYPE_BOOL) {
+            *out = e->bval ? 1 : 0;
+            return true;
+        }
+        lt = RF_TYPE_BOOL;
+        break;
+    default:
+        rf_diag_error(ck->diag, e->loc, "expected a constant");
+        return false;
+    }
+    rf_diag_error(ck->diag, e->loc, "type mismatch: expected %s, found %s", rf_type_name(t),
+                  type_desc(lt));
+    return false;
+}
+
+static bool is_literal(const ast_expr *e)
+{
+    return e->kind == AST_INT || e->kind == AST_FLOAT || e->kind == AST_STRING || e->kind == AST_BOOL;
+}
+
+static void add_fact(checker *ck, const ast_clause *c)
+{
+    const ast_atom *a = c->head;
+    int idx = resolve_atom(ck, a);
+    if (idx < 0)
+        return;
+    rf_pred *p = &ck->prog->preds[idx];
+    rf_word *row = rf_malloc(rf_mul_size(p->arity > 0 ? (size_t)p->arity : 1, sizeof *row));
+    bool ok = true;
+    for (int i = 0; i < p->arity; i++) {
+        const ast_expr *e = a->args[i];
+        if (!is_literal(e)) {
+            rf_diag_error(ck->diag, e->loc, "fact arguments must be constants");
+            ok = false;
+        } else if (!literal_word(ck, e, p->types[i], &row[i])) {
+            ok = false;
+        }
+    }
+    if (ok) {
+        size_t *cap = &ck->facts_cap[idx];
+        if (p->nfacts == *cap) {
+            *cap = *cap ? 2 * *cap : 8;
+            p->facts = rf_realloc(p->facts, rf_mul_size(rf_mul_size(*cap, (size_t)(p->arity > 0 ? p->arity : 1)),
+                                                        sizeof *p->facts));
+        }
+        memcpy(p->facts + p->nfacts * (size_t)p->arity, row, (size_t)p->arity * sizeof *row);
+        p->nfacts++;
+    }
+    free(row);
+}
+
+/* ----------------------------------------------------------- directives */
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Input paths are relative to the folder of the program file. */
+static char *resolve_path(const char *program_path, const char *path)
+{
+    const char *slash = program_path ? strrchr(program_path, '/') : NULL;
+    if (path[0] == '/' || !slash)
+        return rf_strdup(path);
+    return rf_sprintf("%.*s/%s", (int)(slash - program_path), program_path, path);
+}
+
+static int directive_pred(checker *ck, const ast_darg *d, const char *dir)
+{
+    if (d->is_string) {
+        rf_diag_error(ck->diag, d->loc, "@%s expects a predicate name, not a string", dir);
+        return -1;
+    }
+    int idx = rf_program_find_pred(ck->prog, d->text);
+    if (idx < 0)
+        rf_diag_error(ck->diag, d->loc, "unknown predicate '%s'", d->text);
+    return idx;
+}
+
+static void directive(checker *ck, const ast_clause *c)
+{
+    if (strcmp(c->dir_name, "input") == 0) {
+        if (c->nargs < 2 || c->nargs > 3) {
+            rf_diag_error(ck->diag, c->dir_loc,
+                          "@input takes a predicate, a file name and an optional format");
+            return;
+        }
+        int idx = directive_pred(ck, c->dargs[0], "input");
+        const ast_darg *file = c->dargs[1];
+        if (!file->is_string) {
+            rf_diag_error(ck->diag, file->loc, "@input expects a file name in double quotes");
+            return;
+        }
+        rf_file_format format = has_suffix(file->text, ".csv") ? RF_FORMAT_CSV : RF_FORMAT_TSV;
+        if (c->nargs == 3) {
+            const ast_darg *f = c->dargs[2];
+            if (strcmp(f->text, "csv") == 0)
+                format = RF_FORMAT_CSV;
+            else if (strcmp(f->text, "tsv") == 0)
+                format = RF_FORMAT_TSV;
+            else {
+                rf_diag_error(ck->diag, f->loc, "unknown input format '%s' (expected tsv or csv)",
+                              f->text);
+                return;
+            }
+        }
+        if (idx < 0)
+            return;
+        rf_pred *p = &ck->prog->preds[idx];
+        if (p->input_path) {
+            rf_diag_error(ck->diag, c->dargs[0]->loc, "duplicate @input for '%s'", p->name);
+            return;
+        }
+        p->input_path = resolve_path(ck->prog->source->path, file->text);
+        p->input_format = format;
+    } else if (strcmp(c->dir_name, "output") == 0) {
+        if (c->nargs != 1) {
+            rf_diag_error(ck->diag, c->dir_loc, "@output takes one predicate name");
+            return;
+        }
+        int idx = directive_pred(ck, c->dargs[0], "output");
+        if (idx >= 0)
+            ck->prog->preds[idx].is_output = true;
+    } else {
+        rf_diag_error(ck->diag, c->dir_loc, "unknown directive '@%s' (expected @input or @output)",
+                      c->dir_name);
+    }
+}
+
+/* ----------------------------------------------------------------- rules */
+
+typedef struct rule_var {
+    char *name;
+    rf_type type;
+    bool bound;       /* by a positive atom or an assignment */
+    bool fresh;       /* made for a wildcard: no name lookups find it */
+    bool emitted;     /* bound by a literal already placed in the body */
+} rule_var;
+
+typedef struct body_item {
+    const ast_literal *ast;
+    rf_lit_kind kind;
+    bool valid;
+    bool resolved;    /* COND: classified as FILTER or ASSIGN */
+    bool placed;
+    int pred;
+    int var;          /* ASSIGN */
+    ast_expr *value;  /* ASSIGN: the side that computes the value */
+    rf_literal out;
+} body_item;
+
+typedef struct rule_ctx {
+    checker *ck;
+    const ast_clause *clause;
+    RF_VEC(rule_var) vars;
+    int nfresh;
+    bool atom_failed; /* a positive atom had an error: what it would have
+                         bound is unknown, so unbound-variable errors would
+                         only be its echoes and are not reported */
+} rule_ctx;
+
+static void unbound_error(rule_ctx *rc, const ast_expr *var, const char *fmt)
+{
+    if (!rc->atom_failed)
+        rf_diag_error(rc->ck->diag, var->loc, fmt, var->text);
+}
+
+static int find_var(rule_ctx *rc, const char *name)
+{
+    for (size_t i = 0; i < rc->vars.len; i++)
+        if (!rc->vars.items[i].fresh && strcmp(rc->vars.items[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static int add_var(rule_ctx *rc, char *name, rf_type type, bool fresh)
+{
+    rule_var v = { name, type, true, fresh, false };
+    RF_PUSH(rc->vars, v);
+    return (int)rc->vars.len - 1;
+}
+
+static rf_expr *with_loc(rf_expr *e, rf_loc loc)
+{
+    e->loc = loc;
+    return e;
+}
+
+/* The first variable in e that nothing binds (yet), or NULL. */
+static const ast_expr *first_unbound(rule_ctx *rc, const ast_expr *e)
+{
+    if (!e)
+        return NULL;
+    if (e->kind == AST_VAR) {
+        int v = find_var(rc, e->text);
+        return v >= 0 && rc->vars.items[v].bound ? NULL : e;
+    }
+    const ast_expr *u = first_unbound(rc, e->a);
+    return u ? u : first_unbound(rc, e->b);
+}
+
+/* Every variable of e already bound by a literal placed before? */
+static bool all_emitted(rule_ctx *rc, const ast_expr *e)
+{
+    if (!e)
+        return true;
+    if (e->kind == AST_VAR) {
+        int v = find_var(rc, e->text);
+        return v >= 0 && rc->vars.items[v].emitted;
+    }
+    return all_emitted(rc, e->a) && all_emitted(rc, e->b);
+}
+
+static const ast_expr *find_wildcard(const ast_expr *e)
+{
+    if (!e)
+        return NULL;
+    if (e->kind == AST_WILDCARD)
+        return e;
+    const ast_expr *w = find_wildcard(e->a);
+    return w ? w : find_wildcard(e->b);
+}
+
+static int join_types(int a, int b)
+{
+    if (a == TY_INTLIT)
+        return b;
+    if (b == TY_INTLIT || a == b)
+        return a;
+    if (a == RF_TYPE_FLOAT64 || b == RF_TYPE_FLOAT64)
+        return RF_TYPE_FLOAT64;
+    return RF_TYPE_INT64;
+}
+
+static bool numeric_or_lit(int t)
+{
+    return t == TY_INTLIT || rf_type_is_numeric((rf_type)t);
+}
+
+/* Implicit conversions: only widening ones (int32 -> int64, ints ->
+ * float64), plus an integer literal to any numeric type. */
+static bool assignable(int from, rf_type to)
+{
+    if (from == (int)to)
+        return true;
+    if (from == TY_INTLIT)
+        return rf_type_is_numeric(to);
+    if (from == RF_TYPE_INT32 && to == RF_TYPE_INT64)
+        return true;
+    return rf_type_is_integer((rf_type)from) && to == RF_TYPE_FLOAT64;
+}
+
+/* Computes the type of every node of e bottom-up (into e->type); returns
+ * RF_TYPE_INVALID after reporting an error. Variables must be bound. */
+static int infer(rule_ctx *rc, ast_expr *e)
+{
+    rf_diag *diag = rc->ck->diag;
+    int t = RF_TYPE_INVALID;
+    switch (e->kind) {
+    case AST_INT:
+        /* A literal too big for int32 makes its expression int64. */
+        t = e->too_big || e->magnitude > (uint64_t)INT32_MAX + e->negative ? RF_TYPE_INT64 : TY_INTLIT;
+        break;
+    case AST_FLOAT: t = RF_TYPE_FLOAT64; break;
+    case AST_STRING: t = RF_TYPE_STRING; break;
+    case AST_BOOL: t = RF_TYPE_BOOL; break;
+    case AST_VAR: {
+        int v = find_var(rc, e->text);
+        t = v >= 0 ? (int)rc->vars.items[v].type : RF_TYPE_INVALID;
+        break;
+    }
+    case AST_WILDCARD:
+        rf_diag_error(diag, e->loc, "'_' cannot be used in an expression");
+        break;
+    case AST_UNARY:
+        t = infer(rc, e->a);
+        if (t != RF_TYPE_INVALID && !numeric_or_lit(t)) {
+            rf_diag_error(diag, e->loc, "type mismatch: '-' needs a number, found %s", type_desc(t));
+            t = RF_TYPE_INVALID;
+        }
+        break;
+    case AST_BINARY: {
+        int ta = infer(rc, e->a), tb = infer(rc, e->b);
+        if (ta == RF_TYPE_INVALID || tb == RF_TYPE_INVALID)
+            break;
+        if (rf_exop_is_comparison(e->op)) {
+            if (numeric_or_lit(ta) && numeric_or_lit(tb))
+                t = RF_TYPE_BOOL;
+            else if (ta == tb)
+                t = RF_TYPE_BOOL;
+            else
+                rf_diag_error(diag, e->loc, "type mismatch: cannot compare %s with %s", type_desc(ta),
+                              type_desc(tb));
+            break;
+        }
+        const ast_expr *bad = !numeric_or_lit(ta) ? e->a : !numeric_or_lit(tb) ? e->b : NULL;
+        if (bad) {
+            rf_diag_error(diag, bad->loc, "type mismatch: '%s' needs numbers, found %s",
+                          rf_exop_symbol(e->op), type_desc(bad == e->a ? ta : tb));
+            break;
+        }
+        t = join_types(ta, tb);
+        break;
+    }
+    }
+    e->type = t;
+    return t;
+}
+
+/* Builds the typed expression for e (already inferred) as a value of type
+ * want, inserting casts where an operand is narrower. NULL after an error
+ * (only literal range errors are left to find here). */
+static rf_expr *lower(rule_ctx *rc, const ast_expr *e, rf_type want)
+{
+    rf_expr *r = NULL;
+    switch (e->kind) {
+    case AST_INT:
+    case AST_FLOAT:
+    case AST_STRING:
+    case AST_BOOL: {
+        rf_type t = e->type == TY_INTLIT ? want : (rf_type)e->type;
+        rf_word w;
+        if (!literal_word(rc->ck, e, t, &w))
+            return NULL;
+        r = with_loc(rf_expr_const(t, w), e->loc);
+        break;
+    }
+    case AST_VAR: {
+        int v = find_var(rc, e->text);
+        r = with_loc(rf_expr_leaf(RF_EX_VAR, rc->vars.items[v].type, v), e->loc);
+        break;
+    }
+    case AST_UNARY:
+    case AST_BINARY: {
+        rf_type t;
+        if (e->kind == AST_BINARY && rf_exop_is_comparison(e->op)) {
+            int j = join_types(e->a->type, e->b->type);
+            rf_type operand = j == TY_INTLIT ? RF_TYPE_INT64 : (rf_type)j;
+            rf_expr *a = lower(rc, e->a, operand), *b = lower(rc, e->b, operand);
+            if (!a || !b) {
+                rf_expr_free(a);
+                rf_expr_free(b);
+                return NULL;
+            }
+            return with_loc(rf_expr_binary(e->op, RF_TYPE_BOOL, a, b), e->loc);
+        }
+        t = e->type == TY_INTLIT ? want : (rf_type)e->type;
+        rf_expr *a = lower(rc, e->a, t);
+        rf_expr *b = e->b ? lower(rc, e->b, t) : NULL;
+        if (!a || (e->b && !b)) {
+            rf_expr_free(a);
+            rf_expr_free(b);
+            return NULL;
+        }
+        r = with_loc(e->b ? rf_expr_binary(e->op, t, a, b) : rf_expr_unary(RF_EX_NEG, t, a), e->loc);
+        break;
+    }
+    case AST_WILDCARD:
+        return NULL;
+    }
+    if (r->type != want)
+        r = with_loc(rf_expr_unary(RF_EX_CAST, want, r), e->loc);
+    return r;
+}
+
+/* Checks that e (already inferred) can be a value of type want and lowers
+ * it; NULL after an error. */
+static rf_expr *lower_as(rule_ctx *rc, const ast_expr *e, rf_type want)
+{
+    if (e->type == RF_TYPE_INVALID)
+        return NULL;
+    if (!assignable(e->type, want)) {
+        rf_diag_error(rc->ck->diag, e->loc, "type mismatch: expected %s, found %s", rf_type_name(want),
+                      type_desc(e->type));
+        return NULL;
+    }
+    return lower(rc, e, want);
+}
+
+/* Positive atom: binds its variables (the column's type), keeps constants,
+ * turns wildcards into fresh variables in aggregation rules. */
+static void bind_atom(rule_ctx *rc, body_item *it)
+{
+    const ast_atom *a = it->ast->atom;
+    checker *ck = rc->ck;
+    int idx = resolve_atom(ck, a);
+    if (idx < 0)
+        return;
+    const rf_pred *p = &ck->prog->preds[idx];
+    it->pred = idx;
+    it->out.nargs = p->arity;
+    it->out.args = rf_calloc(p->arity > 0 ? (size_t)p->arity : 1, sizeof(rf_expr *));
+    bool ok = true;
+    for (int i = 0; i < p->arity; i++) {
+        const ast_expr *e = a->args[i];
+        rf_type t = p->types[i];
+        if (e->kind == AST_VAR) {
+            int v = find_var(rc, e->text);
+            if (v < 0)
+                v = add_var(rc, rf_strdup(e->text), t, false);
+            else if (rc->vars.items[v].type != t) {
+                rf_diag_error(ck->diag, e->loc,
+                              "type mismatch: variable '%s' is %s, but column %d of '%s' is %s",
+                              e->text, rf_type_name(rc->vars.items[v].type), i + 1, p->name,
+                              rf_type_name(t));
+                ok = false;
+                continue;
+            }
+            it->out.args[i] = with_loc(rf_expr_leaf(RF_EX_VAR, t, v), e->loc);
+        } else if (e->kind == AST_WILDCARD) {
+            if (rc->clause->has_agg) {
+                int v = add_var(rc, rf_sprintf("_%d", ++rc->nfresh), t, true);
+                it->out.args[i] = with_loc(rf_expr_leaf(RF_EX_VAR, t, v), e->loc);
+            }
+        } else if (is_literal(e)) {
+            rf_word w;
+            if (literal_word(ck, e, t, &w))
+                it->out.args[i] = with_loc(rf_expr_const(t, w), e->loc);
+            else
+                ok = false;
+        } else {
+            rf_diag_error(ck->diag, e->loc, "atom arguments must be variables, constants or '_'");
+            ok = false;
+        }
+    }
+    it->valid = ok;
+}
+
+/* Negated atom: every variable must already be bound. */
+static void check_negated(rule_ctx *rc, body_item *it)
+{
+    const ast_atom *a = it->ast->atom;
+    checker *ck = rc->ck;
+    int idx = resolve_atom(ck, a);
+    if (idx < 0)
+        return;
+    const rf_pred *p = &ck->prog->preds[idx];
+    it->pred = idx;
+    it->out.nargs = p->arity;
+    it->out.args = rf_calloc(p->arity > 0 ? (size_t)p->arity : 1, sizeof(rf_expr *));
+    bool ok = true;
+    for (int i = 0; i < p->arity; i++) {
+        const ast_expr *e = a->args[i];
+        rf_type t = p->types[i];
+        if (e->kind == AST_VAR) {
+            int v = find_var(rc, e->text);
+            if (v < 0 || !rc->vars.items[v].bound) {
+                unbound_error(rc, e, "variable '%s' is not bound by a positive atom");
+                ok = false;
+            } else if (rc->vars.items[v].type != t &&
+                       !(rf_type_is_integer(rc->vars.items[v].type) && rf_type_is_integer(t))) {
+                /* int32 and int64 words are both sign-extended, so an
+                 * int64 variable can be tested against an int32 column. */
+                rf_diag_error(ck->diag, e->loc,
+                              "type mismatch: variable '%s' is %s, but column %d of '%s' is %s",
+                              e->text, rf_type_name(rc->vars.items[v].type), i + 1, p->name,
+                              rf_type_name(t));
+                ok = false;
+            } else {
+                it->out.args[i] = with_loc(rf_expr_leaf(RF_EX_VAR, t, v), e->loc);
+            }
+        } else if (e->kind == AST_WILDCARD) {
+            /* NULL: any value */
+        } else if (is_literal(e)) {
+            rf_word w;
+            if (literal_word(ck, e, t, &w))
+                it->out.args[i] = with_loc(rf_expr_const(t, w), e->loc);
+            else
+                ok = false;
+        } else {
+            rf_diag_error(ck->diag, e->loc, "atom arguments must be variables, constants or '_'");
+            ok = false;
+        }
+    }
+    it->valid = ok;
+}
+
+/* Decides which comparisons bind a variable: `x = expr` where nothing else
+ * binds x and expr's variables are bound becomes an assignment. Repeats
+ * until nothing changes, so chains (y = x + 1, z = y * 2) resolve in any
+ * order. Returns false if some comparison stays unresolvable. */
+static void classify_conditions(rule_ctx *rc, body_item *items, int n)
+{
+    bool changed = true;
+    while (changed) {
+        changed = false;
+        for (int i = 0; i < n; i++) {
+            body_item *it = &items[i];
+            if (it->ast->kind != AST_LIT_COND || it->resolved || !it->valid)
+                continue;
+            ast_expr *c = it->ast->cond;
+            if (!first_unbound(rc, c)) {
+                it->kind = RF_LIT_FILTER;
+                it->resolved = changed = true;
+                continue;
+            }
+            if (c->op != RF_EX_EQ)
+                continue;
+            for (int side = 0; side < 2; side++) {
+                ast_expr *target = side == 0 ? c->a : c->b;
+                ast_expr *value = side == 0 ? c->b : c->a;
+                if (target->kind != AST_VAR || first_unbound(rc, target) != target ||
+                    first_unbound(rc, value))
+                    continue;
+                int t = infer(rc, value);
+                if (t == RF_TYPE_INVALID) {
+                    it->valid = false;
+                    break;
+                }
+                rf_type vt = t == TY_INTLIT ? RF_TYPE_INT64 : (rf_type)t;
+                int v = find_var(rc, target->text);
+                if (v < 0)
+                    v = add_var(rc, rf_strdup(target->text), vt, false);
+                rc->vars.items[v].type = vt;
+                rc->vars.items[v].bound = true;
+                it->kind = RF_LIT_ASSIGN;
+                it->var = v;
+                it->value = value;
+                it->resolved = changed = true;
+                break;
+            }
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        body_item *it = &items[i];
+        if (it->ast->kind != AST_LIT_COND || it->resolved || !it->valid)
+            continue;
+        unbound_error(rc, first_unbound(rc, it->ast->cond), "variable '%s' is not bound by a positive atom");
+        it->valid = false;
+    }
+}
+
+static void lower_condition(rule_ctx *rc, body_item *it)
+{
+    if (it->kind == RF_LIT_FILTER) {
+        if (infer(rc, it->ast->cond) == RF_TYPE_INVALID)
+            it->valid = false;
+        else if (!(it->out.expr = lower(rc, it->ast->cond, RF_TYPE_BOOL)))
+            it->valid = false;
+    } else {
+        it->out.var = it->var;
+        if (!(it->out.expr = lower(rc, it->value, rc->vars.items[it->var].type)))
+            it->valid = false;
+    }
+}
+
+/* May the literal be placed now, i.e. are its inputs bound by the literals
+ * placed before it? */
+static bool ready(rule_ctx *rc, const body_item *it)
+{
+    switch (it->kind) {
+    case RF_LIT_ATOM:
+        return true;
+    case RF_LIT_NEGATED:
+        for (int i = 0; i < it->out.nargs; i++)
+            if (it->out.args[i] && it->out.args[i]->op == RF_EX_VAR &&
+                !rc->vars.items[it->out.args[i]->index].emitted)
+                return false;
+        return true;
+    case RF_LIT_FILTER:
+        return all_emitted(rc, it->ast->cond);
+    case RF_LIT_ASSIGN:
+        return all_emitted(rc, it->value);
+    }
+    return true;
+}
+
+static void mark_emitted(rule_ctx *rc, const body_item *it)
+{
+    if (it->kind == RF_LIT_ATOM)
+        for (int i = 0; i < it->out.nargs; i++)
+            if (it->out.args[i] && it->out.args[i]->op == RF_EX_VAR)
+                rc->vars.items[it->out.args[i]->index].emitted = true;
+    if (it->kind == RF_LIT_ASSIGN)
+        rc->vars.items[it->var].emitted = true;
+}
+
+/* Body literals in source order, except that a literal waits until the
+ * variables it reads are bound by literals before it. */
+static rf_literal *order_body(rule_ctx *rc, body_item *items, int n, int *nplaced)
+{
+    rf_literal *body = rf_calloc(n > 0 ? (size_t)n : 1, sizeof *body);
+    int placed = 0;
+    for (int upto = 0; upto < n; upto++) {
+        bool progress = true;
+        while (progress) {
+            progress = false;
+            for (int i = 0; i <= upto; i++) {
+                body_item *it = &items[i];
+                if (it->placed || !ready(rc, it))
+                    continue;
+                it->placed = true;
+                mark_emitted(rc, it);
+                it->out.kind = it->kind;
+                it->out.pred = it->pred;
+                body[placed++] = it->out;
+                memset(&it->out, 0, sizeof it->out);
+                progress = true;
+                break;
+            }
+        }
+    }
+    *nplaced = placed;
+    return body;
+}
+
+static bool expr_mentions(const ast_expr *e, const char *name)
+{
+    if (!e)
+        return false;
+    if (e->kind == AST_VAR && strcmp(e->text, name) == 0)
+        return true;
+    return expr_mentions(e->a, name) || expr_mentions(e->b, name);
+}
+
+static bool literal_mentions(const ast_literal *l, const char *name)
+{
+    if (l->cond)
+        return expr_mentions(l->cond, name);
+    for (int i = 0; i < l->atom->nargs; i++)
+        if (expr_mentions(l->atom->args[i], name))
+            return true;
+    return false;
+}
+
+static rf_aggfn agg_from_name(const char *name)
+{
+    if (strcmp(name, "count") == 0) return RF_AGG_COUNT;
+    if (strcmp(name, "total") == 0) return RF_AGG_TOTAL;
+    if (strcmp(name, "min") == 0) return RF_AGG_MIN;
+    if (strcmp(name, "max") == 0) return RF_AGG_MAX;
+    return RF_AGG_NONE;
+}
+
+/* Aggregation: checks agg<<v = fn(arg)>>, binds v (the head's value) and
+ * lowers arg. Returns false after an error. */
+static bool check_aggregate(rule_ctx *rc, rf_rule *r, const rf_pred *head)
+{
+    const ast_clause *c = rc->clause;
+    checker *ck = rc->ck;
+    bool ok = true;
+    r->agg = agg_from_name(c->agg_fn);
+    if (r->agg == RF_AGG_NONE) {
+        rf_diag_error(ck->diag, c->agg_fn_loc,
+                      "unknown aggregate function '%s' (expected count, total, min or max)", c->agg_fn);
+        return false;
+    }
+    if (r->agg == RF_AGG_COUNT && c->agg_arg) {
+        rf_diag_error(ck->diag, c->agg_arg->loc, "count() takes no argument");
+        return false;
+    }
+    if (r->agg != RF_AGG_COUNT && !c->agg_arg) {
+        rf_diag_error(ck->diag, c->agg_fn_loc, "%s() needs an argument", c->agg_fn);
+        return false;
+    }
+    const ast_atom *h = c->head;
+    const ast_expr *last = h->nargs > 0 ? h->args[h->nargs - 1] : NULL;
+    if (!last || last->kind != AST_VAR || strcmp(last->text, c->agg_var) != 0) {
+        rf_diag_error(ck->diag, last ? last->loc : h->loc,
+                      "the last head argument must be the aggregate's result '%s'", c->agg_var);
+        return false;
+    }
+    if (find_var(rc, c->agg_var) >= 0) {
+        /* Point at the body literal that uses it. */
+        rf_loc at = c->agg_var_loc;
+        for (int i = 0; i < c->nbody; i++)
+            if (literal_mentions(c->body[i], c->agg_var)) {
+                at = c->body[i]->loc;
+                break;
+            }
+        rf_diag_error(ck->diag, at, "aggregate result '%s' must not appear in the body", c->agg_var);
+        return false;
+    }
+    rf_type want = head->types[head->arity - 1];
+    if (r->agg == RF_AGG_COUNT) {
+        if (want != RF_TYPE_INT64) {
+            rf_diag_error(ck->diag, last->loc, "type mismatch: count() produces int64, but '%s' is %s",
+                          c->agg_var, rf_type_name(want));
+            ok = false;
+        }
+    } else {
+        ast_expr *arg = c->agg_arg;
+        const ast_expr *u = first_unbound(rc, arg);
+        if (u && u->kind == AST_VAR) {
+            unbound_error(rc, u, "variable '%s' is not bound by a positive atom");
+            return false;
+        }
+        if (infer(rc, arg) == RF_TYPE_INVALID)
+            return false;
+        if (r->agg == RF_AGG_TOTAL && !rf_type_is_numeric(want)) {
+            rf_diag_error(ck->diag, last->loc, "type mismatch: total() needs numbers, but '%s' is %s",
+                          c->agg_var, rf_type_name(want));
+            return false;
+        }
+        if (!(r->agg_arg = lower_as(rc, arg, want)))
+            ok = false;
+    }
+    add_var(rc, rf_strdup(c->agg_var), want, false);
+    return ok;
+}
+
+static void free_items(body_item *items, int n)
+{
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < items[i].out.nargs; j++)
+            rf_expr_free(items[i].out.args[j]);
+        free(items[i].out.args);
+        rf_expr_free(items[i].out.expr);
+    }
+    free(items);
+}
+
+static void add_rule(checker *ck, const ast_clause *c)
+{
+    int errors_before = ck->diag->errors;
+    rule_ctx rc = { ck, c, { 0 }, 0, false };
+    rf_rule r;
+    memset(&r, 0, sizeof r);
+    r.loc = c->loc;
+    r.head = resolve_atom(ck, c->head);
+
+    int n = c->nbody;
+    body_item *items = rf_calloc(n > 0 ? (size_t)n : 1, sizeof *items);
+    for (int i = 0; i < n; i++) {
+        items[i].ast = c->body[i];
+        items[i].pred = -1;
+        items[i].var = -1;
+        items[i].out.loc = c->body[i]->loc;
+        items[i].valid = true;
+    }
+    for (int i = 0; i < n; i++)
+        if (items[i].ast->kind == AST_LIT_ATOM) {
+            items[i].kind = RF_LIT_ATOM;
+            items[i].valid = false;
+            bind_atom(&rc, &items[i]);
+            if (!items[i].valid)
+                rc.atom_failed = true;
+        }
+    for (int i = 0; i < n; i++)
+        if (items[i].ast->kind == AST_LIT_COND) {
+            const ast_expr *w = find_wildcard(items[i].ast->cond);
+            if (w) {
+                rf_diag_error(ck->diag, w->loc, "'_' cannot be used in a comparison");
+                items[i].valid = false;
+            }
+        }
+    classify_conditions(&rc, items, n);
+    for (int i = 0; i < n; i++) {
+        body_item *it = &items[i];
+        if (it->ast->kind == AST_LIT_NEGATED) {
+            it->kind = RF_LIT_NEGATED;
+            it->valid = false;
+            check_negated(&rc, it);
+        } else if (it->ast->kind == AST_LIT_COND && it->valid) {
+            lower_condition(&rc, it);
+        }
+    }
+
+    if (r.head >= 0) {
+        const rf_pred *hp = &ck->prog->preds[r.head];
+        bool head_ok = !c->has_agg || check_aggregate(&rc, &r, hp);
+        r.head_args = rf_calloc(hp->arity > 0 ? (size_t)hp->arity : 1, sizeof(rf_expr *));
+        for (int i = 0; i < hp->arity && head_ok; i++) {
+            ast_expr *e = c->head->args[i];
+            const ast_expr *w = find_wildcard(e);
+            const ast_expr *u = first_unbound(&rc, e);
+            if (w)
+                rf_diag_error(ck->diag, w->loc, "'_' cannot be used in a rule head");
+            else if (u)
+                unbound_error(&rc, u, "head variable '%s' is not bound in the body");
+            else if (infer(&rc, e) != RF_TYPE_INVALID)
+                r.head_args[i] = lower_as(&rc, e, hp->types[i]);
+        }
+    }
+
+    if (ck->diag->errors == errors_before) {
+        r.body = order_body(&rc, items, n, &r.nbody);
+        r.nvars = (int)rc.vars.len;
+        r.var_names = rf_calloc(rc.vars.len ? rc.vars.len : 1, sizeof(char *));
+        r.var_types = rf_calloc(rc.vars.len ? rc.vars.len : 1, sizeof(rf_type));
+        for (size_t i = 0; i < rc.vars.len; i++) {
+            r.var_names[i] = rc.vars.items[i].name;
+            r.var_types[i] = rc.vars.items[i].type;
+        }
+        rf_program *prog = ck->prog;
+        prog->rules = rf_realloc(prog->rules, rf_mul_size((size_t)prog->nrules + 1, sizeof *prog->rules));
+        prog->rules[prog->nrules++] = r;
+        prog->preds[r.head].has_rules = true;
+    } else {
+        if (r.head >= 0)
+            for (int i = 0; i < ck->prog->preds[r.head].arity; i++)
+                rf_expr_free(r.head_args[i]);
+        free(r.head_args);
+        rf_expr_free(r.agg_arg);
+        for (size_t i = 0; i < rc.vars.len; i++)
+            free(rc.vars.items[i].name);
+    }
+    free_items(items, n);
+    RF_VEC_FREE(rc.vars);
+}
+
+/* ------------------------------------------------------------------ main */
+
+bool rf_check(rf_program *prog, const ast_program *ast, rf_diag *diag)
+{
+    int errors_before = diag->errors;
+    checker ck = { prog, diag, 0, NULL };
+    for (int i = 0; i < ast->nclauses; i++)
+        if (ast->clauses[i]->kind == AST_DECL)
+            declare(&ck, ast->clauses[i]);
+    for (int i = 0; i < ast->nclauses; i++) {
+        const ast_clause *c = ast->clauses[i];
+        switch (c->kind) {
+        case AST_DECL: break;
+        case AST_FACT: add_fact(&ck, c); break;
+        case AST_RULE: add_rule(&ck, c); break;
+        case AST_DIRECTIVE: directive(&ck, c); break;
+        }
+    }
+    free(ck.facts_cap);
+    return diag->errors == errors_before;
+}

@@ -1,0 +1,24 @@
+/* Source text -> syntax tree (lexer + Lemon parser). */
+#ifndef RF_PARSE_H
+#define RF_PARSE_H
+
+#include "ast.h"
+
+/* Expressions deeper than this are rejected, so that the recursive passes
+ * after parsing cannot run out of stack. */
+#define RF_MAX_EXPR_DEPTH 200
+
+typedef struct rf_parse_state {
+    ast_program *prog;       /* clauses are appended as they are reduced */
+    rf_diag *diag;
+    const rf_source *src;
+    bool failed;             /* syntax error in the current clause */
+    bool too_deep_reported;
+} rf_parse_state;
+
+/* Parses the whole source into prog, reporting syntax and lexical errors;
+ * after a syntax error it resumes at the next clause. Returns true if no
+ * error was reported. */
+bool rf_parse(const rf_source *src, rf_diag *diag, ast_program *prog);
+
+#endif

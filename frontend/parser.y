@@ -1,0 +1,360 @@
+/* The grammar (Lemon). Actions only build the syntax tree; every check
+ * beyond syntax is the checker's (check.c). Finished clauses are appended
+ * to the program as soon as they are reduced, so a syntax error loses only
+ * the clause it is in (the driver in parse.c resynchronises at the next
+ * '.'). */
+
+%name rf_Parse
+%token_prefix TK_
+%token_type { rf_token }
+%extra_argument { rf_parse_state *ps }
+%stack_size 1000
+
+%include {
+#include "lexer.h"
+#include "parse.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct yyParser;
+static void report_syntax_error(struct yyParser *parser, int major, rf_token tok);
+
+static char *token_text(rf_token t)
+{
+    return rf_strndup(t.start, (size_t)t.len);
+}
+
+static ast_expr *leaf(ast_expr_kind kind, rf_token t)
+{
+    return ast_expr_new(kind, t.loc);
+}
+
+static ast_expr *binary(rf_parse_state *ps, rf_exop op, ast_expr *a, ast_expr *b)
+{
+    ast_expr *e = ast_expr_binary(op, a, b);
+    if (e->depth > RF_MAX_EXPR_DEPTH && !ps->too_deep_reported) {
+        ps->too_deep_reported = true;
+        rf_diag_error(ps->diag, e->loc, "expression nested too deeply (more than %d levels)",
+                      RF_MAX_EXPR_DEPTH);
+    }
+    return e;
+}
+
+static ast_expr *int_literal(rf_token t)
+{
+    ast_expr *e = leaf(AST_INT, t);
+    uint64_t v = 0;
+    for (int i = 0; i < t.len; i++) {
+        unsigned d = (unsigned)(t.start[i] - '0');
+        if (v > (UINT64_MAX - d) / 10) {
+            e->too_big = true;
+            break;
+        }
+        v = v * 10 + d;
+    }
+    e->magnitude = v;
+    return e;
+}
+
+static ast_expr *float_literal(rf_token t)
+{
+    ast_expr *e = leaf(AST_FLOAT, t);
+    char *text = token_text(t);
+    e->fval = strtod(text, NULL);
+    free(text);
+    return e;
+}
+
+static void string_body(rf_token t, char **text, size_t *len)
+{
+    size_t body = (size_t)t.len - (t.unterminated ? 1 : 2);
+    *text = rf_lexer_decode_string(t.start + 1, body, len);
+}
+
+static ast_expr *string_literal(rf_token t)
+{
+    ast_expr *e = leaf(AST_STRING, t);
+    string_body(t, &e->text, &e->textlen);
+    return e;
+}
+}
+
+%syntax_error {
+    report_syntax_error(yypParser, yymajor, TOKEN);
+}
+
+%stack_overflow {
+    if (!ps->failed)
+        rf_diag_error(ps->diag, (rf_loc){ ps->src, 0, 0, 0 }, "program nested too deeply");
+    ps->failed = true;
+}
+
+%left PLUS MINUS.
+%left STAR SLASH PERCENT.
+%right UMINUS.
+
+%type atom { ast_atom * }
+%destructor atom { ast_atom_free($$); }
+%type atoms { ast_list * }
+%destructor atoms { ast_list_free($$, ast_atom_free_any); }
+%type args { ast_list * }
+%destructor args { ast_list_free($$, ast_expr_free_any); }
+%type arglist { ast_list * }
+%destructor arglist { ast_list_free($$, ast_expr_free_any); }
+%type expr { ast_expr * }
+%destructor expr { ast_expr_free($$); }
+%type optexpr { ast_expr * }
+%destructor optexpr { ast_expr_free($$); }
+%type literal { ast_literal * }
+%destructor literal { ast_literal_free($$); }
+%type body { ast_list * }
+%destructor body { ast_list_free($$, ast_literal_free_any); }
+%type aggspec { ast_clause * }
+%destructor aggspec { ast_clause_free($$); }
+%type darg { ast_darg * }
+%destructor darg { ast_darg_free_any($$); }
+%type dargs { ast_list * }
+%destructor dargs { ast_list_free($$, ast_darg_free_any); }
+%type cmpop { rf_exop }
+
+program ::= clauses.
+clauses ::= .
+clauses ::= clauses clause.
+
+/* edge(x, y) -> int32(x), int32(y). */
+clause ::= atom(H) ARROW atoms(T) DOT. {
+    ast_clause *c = ast_clause_new(AST_DECL, H->loc);
+    c->head = H;
+    c->types = (ast_atom **)ast_list_take(T, &c->nbody);
+    ast_program_add(ps->prog, c);
+}
+/* edge(1, 2). */
+clause ::= atom(H) DOT. {
+    ast_clause *c = ast_clause_new(AST_FACT, H->loc);
+    c->head = H;
+    ast_program_add(ps->prog, c);
+}
+/* path(x, z) <- path(x, y), edge(y, z). */
+clause ::= atom(H) LARROW body(B) DOT. {
+    ast_clause *c = ast_clause_new(AST_RULE, H->loc);
+    c->head = H;
+    c->body = (ast_literal **)ast_list_take(B, &c->nbody);
+    ast_program_add(ps->prog, c);
+}
+/* c[x] = n <- agg<<n = count()>> edge(x, _). */
+clause ::= atom(H) LARROW aggspec(A) body(B) DOT. {
+    A->loc = H->loc;
+    A->head = H;
+    A->body = (ast_literal **)ast_list_take(B, &A->nbody);
+    ast_program_add(ps->prog, A);
+}
+/* @input(edge, "edge.tsv"). */
+clause ::= AT(A) IDENT(N) LPAREN dargs(L) RPAREN DOT. {
+    ast_clause *c = ast_clause_new(AST_DIRECTIVE, ast_loc_span(A.loc, N.loc));
+    c->dir_name = token_text(N);
+    c->dir_loc = c->loc;
+    c->dargs = (ast_darg **)ast_list_take(L, &c->nargs);
+    ast_program_add(ps->prog, c);
+}
+
+aggspec(A) ::= AGG LAGG IDENT(V) EQ IDENT(F) LPAREN optexpr(E) RPAREN RAGG. {
+    A = ast_clause_new(AST_RULE, V.loc);
+    A->has_agg = true;
+    A->agg_var = token_text(V);
+    A->agg_var_loc = V.loc;
+    A->agg_fn = token_text(F);
+    A->agg_fn_loc = F.loc;
+    A->agg_arg = E;
+}
+optexpr(E) ::= . { E = NULL; }
+optexpr(E) ::= expr(X). { E = X; }
+
+dargs(L) ::= darg(D). { L = ast_list_new(); ast_list_push(L, D); }
+dargs(L) ::= dargs(X) COMMA darg(D). { L = X; ast_list_push(L, D); }
+darg(D) ::= IDENT(N). {
+    D = rf_calloc(1, sizeof *D);
+    D->text = token_text(N);
+    D->textlen = (size_t)N.len;
+    D->loc = N.loc;
+}
+darg(D) ::= STRING(S). {
+    D = rf_calloc(1, sizeof *D);
+    D->is_string = true;
+    string_body(S, &D->text, &D->textlen);
+    D->loc = S.loc;
+}
+
+atoms(L) ::= atom(A). { L = ast_list_new(); ast_list_push(L, A); }
+atoms(L) ::= atoms(X) COMMA atom(A). { L = X; ast_list_push(L, A); }
+
+atom(A) ::= IDENT(N) LPAREN args(L) RPAREN(R). {
+    A = ast_atom_new(token_text(N), N.loc, L, false);
+    A->loc = ast_loc_span(N.loc, R.loc);
+}
+atom(A) ::= IDENT(N) LBRACKET args(L) RBRACKET EQ expr(V). {
+    ast_list_push(L, V);
+    A = ast_atom_new(token_text(N), N.loc, L, true);
+    A->loc = ast_loc_span(N.loc, V->loc);
+}
+args(L) ::= . { L = ast_list_new(); }
+args(L) ::= arglist(X). { L = X; }
+arglist(L) ::= expr(E). { L = ast_list_new(); ast_list_push(L, E); }
+arglist(L) ::= arglist(X) COMMA expr(E). { L = X; ast_list_push(L, E); }
+
+body(L) ::= literal(X). { L = ast_list_new(); ast_list_push(L, X); }
+body(L) ::= body(B) COMMA literal(X). { L = B; ast_list_push(L, X); }
+
+literal(L) ::= atom(A). { L = ast_literal_new(AST_LIT_ATOM, A, NULL); }
+literal(L) ::= BANG(B) atom(A). {
+    L = ast_literal_new(AST_LIT_NEGATED, A, NULL);
+    L->loc = ast_loc_span(B.loc, A->loc);
+}
+literal(L) ::= expr(A) cmpop(O) expr(B). {
+    L = ast_literal_new(AST_LIT_COND, NULL, binary(ps, O, A, B));
+}
+
+cmpop(O) ::= EQ. { O = RF_EX_EQ; }
+cmpop(O) ::= NE. { O = RF_EX_NE; }
+cmpop(O) ::= LT. { O = RF_EX_LT; }
+cmpop(O) ::= LE. { O = RF_EX_LE; }
+cmpop(O) ::= GT. { O = RF_EX_GT; }
+cmpop(O) ::= GE. { O = RF_EX_GE; }
+
+expr(E) ::= expr(A) PLUS expr(B). { E = binary(ps, RF_EX_ADD, A, B); }
+expr(E) ::= expr(A) MINUS expr(B). { E = binary(ps, RF_EX_SUB, A, B); }
+expr(E) ::= expr(A) STAR expr(B). { E = binary(ps, RF_EX_MUL, A, B); }
+expr(E) ::= expr(A) SLASH expr(B). { E = binary(ps, RF_EX_DIV, A, B); }
+expr(E) ::= expr(A) PERCENT expr(B). { E = binary(ps, RF_EX_MOD, A, B); }
+expr(E) ::= MINUS(M) expr(A). [UMINUS] {
+    E = ast_expr_negate(A, M.loc);
+    if (E->depth > RF_MAX_EXPR_DEPTH && !ps->too_deep_reported) {
+        ps->too_deep_reported = true;
+        rf_diag_error(ps->diag, E->loc, "expression nested too deeply (more than %d levels)",
+                      RF_MAX_EXPR_DEPTH);
+    }
+}
+expr(E) ::= LPAREN(L) expr(A) RPAREN(R). { E = A; E->loc = ast_loc_span(L.loc, R.loc); }
+expr(E) ::= IDENT(N). { E = leaf(AST_VAR, N); E->text = token_text(N); E->textlen = (size_t)N.len; }
+expr(E) ::= WILDCARD(W). { E = leaf(AST_WILDCARD, W); }
+expr(E) ::= INT(N). { E = int_literal(N); }
+expr(E) ::= FLOAT(N). { E = float_literal(N); }
+expr(E) ::= STRING(S). { E = string_literal(S); }
+expr(E) ::= TRUE(T). { E = leaf(AST_BOOL, T); E->bval = true; }
+expr(E) ::= FALSE(T). { E = leaf(AST_BOOL, T); }
+
+%code {
+/* Describes a token for "unexpected X" / "expected X". */
+static const char *token_desc(int major)
+{
+    switch (major) {
+    case 0: return "end of input";
+    case TK_IDENT: return "a name";
+    case TK_INT: return "an integer";
+    case TK_FLOAT: return "a number";
+    case TK_STRING: return "a string";
+    case TK_TRUE: return "'true'";
+    case TK_FALSE: return "'false'";
+    case TK_WILDCARD: return "'_'";
+    case TK_AGG: return "'agg'";
+    case TK_DOT: return "'.'";
+    case TK_COMMA: return "','";
+    case TK_LPAREN: return "'('";
+    case TK_RPAREN: return "')'";
+    case TK_LBRACKET: return "'['";
+    case TK_RBRACKET: return "']'";
+    case TK_ARROW: return "'->'";
+    case TK_LARROW: return "'<-'";
+    case TK_LAGG: return "'<<'";
+    case TK_RAGG: return "'>>'";
+    case TK_BANG: return "'!'";
+    case TK_EQ: return "'='";
+    case TK_NE: return "'!='";
+    case TK_LT: return "'<'";
+    case TK_LE: return "'<='";
+    case TK_GT: return "'>'";
+    case TK_GE: return "'>='";
+    case TK_PLUS: return "'+'";
+    case TK_MINUS: return "'-'";
+    case TK_STAR: return "'*'";
+    case TK_SLASH: return "'/'";
+    case TK_PERCENT: return "'%'";
+    case TK_AT: return "'@'";
+    case YYNTOKEN: return "an expression";
+    default: return "a token";
+    }
+}
+
+/* Would the parser, in its current configuration, accept token t next?
+ * Simulates the reductions t would trigger on a copy of the state stack
+ * (the tables use default reductions, so the top state alone can mislead). */
+static bool token_acceptable(yyParser *p, int t)
+{
+    int depth = (int)(p->yytos - p->yystack) + 1;
+    YYACTIONTYPE *states = rf_malloc(((size_t)depth + 2) * sizeof *states);
+    for (int i = 0; i < depth; i++)
+        states[i] = p->yystack[i].stateno;
+    bool ok = false;
+    for (int steps = 0; steps < 10000; steps++) {
+        YYACTIONTYPE act = yy_find_shift_action((YYCODETYPE)t, states[depth - 1]);
+        if (act >= YY_MIN_REDUCE) {
+            int rule = act - YY_MIN_REDUCE;
+            depth += yyRuleInfoNRhs[rule];
+            if (depth < 1)
+                break;
+            if (yyRuleInfoNRhs[rule] == 0)
+                states = rf_realloc(states, ((size_t)depth + 2) * sizeof *states);
+            states[depth] = yy_find_reduce_action(states[depth - 1], yyRuleInfoLhs[rule]);
+            depth++;
+            continue;
+        }
+        ok = act <= YY_MAX_SHIFTREDUCE || act == YY_ACCEPT_ACTION;
+        break;
+    }
+    free(states);
+    return ok;
+}
+
+static void report_syntax_error(struct yyParser *parser, int major, rf_token tok)
+{
+    rf_parse_state *ps = parser->ps;
+    if (ps->failed)
+        return;
+    ps->failed = true;
+    /* Tokens that can start an expression are listed as one item. */
+    static const int expr_start[] = { TK_IDENT, TK_WILDCARD, TK_INT, TK_FLOAT, TK_STRING,
+                                      TK_TRUE, TK_FALSE, TK_LPAREN, TK_MINUS };
+    int nstart = (int)(sizeof expr_start / sizeof expr_start[0]);
+    bool acceptable[YYNTOKEN];
+    for (int t = 0; t < YYNTOKEN; t++)
+        acceptable[t] = token_acceptable(parser, t);
+    bool any_expr = true;
+    for (int i = 0; i < nstart; i++)
+        any_expr &= acceptable[expr_start[i]];
+    if (any_expr)
+        for (int i = 0; i < nstart; i++)
+            acceptable[expr_start[i]] = false;
+    int expected[YYNTOKEN + 1], nexpected = 0;
+    for (int t = 0; t < YYNTOKEN; t++)
+        if (acceptable[t])
+            expected[nexpected++] = t;
+    if (any_expr)
+        expected[nexpected++] = YYNTOKEN; /* "an expression" */
+    char found[96];
+    if (major == TK_IDENT || major == TK_INT || major == TK_FLOAT)
+        snprintf(found, sizeof found, "'%.*s'", tok.len > 40 ? 40 : tok.len, tok.start);
+    else
+        snprintf(found, sizeof found, "%s", token_desc(major));
+    char msg[512];
+    int n = snprintf(msg, sizeof msg, "syntax error: unexpected %s", found);
+    if (nexpected > 0 && nexpected <= 8) {
+        n += snprintf(msg + n, sizeof msg - (size_t)n, ", expected ");
+        for (int i = 0; i < nexpected; i++) {
+            const char *sep = i == 0 ? "" : i == nexpected - 1 ? " or " : ", ";
+            n += snprintf(msg + n, sizeof msg - (size_t)n, "%s%s", sep, token_desc(expected[i]));
+        }
+    }
+    rf_diag_error(ps->diag, tok.loc, "%s", msg);
+}
+}

@@ -1,0 +1,745 @@
+/* Front end tests: valid programs lower to exactly the expected rf_program;
+ * every error category is reported with the expected message at the
+ * expected line:col; truncated and garbled input gives errors, not
+ * crashes. */
+#include "frontend.h"
+
+#include <CUnit/Basic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------- helpers */
+
+static char *g_diag_text;   /* diagnostics of the last compile() */
+static int g_diag_errors;
+
+static rf_program *compile_as(const char *name, const char *text)
+{
+    free(g_diag_text);
+    g_diag_text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&g_diag_text, &len);
+    rf_diag diag;
+    rf_diag_init(&diag, out);
+    rf_program *p = rf_compile_string(name, text, &diag);
+    fclose(out);
+    g_diag_errors = diag.errors;
+    return p;
+}
+
+static rf_program *compile(const char *text) { return compile_as("t.lql", text); }
+
+/* Compiles a program that must be valid. */
+static rf_program *compile_ok(const char *text)
+{
+    rf_program *p = compile(text);
+    if (!p)
+        fprintf(stderr, "\nunexpected errors:\n%s", g_diag_text);
+    return p;
+}
+
+/* Does the diagnostic output hold this exact line? */
+static bool has_line(const char *line)
+{
+    size_t n = strlen(line);
+    for (const char *p = g_diag_text; p && (p = strstr(p, line)); p++)
+        if ((p == g_diag_text || p[-1] == '\n') && (p[n] == '\n' || p[n] == '\0'))
+            return true;
+    return false;
+}
+
+/* The program must fail with exactly `nerrors` errors, one of which is
+ * `expected` (a whole "t.lql:L:C: error: ..." line). */
+static void expect_errors(const char *text, int nerrors, const char *expected)
+{
+    rf_program *p = compile(text);
+    CU_ASSERT_PTR_NULL(p);
+    rf_program_free(p);
+    bool found = has_line(expected);
+    if (!found || g_diag_errors != nerrors)
+        fprintf(stderr, "\nwanted %d error(s) incl. '%s'; got %d:\n%s", nerrors, expected,
+                g_diag_errors, g_diag_text ? g_diag_text : "");
+    CU_ASSERT_TRUE(found);
+    CU_ASSERT_EQUAL(g_diag_errors, nerrors);
+}
+
+static void expect_error(const char *text, const char *expected) { expect_errors(text, 1, expected); }
+
+static int pred(const rf_program *p, const char *name)
+{
+    int i = rf_program_find_pred(p, name);
+    CU_ASSERT_TRUE_FATAL(i >= 0);
+    return i;
+}
+
+/* The printed form of an expression, with the rule's variable names. */
+static char *expr_text(const rf_rule *r, const rf_expr *e)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (e)
+        rf_expr_print(e, f, (const char *const *)r->var_names);
+    else
+        fputs("_", f);
+    fclose(f);
+    return buf;
+}
+
+static void check_expr(const rf_rule *r, const rf_expr *e, const char *want)
+{
+    char *got = expr_text(r, e);
+    if (strcmp(got, want) != 0)
+        fprintf(stderr, "\nexpression: wanted %s, got %s\n", want, got);
+    CU_ASSERT_STRING_EQUAL(got, want);
+    free(got);
+}
+
+/* One line per body literal: "atom p(x, _)", "not p(x)", "filter (x < y)",
+ * "assign y = (x + 1)". */
+static char *body_text(const rf_program *p, const rf_rule *r)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    for (int i = 0; i < r->nbody; i++) {
+        const rf_literal *l = &r->body[i];
+        if (l->kind == RF_LIT_ATOM || l->kind == RF_LIT_NEGATED) {
+            fprintf(f, "%s %s(", l->kind == RF_LIT_ATOM ? "atom" : "not", p->preds[l->pred].name);
+            CU_ASSERT_EQUAL(l->nargs, p->preds[l->pred].arity);
+            for (int j = 0; j < l->nargs; j++) {
+                char *a = expr_text(r, l->args[j]);
+                fprintf(f, "%s%s", j ? ", " : "", a);
+                free(a);
+            }
+            fputs(")", f);
+        } else {
+            char *e = expr_text(r, l->expr);
+            if (l->kind == RF_LIT_FILTER)
+                fprintf(f, "filter %s", e);
+            else
+                fprintf(f, "assign %s = %s", r->var_names[l->var], e);
+            free(e);
+        }
+        fputs(i + 1 < r->nbody ? "; " : "", f);
+    }
+    fclose(f);
+    return buf;
+}
+
+static void check_body(const rf_program *p, int rule, const char *want)
+{
+    CU_ASSERT_TRUE_FATAL(rule < p->nrules);
+    char *got = body_text(p, &p->rules[rule]);
+    if (strcmp(got, want) != 0)
+        fprintf(stderr, "\nrule %d body: wanted\n  %s\ngot\n  %s\n", rule, want, got);
+    CU_ASSERT_STRING_EQUAL(got, want);
+    free(got);
+}
+
+/* "edge | path* | ..." : strata in order, '*' marks recursive ones. */
+static void check_strata(const rf_program *p, const char *want)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    for (int i = 0; i < p->nstrata; i++) {
+        const rf_stratum *s = &p->strata[i];
+        fputs(i ? " | " : "", f);
+        for (int j = 0; j < s->npreds; j++)
+            fprintf(f, "%s%s", j ? " " : "", p->preds[s->preds[j]].name);
+        if (s->recursive)
+            fputs("*", f);
+    }
+    fclose(f);
+    if (strcmp(buf, want) != 0)
+        fprintf(stderr, "\nstrata: wanted %s, got %s\n", want, buf);
+    CU_ASSERT_STRING_EQUAL(buf, want);
+    /* Every predicate in exactly one stratum, every rule with its head. */
+    int *seen = calloc((size_t)p->npreds + 1, sizeof *seen);
+    for (int i = 0; i < p->nstrata; i++)
+        for (int j = 0; j < p->strata[i].npreds; j++)
+            seen[p->strata[i].preds[j]]++;
+    for (int i = 0; i < p->npreds; i++)
+        CU_ASSERT_EQUAL(seen[i], 1);
+    int nrules = 0;
+    for (int i = 0; i < p->nstrata; i++)
+        for (int j = 0; j < p->strata[i].nrules; j++) {
+            int r = p->strata[i].rules[j];
+            bool in = false;
+            for (int k = 0; k < p->strata[i].npreds; k++)
+                in |= p->strata[i].preds[k] == p->rules[r].head;
+            CU_ASSERT_TRUE(in);
+            nrules++;
+        }
+    CU_ASSERT_EQUAL(nrules, p->nrules);
+    free(seen);
+    free(buf);
+}
+
+/* -------------------------------------------------------- valid programs */
+
+static void test_declarations_and_facts(void)
+{
+    rf_program *p = compile_ok(
+        "// comment\n"
+        "edge(x, y) -> int32(x), int32(y).\n"
+        "/* block\n   comment */ big(x) -> int64(x).\n"
+        "name(a, b, c, d) -> string(a), int64(b), float64(c), bool(d).\n"
+        "f[x] = y -> int32(x), int64(y).\n"
+        "total[] = s -> float64(s).\n"
+        "edge(1, 2). edge(-2147483648, 2147483647).\n"
+        "big(-9223372036854775808). big(9223372036854775807).\n"
+        "name(\"a\\n\\\"b\", -5, 1.5, true). name(\"\", 0, 2, false).\n"
+        "f[1] = 3.\n"
+        "total[] = -0.0.\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->npreds, 5);
+    CU_ASSERT_EQUAL(p->nrules, 0);
+    const rf_pred *e = &p->preds[pred(p, "edge")];
+    CU_ASSERT_EQUAL(e->arity, 2);
+    CU_ASSERT_EQUAL(e->types[0], RF_TYPE_INT32);
+    CU_ASSERT_FALSE(e->functional);
+    CU_ASSERT_FALSE(e->has_rules);
+    CU_ASSERT_EQUAL(e->loc.line, 2);
+    CU_ASSERT_EQUAL(e->loc.col, 1);
+    CU_ASSERT_EQUAL_FATAL(e->nfacts, 2);
+    CU_ASSERT_EQUAL(rf_word_to_int(e->facts[0]), 1);
+    CU_ASSERT_EQUAL(rf_word_to_int(e->facts[1]), 2);
+    CU_ASSERT_EQUAL(rf_word_to_int(e->facts[2]), INT32_MIN);
+    CU_ASSERT_EQUAL(rf_word_to_int(e->facts[3]), INT32_MAX);
+    const rf_pred *b = &p->preds[pred(p, "big")];
+    CU_ASSERT_EQUAL(b->loc.line, 4);
+    CU_ASSERT_EQUAL(b->loc.col, 15);
+    CU_ASSERT_EQUAL(rf_word_to_int(b->facts[0]), INT64_MIN);
+    CU_ASSERT_EQUAL(rf_word_to_int(b->facts[1]), INT64_MAX);
+    const rf_pred *n = &p->preds[pred(p, "name")];
+    CU_ASSERT_EQUAL(n->types[0], RF_TYPE_STRING);
+    CU_ASSERT_EQUAL(n->types[1], RF_TYPE_INT64);
+    CU_ASSERT_EQUAL(n->types[2], RF_TYPE_FLOAT64);
+    CU_ASSERT_EQUAL(n->types[3], RF_TYPE_BOOL);
+    CU_ASSERT_EQUAL_FATAL(n->nfacts, 2);
+    CU_ASSERT_STRING_EQUAL(rf_str_get(n->facts[0]), "a\n\"b");
+    CU_ASSERT_EQUAL(rf_word_to_int(n->facts[1]), -5);
+    CU_ASSERT_EQUAL(rf_word_to_double(n->facts[2]), 1.5);
+    CU_ASSERT_EQUAL(n->facts[3], 1);
+    CU_ASSERT_STRING_EQUAL(rf_str_get(n->facts[4]), "");
+    CU_ASSERT_EQUAL(rf_word_to_double(n->facts[6]), 2.0); /* int literal as float64 */
+    CU_ASSERT_EQUAL(n->facts[7], 0);
+    const rf_pred *f = &p->preds[pred(p, "f")];
+    CU_ASSERT_TRUE(f->functional);
+    CU_ASSERT_EQUAL(f->types[1], RF_TYPE_INT64);
+    CU_ASSERT_EQUAL(f->nfacts, 1);
+    CU_ASSERT_EQUAL(rf_word_to_int(f->facts[1]), 3);
+    const rf_pred *t = &p->preds[pred(p, "total")];
+    CU_ASSERT_TRUE(t->functional);
+    CU_ASSERT_EQUAL(t->arity, 1);
+    CU_ASSERT_EQUAL(t->facts[0], 0); /* -0.0 normalised */
+    check_strata(p, "edge | big | name | f | total");
+    rf_program_free(p);
+}
+
+static void test_recursion(void)
+{
+    rf_program *p = compile_ok(
+        "path(x, y) -> int32(x), int32(y).\n"
+        "edge(x, y) -> int32(x), int32(y).\n"
+        "path(x, z) <- path(x, y), edge(y, z).\n"
+        "path(x, y) <- edge(x, y).\n"
+        "edge(1, 2).\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->nrules, 2);
+    check_body(p, 0, "atom path(x, y); atom edge(y, z)");
+    check_body(p, 1, "atom edge(x, y)");
+    const rf_rule *r = &p->rules[0];
+    CU_ASSERT_EQUAL(r->head, pred(p, "path"));
+    CU_ASSERT_EQUAL(r->nvars, 3);
+    CU_ASSERT_EQUAL(r->agg, RF_AGG_NONE);
+    check_expr(r, r->head_args[0], "x");
+    check_expr(r, r->head_args[1], "z");
+    CU_ASSERT_EQUAL(r->var_types[2], RF_TYPE_INT32);
+    CU_ASSERT_EQUAL(r->loc.line, 3);
+    CU_ASSERT_EQUAL(r->body[1].loc.col, 27);
+    CU_ASSERT_TRUE(p->preds[pred(p, "path")].has_rules);
+    CU_ASSERT_FALSE(p->preds[pred(p, "edge")].has_rules);
+    check_strata(p, "edge | path*");
+    CU_ASSERT_EQUAL(p->strata[1].nrules, 2);
+    rf_program_free(p);
+
+    /* Mutual recursion: one stratum; a rule using only lower strata does
+     * not make a stratum recursive. */
+    p = compile_ok(
+        "e(x) -> int32(x). odd(x) -> int32(x). even(x) -> int32(x). top(x) -> int32(x).\n"
+        "even(0).\n"
+        "odd(y) <- even(x), e(y), y = x + 1.\n"
+        "even(y) <- odd(x), e(y), y = x + 1.\n"
+        "top(x) <- odd(x), even(x).\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    check_strata(p, "e | odd even* | top");
+    check_body(p, 0, "atom even(x); atom e(y); filter (y = (x + 1))");
+    rf_program_free(p);
+}
+
+static void test_negation_and_wildcards(void)
+{
+    rf_program *p = compile_ok(
+        "node(x) -> int32(x). edge(x, y) -> int32(x), int32(y).\n"
+        "reach(x) -> int32(x). unreach(x) -> int32(x). loop(x) -> int32(x).\n"
+        "reach(x) <- edge(1, x).\n"
+        "reach(y) <- reach(x), edge(x, y).\n"
+        "unreach(x) <- node(x), !reach(x), !edge(x, _).\n"
+        "loop(x) <- edge(x, x), node(_), x != 3.\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    check_body(p, 0, "atom edge(1, x)");
+    check_body(p, 2, "atom node(x); not reach(x); not edge(x, _)");
+    check_body(p, 3, "atom edge(x, x); atom node(_); filter (x != 3)");
+    CU_ASSERT_PTR_NULL(p->rules[3].body[1].args[0]);
+    CU_ASSERT_EQUAL(p->rules[3].nvars, 1);
+    check_strata(p, "node | edge | reach* | unreach | loop");
+    rf_program_free(p);
+}
+
+static void test_assignments_and_types(void)
+{
+    rf_program *p = compile_ok(
+        "p(x) -> int32(x). q(x, y) -> int32(x), int64(y). f(x) -> float64(x).\n"
+        "s(a) -> string(a).\n"
+        "q(x, w) <- w = v * 2, v = y + 1, p(x), y = x, p(y).\n"     /* chain, out of order */
+        "q(x, y) <- p(x), y = x + 5000000000.\n"                    /* big literal: int64 */
+        "f(y) <- p(x), y = x * 2.5, y >= -1.\n"
+        "f(x) <- p(x), x < 7.\n"                                    /* head widens to float64 */
+        "q(x, x + 1) <- p(x), -(x) < 2 * 3 % 4 - 1.\n"
+        "s(a) <- s(a), a < \"m\", a != \"x\".\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    /* A literal waits for its inputs; then earlier ones go first. */
+    check_body(p, 0, "atom p(x); atom p(y); assign v = (y + 1); assign w = (v * 2); filter (y = x)");
+    CU_ASSERT_EQUAL(p->rules[0].var_types[p->rules[0].body[2].var], RF_TYPE_INT32);
+    CU_ASSERT_EQUAL(p->rules[0].var_types[p->rules[0].body[3].var], RF_TYPE_INT32);
+    check_expr(&p->rules[0], p->rules[0].head_args[1], "int64(w)");
+    check_body(p, 1, "atom p(x); assign y = (int64(x) + 5000000000)");
+    check_body(p, 2, "atom p(x); assign y = (float64(x) * 2.5); filter (y >= -1)");
+    const rf_expr *cmp = p->rules[2].body[2].expr;
+    CU_ASSERT_EQUAL(cmp->b->type, RF_TYPE_FLOAT64);
+    check_body(p, 3, "atom p(x); filter (x < 7)");
+    check_expr(&p->rules[3], p->rules[3].head_args[0], "float64(x)");
+    CU_ASSERT_EQUAL(p->rules[3].head_args[0]->op, RF_EX_CAST);
+    check_expr(&p->rules[4], p->rules[4].head_args[1], "int64((x + 1))");
+    CU_ASSERT_EQUAL(p->rules[4].head_args[1]->a->type, RF_TYPE_INT32);
+    check_body(p, 4, "atom p(x); filter (-x < (((2 * 3) % 4) - 1))");
+    check_body(p, 5, "atom s(a); filter (a < \"m\"); filter (a != \"x\")");
+    CU_ASSERT_EQUAL(p->rules[5].body[1].expr->type, RF_TYPE_BOOL);
+    check_strata(p, "p | q | f | s*");
+    rf_program_free(p);
+}
+
+static void test_aggregation(void)
+{
+    rf_program *p = compile_ok(
+        "edge(x, y) -> int32(x), int32(y).\n"
+        "deg[x] = n -> int32(x), int64(n).\n"
+        "sum[] = s -> int64(s).\n"
+        "lo[x] = m -> int32(x), float64(m).\n"
+        "deg[x] = n <- agg<<n = count()>> edge(x, _).\n"
+        "sum[] = s <- agg<<s = total(v)>> deg[_] = v.\n"
+        "lo[x] = m <- agg<< m = min(y * 2) >> edge(x, y).\n"
+        "lo[x] = m <- agg<<m = max(y)>> edge(x, y), y > 0.\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    const rf_rule *r = &p->rules[0];
+    CU_ASSERT_EQUAL(r->agg, RF_AGG_COUNT);
+    CU_ASSERT_PTR_NULL(r->agg_arg);
+    check_body(p, 0, "atom edge(x, _1)");
+    CU_ASSERT_EQUAL(r->nvars, 3);
+    check_expr(r, r->head_args[1], "n");
+    CU_ASSERT_EQUAL(r->var_types[r->head_args[1]->index], RF_TYPE_INT64);
+    r = &p->rules[1];
+    CU_ASSERT_EQUAL(r->agg, RF_AGG_TOTAL);
+    check_expr(r, r->agg_arg, "v");
+    check_body(p, 1, "atom deg(_1, v)");
+    r = &p->rules[2];
+    CU_ASSERT_EQUAL(r->agg, RF_AGG_MIN);
+    check_expr(r, r->agg_arg, "float64((y * 2))");
+    r = &p->rules[3];
+    CU_ASSERT_EQUAL(r->agg, RF_AGG_MAX);
+    check_body(p, 3, "atom edge(x, y); filter (y > 0)");
+    check_strata(p, "edge | deg | sum | lo");
+    rf_program_free(p);
+}
+
+static void test_directives(void)
+{
+    rf_program *p = compile_as("progs/g.lql",
+        "e(x, y) -> int32(x), int32(y). f(x) -> int32(x). g(x) -> int32(x). h(x) -> int32(x).\n"
+        "@input(e, \"data/e.tsv\").\n"
+        "@input(f, \"f.csv\").\n"
+        "@input(g, \"/abs/g.txt\", csv).\n"
+        "@input(h, \"h.csv\", \"tsv\").\n"
+        "@output(e). @output(f).\n"
+        "e(1, 2).\n"
+        "e(x, y) <- f(x), g(y).\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    const rf_pred *e = &p->preds[pred(p, "e")];
+    CU_ASSERT_STRING_EQUAL(e->input_path, "progs/data/e.tsv");
+    CU_ASSERT_EQUAL(e->input_format, RF_FORMAT_TSV);
+    CU_ASSERT_TRUE(e->is_output);
+    CU_ASSERT_TRUE(e->has_rules);
+    CU_ASSERT_EQUAL(e->nfacts, 1);
+    const rf_pred *f = &p->preds[pred(p, "f")];
+    CU_ASSERT_STRING_EQUAL(f->input_path, "progs/f.csv");
+    CU_ASSERT_EQUAL(f->input_format, RF_FORMAT_CSV);
+    CU_ASSERT_TRUE(f->is_output);
+    const rf_pred *g = &p->preds[pred(p, "g")];
+    CU_ASSERT_STRING_EQUAL(g->input_path, "/abs/g.txt");
+    CU_ASSERT_EQUAL(g->input_format, RF_FORMAT_CSV);
+    CU_ASSERT_FALSE(g->is_output);
+    const rf_pred *h = &p->preds[pred(p, "h")];
+    CU_ASSERT_EQUAL(h->input_format, RF_FORMAT_TSV);
+    check_strata(p, "f | g | e | h");
+    rf_program_free(p);
+
+    p = compile_as("plain.lql", "e(x) -> int32(x). @input(e, \"e.tsv\").");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_STRING_EQUAL(p->preds[0].input_path, "e.tsv");
+    CU_ASSERT_PTR_NULL(p->preds[0].facts);
+    rf_program_free(p);
+}
+
+static void test_compile_file(void)
+{
+    char path[] = "/tmp/rf_frontend_testXXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_TRUE_FATAL(fd >= 0);
+    const char *text = "p(x) -> int32(x).\np(1).\n";
+    CU_ASSERT_EQUAL(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    rf_diag diag;
+    rf_diag_init(&diag, stderr);
+    rf_program *p = rf_compile_file(path, &diag);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_STRING_EQUAL(p->source->path, path);
+    CU_ASSERT_EQUAL(p->preds[0].nfacts, 1);
+    rf_program_free(p);
+    unlink(path);
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    rf_diag_init(&diag, out);
+    p = rf_compile_file("/nonexistent/x.lql", &diag);
+    fclose(out);
+    CU_ASSERT_PTR_NULL(p);
+    CU_ASSERT_EQUAL(diag.errors, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "redfox: error: cannot open '/nonexistent/x.lql'"));
+    free(buf);
+}
+
+/* ---------------------------------------------------------------- errors */
+
+#define DECL "p(x) -> int32(x).\nq(x, y) -> int32(x), string(y).\n"
+
+static void test_syntax_errors(void)
+{
+    expect_error("p(x) -> int32(x).\np(1) p(2).\n",
+                 "t.lql:2:6: error: syntax error: unexpected 'p', expected '->', '.' or '<-'");
+    expect_error("p(x) -> int32(x).\np(x) <- p(x),.\n",
+                 "t.lql:2:14: error: syntax error: unexpected '.', expected '!' or an expression");
+    expect_error("p(x) -> int32(x).\np(x) <- p(x), x < .",
+                 "t.lql:2:19: error: syntax error: unexpected '.', expected an expression");
+    expect_error("p(x) -> int32(x).\np(1",
+                 "t.lql:2:4: error: syntax error: unexpected end of input, expected ')'");
+    expect_error("p(x) -> int32(x).\n) p(1).",
+                 "t.lql:2:1: error: syntax error: unexpected ')', expected end of input, '@' or a name");
+    expect_error("p(x) -> int32(x).\np(x) <- p(x), x < y < 3.",
+                 "t.lql:2:21: error: syntax error: unexpected '<', expected '.' or ','");
+    /* Recovery: one error per broken clause, the good clauses still parse. */
+    expect_errors("p(x) -> int32(x).\np(1 2).\np(3).\np(4 5).\n", 2,
+                  "t.lql:4:5: error: syntax error: unexpected '5', expected ')'");
+    expect_errors("p(x) -> int32(x).\np(1) # 2.", 2, "t.lql:2:6: error: unexpected character '#'");
+    CU_ASSERT_TRUE(has_line("t.lql:2:8: error: syntax error: unexpected '2', expected '->', '.' or '<-'"));
+    expect_errors("p(x) -> int32(x).\np(1) <- x \xc3\xa9.", 2,
+                  "t.lql:2:11: error: unexpected character '\\xc3'");
+}
+
+static void test_lexical_errors(void)
+{
+    expect_errors(DECL "q(1, \"abc\\q\").\nq(2, \"x\").", 1,
+                  "t.lql:3:10: error: bad escape '\\q' in string");
+    expect_errors(DECL "q(1, \"abc).\n", 2, "t.lql:3:6: error: unclosed string");
+    expect_errors(DECL "p(1). /* never\nclosed", 1, "t.lql:3:7: error: unclosed comment");
+}
+
+static void test_name_errors(void)
+{
+    expect_error(DECL "p(x) <- r(x).", "t.lql:3:9: error: unknown predicate 'r'");
+    expect_error(DECL "r(x) <- p(x).", "t.lql:3:1: error: unknown predicate 'r'");
+    expect_error(DECL "r(1).", "t.lql:3:1: error: unknown predicate 'r'");
+    expect_error(DECL "p(x) <- p(x), !r(x).", "t.lql:3:16: error: unknown predicate 'r'");
+    expect_error(DECL "@input(r, \"r.tsv\").", "t.lql:3:8: error: unknown predicate 'r'");
+    expect_error(DECL "@output(r).", "t.lql:3:9: error: unknown predicate 'r'");
+    expect_error(DECL "@input(p, \"p.tsv\", xml).",
+                 "t.lql:3:20: error: unknown input format 'xml' (expected tsv or csv)");
+    expect_error(DECL "@print(p).", "t.lql:3:1: error: unknown directive '@print' (expected @input or @output)");
+    expect_error(DECL "@input(p, \"a.tsv\").\n@input(p, \"b.tsv\").",
+                 "t.lql:4:8: error: duplicate @input for 'p'");
+    expect_error("r(x) -> int8(x).", "t.lql:1:9: error: unknown type 'int8'");
+    expect_error("r(x, y) -> int32(x).", "t.lql:1:6: error: variable 'y' has no type");
+    expect_error("r(x) -> int32(x), int64(x).", "t.lql:1:25: error: variable 'x' already has a type");
+    expect_errors(DECL "p(y) -> int32(y).", 1, "t.lql:3:1: error: duplicate declaration of 'p'");
+    CU_ASSERT_TRUE(has_line("t.lql:1:1: note: 'p' was declared here"));
+    expect_error(DECL "p(y) -> int64(y).", "t.lql:3:1: error: conflicting declaration of 'p'");
+    expect_error(DECL "p[] = y -> int32(y).", "t.lql:3:1: error: conflicting declaration of 'p'");
+}
+
+static void test_arity_and_type_errors(void)
+{
+    expect_error(DECL "p(1, 2).", "t.lql:3:1: error: arity mismatch: 'p' has 1 argument, found 2");
+    expect_error(DECL "p(x) <- q(x).", "t.lql:3:9: error: arity mismatch: 'q' has 2 arguments, found 1");
+    expect_error(DECL "p(x) <- q[x] = y.", "t.lql:3:9: error: 'q' is not functional: write q(...)");
+    expect_error(DECL "q(1, 2).", "t.lql:3:6: error: type mismatch: expected string, found integer");
+    expect_error(DECL "p(1.5).", "t.lql:3:3: error: type mismatch: expected int32, found float64");
+    expect_error(DECL "p(true).", "t.lql:3:3: error: type mismatch: expected int32, found bool");
+    expect_error(DECL "p(x).", "t.lql:3:3: error: fact arguments must be constants");
+    expect_error(DECL "p(x) <- q(x, 3).", "t.lql:3:14: error: type mismatch: expected string, found integer");
+    expect_error(DECL "p(y) <- q(x, y).",
+                 "t.lql:3:3: error: type mismatch: expected int32, found string");
+    expect_error(DECL "p(x) <- q(x, y), p(y).",
+                 "t.lql:3:20: error: type mismatch: variable 'y' is string, but column 1 of 'p' is int32");
+    expect_error(DECL "p(x) <- q(x, y), x < y.",
+                 "t.lql:3:18: error: type mismatch: cannot compare int32 with string");
+    expect_error(DECL "p(x) <- q(x, y), z = y + 1, p(z).",
+                 "t.lql:3:22: error: type mismatch: '+' needs numbers, found string");
+    expect_error(DECL "p(x) <- q(x, y), x = -y.",
+                 "t.lql:3:22: error: type mismatch: '-' needs a number, found string");
+    expect_error(DECL "p(z) <- p(x), z = x + 1.5.",
+                 "t.lql:3:3: error: type mismatch: expected int32, found float64");
+    expect_error("b(x) -> bool(x). b(x) <- b(x), x < 1.",
+                 "t.lql:1:32: error: type mismatch: cannot compare bool with integer");
+    expect_error(DECL "p(x + \"a\") <- p(x).",
+                 "t.lql:3:7: error: type mismatch: '+' needs numbers, found string");
+    expect_error(DECL "p(x) <- p(x), p(x + 1).",
+                 "t.lql:3:17: error: atom arguments must be variables, constants or '_'");
+}
+
+static void test_range_errors(void)
+{
+    expect_error(DECL "p(2147483648).", "t.lql:3:3: error: integer literal out of range for int32");
+    expect_error(DECL "p(-2147483649).", "t.lql:3:3: error: integer literal out of range for int32");
+    expect_error("b(x) -> int64(x). b(9223372036854775808).",
+                 "t.lql:1:21: error: integer literal out of range for int64");
+    expect_error("b(x) -> int64(x). b(-99999999999999999999999).",
+                 "t.lql:1:21: error: integer literal out of range for int64");
+    expect_error("b(x) -> float64(x). b(1e999).",
+                 "t.lql:1:23: error: float literal out of range for float64");
+}
+
+static void test_binding_errors(void)
+{
+    expect_error(DECL "p(y) <- p(x).", "t.lql:3:3: error: head variable 'y' is not bound in the body");
+    expect_error(DECL "p(_) <- p(x).", "t.lql:3:3: error: '_' cannot be used in a rule head");
+    expect_error(DECL "p(x) <- p(x), !q(x, y).",
+                 "t.lql:3:21: error: variable 'y' is not bound by a positive atom");
+    expect_error(DECL "p(x) <- p(x), x < y.",
+                 "t.lql:3:19: error: variable 'y' is not bound by a positive atom");
+    expect_error(DECL "p(x) <- p(x), y = z.",
+                 "t.lql:3:15: error: variable 'y' is not bound by a positive atom");
+    expect_error(DECL "p(x) <- p(x), x = _.", "t.lql:3:19: error: '_' cannot be used in a comparison");
+    /* an error in an atom silences the unbound-variable echoes */
+    expect_error(DECL "p(x) <- r(x), y = x.", "t.lql:3:9: error: unknown predicate 'r'");
+}
+
+static void test_stratification_errors(void)
+{
+    expect_error(DECL "r(x) -> int32(x).\np(x) <- r(x), !q(x, _).\nq(x, \"a\") <- p(x).\n",
+                 "t.lql:4:15: error: negation through recursion: p -> q -> p");
+    expect_error(DECL "p(x) <- p(x), !p(x).", "t.lql:3:15: error: negation through recursion: p -> p");
+    expect_error("c[x] = n -> int32(x), int64(n).\nc[x] = n <- agg<<n = count()>> c[x] = _.",
+                 "t.lql:2:1: error: aggregation through recursion: c -> c");
+}
+
+static void test_aggregation_errors(void)
+{
+    const char *decl = "e(x, y) -> int32(x), int32(y).\nc[x] = n -> int32(x), int64(n).\n";
+    char buf[512];
+#define AGG(rule) (snprintf(buf, sizeof buf, "%s%s", decl, rule), buf)
+    expect_error(AGG("c[x] = n <- agg<<n = avg(y)>> e(x, y)."),
+                 "t.lql:3:22: error: unknown aggregate function 'avg' (expected count, total, min or max)");
+    expect_error(AGG("c[x] = n <- agg<<n = count(y)>> e(x, y)."),
+                 "t.lql:3:28: error: count() takes no argument");
+    expect_error(AGG("c[x] = n <- agg<<n = total()>> e(x, y)."),
+                 "t.lql:3:22: error: total() needs an argument");
+    expect_error(AGG("c[x] = m <- agg<<n = count()>> e(x, y)."),
+                 "t.lql:3:8: error: the last head argument must be the aggregate's result 'n'");
+    expect_error(AGG("c[x] = n <- agg<<n = count()>> e(x, n)."),
+                 "t.lql:3:32: error: aggregate result 'n' must not appear in the body");
+    expect_error(AGG("c[x] = n <- agg<<n = total(z)>> e(x, y)."),
+                 "t.lql:3:28: error: variable 'z' is not bound by a positive atom");
+    expect_error("e(x, y) -> int32(x), int32(y).\nc[x] = n -> int32(x), int32(n).\n"
+                 "c[x] = n <- agg<<n = count()>> e(x, _).",
+                 "t.lql:3:8: error: type mismatch: count() produces int64, but 'n' is int32");
+    expect_error("e(x, y) -> int32(x), float64(y).\nc[x] = n -> int32(x), int32(n).\n"
+                 "c[x] = n <- agg<<n = min(y)>> e(x, y).",
+                 "t.lql:3:26: error: type mismatch: expected int32, found float64");
+#undef AGG
+}
+
+static void test_many_errors(void)
+{
+    /* Errors in several clauses are all reported. */
+    rf_program *p = compile(DECL "r(1).\np(\"a\").\np(x) <- p(x), !p(y).\n@output(zz).\n");
+    CU_ASSERT_PTR_NULL(p);
+    CU_ASSERT_EQUAL(g_diag_errors, 4);
+    CU_ASSERT_TRUE(has_line("t.lql:3:1: error: unknown predicate 'r'"));
+    CU_ASSERT_TRUE(has_line("t.lql:4:3: error: type mismatch: expected int32, found string"));
+    CU_ASSERT_TRUE(has_line("t.lql:5:18: error: variable 'y' is not bound by a positive atom"));
+    CU_ASSERT_TRUE(has_line("t.lql:6:9: error: unknown predicate 'zz'"));
+    /* The source line and the caret under the offending text. */
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_diag_text, "@output(zz).\n        ^~\n"));
+}
+
+/* ------------------------------------------------------------ robustness */
+
+static const char *const valid_programs[] = {
+    "edge(x, y) -> int32(x), int32(y).\npath(x, y) -> int32(x), int32(y).\n"
+    "edge(1, 2). edge(2, -3).\n@input(edge, \"e.tsv\").\n@output(path).\n"
+    "path(x, y) <- edge(x, y).\npath(x, z) <- path(x, y), edge(y, z), z != x + 1.\n",
+    "n(s, v) -> string(s), float64(v).\nc[s] = k -> string(s), int64(k).\nt[] = x -> float64(x).\n"
+    "n(\"a\\tb\", 1.5). n(\"q\", /* c */ -2).\n"
+    "c[s] = k <- agg<<k = count()>> n(s, _).\nt[] = x <- agg<<x = total(v * 2)>> n(_, v), !c[\"z\"] = 1.\n",
+    "p(x) -> int64(x).\nq(x) -> int64(x).\nr(x) -> int32(x).\np(0). r(3).\n"
+    "q(y) <- p(x), y = (x + 1) % 7, y >= 0, !r(y).\np(z) <- q(z), z < 100.\n",
+};
+
+static void test_prefixes(void)
+{
+    for (size_t k = 0; k < sizeof valid_programs / sizeof *valid_programs; k++) {
+        const char *text = valid_programs[k];
+        rf_program *whole = compile_ok(text);
+        CU_ASSERT_PTR_NOT_NULL(whole);
+        rf_program_free(whole);
+        size_t n = strlen(text);
+        for (size_t len = 0; len < n; len++) {
+            char *prefix = rf_strndup(text, len);
+            rf_program *p = compile(prefix);
+            /* A prefix ending right after a complete clause may be valid;
+             * anything else must be an error, never a crash. */
+            size_t end = len;
+            while (end > 0 && (prefix[end - 1] == ' ' || prefix[end - 1] == '\n'))
+                end--;
+            bool at_clause_end = end == 0 || prefix[end - 1] == '.';
+            if (!at_clause_end) {
+                if (p || g_diag_errors == 0)
+                    fprintf(stderr, "\nprefix accepted: [%s]\n", prefix);
+                CU_ASSERT_PTR_NULL(p);
+                CU_ASSERT_TRUE(g_diag_errors > 0);
+            } else {
+                CU_ASSERT_TRUE((p != NULL) == (g_diag_errors == 0));
+            }
+            rf_program_free(p);
+            free(prefix);
+        }
+    }
+}
+
+/* Random byte edits of valid programs: any result is fine except a crash,
+ * a leak or a NULL without an error. */
+static void test_mutations(void)
+{
+    unsigned seed = 12345;
+    const char alphabet[] = "().,[]=<>!-+*/%@_\"\\ \nagx1.5e<-->>><<";
+    for (int iter = 0; iter < 3000; iter++) {
+        const char *base = valid_programs[iter % 3];
+        size_t n = strlen(base);
+        char *text = rf_malloc(n + 8);
+        memcpy(text, base, n + 1);
+        for (int edits = 0; edits < 1 + iter % 4; edits++) {
+            seed = seed * 1103515245u + 12345u;
+            size_t pos = (seed >> 8) % n;
+            seed = seed * 1103515245u + 12345u;
+            text[pos] = alphabet[(seed >> 8) % (sizeof alphabet - 1)];
+        }
+        rf_program *p = compile(text);
+        CU_ASSERT_TRUE((p != NULL) == (g_diag_errors == 0));
+        rf_program_free(p);
+        free(text);
+    }
+}
+
+static void test_deep_nesting(void)
+{
+    size_t n = 5000;
+    char *text = rf_malloc(3 * n + 64);
+    size_t len = (size_t)sprintf(text, "p(x) -> int32(x).\np(x) <- p(x), x < ");
+    for (size_t i = 0; i < n; i++)
+        text[len++] = '(';
+    text[len++] = '1';
+    for (size_t i = 0; i < n; i++)
+        text[len++] = ')';
+    strcpy(text + len, ".\n");
+    rf_program *p = compile(text);
+    CU_ASSERT_PTR_NULL(p);
+    CU_ASSERT_TRUE(g_diag_errors >= 1);
+    free(text);
+
+    text = rf_malloc(4 * n + 64);
+    len = (size_t)sprintf(text, "p(x) -> int32(x).\np(x) <- p(x), x < 1");
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)sprintf(text + len, " + 1");
+    strcpy(text + len, ".\n");
+    p = compile(text);
+    CU_ASSERT_PTR_NULL(p);
+    CU_ASSERT_TRUE(has_line("t.lql:2:19: error: expression nested too deeply (more than 200 levels)"));
+    free(text);
+}
+
+static void test_embedded_nul(void)
+{
+    rf_source *src = rf_calloc(1, sizeof *src);
+    src->path = rf_strdup("nul.lql");
+    src->len = 20;
+    src->text = rf_calloc(1, 21);
+    memcpy(src->text, "p(x) -> int32(x).\0p", 19);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    rf_diag diag;
+    rf_diag_init(&diag, out);
+    rf_program *p = rf_compile_source(src, &diag);
+    fclose(out);
+    CU_ASSERT_PTR_NULL(p);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "nul.lql:1:18: error: unexpected character '\\x00'"));
+    free(buf);
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite s = CU_add_suite("frontend", NULL, NULL);
+    CU_add_test(s, "declarations and facts", test_declarations_and_facts);
+    CU_add_test(s, "recursion", test_recursion);
+    CU_add_test(s, "negation and wildcards", test_negation_and_wildcards);
+    CU_add_test(s, "assignments and types", test_assignments_and_types);
+    CU_add_test(s, "aggregation", test_aggregation);
+    CU_add_test(s, "directives", test_directives);
+    CU_add_test(s, "compile file", test_compile_file);
+    CU_add_test(s, "syntax errors", test_syntax_errors);
+    CU_add_test(s, "lexical errors", test_lexical_errors);
+    CU_add_test(s, "name errors", test_name_errors);
+    CU_add_test(s, "arity and type errors", test_arity_and_type_errors);
+    CU_add_test(s, "range errors", test_range_errors);
+    CU_add_test(s, "binding errors", test_binding_errors);
+    CU_add_test(s, "stratification errors", test_stratification_errors);
+    CU_add_test(s, "aggregation errors", test_aggregation_errors);
+    CU_add_test(s, "many errors", test_many_errors);
+    CU_add_test(s, "prefixes", test_prefixes);
+    CU_add_test(s, "mutations", test_mutations);
+    CU_add_test(s, "deep nesting", test_deep_nesting);
+    CU_add_test(s, "embedded NUL", test_embedded_nul);
+    CU_basic_set_mode(CU_BRM_NORMAL);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures();
+    CU_cleanup_registry();
+    free(g_diag_text);
+    rf_str_reset();
+    return failed ? 1 : 0;
+}
