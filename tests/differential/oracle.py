@@ -1,0 +1,292 @@
+"""The naive evaluator: the differential suite's oracle.
+
+Evaluates an lql.Program (the data model, never text) bottom-up: predicates
+are grouped into strongly connected components of the dependency graph,
+components run in topological order, and each component is iterated to its
+least fixpoint by re-running all its rules over Python sets until nothing
+changes. Correctness over speed: no semi-naive deltas, no planning beyond a
+per-atom hash index.
+
+It computes everything itself (strata, variable types, expression types) so
+that it checks the generator as much as the compiler: a program the oracle
+finds unstratified raises NotStratified.
+"""
+
+from lql import Atom, Compare, Assign, Var, Const, Wild, Bin, INT_TYPES, wrap, promote
+
+
+class EvalError(Exception):
+    """A run-time fault the engine must report with exit status 2."""
+
+
+class NotStratified(Exception):
+    pass
+
+
+# ---------------------------------------------------------------- expressions
+
+def expr_type(e, var_types):
+    if isinstance(e, Var):
+        return var_types[e.name]
+    if isinstance(e, Const):
+        return e.typ
+    if isinstance(e, Bin):
+        return promote(expr_type(e.a, var_types), expr_type(e.b, var_types))
+    raise TypeError(e)
+
+
+def eval_expr(e, env, var_types):
+    if isinstance(e, Var):
+        return env[e.name]
+    if isinstance(e, Const):
+        return e.value
+    a = eval_expr(e.a, env, var_types)
+    b = eval_expr(e.b, env, var_types)
+    typ = expr_type(e, var_types)
+    if e.op == "+":
+        r = a + b
+    elif e.op == "-":
+        r = a - b
+    elif e.op == "*":
+        r = a * b
+    else:
+        if b == 0:
+            raise EvalError("division by zero")
+        # C semantics: quotient truncates toward zero, remainder has the
+        # dividend's sign. Computed on exact ints, then wrapped (so
+        # INT_MIN / -1 wraps to INT_MIN and INT_MIN % -1 is 0).
+        q = abs(a) // abs(b)
+        if (a < 0) != (b < 0):
+            q = -q
+        r = q if e.op == "/" else a - b * q
+    return wrap(r, typ)
+
+
+def compare(op, a, b):
+    return {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b,
+            ">": a > b, ">=": a >= b}[op]
+
+
+def expr_vars(e, out):
+    if isinstance(e, Var):
+        out.add(e.name)
+    elif isinstance(e, Bin):
+        expr_vars(e.a, out)
+        expr_vars(e.b, out)
+    return out
+
+
+# ---------------------------------------------------------------- strata
+
+def components(program):
+    """Tarjan's SCCs over rule dependencies, dependencies first."""
+    preds = [p.name for p in program.preds]
+    deps = {p: set() for p in preds}
+    for r in program.rules:
+        for lit in r.body:
+            if isinstance(lit, Atom):
+                deps[r.head].add(lit.pred)
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in deps[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            out.append(comp)
+
+    for p in preds:
+        if p not in index:
+            visit(p)
+    return out  # Tarjan emits each SCC after everything it depends on
+
+
+# ---------------------------------------------------------------- rules
+
+def rule_var_types(rule, program):
+    types = {}
+    for lit in rule.body:
+        if isinstance(lit, Atom) and not lit.negated:
+            for a, t in zip(lit.args, program.pred(lit.pred).types):
+                if isinstance(a, Var):
+                    types.setdefault(a.name, t)
+    # Assignments may chain; resolve in dependency order.
+    pending = [l for l in rule.body if isinstance(l, Assign)]
+    while pending:
+        progress = False
+        for l in list(pending):
+            if expr_vars(l.expr, set()) <= set(types):
+                types[l.var.name] = expr_type(l.expr, types)
+                pending.remove(l)
+                progress = True
+        if not progress:
+            raise ValueError("unsafe assignment in rule for %s" % rule.head)
+    return types
+
+
+def solve_body(rule, program, rels, var_types):
+    """All variable bindings (dicts) satisfying the body. Positive atoms join
+    first in source order; then each other literal runs as soon as all the
+    variables it reads are bound."""
+    envs = [{}]
+    bound = set()
+    fresh = 0
+    for lit in rule.body:
+        if not (isinstance(lit, Atom) and not lit.negated):
+            continue
+        rel = rels[lit.pred]
+        # Wildcards become distinct fresh variables (aggregation counts
+        # them as such; elsewhere they are harmless).
+        args = []
+        for a in lit.args:
+            if isinstance(a, Wild):
+                args.append(Var("_w%d" % fresh))
+                fresh += 1
+            else:
+                args.append(a)
+        key_pos = [i for i, a in enumerate(args)
+                   if isinstance(a, Const) or (isinstance(a, Var) and a.name in bound)]
+        index = {}
+        for t in rel:
+            index.setdefault(tuple(t[i] for i in key_pos), []).append(t)
+        new_envs = []
+        for env in envs:
+            key = tuple(a.value if isinstance(a, Const) else env[a.name]
+                        for a in (args[i] for i in key_pos))
+            for t in index.get(key, ()):
+                e2 = dict(env)
+                ok = True
+                for a, v in zip(args, t):
+                    if isinstance(a, Var):
+                        if a.name in e2:
+                            if e2[a.name] != v:   # repeated variable in the atom
+                                ok = False
+                                break
+                        else:
+                            e2[a.name] = v
+                if ok:
+                    new_envs.append(e2)
+        envs = new_envs
+        for a in args:
+            if isinstance(a, Var):
+                bound.add(a.name)
+    rest = [l for l in rule.body if not (isinstance(l, Atom) and not l.negated)]
+    while rest:
+        for lit in rest:
+            if isinstance(lit, Assign):
+                needs = expr_vars(lit.expr, set())
+            elif isinstance(lit, Compare):
+                needs = expr_vars(lit.a, set()) | expr_vars(lit.b, set())
+            else:
+                needs = set(a.name for a in lit.args if isinstance(a, Var))
+            if needs <= bound:
+                break
+        else:
+            raise ValueError("unsafe rule for %s" % rule.head)
+        rest.remove(lit)
+        if isinstance(lit, Assign):
+            for env in envs:
+                env[lit.var.name] = eval_expr(lit.expr, env, var_types)
+            bound.add(lit.var.name)
+        elif isinstance(lit, Compare):
+            envs = [env for env in envs
+                    if compare(lit.op, eval_expr(lit.a, env, var_types),
+                               eval_expr(lit.b, env, var_types))]
+        else:
+            rel = rels[lit.pred]
+            wild = [isinstance(a, Wild) for a in lit.args]
+            if any(wild):
+                # !p(x, _): no tuple of p agrees on the non-wildcard columns.
+                keep = [i for i, w in enumerate(wild) if not w]
+                proj = set(tuple(t[i] for i in keep) for t in rel)
+            else:
+                keep, proj = list(range(len(lit.args))), rel
+
+            def value(a, env):
+                return a.value if isinstance(a, Const) else env[a.name]
+            envs = [env for env in envs
+                    if tuple(value(lit.args[i], env) for i in keep) not in proj]
+    return envs
+
+
+def eval_rule(rule, program, rels):
+    var_types = rule_var_types(rule, program)
+    envs = solve_body(rule, program, rels, var_types)
+    out = set()
+    if rule.agg is None:
+        for env in envs:
+            out.add(tuple(eval_expr(a, env, var_types) for a in rule.head_args))
+        return out
+    fn, result, arg = rule.agg
+    keys = rule.head_args[:-1]
+    # Distinct bindings of all body variables (solve_body already yields each
+    # binding once per distinct combination, since relations are sets and
+    # wildcards are variables; dedup anyway for safety).
+    seen = set()
+    groups = {}
+    for env in envs:
+        ident = tuple(sorted(env.items()))
+        if ident in seen:
+            continue
+        seen.add(ident)
+        k = tuple(env[v.name] for v in keys)
+        groups.setdefault(k, []).append(env[arg.name] if arg else None)
+    if not keys and not groups and fn == "count":
+        return {(0,)}
+    for k, vals in groups.items():
+        if fn == "count":
+            r = len(vals)
+        elif fn == "total":
+            r = wrap(sum(vals), var_types[arg.name])
+        elif fn == "min":
+            r = min(vals)
+        else:
+            r = max(vals)
+        out.add(k + (r,))
+    return out
+
+
+def evaluate(program):
+    """Returns {pred name: set of tuples}. Raises EvalError on a run-time
+    fault and NotStratified if negation/aggregation goes through recursion."""
+    rels = {}
+    for p in program.preds:
+        rels[p.name] = set(map(tuple, p.facts)) | set(map(tuple, p.file_rows or ()))
+    by_head = {}
+    for r in program.rules:
+        by_head.setdefault(r.head, []).append(r)
+    for comp in components(program):
+        comp_set = set(comp)
+        rules = [r for p in comp for r in by_head.get(p, ())]
+        for r in rules:
+            for lit in r.body:
+                if isinstance(lit, Atom) and lit.pred in comp_set and (lit.negated or r.agg):
+                    raise NotStratified("%s through recursion in %s" %
+                                        ("aggregation" if r.agg else "negation", r.head))
+        recursive = any(isinstance(l, Atom) and l.pred in comp_set
+                        for r in rules for l in r.body)
+        while True:
+            changed = False
+            for r in rules:
+                new = eval_rule(r, program, rels) - rels[r.head]
+                if new:
+                    rels[r.head] |= new
+                    changed = True
+            if not changed or not recursive:
+                break
+    return rels

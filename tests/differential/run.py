@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""Differential test driver: random programs, naive oracle vs. redfox.
+
+    run.py --redfox PATH --count N --seed S [--jobs J] [--keep DIR]
+    run.py --redfox PATH --program-seed X      # rerun one program
+    run.py --print X                           # just print program X
+
+Program i of a run has seed S*100000 + i, printed with every failure, so a
+failure reproduces with --program-seed. For each program: generate it
+(gen.py), evaluate it with the oracle (oracle.py), run
+`REDFOX run prog.lql --output DIR`, then check
+  - valid program: exit 0, exactly one DIR/PRED.tsv per output predicate,
+    rows equal to the oracle's as sorted lists of typed values, and written
+    in typed order;
+  - deliberately invalid program: exit 1, a `FILE:LINE:COL: error:` line on
+    stderr (naming the broken line where there is exactly one), no files;
+  - division by zero on purpose: exit 2, an error on stderr, no files.
+Ends with `N passed, M failed`; exit status 1 if anything failed.
+Standard library only.
+"""
+
+import argparse
+import concurrent.futures
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import gen      # noqa: E402
+import lql      # noqa: E402
+import oracle   # noqa: E402
+
+ERROR_RE = re.compile(r"^(.*?):(\d+):(\d+): error:", re.M)
+MAX_DIFF_ROWS = 15
+
+
+def program_seed(seed, i):
+    return seed * 100000 + i
+
+
+def write_program(program, folder):
+    text, rule_lines, fact_lines = lql.to_text(program)
+    path = os.path.join(folder, "prog.lql")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    for p in program.preds:
+        if p.file_rows is not None:
+            with open(os.path.join(folder, p.file_name), "w", encoding="utf-8") as f:
+                f.write(lql.input_file_text(p))
+    return path, text, rule_lines, fact_lines
+
+
+def parse_output(path, pred):
+    """Rows of one output file per design.md; raises ValueError."""
+    with open(path, "rb") as f:
+        data = f.read().decode("utf-8")
+    if data == "":
+        return []
+    if not data.endswith("\n"):
+        raise ValueError("last line has no newline")
+    rows = []
+    for n, line in enumerate(data[:-1].split("\n"), 1):
+        fields = line.split("\t")
+        if len(fields) != pred.arity:
+            raise ValueError("line %d: %d fields, expected %d: %r" % (n, len(fields), pred.arity, line))
+        try:
+            rows.append(tuple(lql.parse_field(x, t) for x, t in zip(fields, pred.types)))
+        except ValueError as e:
+            raise ValueError("line %d: %s" % (n, e))
+    return rows
+
+
+def show_row(row):
+    return "\t".join(repr(v) for v in row)
+
+
+def check_one(args_tuple):
+    """Runs one program; returns (seed, passed, report, expectation)."""
+    redfox, seed, extra, keep = args_tuple
+    program = gen.generate(seed)
+    work = tempfile.mkdtemp(prefix="rfdiff%d_" % seed)
+    try:
+        return (seed,) + run_program(redfox, seed, program, work, extra)
+    except Exception:  # a harness bug must show up as a failure, with context
+        import traceback
+        return seed, False, "FAIL program seed %d: HARNESS ERROR\n%s" % (
+            seed, traceback.format_exc()), "harness_error"
+    finally:
+        if keep:
+            dest = os.path.join(keep, "seed%d" % seed)
+            shutil.rmtree(dest, ignore_errors=True)
+            shutil.copytree(work, dest)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run_program(redfox, seed, program, work, extra):
+    path, text, rule_lines, fact_lines = write_program(program, work)
+    problems = []
+    expected = None
+    expect = program.expect
+    if expect == "ok" or expect == "runtime_error":
+        try:
+            expected = oracle.evaluate(program)
+            if expect == "runtime_error":
+                problems.append("GENERATOR/ORACLE BUG: expected a run-time error, oracle found none")
+        except oracle.EvalError:
+            if expect == "ok":
+                problems.append("GENERATOR BUG: oracle hit a run-time error in a program meant to be valid")
+        except oracle.NotStratified as e:
+            problems.append("GENERATOR BUG: oracle says not stratified: %s" % e)
+    outdir = os.path.join(work, "out")
+    os.mkdir(outdir)
+    cmd = redfox + ["run", path, "--output", outdir] + extra
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        rc, out, err = proc.returncode, proc.stdout.decode("utf-8", "replace"), \
+            proc.stderr.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired:
+        rc, out, err = "timeout (60 s)", "", ""
+    files = sorted(os.listdir(outdir))
+
+    if expect == "ok" and not problems:
+        if rc != 0:
+            problems.append("exit status %s, expected 0" % rc)
+        else:
+            want_files = sorted(p.name + ".tsv" for p in program.preds if p.output)
+            for f in files:
+                if f not in want_files:
+                    problems.append("unexpected file in --output dir: %s" % f)
+            for p in program.preds:
+                if not p.output:
+                    continue
+                fpath = os.path.join(outdir, p.name + ".tsv")
+                if not os.path.exists(fpath):
+                    problems.append("%s: no output file" % p.name)
+                    continue
+                try:
+                    got = parse_output(fpath, p)
+                except ValueError as e:
+                    problems.append("%s.tsv: unparsable: %s" % (p.name, e))
+                    continue
+                want = sorted(expected[p.name], key=lql.sort_key)
+                got_sorted = sorted(got, key=lql.sort_key)
+                if got_sorted != want:
+                    missing = sorted(set(want) - set(got))
+                    surplus = sorted(set(got) - set(want))
+                    dups = len(got) - len(set(got))
+                    msg = ["%s: %d rows, expected %d" % (p.name, len(got), len(want))]
+                    if dups:
+                        msg.append("  %d duplicate rows" % dups)
+                    for r in missing[:MAX_DIFF_ROWS]:
+                        msg.append("  - " + show_row(r))
+                    for r in surplus[:MAX_DIFF_ROWS]:
+                        msg.append("  + " + show_row(r))
+                    if len(missing) + len(surplus) > 2 * MAX_DIFF_ROWS:
+                        msg.append("  ... (%d missing, %d extra in all)" % (len(missing), len(surplus)))
+                    problems.append("\n".join(msg))
+                elif got != want:
+                    problems.append("%s.tsv: right rows but not in typed sort order" % p.name)
+    elif expect == "compile_error":
+        if rc != 1:
+            problems.append("exit status %s, expected 1 (invalid program: %s)" % (rc, program.error_kind))
+        locs = [(int(m.group(2)), int(m.group(3))) for m in ERROR_RE.finditer(err)
+                if m.group(1).endswith("prog.lql")]
+        if not locs:
+            problems.append("no `prog.lql:LINE:COL: error:` line on stderr (%s)" % program.error_kind)
+        else:
+            lines = set(rule_lines[i] for i in program.error_rules)
+            lines |= set(fact_lines[k] for k in program.error_facts)
+            if lines and not any(l in lines for l, _ in locs):
+                problems.append("error names line(s) %s, expected one of %s (%s)" %
+                                (sorted(set(l for l, _ in locs)), sorted(lines), program.error_kind))
+        if files:
+            problems.append("files left in --output dir: %s" % files)
+    elif expect == "runtime_error" and not problems:
+        if rc != 2:
+            problems.append("exit status %s, expected 2 (division by zero)" % rc)
+        if "error" not in err:
+            problems.append("no error message on stderr for the division by zero")
+        if files:
+            problems.append("files left in --output dir: %s" % files)
+
+    if not problems:
+        return True, "", expect
+    report = ["FAIL program seed %d (%s)" % (seed, expect),
+              "---- prog.lql", text.rstrip("\n")]
+    for p in program.preds:
+        if p.file_rows is not None:
+            report.append("---- %s" % p.file_name)
+            report.append(lql.input_file_text(p).rstrip("\n"))
+    report.append("---- redfox exit %s; stderr:" % rc)
+    report.append(err.rstrip("\n")[-3000:])
+    report.append("---- problems:")
+    report.extend(problems)
+    return False, "\n".join(report), expect
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--redfox", help="the redfox binary (or a command line)")
+    ap.add_argument("--count", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--program-seed", type=int, action="append", default=[],
+                    help="run just this program seed (repeatable)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--extra-arg", action="append", default=[],
+                    help="passed to `redfox run` (e.g. --extra-arg=--backend=cpu)")
+    ap.add_argument("--keep", help="copy every program's folder (program, inputs, outputs) here")
+    ap.add_argument("--print", type=int, metavar="SEED", help="print one program and exit")
+    ap.add_argument("--max-reports", type=int, default=20, help="full reports shown (others: seed only)")
+    a = ap.parse_args()
+
+    if a.print is not None:
+        print(lql.to_text(gen.generate(a.print))[0], end="")
+        return 0
+    if not a.redfox:
+        ap.error("--redfox is required")
+    redfox = [a.redfox] if os.path.exists(a.redfox) else shlex.split(a.redfox)
+    if a.keep:
+        os.makedirs(a.keep, exist_ok=True)
+    seeds = a.program_seed or [program_seed(a.seed, i) for i in range(a.count)]
+    jobs = [(redfox, s, a.extra_arg, a.keep) for s in seeds]
+    passed, failed, reports = 0, [], 0
+    by_kind = {}
+    with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, a.jobs)) as pool:
+        for seed, ok, report, expect in pool.map(check_one, jobs, chunksize=4):
+            k = by_kind.setdefault(expect, [0, 0])
+            if ok:
+                passed += 1
+                k[0] += 1
+            else:
+                failed.append(seed)
+                k[1] += 1
+                if reports < a.max_reports:
+                    print(report, flush=True)
+                    print(flush=True)
+                    reports += 1
+                else:
+                    print("FAIL program seed %d (%s)" % (seed, expect), flush=True)
+    print("by expectation: " + ", ".join("%s %d passed %d failed" % (k, v[0], v[1])
+                                          for k, v in sorted(by_kind.items())))
+    if failed:
+        print("failing seeds: " + " ".join(map(str, failed[:200])))
+        print("rerun one: %s --redfox %s --program-seed %d" % (sys.argv[0], a.redfox, failed[0]))
+    print("%d passed, %d failed" % (passed, len(failed)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
