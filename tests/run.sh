@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs every test Red Fox has, the way CI does:
+#   1. build/       (Release): unit tests, golden end-to-end tests, the random
+#                   program differential suite, known graph results;
+#   2. build-asan/  (Debug, AddressSanitizer + UndefinedBehaviorSanitizer):
+#                   the same suites again, minus the long graph runs.
+# GPU tests skip with a message where no CUDA device is present.
+# Options: RF_TEST_LONG=1 also runs tests labelled LONG (47M-tuple closure).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+jobs="$(nproc 2>/dev/null || echo 2)"
+exclude=(-LE LONG)
+[ "${RF_TEST_LONG:-0}" = 1 ] && exclude=()
+
+echo "== Release build and tests =="
+RF_BUILD_DIR="$root/build" tools/bootstrap.sh
+ctest --test-dir build --output-on-failure -j "$jobs" "${exclude[@]}"
+
+echo "== Sanitizer (ASan+UBSan) build and tests =="
+RF_BUILD_DIR="$root/build-asan" RF_CMAKE_ARGS="-DRF_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug" tools/bootstrap.sh
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  RF_SANITIZED=1 ctest --test-dir build-asan --output-on-failure -j "$jobs" -LE "LONG|NOSAN"
