@@ -1,0 +1,210 @@
+/* Internals of the GPU library shared by the C orchestration (prims.c), the
+ * kernels (kernels.cu) and the CUB shim (cub_shim.cu). Valid C and C++. */
+#ifndef RF_CUDA_INTERNAL_H
+#define RF_CUDA_INTERNAL_H
+
+#include <cuda_runtime_api.h>
+
+#include "rf_cuda_prims.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Column pointers passed by value to kernels. */
+typedef struct rf_cols {
+    const uint64_t *c[RF_CUDA_MAX_COLS];
+} rf_cols;
+typedef struct rf_wcols {
+    uint64_t *c[RF_CUDA_MAX_COLS];
+} rf_wcols;
+
+/* One compute-code instruction on the device. sc marks the first
+ * instruction of the right operand of && (1) or || (2): when the left value
+ * already decides, execution jumps past the operator at `skip` (short
+ * circuit, so `y != 0 && x / y > 1` never divides by zero). */
+typedef struct rf_dins {
+    uint8_t op, type, arg_type, sc;
+    int32_t index;
+    uint64_t value;
+    int32_t skip;
+    int32_t pad_;
+} rf_dins;
+
+/* First run-time fault of a kernel (first writer wins). */
+typedef struct rf_derr {
+    int code;            /* RF_DERR_* */
+    int aux;             /* types: from | to << 8 */
+    uint64_t value;
+} rf_derr;
+
+enum {
+    RF_DERR_NONE = 0,
+    RF_DERR_DIV_ZERO,
+    RF_DERR_FLOAT_OVERFLOW,
+    RF_DERR_INT32_RANGE,   /* value: the int64 */
+    RF_DERR_FLOAT_RANGE,   /* value: the double's bits; aux: target type */
+    RF_DERR_CONVERT,       /* aux: from | to << 8 */
+    RF_DERR_BAD_FLOAT_OP,
+    RF_DERR_BAD_INT_OP,
+    RF_DERR_BAD_UNARY_OP
+};
+
+/* Compute stages of one kernel: a filter (filter_n instructions at 0, or 0
+ * for none) and nproj expressions at [off[p], off[p+1]). */
+typedef struct rf_dprog {
+    const rf_dins *ins;
+    const uint32_t *rank;      /* string ranks, or NULL */
+    uint64_t nrank;
+    rf_derr *err;
+    int filter_n;
+    int nproj;
+    int off[RF_CUDA_MAX_COLS + 1];
+} rf_dprog;
+
+/* Aggregation kinds of the segmented reduce. */
+enum {
+    RF_RED_SUM_U64 = 0,  /* integer total (wraps; int32 rewrapped after) */
+    RF_RED_MIN_I64, RF_RED_MAX_I64,
+    RF_RED_MIN_U64, RF_RED_MAX_U64,
+    RF_RED_MIN_F64, RF_RED_MAX_F64,
+    RF_RED_MIN_STR, RF_RED_MAX_STR
+};
+
+struct rf_cuda_ctx {
+    int device;
+    char name[256];
+    cudaStream_t stream;
+    cudaMemPool_t pool;
+    cudaEvent_t ev_start, ev_stop;
+    size_t in_use, peak;
+    /* Scratch reused by consecutive steps (CUB temp storage). */
+    void *scratch;
+    size_t scratch_bytes;
+    /* Compute-code buffer and the fault slot. */
+    rf_dins *code;
+    size_t code_cap;
+    rf_derr *err;
+    /* Small pinned buffer for counts read back. */
+    uint64_t *host_small;
+    uint32_t *rank;
+    size_t nrank;
+    /* Run-time code generation (codegen.c). */
+    bool codegen;
+    void *cg;
+};
+
+/* Layout twin of RfEnv (rf_scalar.cuh) for generated kernels' parameters. */
+typedef struct rf_denv {
+    const uint32_t *rank;
+    uint64_t nrank;
+    rf_derr *err;
+} rf_denv;
+
+/* ---- Run-time code generation (codegen.c) ----
+ * Generation is pure text: the CUDA source of a MAP (join = false) or JOIN
+ * compute stage, two kernels with one signature for both:
+ *   rf_filter(RfCols l, RfCols r, const u64 *lo, const u64 *off, u64 nl,
+ *             u64 total, RfEnv env, u8 *flags)
+ *   rf_emit(RfCols l, RfCols r, const u64 *lo, const u64 *off, u64 nl,
+ *           u64 total, const u8 *flags, const u64 *pos, RfEnv env, RfWCols out)
+ * (MAP: row o of l; JOIN: candidate pair o as in rf_k_join_filter). The
+ * Kernel Weaver can fuse stages at this text level. */
+char *rf_codegen_source(bool join, int al, const rf_code *filter, int nproj, const rf_code *proj);
+/* Compiles (or finds in the memory or disk cache) and loads src; false when
+ * code generation is unavailable (no NVRTC/driver) or failed: the caller
+ * falls back to the interpreter. */
+bool rf_codegen_kernels(rf_cuda_ctx *c, const char *src, void **filter_fn, void **emit_fn);
+bool rf_codegen_launch(rf_cuda_ctx *c, void *fn, size_t n, void **params, rf_status *st);
+extern const char rf_scalar_cuh_text[];
+
+/* Fills st from a CUDA error (out of memory -> RF_EXIT_OUT_OF_MEMORY). */
+bool rf_cuda_check(rf_cuda_ctx *c, cudaError_t e, const char *where, rf_status *st);
+/* Scratch of at least `bytes`, valid until the next call. */
+void *rf_cuda_scratch(rf_cuda_ctx *c, size_t bytes, rf_status *st);
+
+/* ---- CUB shim (cub_shim.cu) ---- */
+/* Stable sort of (keys, vals) on bits [0, end_bit); results end in
+ * keys/vals (the *_alt buffers are the double-buffer partners). */
+bool rf_cub_sort_pairs(rf_cuda_ctx *c, uint64_t *keys, uint64_t *keys_alt, uint32_t *vals,
+                       uint32_t *vals_alt, size_t n, int end_bit, rf_status *st);
+bool rf_cub_sort_keys(rf_cuda_ctx *c, uint64_t *keys, uint64_t *keys_alt, size_t n,
+                      int end_bit, rf_status *st);
+/* pos[i] = sum of flags[0..i), for i in [0, n]: pos has n+1 entries, the
+ * total is pos[n]. */
+bool rf_cub_flag_scan(rf_cuda_ctx *c, const uint8_t *flags, uint64_t *pos, size_t n,
+                      rf_status *st);
+/* out[i] = exclusive sum of counts, n+1 entries. */
+bool rf_cub_count_scan(rf_cuda_ctx *c, const uint64_t *counts, uint64_t *out, size_t n,
+                       rf_status *st);
+bool rf_cub_max(rf_cuda_ctx *c, const uint64_t *in, size_t n, uint64_t *out_dev, rf_status *st);
+bool rf_cub_segmented_reduce(rf_cuda_ctx *c, int kind, const uint64_t *vals, size_t nsegs,
+                             const uint64_t *starts, uint64_t *out, rf_status *st);
+
+/* ---- Kernels (kernels.cu); each returns the launch error ---- */
+cudaError_t rf_k_iota(cudaStream_t s, uint32_t *perm, size_t n);
+/* keys[i] = concatenation of columns [first, first+ncols) of row perm[i]
+ * (perm may be NULL: row i); column first+j is shifted left by shift[j]. */
+cudaError_t rf_k_pack(cudaStream_t s, rf_cols cols, int first, int ncols, const int *shift_host,
+                      const uint32_t *perm, size_t n, uint64_t *keys);
+/* flags[i] = first row or keys[i] != keys[i-1]. */
+cudaError_t rf_k_key_heads(cudaStream_t s, const uint64_t *keys, size_t n, uint8_t *flags);
+/* For flagged i, unpacks keys[i] into dst row pos[i]. */
+cudaError_t rf_k_unpack(cudaStream_t s, const uint64_t *keys, size_t n, const uint8_t *flags,
+                        const uint64_t *pos, int ncols, const int *shift_host,
+                        const int *bits_host, rf_wcols dst);
+cudaError_t rf_k_gather(cudaStream_t s, rf_cols src, int ncols, const uint32_t *perm, size_t n,
+                        rf_wcols dst);
+/* flags[i] = first row or row i differs from row i-1 on the first k cols. */
+cudaError_t rf_k_row_heads(cudaStream_t s, rf_cols cols, int k, size_t n, uint8_t *flags);
+/* For flagged i (flags NULL: all), dst row pos[i] (pos NULL: i) := src row i. */
+cudaError_t rf_k_compact(cudaStream_t s, rf_cols src, int ncols, const uint8_t *flags,
+                         const uint64_t *pos, size_t n, rf_wcols dst);
+/* lo[i], cnt[i]: the range of r rows matching l row i on the first k cols. */
+cudaError_t rf_k_join_ranges(cudaStream_t s, rf_cols l, size_t nl, rf_cols r, size_t nr, int k,
+                             uint64_t *lo, uint64_t *cnt);
+/* Over the candidate pairs [0, total): flags[o] = filter(l_i ++ r_j). */
+cudaError_t rf_k_join_filter(cudaStream_t s, rf_cols l, int al, rf_cols r, const uint64_t *lo,
+                             const uint64_t *off, size_t nl, size_t total, rf_dprog prog,
+                             uint8_t *flags);
+/* Writes proj(l_i ++ r_j) of kept pairs at pos[o] (flags NULL: all, at o). */
+cudaError_t rf_k_join_emit(cudaStream_t s, rf_cols l, int al, rf_cols r, const uint64_t *lo,
+                           const uint64_t *off, size_t nl, size_t total, const uint8_t *flags,
+                           const uint64_t *pos, rf_dprog prog, rf_wcols out);
+cudaError_t rf_k_map_filter(cudaStream_t s, rf_cols in, size_t n, rf_dprog prog, uint8_t *flags);
+cudaError_t rf_k_map_emit(cudaStream_t s, rf_cols in, size_t n, const uint8_t *flags,
+                          const uint64_t *pos, rf_dprog prog, rf_wcols out);
+/* flags[i] = l row i has no match in r on the first k columns. */
+cudaError_t rf_k_absent(cudaStream_t s, rf_cols l, size_t nl, rf_cols r, size_t nr, int k,
+                        uint8_t *flags);
+/* Union of sorted, duplicate-free a and b: keep[j] = b_j not in a,
+ * lba[j] = rank of b_j in a. */
+cudaError_t rf_k_union_probe(cudaStream_t s, rf_cols a, size_t na, rf_cols b, size_t nb,
+                             int arity, uint64_t *lba, uint8_t *keep);
+cudaError_t rf_k_union_scatter_a(cudaStream_t s, rf_cols a, size_t na, rf_cols b, size_t nb,
+                                 int arity, const uint64_t *kpre, rf_wcols out);
+cudaError_t rf_k_union_scatter_b(cudaStream_t s, rf_cols b, size_t nb, int arity,
+                                 const uint64_t *lba, const uint8_t *keep, const uint64_t *kpre,
+                                 rf_wcols out);
+/* starts[pos[i]] = i for head rows; starts[G] = n is set by the caller. */
+cudaError_t rf_k_seg_starts(cudaStream_t s, const uint8_t *flags, const uint64_t *pos, size_t n,
+                            uint64_t *starts);
+/* vals[i] = expression 0 of prog over row i. */
+cudaError_t rf_k_eval(cudaStream_t s, rf_cols in, size_t n, rf_dprog prog, uint64_t *vals);
+cudaError_t rf_k_seg_count(cudaStream_t s, const uint64_t *starts, size_t g, uint64_t *out);
+/* Float64 sum per segment, in row order, one thread a segment. */
+cudaError_t rf_k_seg_fsum(cudaStream_t s, const uint64_t *vals, const uint64_t *starts, size_t g,
+                          rf_derr *err, uint64_t *out);
+/* Sign-extends the low 32 bits (int32 totals). */
+cudaError_t rf_k_wrap32(cudaStream_t s, uint64_t *v, size_t n);
+cudaError_t rf_k_gather_rows(cudaStream_t s, rf_cols src, int ncols, const uint64_t *rows,
+                             size_t n, rf_wcols dst);
+/* pos[n] = pos[n-1] + flags[n-1] (n >= 1): completes a flag scan. */
+cudaError_t rf_k_scan_tail(cudaStream_t s, const uint8_t *flags, uint64_t *pos, size_t n);
+cudaError_t rf_k_fill(cudaStream_t s, uint64_t *p, size_t n, uint64_t v);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

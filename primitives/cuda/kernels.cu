@@ -1,0 +1,561 @@
+// The GPU library's own kernels (no CUB here: that lives in cub_shim.cu).
+// Grid-stride loops over 64-bit row indices; every launcher returns the
+// launch error so the C side can report it. The compute-code interpreter
+// reproduces rf_scalar_binary / rf_scalar_unary (common/rf_expr.c) bit for
+// bit: this file is compiled with --fmad=false so a*b+c never fuses.
+#include "cuda_internal.h"
+
+#include <stdint.h>
+
+namespace {
+
+constexpr int kBlock = 256;
+
+inline unsigned grid_for(size_t n)
+{
+    size_t g = (n + kBlock - 1) / kBlock;
+    if (g < 1)
+        g = 1;
+    if (g > 65535u * 16u)
+        g = 65535u * 16u;
+    return (unsigned)g;
+}
+
+#define RF_GRID_LOOP(i, n)                                                           \
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);      \
+         i += (uint64_t)gridDim.x * blockDim.x)
+
+// ---- Row comparisons (lexicographic, unsigned words) ----
+__device__ __forceinline__ int cmp_rows(const rf_cols &a, uint64_t i, const rf_cols &b, uint64_t j,
+                                        int k)
+{
+    for (int c = 0; c < k; c++) {
+        uint64_t x = a.c[c][i], y = b.c[c][j];
+        if (x != y)
+            return x < y ? -1 : 1;
+    }
+    return 0;
+}
+
+// First row of r not less than row i of l (on k columns), within [lo, hi).
+__device__ __forceinline__ uint64_t lower_bound(const rf_cols &r, uint64_t lo, uint64_t hi,
+                                                const rf_cols &l, uint64_t i, int k)
+{
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (cmp_rows(r, mid, l, i, k) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+__device__ __forceinline__ uint64_t upper_bound(const rf_cols &r, uint64_t lo, uint64_t hi,
+                                                const rf_cols &l, uint64_t i, int k)
+{
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (cmp_rows(r, mid, l, i, k) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+// Last index o' in off[0..n] with off[o'] <= o: the left row of candidate o.
+__device__ __forceinline__ uint64_t owner(const uint64_t *off, uint64_t n, uint64_t o)
+{
+    uint64_t lo = 0, hi = n; // answer in [0, n)
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (off[mid] <= o)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+// ---- Compute-code interpreter ----
+struct RowView {
+    const rf_cols *a;
+    uint64_t ia;
+    int na;           // columns < na come from a, the rest from b
+    const rf_cols *b;
+    uint64_t ib;
+};
+
+__device__ __forceinline__ uint64_t col_value(const RowView &rv, int c)
+{
+    return c < rv.na ? rv.a->c[c][rv.ia] : rv.b->c[c - rv.na][rv.ib];
+}
+
+typedef rf_derr RfErr;
+#include "rf_scalar.cuh"
+
+// Runs instructions [begin, end) over one row; false after a fault.
+__device__ bool eval(const rf_dprog &prog, int begin, int end, const RowView &rv, uint64_t *out)
+{
+    const RfEnv p{prog.rank, prog.nrank, prog.err};
+    uint64_t stack[RF_CUDA_MAX_STACK];
+    int sp = 0;
+    for (int pc = begin; pc < end; pc++) {
+        const rf_dins in = prog.ins[pc];
+        if (in.sc) {
+            uint64_t top = stack[sp - 1];
+            if (in.sc == 1 && !top) {
+                stack[sp - 1] = 0;
+                pc = in.skip;
+                continue;
+            }
+            if (in.sc == 2 && top) {
+                stack[sp - 1] = 1;
+                pc = in.skip;
+                continue;
+            }
+        }
+        switch (in.op) {
+        case RF_EX_CONST:
+            stack[sp++] = in.value;
+            break;
+        case RF_EX_COL:
+            stack[sp++] = col_value(rv, in.index);
+            break;
+        case RF_EX_NEG:
+        case RF_EX_NOT:
+        case RF_EX_CAST:
+            if (!scalar_unary(p, in.op, in.arg_type, in.type, stack[sp - 1], &stack[sp - 1]))
+                return false;
+            break;
+        default: {
+            bool cmp = in.op >= RF_EX_EQ && in.op <= RF_EX_GE;
+            uint64_t b = stack[--sp];
+            if (!scalar_binary(p, in.op, cmp ? in.arg_type : in.type, stack[sp - 1], b,
+                               &stack[sp - 1]))
+                return false;
+            break;
+        }
+        }
+    }
+    *out = stack[0];
+    return true;
+}
+
+// ---- Kernels ----
+__global__ void k_iota(uint32_t *perm, uint64_t n)
+{
+    RF_GRID_LOOP(i, n) perm[i] = (uint32_t)i;
+}
+
+struct Shifts {
+    int s[RF_CUDA_MAX_COLS];
+    int bits[RF_CUDA_MAX_COLS];
+};
+
+__global__ void k_pack(rf_cols cols, int first, int ncols, Shifts sh, const uint32_t *perm,
+                       uint64_t n, uint64_t *keys)
+{
+    RF_GRID_LOOP(i, n)
+    {
+        uint64_t row = perm ? perm[i] : i, k = 0;
+        for (int j = 0; j < ncols; j++)
+            k |= cols.c[first + j][row] << sh.s[j];
+        keys[i] = k;
+    }
+}
+
+__global__ void k_key_heads(const uint64_t *keys, uint64_t n, uint8_t *flags)
+{
+    RF_GRID_LOOP(i, n) flags[i] = i == 0 || keys[i] != keys[i - 1];
+}
+
+__global__ void k_unpack(const uint64_t *keys, uint64_t n, const uint8_t *flags,
+                         const uint64_t *pos, int ncols, Shifts sh, rf_wcols dst)
+{
+    RF_GRID_LOOP(i, n)
+    {
+        if (flags && !flags[i])
+            continue;
+        uint64_t k = keys[i], o = pos ? pos[i] : i;
+        for (int j = 0; j < ncols; j++) {
+            uint64_t mask = sh.bits[j] >= 64 ? ~0ull : ((1ull << sh.bits[j]) - 1);
+            dst.c[j][o] = (k >> sh.s[j]) & mask;
+        }
+    }
+}
+
+__global__ void k_gather(rf_cols src, int ncols, const uint32_t *perm, uint64_t n, rf_wcols dst)
+{
+    RF_GRID_LOOP(i, n)
+    {
+        uint64_t r = perm[i];
+        for (int c = 0; c < ncols; c++)
+            dst.c[c][i] = src.c[c][r];
+    }
+}
+
+__global__ void k_row_heads(rf_cols cols, int k, uint64_t n, uint8_t *flags)
+{
+    RF_GRID_LOOP(i, n) flags[i] = i == 0 || cmp_rows(cols, i, cols, i - 1, k) != 0;
+}
+
+__global__ void k_compact(rf_cols src, int ncols, const uint8_t *flags, const uint64_t *pos,
+                          uint64_t n, rf_wcols dst)
+{
+    RF_GRID_LOOP(i, n)
+    {
+        if (flags && !flags[i])
+            continue;
+        uint64_t o = pos ? pos[i] : i;
+        for (int c = 0; c < ncols; c++)
+            dst.c[c][o] = src.c[c][i];
+    }
+}
+
+__global__ void k_join_ranges(rf_cols l, uint64_t nl, rf_cols r, uint64_t nr, int k, uint64_t *lo,
+                              uint64_t *cnt)
+{
+    RF_GRID_LOOP(i, nl)
+    {
+        uint64_t a = lower_bound(r, 0, nr, l, i, k);
+        uint64_t b = upper_bound(r, a, nr, l, i, k);
+        lo[i] = a;
+        cnt[i] = b - a;
+    }
+}
+
+__global__ void k_join_filter(rf_cols l, int al, rf_cols r, const uint64_t *lo, const uint64_t *off,
+                              uint64_t nl, uint64_t total, rf_dprog prog, uint8_t *flags)
+{
+    RF_GRID_LOOP(o, total)
+    {
+        uint64_t i = owner(off, nl, o);
+        uint64_t j = lo[i] + (o - off[i]);
+        RowView rv{&l, i, al, &r, j};
+        uint64_t v = 0;
+        flags[o] = eval(prog, 0, prog.filter_n, rv, &v) && v;
+    }
+}
+
+__global__ void k_join_emit(rf_cols l, int al, rf_cols r, const uint64_t *lo, const uint64_t *off,
+                            uint64_t nl, uint64_t total, const uint8_t *flags, const uint64_t *pos,
+                            rf_dprog prog, rf_wcols out)
+{
+    RF_GRID_LOOP(o, total)
+    {
+        if (flags && !flags[o])
+            continue;
+        uint64_t i = owner(off, nl, o);
+        uint64_t j = lo[i] + (o - off[i]);
+        uint64_t dst = pos ? pos[o] : o;
+        RowView rv{&l, i, al, &r, j};
+        for (int p = 0; p < prog.nproj; p++) {
+            uint64_t v;
+            if (!eval(prog, prog.off[p], prog.off[p + 1], rv, &v))
+                break;
+            out.c[p][dst] = v;
+        }
+    }
+}
+
+__global__ void k_map_filter(rf_cols in, uint64_t n, rf_dprog prog, uint8_t *flags)
+{
+    RF_GRID_LOOP(i, n)
+    {
+        RowView rv{&in, i, RF_CUDA_MAX_COLS, &in, i};
+        uint64_t v = 0;
+        flags[i] = eval(prog, 0, prog.filter_n, rv, &v) && v;
+    }
+}
+
+__global__ void k_map_emit(rf_cols in, uint64_t n, const uint8_t *flags, const uint64_t *pos,
+                           rf_dprog prog, rf_wcols out)
+{
+    RF_GRID_LOOP(i, n)
+    {
+        if (flags && !flags[i])
+            continue;
+        uint64_t dst = pos ? pos[i] : i;
+        RowView rv{&in, i, RF_CUDA_MAX_COLS, &in, i};
+        for (int p = 0; p < prog.nproj; p++) {
+            uint64_t v;
+            if (!eval(prog, prog.off[p], prog.off[p + 1], rv, &v))
+                break;
+            out.c[p][dst] = v;
+        }
+    }
+}
+
+__global__ void k_eval(rf_cols in, uint64_t n, rf_dprog prog, uint64_t *vals)
+{
+    RF_GRID_LOOP(i, n)
+    {
+        RowView rv{&in, i, RF_CUDA_MAX_COLS, &in, i};
+        uint64_t v = 0;
+        eval(prog, prog.off[0], prog.off[1], rv, &v);
+        vals[i] = v;
+    }
+}
+
+__global__ void k_absent(rf_cols l, uint64_t nl, rf_cols r, uint64_t nr, int k, uint8_t *flags)
+{
+    RF_GRID_LOOP(i, nl)
+    {
+        uint64_t a = lower_bound(r, 0, nr, l, i, k);
+        flags[i] = !(a < nr && cmp_rows(r, a, l, i, k) == 0);
+    }
+}
+
+__global__ void k_union_probe(rf_cols a, uint64_t na, rf_cols b, uint64_t nb, int arity,
+                              uint64_t *lba, uint8_t *keep)
+{
+    RF_GRID_LOOP(j, nb)
+    {
+        uint64_t x = lower_bound(a, 0, na, b, j, arity);
+        lba[j] = x;
+        keep[j] = !(x < na && cmp_rows(a, x, b, j, arity) == 0);
+    }
+}
+
+__global__ void k_union_scatter_a(rf_cols a, uint64_t na, rf_cols b, uint64_t nb, int arity,
+                                  const uint64_t *kpre, rf_wcols out)
+{
+    RF_GRID_LOOP(i, na)
+    {
+        // kept b rows below a_i: b rows below a_i are [0, lb), all of them
+        // kept or not, so count the kept ones with the prefix sum.
+        uint64_t lb = lower_bound(b, 0, nb, a, i, arity);
+        uint64_t o = i + kpre[lb];
+        for (int c = 0; c < arity; c++)
+            out.c[c][o] = a.c[c][i];
+    }
+}
+
+__global__ void k_union_scatter_b(rf_cols b, uint64_t nb, int arity, const uint64_t *lba,
+                                  const uint8_t *keep, const uint64_t *kpre, rf_wcols out)
+{
+    RF_GRID_LOOP(j, nb)
+    {
+        if (!keep[j])
+            continue;
+        uint64_t o = lba[j] + kpre[j];
+        for (int c = 0; c < arity; c++)
+            out.c[c][o] = b.c[c][j];
+    }
+}
+
+__global__ void k_seg_starts(const uint8_t *flags, const uint64_t *pos, uint64_t n,
+                             uint64_t *starts)
+{
+    RF_GRID_LOOP(i, n) if (flags[i]) starts[pos[i]] = i;
+}
+
+__global__ void k_seg_count(const uint64_t *starts, uint64_t g, uint64_t *out)
+{
+    RF_GRID_LOOP(i, g) out[i] = starts[i + 1] - starts[i];
+}
+
+__global__ void k_seg_fsum(const uint64_t *vals, const uint64_t *starts, uint64_t g, rf_derr *err,
+                           uint64_t *out)
+{
+    RF_GRID_LOOP(s, g)
+    {
+        double acc = as_f(vals[starts[s]]);
+        bool ok = true;
+        for (uint64_t i = starts[s] + 1; i < starts[s + 1]; i++) {
+            acc = __dadd_rn(acc, as_f(vals[i]));
+            if (!isfinite(acc)) {
+                ok = fail(err, RF_DERR_FLOAT_OVERFLOW, 0, 0);
+                break;
+            }
+        }
+        out[s] = ok ? from_f(acc) : 0;
+    }
+}
+
+__global__ void k_wrap32(uint64_t *v, uint64_t n)
+{
+    RF_GRID_LOOP(i, n) v[i] = wrap_int(RF_TYPE_INT32, v[i]);
+}
+
+__global__ void k_gather_rows(rf_cols src, int ncols, const uint64_t *rows, uint64_t n,
+                              rf_wcols dst)
+{
+    RF_GRID_LOOP(i, n)
+    {
+        uint64_t r = rows[i];
+        for (int c = 0; c < ncols; c++)
+            dst.c[c][i] = src.c[c][r];
+    }
+}
+
+__global__ void k_scan_tail(const uint8_t *flags, uint64_t *pos, uint64_t n)
+{
+    pos[n] = pos[n - 1] + flags[n - 1];
+}
+
+__global__ void k_fill(uint64_t *p, uint64_t n, uint64_t v)
+{
+    RF_GRID_LOOP(i, n) p[i] = v;
+}
+
+Shifts make_shifts(const int *shift, const int *bits, int n)
+{
+    Shifts s{};
+    for (int j = 0; j < n && j < RF_CUDA_MAX_COLS; j++) {
+        s.s[j] = shift[j];
+        s.bits[j] = bits ? bits[j] : 64;
+    }
+    return s;
+}
+
+} // namespace
+
+#define LAUNCH(kernel, n, s, ...)                                                     \
+    do {                                                                              \
+        if ((n) == 0)                                                                 \
+            return cudaSuccess;                                                       \
+        kernel<<<grid_for(n), kBlock, 0, s>>>(__VA_ARGS__);                           \
+        return cudaGetLastError();                                                    \
+    } while (0)
+
+extern "C" {
+
+cudaError_t rf_k_iota(cudaStream_t s, uint32_t *perm, size_t n) { LAUNCH(k_iota, n, s, perm, n); }
+
+cudaError_t rf_k_pack(cudaStream_t s, rf_cols cols, int first, int ncols, const int *shift_host,
+                      const uint32_t *perm, size_t n, uint64_t *keys)
+{
+    LAUNCH(k_pack, n, s, cols, first, ncols, make_shifts(shift_host, nullptr, ncols), perm, n,
+           keys);
+}
+
+cudaError_t rf_k_key_heads(cudaStream_t s, const uint64_t *keys, size_t n, uint8_t *flags)
+{
+    LAUNCH(k_key_heads, n, s, keys, n, flags);
+}
+
+cudaError_t rf_k_unpack(cudaStream_t s, const uint64_t *keys, size_t n, const uint8_t *flags,
+                        const uint64_t *pos, int ncols, const int *shift_host,
+                        const int *bits_host, rf_wcols dst)
+{
+    LAUNCH(k_unpack, n, s, keys, n, flags, pos, ncols, make_shifts(shift_host, bits_host, ncols),
+           dst);
+}
+
+cudaError_t rf_k_gather(cudaStream_t s, rf_cols src, int ncols, const uint32_t *perm, size_t n,
+                        rf_wcols dst)
+{
+    LAUNCH(k_gather, n, s, src, ncols, perm, n, dst);
+}
+
+cudaError_t rf_k_row_heads(cudaStream_t s, rf_cols cols, int k, size_t n, uint8_t *flags)
+{
+    LAUNCH(k_row_heads, n, s, cols, k, n, flags);
+}
+
+cudaError_t rf_k_compact(cudaStream_t s, rf_cols src, int ncols, const uint8_t *flags,
+                         const uint64_t *pos, size_t n, rf_wcols dst)
+{
+    LAUNCH(k_compact, n, s, src, ncols, flags, pos, n, dst);
+}
+
+cudaError_t rf_k_join_ranges(cudaStream_t s, rf_cols l, size_t nl, rf_cols r, size_t nr, int k,
+                             uint64_t *lo, uint64_t *cnt)
+{
+    LAUNCH(k_join_ranges, nl, s, l, nl, r, nr, k, lo, cnt);
+}
+
+cudaError_t rf_k_join_filter(cudaStream_t s, rf_cols l, int al, rf_cols r, const uint64_t *lo,
+                             const uint64_t *off, size_t nl, size_t total, rf_dprog prog,
+                             uint8_t *flags)
+{
+    LAUNCH(k_join_filter, total, s, l, al, r, lo, off, nl, total, prog, flags);
+}
+
+cudaError_t rf_k_join_emit(cudaStream_t s, rf_cols l, int al, rf_cols r, const uint64_t *lo,
+                           const uint64_t *off, size_t nl, size_t total, const uint8_t *flags,
+                           const uint64_t *pos, rf_dprog prog, rf_wcols out)
+{
+    LAUNCH(k_join_emit, total, s, l, al, r, lo, off, nl, total, flags, pos, prog, out);
+}
+
+cudaError_t rf_k_map_filter(cudaStream_t s, rf_cols in, size_t n, rf_dprog prog, uint8_t *flags)
+{
+    LAUNCH(k_map_filter, n, s, in, n, prog, flags);
+}
+
+cudaError_t rf_k_map_emit(cudaStream_t s, rf_cols in, size_t n, const uint8_t *flags,
+                          const uint64_t *pos, rf_dprog prog, rf_wcols out)
+{
+    LAUNCH(k_map_emit, n, s, in, n, flags, pos, prog, out);
+}
+
+cudaError_t rf_k_absent(cudaStream_t s, rf_cols l, size_t nl, rf_cols r, size_t nr, int k,
+                        uint8_t *flags)
+{
+    LAUNCH(k_absent, nl, s, l, nl, r, nr, k, flags);
+}
+
+cudaError_t rf_k_union_probe(cudaStream_t s, rf_cols a, size_t na, rf_cols b, size_t nb,
+                             int arity, uint64_t *lba, uint8_t *keep)
+{
+    LAUNCH(k_union_probe, nb, s, a, na, b, nb, arity, lba, keep);
+}
+
+cudaError_t rf_k_union_scatter_a(cudaStream_t s, rf_cols a, size_t na, rf_cols b, size_t nb,
+                                 int arity, const uint64_t *kpre, rf_wcols out)
+{
+    LAUNCH(k_union_scatter_a, na, s, a, na, b, nb, arity, kpre, out);
+}
+
+cudaError_t rf_k_union_scatter_b(cudaStream_t s, rf_cols b, size_t nb, int arity,
+                                 const uint64_t *lba, const uint8_t *keep, const uint64_t *kpre,
+                                 rf_wcols out)
+{
+    LAUNCH(k_union_scatter_b, nb, s, b, nb, arity, lba, keep, kpre, out);
+}
+
+cudaError_t rf_k_seg_starts(cudaStream_t s, const uint8_t *flags, const uint64_t *pos, size_t n,
+                            uint64_t *starts)
+{
+    LAUNCH(k_seg_starts, n, s, flags, pos, n, starts);
+}
+
+cudaError_t rf_k_eval(cudaStream_t s, rf_cols in, size_t n, rf_dprog prog, uint64_t *vals)
+{
+    LAUNCH(k_eval, n, s, in, n, prog, vals);
+}
+
+cudaError_t rf_k_seg_count(cudaStream_t s, const uint64_t *starts, size_t g, uint64_t *out)
+{
+    LAUNCH(k_seg_count, g, s, starts, g, out);
+}
+
+cudaError_t rf_k_seg_fsum(cudaStream_t s, const uint64_t *vals, const uint64_t *starts, size_t g,
+                          rf_derr *err, uint64_t *out)
+{
+    LAUNCH(k_seg_fsum, g, s, vals, starts, g, err, out);
+}
+
+cudaError_t rf_k_wrap32(cudaStream_t s, uint64_t *v, size_t n) { LAUNCH(k_wrap32, n, s, v, n); }
+
+cudaError_t rf_k_gather_rows(cudaStream_t s, rf_cols src, int ncols, const uint64_t *rows,
+                             size_t n, rf_wcols dst)
+{
+    LAUNCH(k_gather_rows, n, s, src, ncols, rows, n, dst);
+}
+
+cudaError_t rf_k_scan_tail(cudaStream_t s, const uint8_t *flags, uint64_t *pos, size_t n)
+{
+    LAUNCH(k_scan_tail, 1, s, flags, pos, n);
+}
+
+cudaError_t rf_k_fill(cudaStream_t s, uint64_t *p, size_t n, uint64_t v)
+{
+    LAUNCH(k_fill, n, s, p, n, v);
+}
+
+} // extern "C"

@@ -1,0 +1,1064 @@
+/* The GPU primitives: C orchestration over the kernels (kernels.cu) and the
+ * CUB shim (cub_shim.cu). Each primitive is a short pipeline of data-parallel
+ * steps on the context's stream; the host synchronises only to read a count
+ * that sizes the next allocation (and the fault slot of compute code). */
+#include "cuda_internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A projection that is one column read (the copy fast path); mirrors
+ * rf_code_as_column without linking the IR library. */
+static int rf_code_as_column_(const rf_code *c)
+{
+    return (c->n == 1 && c->ins[0].op == RF_EX_COL) ? c->ins[0].index : -1;
+}
+
+/* ---- Context, errors, memory ---- */
+
+int rf_cuda_device_count(void)
+{
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return n;
+}
+
+bool rf_cuda_check(rf_cuda_ctx *c, cudaError_t e, const char *where, rf_status *st)
+{
+    (void)c;
+    if (e == cudaSuccess)
+        return true;
+    (void)cudaGetLastError(); /* clears non-sticky errors */
+    if (e == cudaErrorMemoryAllocation)
+        return rf_fail(st, RF_EXIT_OUT_OF_MEMORY, "GPU out of memory in %s", where);
+    return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "CUDA error in %s: %s", where, cudaGetErrorString(e));
+}
+
+rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
+{
+    int n = rf_cuda_device_count();
+    if (n <= 0) {
+        rf_fail(st, RF_EXIT_RUNTIME_ERROR, "no CUDA device found");
+        return NULL;
+    }
+    if (device < 0 || device >= n) {
+        rf_fail(st, RF_EXIT_RUNTIME_ERROR, "no CUDA device %d (%d present)", device, n);
+        return NULL;
+    }
+    rf_cuda_ctx *c = rf_calloc(1, sizeof *c);
+    c->device = device;
+    struct cudaDeviceProp prop;
+    if (!rf_cuda_check(c, cudaSetDevice(device), "cudaSetDevice", st) ||
+        !rf_cuda_check(c, cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties", st))
+        goto fail;
+    snprintf(c->name, sizeof c->name, "%s", prop.name);
+    if (!rf_cuda_check(c, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), "stream", st) ||
+        !rf_cuda_check(c, cudaEventCreate(&c->ev_start), "event", st) ||
+        !rf_cuda_check(c, cudaEventCreate(&c->ev_stop), "event", st) ||
+        !rf_cuda_check(c, cudaDeviceGetDefaultMemPool(&c->pool, device), "memory pool", st))
+        goto fail;
+    /* Keep freed blocks cached in the pool: fixpoint loops free and
+     * allocate relations of similar sizes every iteration. */
+    uint64_t threshold = UINT64_MAX;
+    if (!rf_cuda_check(c, cudaMemPoolSetAttribute(c->pool, cudaMemPoolAttrReleaseThreshold, &threshold),
+                       "memory pool", st) ||
+        !rf_cuda_check(c, cudaMallocHost((void **)&c->host_small, 64), "pinned buffer", st))
+        goto fail;
+    c->err = rf_cuda_alloc(c, sizeof(rf_derr), "fault slot", st);
+    if (!c->err ||
+        !rf_cuda_check(c, cudaMemsetAsync(c->err, 0, sizeof(rf_derr), c->stream), "memset", st))
+        goto fail;
+    return c;
+fail:
+    rf_cuda_ctx_free(c);
+    return NULL;
+}
+
+void rf_codegen_free(rf_cuda_ctx *c); /* codegen.c */
+
+void rf_cuda_ctx_free(rf_cuda_ctx *c)
+{
+    if (!c)
+        return;
+    if (c->stream)
+        cudaStreamSynchronize(c->stream);
+    rf_codegen_free(c);
+    if (c->scratch)
+        rf_cuda_free(c, c->scratch, c->scratch_bytes);
+    if (c->code)
+        rf_cuda_free(c, c->code, c->code_cap * sizeof(rf_dins));
+    if (c->err)
+        rf_cuda_free(c, c->err, sizeof(rf_derr));
+    if (c->rank)
+        rf_cuda_free(c, c->rank, c->nrank * sizeof(uint32_t));
+    if (c->stream)
+        cudaStreamSynchronize(c->stream);
+    if (c->host_small)
+        cudaFreeHost(c->host_small);
+    if (c->ev_start)
+        cudaEventDestroy(c->ev_start);
+    if (c->ev_stop)
+        cudaEventDestroy(c->ev_stop);
+    if (c->stream)
+        cudaStreamDestroy(c->stream);
+    if (c->pool)
+        cudaMemPoolTrimTo(c->pool, 0);
+    free(c);
+}
+
+const char *rf_cuda_device_name(const rf_cuda_ctx *c) { return c->name; }
+size_t rf_cuda_bytes_in_use(const rf_cuda_ctx *c) { return c->in_use; }
+size_t rf_cuda_bytes_peak(const rf_cuda_ctx *c) { return c->peak; }
+
+bool rf_cuda_timer_start(rf_cuda_ctx *c, rf_status *st)
+{
+    return rf_cuda_check(c, cudaEventRecord(c->ev_start, c->stream), "event", st);
+}
+
+bool rf_cuda_timer_stop(rf_cuda_ctx *c, double *seconds, rf_status *st)
+{
+    float ms = 0;
+    if (!rf_cuda_check(c, cudaEventRecord(c->ev_stop, c->stream), "event", st) ||
+        !rf_cuda_check(c, cudaEventSynchronize(c->ev_stop), "event", st) ||
+        !rf_cuda_check(c, cudaEventElapsedTime(&ms, c->ev_start, c->ev_stop), "event", st))
+        return false;
+    *seconds = ms / 1000.0;
+    return true;
+}
+
+bool rf_cuda_sync(rf_cuda_ctx *c, rf_status *st)
+{
+    return rf_cuda_check(c, cudaStreamSynchronize(c->stream), "synchronize", st);
+}
+
+void *rf_cuda_alloc(rf_cuda_ctx *c, size_t bytes, const char *what, rf_status *st)
+{
+    void *p = NULL;
+    if (bytes == 0)
+        bytes = 1;
+    cudaError_t e = cudaMallocAsync(&p, bytes, c->stream);
+    if (e == cudaErrorMemoryAllocation) {
+        /* Give cached blocks back to the device and try once more. */
+        (void)cudaGetLastError();
+        cudaStreamSynchronize(c->stream);
+        cudaMemPoolTrimTo(c->pool, 0);
+        e = cudaMallocAsync(&p, bytes, c->stream);
+    }
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        size_t free_b = 0, total_b = 0;
+        cudaMemGetInfo(&free_b, &total_b);
+        if (e == cudaErrorMemoryAllocation)
+            rf_fail(st, RF_EXIT_OUT_OF_MEMORY,
+                    "GPU out of memory: %zu bytes for %s (%zu bytes in use by Red Fox, %zu free of %zu on %s)",
+                    bytes, what ? what : "?", c->in_use, free_b, total_b, c->name);
+        else
+            rf_fail(st, RF_EXIT_RUNTIME_ERROR, "CUDA error allocating %zu bytes for %s: %s", bytes,
+                    what ? what : "?", cudaGetErrorString(e));
+        return NULL;
+    }
+    c->in_use += bytes;
+    if (c->in_use > c->peak)
+        c->peak = c->in_use;
+    return p;
+}
+
+void rf_cuda_free(rf_cuda_ctx *c, void *p, size_t bytes)
+{
+    if (!p)
+        return;
+    if (bytes == 0)
+        bytes = 1;
+    cudaFreeAsync(p, c->stream);
+    c->in_use -= bytes;
+}
+
+void *rf_cuda_scratch(rf_cuda_ctx *c, size_t bytes, rf_status *st)
+{
+    if (bytes <= c->scratch_bytes)
+        return c->scratch;
+    if (c->scratch)
+        rf_cuda_free(c, c->scratch, c->scratch_bytes);
+    c->scratch = NULL;
+    c->scratch_bytes = 0;
+    size_t want = bytes + bytes / 4; /* headroom: temp sizes grow with n */
+    c->scratch = rf_cuda_alloc(c, want, "temporary storage", st);
+    if (c->scratch)
+        c->scratch_bytes = want;
+    return c->scratch;
+}
+
+/* Reads one device word (synchronising the stream). */
+static bool read_word(rf_cuda_ctx *c, const uint64_t *dev, uint64_t *out, rf_status *st)
+{
+    if (!rf_cuda_check(c, cudaMemcpyAsync(c->host_small, dev, 8, cudaMemcpyDeviceToHost, c->stream),
+                       "read back", st) ||
+        !rf_cuda_check(c, cudaStreamSynchronize(c->stream), "read back", st))
+        return false;
+    *out = c->host_small[0];
+    return true;
+}
+
+static double word_to_double(uint64_t w)
+{
+    double d;
+    memcpy(&d, &w, sizeof d);
+    return d;
+}
+
+/* Turns the fault slot into the message rf_scalar_* would give. */
+static bool check_fault(rf_cuda_ctx *c, rf_status *st)
+{
+    rf_derr e;
+    if (!rf_cuda_check(c, cudaMemcpyAsync(c->host_small, c->err, sizeof e, cudaMemcpyDeviceToHost,
+                                          c->stream), "read back", st) ||
+        !rf_cuda_check(c, cudaStreamSynchronize(c->stream), "read back", st))
+        return false;
+    memcpy(&e, c->host_small, sizeof e);
+    if (e.code == RF_DERR_NONE)
+        return true;
+    cudaMemsetAsync(c->err, 0, sizeof(rf_derr), c->stream);
+    switch (e.code) {
+    case RF_DERR_DIV_ZERO:
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "division by zero");
+    case RF_DERR_FLOAT_OVERFLOW:
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "float64 overflow");
+    case RF_DERR_INT32_RANGE:
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "value %" PRId64 " out of range for int32",
+                       (int64_t)e.value);
+    case RF_DERR_FLOAT_RANGE:
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "value %g out of range for %s",
+                       word_to_double(e.value), rf_type_name((rf_type)e.aux));
+    case RF_DERR_CONVERT:
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot convert %s to %s",
+                       rf_type_name((rf_type)(e.aux & 0xff)), rf_type_name((rf_type)(e.aux >> 8)));
+    case RF_DERR_BAD_FLOAT_OP:
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "bad float operator");
+    case RF_DERR_BAD_INT_OP:
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "bad integer operator");
+    default:
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "bad unary operator");
+    }
+}
+
+/* ---- Relations ---- */
+
+void rf_drel_init(rf_drel *r, int arity)
+{
+    r->arity = arity;
+    r->nrows = r->cap = 0;
+    r->data = NULL;
+}
+
+size_t rf_drel_bytes(const rf_drel *r) { return (size_t)r->arity * r->cap * sizeof(rf_word); }
+
+bool rf_drel_alloc(rf_cuda_ctx *c, rf_drel *r, size_t rows, const char *what, rf_status *st)
+{
+    if (r->arity == 0) {
+        r->nrows = rows ? 1 : 0;
+        return true;
+    }
+    if (r->arity > RF_CUDA_MAX_COLS)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "relation %s has %d columns; the GPU backend takes at most %d",
+                       what ? what : "?", r->arity, RF_CUDA_MAX_COLS);
+    if (rows <= r->cap) {
+        r->nrows = rows;
+        return true;
+    }
+    size_t words = rf_mul_size(rows, (size_t)r->arity);
+    void *p = rf_cuda_alloc(c, rf_mul_size(words, sizeof(rf_word)), what, st);
+    if (!p)
+        return false;
+    rf_drel_free(c, r);
+    r->data = p;
+    r->cap = rows;
+    r->nrows = rows;
+    return true;
+}
+
+void rf_drel_free(rf_cuda_ctx *c, rf_drel *r)
+{
+    if (r->data)
+        rf_cuda_free(c, r->data, rf_drel_bytes(r));
+    r->data = NULL;
+    r->nrows = r->cap = 0;
+}
+
+void rf_drel_move(rf_cuda_ctx *c, rf_drel *dst, rf_drel *src)
+{
+    if (dst == src)
+        return;
+    rf_drel_free(c, dst);
+    *dst = *src;
+    src->data = NULL;
+    src->nrows = src->cap = 0;
+}
+
+static rf_cols cols_of(const rf_drel *r)
+{
+    rf_cols k;
+    memset(&k, 0, sizeof k);
+    for (int i = 0; i < r->arity && i < RF_CUDA_MAX_COLS; i++)
+        k.c[i] = r->data ? r->data + (size_t)i * r->cap : NULL;
+    return k;
+}
+
+static rf_wcols wcols_of(rf_drel *r)
+{
+    rf_wcols k;
+    memset(&k, 0, sizeof k);
+    for (int i = 0; i < r->arity && i < RF_CUDA_MAX_COLS; i++)
+        k.c[i] = r->data ? r->data + (size_t)i * r->cap : NULL;
+    return k;
+}
+
+bool rf_drel_copy(rf_cuda_ctx *c, rf_drel *dst, const rf_drel *src, const char *what, rf_status *st)
+{
+    if (dst == src)
+        return true;
+    rf_drel tmp;
+    rf_drel_init(&tmp, src->arity);
+    if (!rf_drel_alloc(c, &tmp, src->nrows, what, st))
+        return false;
+    for (int k = 0; k < src->arity && src->nrows; k++)
+        if (!rf_cuda_check(c, cudaMemcpyAsync(tmp.data + (size_t)k * tmp.cap, src->data + (size_t)k * src->cap,
+                                              src->nrows * 8, cudaMemcpyDeviceToDevice, c->stream),
+                           "copy", st)) {
+            rf_drel_free(c, &tmp);
+            return false;
+        }
+    rf_drel_move(c, dst, &tmp);
+    return true;
+}
+
+bool rf_drel_upload(rf_cuda_ctx *c, rf_drel *r, const rf_table *t, const char *what, rf_status *st)
+{
+    rf_drel tmp;
+    rf_drel_init(&tmp, t->arity);
+    if (!rf_drel_alloc(c, &tmp, t->nrows, what, st))
+        return false;
+    for (int k = 0; k < t->arity && t->nrows; k++)
+        if (!rf_cuda_check(c, cudaMemcpyAsync(tmp.data + (size_t)k * tmp.cap, t->cols[k], t->nrows * 8,
+                                              cudaMemcpyHostToDevice, c->stream), "upload", st)) {
+            rf_drel_free(c, &tmp);
+            return false;
+        }
+    rf_drel_move(c, r, &tmp);
+    return true;
+}
+
+bool rf_drel_download(rf_cuda_ctx *c, const rf_drel *r, rf_table *t, rf_status *st)
+{
+    rf_table_resize(t, r->nrows);
+    for (int k = 0; k < r->arity && r->nrows; k++)
+        if (!rf_cuda_check(c, cudaMemcpyAsync(t->cols[k], r->data + (size_t)k * r->cap, r->nrows * 8,
+                                              cudaMemcpyDeviceToHost, c->stream), "download", st))
+            return false;
+    return rf_cuda_sync(c, st);
+}
+
+bool rf_cuda_set_string_ranks(rf_cuda_ctx *c, const uint32_t *rank, size_t n, rf_status *st)
+{
+    if (c->rank)
+        rf_cuda_free(c, c->rank, c->nrank * sizeof(uint32_t));
+    c->rank = NULL;
+    c->nrank = 0;
+    if (n == 0)
+        return true;
+    c->rank = rf_cuda_alloc(c, n * sizeof(uint32_t), "string order", st);
+    if (!c->rank)
+        return false;
+    c->nrank = n;
+    /* Synchronous: the caller may free `rank` on return. */
+    return rf_cuda_check(c, cudaMemcpy(c->rank, rank, n * sizeof(uint32_t), cudaMemcpyHostToDevice),
+                         "upload", st);
+}
+
+size_t rf_cuda_string_ranks(const rf_cuda_ctx *c) { return c->nrank; }
+
+/* ---- Compute code ---- */
+
+/* Checks one code against the interpreter's limits and appends it to ins,
+ * marking the right operand of every && / || for the short circuit. */
+static bool append_code(const rf_code *code, int ncols, rf_dins *ins, int *pos, rf_status *st)
+{
+    int base = *pos;
+    int starts[RF_CUDA_MAX_STACK + 1];
+    int depth = 0;
+    for (int k = 0; k < code->n; k++) {
+        const rf_instr *i = &code->ins[k];
+        if (i->op >= RF_EX_COUNT_ || i->op == RF_EX_VAR ||
+            (i->op == RF_EX_COL && (i->index < 0 || i->index >= ncols)))
+            return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "malformed compute code (instruction %d)", k);
+        int ar = rf_expr_arity((rf_exop)i->op);
+        if (depth < ar)
+            return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "malformed compute code (stack underflow)");
+        int start = base + k;
+        if (ar == 1) {
+            start = starts[depth - 1];
+        } else if (ar == 2) {
+            int right = starts[depth - 1];
+            start = starts[depth - 2];
+            if (i->op == RF_EX_AND || i->op == RF_EX_OR) {
+                ins[right].sc = i->op == RF_EX_AND ? 1 : 2;
+                ins[right].skip = base + k;
+            }
+        }
+        depth -= ar;
+        if (depth >= RF_CUDA_MAX_STACK)
+            return rf_fail(st, RF_EXIT_RUNTIME_ERROR,
+                           "expression too deep for the GPU interpreter (more than %d values)",
+                           RF_CUDA_MAX_STACK);
+        starts[depth++] = start;
+        rf_dins *d = &ins[base + k];
+        d->op = i->op;
+        d->type = i->type;
+        d->arg_type = i->arg_type;
+        d->index = i->index;
+        d->value = i->value;
+        if (d->sc == 0)
+            d->skip = -1;
+    }
+    if (code->n > 0 && depth != 1)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "malformed compute code (leftover values)");
+    *pos = base + code->n;
+    return true;
+}
+
+/* Uploads the filter and projections of one kernel into the context's code
+ * buffer and describes them in *p. */
+static bool upload_prog(rf_cuda_ctx *c, const rf_code *filter, int nproj, const rf_code *proj,
+                        int ncols, rf_dprog *p, rf_status *st)
+{
+    memset(p, 0, sizeof *p);
+    if (nproj > RF_CUDA_MAX_COLS)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%d projections; the GPU backend takes at most %d",
+                       nproj, RF_CUDA_MAX_COLS);
+    size_t total = filter ? (size_t)filter->n : 0;
+    for (int k = 0; k < nproj; k++)
+        total += (size_t)proj[k].n;
+    rf_dins *ins = rf_calloc(total ? total : 1, sizeof *ins);
+    int pos = 0;
+    if (filter && !append_code(filter, ncols, ins, &pos, st))
+        goto fail;
+    p->filter_n = pos;
+    for (int k = 0; k < nproj; k++) {
+        p->off[k] = pos;
+        if (proj[k].n == 0) {
+            rf_fail(st, RF_EXIT_RUNTIME_ERROR, "empty projection %d", k);
+            goto fail;
+        }
+        if (!append_code(&proj[k], ncols, ins, &pos, st))
+            goto fail;
+    }
+    p->off[nproj] = pos;
+    p->nproj = nproj;
+    if (total > c->code_cap) {
+        if (c->code)
+            rf_cuda_free(c, c->code, c->code_cap * sizeof(rf_dins));
+        c->code_cap = 0;
+        c->code = rf_cuda_alloc(c, (total + 64) * sizeof(rf_dins), "compute code", st);
+        if (!c->code)
+            goto fail;
+        c->code_cap = total + 64;
+    }
+    /* Pageable source: the copy is staged before the call returns, so ins
+     * may be freed right after. */
+    if (total && !rf_cuda_check(c, cudaMemcpyAsync(c->code, ins, total * sizeof(rf_dins),
+                                                   cudaMemcpyHostToDevice, c->stream), "upload code", st))
+        goto fail;
+    free(ins);
+    p->ins = c->code;
+    p->rank = c->rank;
+    p->nrank = c->nrank;
+    p->err = c->err;
+    return true;
+fail:
+    free(ins);
+    return false;
+}
+
+static bool all_columns(int nproj, const rf_code *proj)
+{
+    for (int k = 0; k < nproj; k++)
+        if (rf_code_as_column_(&proj[k]) < 0)
+            return false;
+    return true;
+}
+
+/* ---- Scratch arrays with automatic release ---- */
+typedef struct tmpbuf {
+    void *p;
+    size_t bytes;
+} tmpbuf;
+
+static void *tmp_get(rf_cuda_ctx *c, tmpbuf *t, size_t bytes, const char *what, rf_status *st)
+{
+    t->p = rf_cuda_alloc(c, bytes, what, st);
+    t->bytes = bytes ? bytes : 1;
+    return t->p;
+}
+
+static void tmp_put(rf_cuda_ctx *c, tmpbuf *t)
+{
+    if (t->p)
+        rf_cuda_free(c, t->p, t->bytes);
+    t->p = NULL;
+}
+
+#define CK(call, where)                                                                 \
+    do {                                                                                \
+        if (!rf_cuda_check(c, (call), (where), st))                                     \
+            goto fail;                                                                  \
+    } while (0)
+
+static bool check_arity(const rf_drel *r, const char *what, rf_status *st)
+{
+    if (r->arity > RF_CUDA_MAX_COLS)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "relation %s has %d columns; the GPU backend takes at most %d",
+                       what ? what : "?", r->arity, RF_CUDA_MAX_COLS);
+    return true;
+}
+
+/* ---- Generated compute stages ---- */
+
+static bool try_codegen(rf_cuda_ctx *c, bool join, int al, const rf_code *filter, int nproj,
+                        const rf_code *proj, void **ff, void **fe)
+{
+    if (!c->codegen)
+        return false;
+    char *src = rf_codegen_source(join, al, filter, nproj, proj);
+    bool ok = rf_codegen_kernels(c, src, ff, fe);
+    free(src);
+    return ok;
+}
+
+/* Launches a generated rf_filter / rf_emit (signatures in cuda_internal.h). */
+static bool gen_filter(rf_cuda_ctx *c, void *fn, rf_cols l, rf_cols r, const uint64_t *lo, const uint64_t *off,
+                       uint64_t nl, uint64_t total, uint8_t *flags, rf_status *st)
+{
+    rf_denv env = {c->rank, c->nrank, c->err};
+    void *params[] = {&l, &r, &lo, &off, &nl, &total, &env, &flags};
+    return rf_codegen_launch(c, fn, total, params, st);
+}
+
+static bool gen_emit(rf_cuda_ctx *c, void *fn, rf_cols l, rf_cols r, const uint64_t *lo, const uint64_t *off,
+                     uint64_t nl, uint64_t total, const uint8_t *flags, const uint64_t *pos, rf_wcols out,
+                     rf_status *st)
+{
+    rf_denv env = {c->rank, c->nrank, c->err};
+    void *params[] = {&l, &r, &lo, &off, &nl, &total, &flags, &pos, &env, &out};
+    return rf_codegen_launch(c, fn, total, params, st);
+}
+
+/* ---- MAP ---- */
+
+bool rf_cuda_map(rf_cuda_ctx *c, const rf_drel *in, const rf_code *filter, int nproj,
+                 const rf_code *proj, rf_drel *out, const char *what, rf_status *st)
+{
+    rf_dprog prog;
+    tmpbuf flags = {0}, pos = {0};
+    rf_drel res;
+    rf_drel_init(&res, nproj);
+    if (!check_arity(in, what, st) || !upload_prog(c, filter, nproj, proj, in->arity, &prog, st))
+        return false;
+    bool has_filter = filter && filter->n > 0;
+    size_t n = in->nrows, kept = n;
+    if (n == 0)
+        goto done;
+    if (!has_filter && all_columns(nproj, proj)) {
+        /* Pure projection: column copies, no kernel. */
+        if (!rf_drel_alloc(c, &res, n, what, st))
+            goto fail;
+        for (int k = 0; k < nproj; k++)
+            CK(cudaMemcpyAsync(res.data + (size_t)k * res.cap,
+                               in->data + (size_t)rf_code_as_column_(&proj[k]) * in->cap, n * 8,
+                               cudaMemcpyDeviceToDevice, c->stream), "map");
+        goto done;
+    }
+    void *gf = NULL, *ge = NULL;
+    bool gen = try_codegen(c, false, in->arity, filter, nproj, proj, &gf, &ge);
+    if (has_filter) {
+        if (!tmp_get(c, &flags, n, "filter flags", st) || !tmp_get(c, &pos, (n + 1) * 8, "filter positions", st))
+            goto fail;
+        if (gen) {
+            if (!gen_filter(c, gf, cols_of(in), cols_of(in), NULL, NULL, n, n, flags.p, st))
+                goto fail;
+        } else
+            CK(rf_k_map_filter(c->stream, cols_of(in), n, prog, flags.p), "map filter");
+        if (!check_fault(c, st) || !rf_cub_flag_scan(c, flags.p, pos.p, n, st))
+            goto fail;
+        uint64_t k;
+        if (!read_word(c, (uint64_t *)pos.p + n, &k, st))
+            goto fail;
+        kept = (size_t)k;
+    }
+    if (!rf_drel_alloc(c, &res, kept, what, st))
+        goto fail;
+    if (kept && nproj > 0) {
+        if (gen) {
+            if (!gen_emit(c, ge, cols_of(in), cols_of(in), NULL, NULL, n, n, has_filter ? flags.p : NULL,
+                          has_filter ? pos.p : NULL, wcols_of(&res), st))
+                goto fail;
+        } else
+            CK(rf_k_map_emit(c->stream, cols_of(in), n, has_filter ? flags.p : NULL,
+                             has_filter ? pos.p : NULL, prog, wcols_of(&res)), "map");
+        if (!check_fault(c, st))
+            goto fail;
+    }
+done:
+    tmp_put(c, &flags);
+    tmp_put(c, &pos);
+    rf_drel_move(c, out, &res);
+    out->arity = nproj;
+    return true;
+fail:
+    tmp_put(c, &flags);
+    tmp_put(c, &pos);
+    rf_drel_free(c, &res);
+    return false;
+}
+
+/* ---- SORT + UNIQUE ---- */
+
+static int bit_width(uint64_t v)
+{
+    int b = 0;
+    while (v) {
+        b++;
+        v >>= 1;
+    }
+    return b;
+}
+
+bool rf_cuda_sort_unique(rf_cuda_ctx *c, const rf_drel *r, rf_drel *out, const char *what,
+                         rf_status *st)
+{
+    size_t n = r->nrows;
+    int a = r->arity;
+    if (a == 0 || n <= 1) {
+        if (!rf_drel_copy(c, out, r, what, st))
+            return false;
+        out->nrows = n ? 1 : 0;
+        return true;
+    }
+    if (!check_arity(r, what, st))
+        return false;
+    if (n > UINT32_MAX)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "relation %s has %zu rows; the GPU sort takes at most 2^32",
+                       what ? what : "?", n);
+    tmpbuf maxb = {0}, keys = {0}, keys_alt = {0}, perm = {0}, perm_alt = {0}, flags = {0}, pos = {0};
+    rf_drel sorted, res;
+    rf_drel_init(&sorted, a);
+    rf_drel_init(&res, a);
+    rf_cols in = cols_of(r);
+
+    /* Bit width of every column: radix passes only over bits in use, and
+     * several narrow columns pack into one 64-bit key. */
+    if (!tmp_get(c, &maxb, (size_t)a * 8, "sort", st))
+        goto fail;
+    for (int k = 0; k < a; k++)
+        if (!rf_cub_max(c, in.c[k], n, (uint64_t *)maxb.p + k, st))
+            goto fail;
+    uint64_t maxv[RF_CUDA_MAX_COLS];
+    CK(cudaMemcpyAsync(maxv, maxb.p, (size_t)a * 8, cudaMemcpyDeviceToHost, c->stream), "sort");
+    CK(cudaStreamSynchronize(c->stream), "sort");
+    tmp_put(c, &maxb);
+    int bits[RF_CUDA_MAX_COLS];
+    for (int k = 0; k < a; k++)
+        bits[k] = bit_width(maxv[k]);
+
+    /* Groups of adjacent columns whose widths sum to <= 64, from the last
+     * column (least significant) to the first. */
+    int gfirst[RF_CUDA_MAX_COLS], gn[RF_CUDA_MAX_COLS], gbits[RF_CUDA_MAX_COLS], ng = 0;
+    for (int k = a - 1; k >= 0; k--) {
+        if (ng > 0 && gbits[ng - 1] + bits[k] <= 64) {
+            gfirst[ng - 1] = k;
+            gn[ng - 1]++;
+            gbits[ng - 1] += bits[k];
+        } else {
+            gfirst[ng] = k;
+            gn[ng] = 1;
+            gbits[ng] = bits[k];
+            ng++;
+        }
+    }
+
+    if (!tmp_get(c, &keys, n * 8, "sort keys", st) || !tmp_get(c, &keys_alt, n * 8, "sort keys", st))
+        goto fail;
+    int shift[RF_CUDA_MAX_COLS];
+
+    if (ng == 1) {
+        /* The whole row fits in one key: sort keys alone, then unique and
+         * unpack in one pass. */
+        int s = 0;
+        for (int k = a - 1; k >= 0; k--) {
+            shift[k] = s;
+            s += bits[k];
+        }
+        CK(rf_k_pack(c->stream, in, 0, a, shift, NULL, n, keys.p), "sort pack");
+        if (!rf_cub_sort_keys(c, keys.p, keys_alt.p, n, gbits[0], st))
+            goto fail;
+        tmp_put(c, &keys_alt);
+        if (!tmp_get(c, &flags, n, "sort flags", st) || !tmp_get(c, &pos, (n + 1) * 8, "sort positions", st))
+            goto fail;
+        CK(rf_k_key_heads(c->stream, keys.p, n, flags.p), "unique");
+        if (!rf_cub_flag_scan(c, flags.p, pos.p, n, st))
+            goto fail;
+        uint64_t total;
+        if (!read_word(c, (uint64_t *)pos.p + n, &total, st))
+            goto fail;
+        if (!rf_drel_alloc(c, &res, (size_t)total, what, st))
+            goto fail;
+        CK(rf_k_unpack(c->stream, keys.p, n, flags.p, pos.p, a, shift, bits, wcols_of(&res)), "unpack");
+    } else {
+        /* LSD over column groups: a stable key-value sort per group carries
+         * the permutation; then gather every column once. */
+        if (!tmp_get(c, &perm, n * 4, "sort permutation", st) ||
+            !tmp_get(c, &perm_alt, n * 4, "sort permutation", st))
+            goto fail;
+        CK(rf_k_iota(c->stream, perm.p, n), "sort");
+        for (int g = 0; g < ng; g++) {
+            if (gbits[g] == 0)
+                continue;
+            int s = 0;
+            for (int j = gn[g] - 1; j >= 0; j--) {
+                shift[j] = s;
+                s += bits[gfirst[g] + j];
+            }
+            CK(rf_k_pack(c->stream, in, gfirst[g], gn[g], shift, perm.p, n, keys.p), "sort pack");
+            if (!rf_cub_sort_pairs(c, keys.p, keys_alt.p, perm.p, perm_alt.p, n, gbits[g], st))
+                goto fail;
+        }
+        tmp_put(c, &keys);
+        tmp_put(c, &keys_alt);
+        tmp_put(c, &perm_alt);
+        if (!rf_drel_alloc(c, &sorted, n, what, st))
+            goto fail;
+        CK(rf_k_gather(c->stream, in, a, perm.p, n, wcols_of(&sorted)), "sort gather");
+        tmp_put(c, &perm);
+        if (!tmp_get(c, &flags, n, "sort flags", st) || !tmp_get(c, &pos, (n + 1) * 8, "sort positions", st))
+            goto fail;
+        CK(rf_k_row_heads(c->stream, cols_of(&sorted), a, n, flags.p), "unique");
+        if (!rf_cub_flag_scan(c, flags.p, pos.p, n, st))
+            goto fail;
+        uint64_t total;
+        if (!read_word(c, (uint64_t *)pos.p + n, &total, st))
+            goto fail;
+        if (total == n) {
+            rf_drel_move(c, &res, &sorted);
+        } else {
+            if (!rf_drel_alloc(c, &res, (size_t)total, what, st))
+                goto fail;
+            CK(rf_k_compact(c->stream, cols_of(&sorted), a, flags.p, pos.p, n, wcols_of(&res)), "unique");
+            rf_drel_free(c, &sorted);
+        }
+    }
+    tmp_put(c, &keys);
+    tmp_put(c, &keys_alt);
+    tmp_put(c, &flags);
+    tmp_put(c, &pos);
+    rf_drel_move(c, out, &res);
+    return true;
+fail:
+    tmp_put(c, &maxb);
+    tmp_put(c, &keys);
+    tmp_put(c, &keys_alt);
+    tmp_put(c, &perm);
+    tmp_put(c, &perm_alt);
+    tmp_put(c, &flags);
+    tmp_put(c, &pos);
+    rf_drel_free(c, &sorted);
+    rf_drel_free(c, &res);
+    return false;
+}
+
+/* ---- JOIN ---- */
+
+bool rf_cuda_join(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,
+                  const rf_code *filter, int nproj, const rf_code *proj, rf_drel *out,
+                  const char *what, rf_status *st)
+{
+    rf_dprog prog;
+    tmpbuf lo = {0}, cnt = {0}, off = {0}, flags = {0}, pos = {0};
+    rf_drel res;
+    rf_drel_init(&res, nproj);
+    if (!check_arity(l, what, st) || !check_arity(r, what, st) ||
+        !upload_prog(c, filter, nproj, proj, l->arity + r->arity, &prog, st))
+        return false;
+    if (nkeys > l->arity || nkeys > r->arity)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "join on %d keys of relations of arity %d and %d",
+                       nkeys, l->arity, r->arity);
+    bool has_filter = filter && filter->n > 0;
+    size_t nl = l->nrows, nr = r->nrows;
+    if (nl == 0 || nr == 0)
+        goto done;
+    if (!tmp_get(c, &lo, nl * 8, "join ranges", st) || !tmp_get(c, &cnt, nl * 8, "join ranges", st) ||
+        !tmp_get(c, &off, (nl + 1) * 8, "join ranges", st))
+        goto fail;
+    CK(rf_k_join_ranges(c->stream, cols_of(l), nl, cols_of(r), nr, nkeys, lo.p, cnt.p), "join");
+    if (!rf_cub_count_scan(c, cnt.p, off.p, nl, st))
+        goto fail;
+    tmp_put(c, &cnt);
+    uint64_t total, kept;
+    if (!read_word(c, (uint64_t *)off.p + nl, &total, st))
+        goto fail;
+    kept = total;
+    if (total == 0)
+        goto done;
+    void *gf = NULL, *ge = NULL;
+    bool gen = try_codegen(c, true, l->arity, filter, nproj, proj, &gf, &ge);
+    if (has_filter) {
+        if (!tmp_get(c, &flags, total, "join filter flags", st) ||
+            !tmp_get(c, &pos, (total + 1) * 8, "join filter positions", st))
+            goto fail;
+        if (gen) {
+            if (!gen_filter(c, gf, cols_of(l), cols_of(r), lo.p, off.p, nl, total, flags.p, st))
+                goto fail;
+        } else
+            CK(rf_k_join_filter(c->stream, cols_of(l), l->arity, cols_of(r), lo.p, off.p, nl, total, prog,
+                                flags.p), "join filter");
+        if (!check_fault(c, st) || !rf_cub_flag_scan(c, flags.p, pos.p, total, st) ||
+            !read_word(c, (uint64_t *)pos.p + total, &kept, st))
+            goto fail;
+    }
+    if (!rf_drel_alloc(c, &res, (size_t)kept, what, st))
+        goto fail;
+    if (kept && nproj > 0) {
+        if (gen) {
+            if (!gen_emit(c, ge, cols_of(l), cols_of(r), lo.p, off.p, nl, total, has_filter ? flags.p : NULL,
+                          has_filter ? pos.p : NULL, wcols_of(&res), st))
+                goto fail;
+        } else
+            CK(rf_k_join_emit(c->stream, cols_of(l), l->arity, cols_of(r), lo.p, off.p, nl, total,
+                              has_filter ? flags.p : NULL, has_filter ? pos.p : NULL, prog, wcols_of(&res)),
+               "join");
+        if (!check_fault(c, st))
+            goto fail;
+    }
+done:
+    tmp_put(c, &lo);
+    tmp_put(c, &cnt);
+    tmp_put(c, &off);
+    tmp_put(c, &flags);
+    tmp_put(c, &pos);
+    rf_drel_move(c, out, &res);
+    out->arity = nproj;
+    return true;
+fail:
+    tmp_put(c, &lo);
+    tmp_put(c, &cnt);
+    tmp_put(c, &off);
+    tmp_put(c, &flags);
+    tmp_put(c, &pos);
+    rf_drel_free(c, &res);
+    return false;
+}
+
+/* ---- ANTIJOIN, DIFFERENCE ---- */
+
+bool rf_cuda_antijoin(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,
+                      rf_drel *out, const char *what, rf_status *st)
+{
+    tmpbuf flags = {0}, pos = {0};
+    rf_drel res;
+    rf_drel_init(&res, l->arity);
+    if (!check_arity(l, what, st) || !check_arity(r, what, st))
+        return false;
+    if (nkeys > l->arity || nkeys > r->arity)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "antijoin on %d keys of relations of arity %d and %d",
+                       nkeys, l->arity, r->arity);
+    size_t nl = l->nrows, nr = r->nrows;
+    if (nr == 0)
+        return rf_drel_copy(c, out, l, what, st);
+    if (nl == 0 || l->arity == 0) {
+        /* Arity 0 left side: {()} survives only if r has no row. */
+        rf_drel_move(c, out, &res);
+        out->arity = l->arity;
+        return true;
+    }
+    if (!tmp_get(c, &flags, nl, "antijoin flags", st) || !tmp_get(c, &pos, (nl + 1) * 8, "antijoin positions", st))
+        goto fail;
+    CK(rf_k_absent(c->stream, cols_of(l), nl, cols_of(r), nr, nkeys, flags.p), "antijoin");
+    if (!rf_cub_flag_scan(c, flags.p, pos.p, nl, st))
+        goto fail;
+    uint64_t kept;
+    if (!read_word(c, (uint64_t *)pos.p + nl, &kept, st) || !rf_drel_alloc(c, &res, (size_t)kept, what, st))
+        goto fail;
+    CK(rf_k_compact(c->stream, cols_of(l), l->arity, flags.p, pos.p, nl, wcols_of(&res)), "antijoin");
+    tmp_put(c, &flags);
+    tmp_put(c, &pos);
+    rf_drel_move(c, out, &res);
+    out->arity = l->arity;
+    return true;
+fail:
+    tmp_put(c, &flags);
+    tmp_put(c, &pos);
+    rf_drel_free(c, &res);
+    return false;
+}
+
+bool rf_cuda_difference(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *b, rf_drel *out,
+                        const char *what, rf_status *st)
+{
+    if (a->arity != b->arity)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "difference of arities %d and %d", a->arity, b->arity);
+    return rf_cuda_antijoin(c, a, b, a->arity, out, what, st);
+}
+
+/* ---- UNION ---- */
+
+bool rf_cuda_union(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *b, rf_drel *out,
+                   const char *what, rf_status *st)
+{
+    if (a->arity != b->arity)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "union of arities %d and %d", a->arity, b->arity);
+    if (!check_arity(a, what, st))
+        return false;
+    int ar = a->arity;
+    size_t na = a->nrows, nb = b->nrows;
+    if (ar == 0) {
+        rf_drel res;
+        rf_drel_init(&res, 0);
+        res.nrows = (na || nb) ? 1 : 0;
+        rf_drel_move(c, out, &res);
+        return true;
+    }
+    if (nb == 0)
+        return rf_drel_copy(c, out, a, what, st);
+    if (na == 0)
+        return rf_drel_copy(c, out, b, what, st);
+    tmpbuf lba = {0}, keep = {0}, kpre = {0};
+    rf_drel res;
+    rf_drel_init(&res, ar);
+    if (!tmp_get(c, &lba, nb * 8, "union ranks", st) || !tmp_get(c, &keep, nb, "union flags", st) ||
+        !tmp_get(c, &kpre, (nb + 1) * 8, "union positions", st))
+        goto fail;
+    CK(rf_k_union_probe(c->stream, cols_of(a), na, cols_of(b), nb, ar, lba.p, keep.p), "union");
+    if (!rf_cub_flag_scan(c, keep.p, kpre.p, nb, st))
+        goto fail;
+    uint64_t kept;
+    if (!read_word(c, (uint64_t *)kpre.p + nb, &kept, st) || !rf_drel_alloc(c, &res, na + (size_t)kept, what, st))
+        goto fail;
+    CK(rf_k_union_scatter_a(c->stream, cols_of(a), na, cols_of(b), nb, ar, kpre.p, wcols_of(&res)), "union");
+    CK(rf_k_union_scatter_b(c->stream, cols_of(b), nb, ar, lba.p, keep.p, kpre.p, wcols_of(&res)), "union");
+    tmp_put(c, &lba);
+    tmp_put(c, &keep);
+    tmp_put(c, &kpre);
+    rf_drel_move(c, out, &res);
+    return true;
+fail:
+    tmp_put(c, &lba);
+    tmp_put(c, &keep);
+    tmp_put(c, &kpre);
+    rf_drel_free(c, &res);
+    return false;
+}
+
+/* ---- AGGREGATE ---- */
+
+bool rf_cuda_aggregate(rf_cuda_ctx *c, const rf_drel *in, int nkeys, rf_aggfn fn,
+                       rf_type result_type, const rf_code *arg, rf_drel *out,
+                       const char *what, rf_status *st)
+{
+    tmpbuf flags = {0}, pos = {0}, starts = {0}, vals = {0};
+    rf_drel res;
+    rf_drel_init(&res, nkeys + 1);
+    if (!check_arity(in, what, st))
+        return false;
+    if (nkeys + 1 > RF_CUDA_MAX_COLS || nkeys > in->arity)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "aggregate with %d keys over arity %d", nkeys, in->arity);
+    bool counting = fn == RF_AGG_COUNT;
+    if (!counting && (!arg || arg->n == 0))
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "aggregate without an argument");
+    rf_dprog prog;
+    if (!counting && !upload_prog(c, NULL, 1, arg, in->arity, &prog, st))
+        return false;
+    size_t n = in->nrows;
+    if (n == 0) {
+        if (nkeys == 0 && counting) {
+            if (!rf_drel_alloc(c, &res, 1, what, st))
+                return false;
+            CK(rf_k_fill(c->stream, res.data, 1, 0), "aggregate");
+        }
+        goto done;
+    }
+    if (!tmp_get(c, &flags, n, "group flags", st) || !tmp_get(c, &pos, (n + 1) * 8, "group positions", st))
+        goto fail;
+    CK(rf_k_row_heads(c->stream, cols_of(in), nkeys, n, flags.p), "aggregate");
+    if (!rf_cub_flag_scan(c, flags.p, pos.p, n, st))
+        goto fail;
+    uint64_t g;
+    if (!read_word(c, (uint64_t *)pos.p + n, &g, st))
+        goto fail;
+    if (!tmp_get(c, &starts, (g + 1) * 8, "group starts", st))
+        goto fail;
+    CK(rf_k_seg_starts(c->stream, flags.p, pos.p, n, starts.p), "aggregate");
+    CK(rf_k_fill(c->stream, (uint64_t *)starts.p + g, 1, n), "aggregate");
+    tmp_put(c, &flags);
+    tmp_put(c, &pos);
+    if (!rf_drel_alloc(c, &res, (size_t)g, what, st))
+        goto fail;
+    rf_wcols oc = wcols_of(&res);
+    CK(rf_k_gather_rows(c->stream, cols_of(in), nkeys, starts.p, g, oc), "aggregate keys");
+    uint64_t *result = oc.c[nkeys];
+    if (counting) {
+        CK(rf_k_seg_count(c->stream, starts.p, g, result), "count");
+    } else {
+        const uint64_t *v;
+        int col = rf_code_as_column_(arg);
+        if (col >= 0) {
+            v = in->data + (size_t)col * in->cap;
+        } else {
+            if (!tmp_get(c, &vals, n * 8, "aggregate values", st))
+                goto fail;
+            CK(rf_k_eval(c->stream, cols_of(in), n, prog, vals.p), "aggregate argument");
+            if (!check_fault(c, st))
+                goto fail;
+            v = vals.p;
+        }
+        rf_type t = (rf_type)arg->ins[arg->n - 1].type;
+        if (fn == RF_AGG_TOTAL && t == RF_TYPE_FLOAT64) {
+            CK(rf_k_seg_fsum(c->stream, v, starts.p, g, c->err, result), "total");
+            if (!check_fault(c, st))
+                goto fail;
+        } else {
+            int kind;
+            bool mn = fn == RF_AGG_MIN;
+            if (fn == RF_AGG_TOTAL)
+                kind = RF_RED_SUM_U64;
+            else if (t == RF_TYPE_INT32 || t == RF_TYPE_INT64)
+                kind = mn ? RF_RED_MIN_I64 : RF_RED_MAX_I64;
+            else if (t == RF_TYPE_FLOAT64)
+                kind = mn ? RF_RED_MIN_F64 : RF_RED_MAX_F64;
+            else if (t == RF_TYPE_STRING)
+                kind = mn ? RF_RED_MIN_STR : RF_RED_MAX_STR;
+            else
+                kind = mn ? RF_RED_MIN_U64 : RF_RED_MAX_U64;
+            if (!rf_cub_segmented_reduce(c, kind, v, g, starts.p, result, st))
+                goto fail;
+            if (fn == RF_AGG_TOTAL && (t == RF_TYPE_INT32 || result_type == RF_TYPE_INT32))
+                CK(rf_k_wrap32(c->stream, result, g), "total");
+        }
+    }
+done:
+    tmp_put(c, &flags);
+    tmp_put(c, &pos);
+    tmp_put(c, &starts);
+    tmp_put(c, &vals);
+    rf_drel_move(c, out, &res);
+    out->arity = nkeys + 1;
+    return true;
+fail:
+    tmp_put(c, &flags);
+    tmp_put(c, &pos);
+    tmp_put(c, &starts);
+    tmp_put(c, &vals);
+    rf_drel_free(c, &res);
+    return false;
+}

@@ -1,0 +1,122 @@
+/* The GPU operator library: the relational primitives of rf_prims.h on
+ * device-resident columnar relations. Plain C interface; CUDA, CUB and NVRTC
+ * stay behind it. Every function returns false and fills st on a fault:
+ * a CUDA error, device out-of-memory (RF_EXIT_OUT_OF_MEMORY, naming the
+ * relation `what` and the size), or a run-time error of compute code
+ * (division by zero, ...; the same messages as rf_scalar_binary/unary).
+ *
+ * Semantics mirror primitives/rf_prims.h exactly: words compare as unsigned
+ * 64-bit integers, sorted relations are lexicographic and duplicate-free,
+ * compute code follows rf_expr.h bit for bit (strings compare by text through
+ * a rank table, see rf_cuda_set_string_ranks). All work runs in order on the
+ * context's one stream; results are whole when a function returns true. */
+#ifndef RF_CUDA_PRIMS_H
+#define RF_CUDA_PRIMS_H
+
+#include "../../common/rf_table.h"
+#include "../../harmony_ir/hir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Widest relation the GPU kernels take (column pointers travel as kernel
+ * parameters) and deepest compute-code stack of the interpreter. */
+#define RF_CUDA_MAX_COLS 32
+#define RF_CUDA_MAX_STACK 32
+
+typedef struct rf_cuda_ctx rf_cuda_ctx;
+
+/* A relation in device memory: column c is data + c*cap (one allocation).
+ * Arity 0: nrows is 0 or 1 and data stays NULL. */
+typedef struct rf_drel {
+    int arity;
+    size_t nrows;
+    size_t cap;
+    rf_word *data;
+} rf_drel;
+
+/* Number of usable CUDA devices; 0 when there is none or no driver. */
+int rf_cuda_device_count(void);
+/* Context on device `device`: a stream, the memory pool, scratch space. */
+rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st);
+void rf_cuda_ctx_free(rf_cuda_ctx *c);
+const char *rf_cuda_device_name(const rf_cuda_ctx *c);
+/* Bytes of device memory held by live relations and scratch, and the peak. */
+size_t rf_cuda_bytes_in_use(const rf_cuda_ctx *c);
+size_t rf_cuda_bytes_peak(const rf_cuda_ctx *c);
+/* Device-event timer around a region of stream work (milliseconds). */
+bool rf_cuda_timer_start(rf_cuda_ctx *c, rf_status *st);
+bool rf_cuda_timer_stop(rf_cuda_ctx *c, double *seconds, rf_status *st);
+/* Waits for all queued work. */
+bool rf_cuda_sync(rf_cuda_ctx *c, rf_status *st);
+
+/* Device memory from the pool (stream-ordered, cached between uses).
+ * `what` names the owner in the out-of-memory message. */
+void *rf_cuda_alloc(rf_cuda_ctx *c, size_t bytes, const char *what, rf_status *st);
+void rf_cuda_free(rf_cuda_ctx *c, void *p, size_t bytes);
+
+/* ---- Relations ---- */
+void rf_drel_init(rf_drel *r, int arity);
+/* Makes room for `rows` rows; contents are lost when it reallocates. */
+bool rf_drel_alloc(rf_cuda_ctx *c, rf_drel *r, size_t rows, const char *what, rf_status *st);
+void rf_drel_free(rf_cuda_ctx *c, rf_drel *r);
+/* dst takes src's storage; src becomes empty. */
+void rf_drel_move(rf_cuda_ctx *c, rf_drel *dst, rf_drel *src);
+bool rf_drel_copy(rf_cuda_ctx *c, rf_drel *dst, const rf_drel *src, const char *what, rf_status *st);
+bool rf_drel_upload(rf_cuda_ctx *c, rf_drel *r, const rf_table *t, const char *what, rf_status *st);
+/* t must be initialised with r's arity. */
+bool rf_drel_download(rf_cuda_ctx *c, const rf_drel *r, rf_table *t, rf_status *st);
+size_t rf_drel_bytes(const rf_drel *r);
+
+/* String order for typed comparisons and min/max on strings: rank[id] is the
+ * position of string `id` in bytewise text order (the caller computes it
+ * from the dictionary; ids >= n compare by id). */
+bool rf_cuda_set_string_ranks(rf_cuda_ctx *c, const uint32_t *rank, size_t n, rf_status *st);
+/* Number of ranks uploaded so far (the caller refreshes when it grew). */
+size_t rf_cuda_string_ranks(const rf_cuda_ctx *c);
+
+/* ---- Primitives (out is replaced; it must alias no input) ---- */
+bool rf_cuda_map(rf_cuda_ctx *c, const rf_drel *in, const rf_code *filter, int nproj,
+                 const rf_code *proj, rf_drel *out, const char *what, rf_status *st);
+/* out := in sorted lexicographically (unsigned words), duplicates removed.
+ * out may be in (in place). */
+bool rf_cuda_sort_unique(rf_cuda_ctx *c, const rf_drel *in, rf_drel *out, const char *what,
+                         rf_status *st);
+/* l, r sorted; rows equal on their first nkeys columns (0: cross product);
+ * out := proj(l ++ r) where filter(l ++ r); unsorted. */
+bool rf_cuda_join(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,
+                  const rf_code *filter, int nproj, const rf_code *proj, rf_drel *out,
+                  const char *what, rf_status *st);
+/* l, r sorted; rows of l whose first nkeys columns match no row of r. */
+bool rf_cuda_antijoin(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,
+                      rf_drel *out, const char *what, rf_status *st);
+bool rf_cuda_union(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *b, rf_drel *out,
+                   const char *what, rf_status *st);
+bool rf_cuda_difference(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *b, rf_drel *out,
+                        const char *what, rf_status *st);
+/* in sorted; groups of equal first nkeys columns; out row := keys ++
+ * fn(arg(row)) with arg's type as the operand type (count: int64, no arg).
+ * nkeys = 0 and empty input: (0) for count, nothing otherwise. Sums of
+ * float64 add in row order (bit-identical to a sequential host sum). */
+bool rf_cuda_aggregate(rf_cuda_ctx *c, const rf_drel *in, int nkeys, rf_aggfn fn,
+                       rf_type result_type, const rf_code *arg, rf_drel *out,
+                       const char *what, rf_status *st);
+
+/* ---- Run-time code generation (NVRTC) for compute stages ----
+ * Off by default; rf_cuda_set_codegen(c, true) makes MAP and JOIN compute
+ * stages run generated kernels (cached on disk by content hash in
+ * $RF_CUDA_CACHE or ~/.cache/redfox), falling back to the interpreter when
+ * NVRTC or the driver API is unavailable. */
+void rf_cuda_set_codegen(rf_cuda_ctx *c, bool on);
+typedef struct rf_cuda_codegen_stats {
+    size_t compiled, cache_hits, mem_hits, failures;
+    double compile_seconds, load_seconds;
+} rf_cuda_codegen_stats;
+void rf_cuda_codegen_get_stats(const rf_cuda_ctx *c, rf_cuda_codegen_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
