@@ -6,6 +6,7 @@
 #include "check.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -328,11 +329,26 @@ static void directive(checker *ck, const ast_clause *c)
 
 typedef struct rule_var {
     char *name;
-    rf_type type;
+    int type;         /* rf_type, or TY_INTLIT until resolve_literal_vars */
     bool bound;       /* by a positive atom or an assignment */
     bool fresh;       /* made for a wildcard: no name lookups find it */
     bool emitted;     /* bound by a literal already placed in the body */
+    /* Variables of literal type (assigned an expression of literals and
+     * such variables): a union-find of the ones computed together, the
+     * narrowest type a use asks for, the type a negated atom demands. */
+    int parent;
+    int want;         /* RF_TYPE_INVALID: none */
+    int exact;        /* RF_TYPE_INVALID: none */
 } rule_var;
+
+/* A literal made by the checker for an expression written as an atom
+ * argument: `r(y + 1)` becomes `r($1), $1 = y + 1` (a filter) and
+ * `!r(y + 1)` becomes `$1 = y + 1, !r($1)` (an assignment). */
+typedef struct synth_lit {
+    ast_literal lit;
+    ast_expr eq, var;
+    char name[24];
+} synth_lit;
 
 typedef struct body_item {
     const ast_literal *ast;
@@ -343,6 +359,12 @@ typedef struct body_item {
     int pred;
     int var;          /* ASSIGN */
     ast_expr *value;  /* ASSIGN: the side that computes the value */
+    /* Made for an expression argument (synth_lit): the atom's item, the
+     * column, and for a negated atom the column's type (the assigned
+     * variable gets exactly this type). */
+    int parent;       /* -1 for literals written in the source */
+    int col;
+    int fixed_type;   /* RF_TYPE_INVALID: from the value */
     rf_literal out;
 } body_item;
 
@@ -350,6 +372,8 @@ typedef struct rule_ctx {
     checker *ck;
     const ast_clause *clause;
     RF_VEC(rule_var) vars;
+    body_item *items;
+    int nitems;
     int nfresh;
     bool atom_failed; /* a positive atom had an error: what it would have
                          bound is unknown, so unbound-variable errors would
@@ -370,9 +394,10 @@ static int find_var(rule_ctx *rc, const char *name)
     return -1;
 }
 
-static int add_var(rule_ctx *rc, char *name, rf_type type, bool fresh)
+static int add_var(rule_ctx *rc, char *name, int type, bool fresh)
 {
-    rule_var v = { name, type, true, fresh, false };
+    rule_var v = { name, type, true, fresh, false, (int)rc->vars.len, RF_TYPE_INVALID,
+                   RF_TYPE_INVALID };
     RF_PUSH(rc->vars, v);
     return (int)rc->vars.len - 1;
 }
@@ -524,7 +549,7 @@ static rf_expr *lower(rule_ctx *rc, const ast_expr *e, rf_type want)
     }
     case AST_VAR: {
         int v = find_var(rc, e->text);
-        r = with_loc(rf_expr_leaf(RF_EX_VAR, rc->vars.items[v].type, v), e->loc);
+        r = with_loc(rf_expr_leaf(RF_EX_VAR, (rf_type)rc->vars.items[v].type, v), e->loc);
         break;
     }
     case AST_UNARY:
@@ -574,8 +599,19 @@ static rf_expr *lower_as(rule_ctx *rc, const ast_expr *e, rf_type want)
     return lower(rc, e, want);
 }
 
+/* The literal made for the expression in column col of the atom of it. */
+static const body_item *synth_for(rule_ctx *rc, const body_item *it, int col)
+{
+    int parent = (int)(it - rc->items);
+    for (int i = 0; i < rc->nitems; i++)
+        if (rc->items[i].parent == parent && rc->items[i].col == col)
+            return &rc->items[i];
+    abort(); /* every expression argument has one (add_rule) */
+}
+
 /* Positive atom: binds its variables (the column's type), keeps constants,
- * turns wildcards into fresh variables in aggregation rules. */
+ * turns wildcards into fresh variables in aggregation rules, binds a
+ * variable for each expression argument (see synth_lit). */
 static void bind_atom(rule_ctx *rc, body_item *it)
 {
     const ast_atom *a = it->ast->atom;
@@ -595,14 +631,20 @@ static void bind_atom(rule_ctx *rc, body_item *it)
             int v = find_var(rc, e->text);
             if (v < 0)
                 v = add_var(rc, rf_strdup(e->text), t, false);
-            else if (rc->vars.items[v].type != t) {
+            else if (rc->vars.items[v].type != (int)t) {
                 rf_diag_error(ck->diag, e->loc,
                               "type mismatch: variable '%s' is %s, but column %d of '%s' is %s",
-                              e->text, rf_type_name(rc->vars.items[v].type), i + 1, p->name,
+                              e->text, type_desc(rc->vars.items[v].type), i + 1, p->name,
                               rf_type_name(t));
                 ok = false;
                 continue;
             }
+            it->out.args[i] = with_loc(rf_expr_leaf(RF_EX_VAR, t, v), e->loc);
+        } else if (e->kind == AST_UNARY || e->kind == AST_BINARY) {
+            /* r(y + 1): the column binds a variable of its own, compared
+             * with the expression by the filter made for it. */
+            const body_item *s = synth_for(rc, it, i);
+            int v = add_var(rc, rf_strdup(s->ast->cond->a->text), t, false);
             it->out.args[i] = with_loc(rf_expr_leaf(RF_EX_VAR, t, v), e->loc);
         } else if (e->kind == AST_WILDCARD) {
             if (rc->clause->has_agg) {
@@ -623,16 +665,17 @@ static void bind_atom(rule_ctx *rc, body_item *it)
     it->valid = ok;
 }
 
-/* Negated atom: every variable must already be bound. */
+/* Negated atom: every variable must already be bound and have exactly the
+ * column's type (as in a positive atom); an expression argument reads the
+ * variable its assignment binds (see synth_lit). The predicate is resolved
+ * earlier (add_rule); it->pred < 0 after an error. */
 static void check_negated(rule_ctx *rc, body_item *it)
 {
     const ast_atom *a = it->ast->atom;
     checker *ck = rc->ck;
-    int idx = resolve_atom(ck, a);
-    if (idx < 0)
+    if (it->pred < 0)
         return;
-    const rf_pred *p = &ck->prog->preds[idx];
-    it->pred = idx;
+    const rf_pred *p = &ck->prog->preds[it->pred];
     it->out.nargs = p->arity;
     it->out.args = rf_calloc(p->arity > 0 ? (size_t)p->arity : 1, sizeof(rf_expr *));
     bool ok = true;
@@ -644,13 +687,10 @@ static void check_negated(rule_ctx *rc, body_item *it)
             if (v < 0 || !rc->vars.items[v].bound) {
                 unbound_error(rc, e, "variable '%s' is not bound by a positive atom");
                 ok = false;
-            } else if (rc->vars.items[v].type != t &&
-                       !(rf_type_is_integer(rc->vars.items[v].type) && rf_type_is_integer(t))) {
-                /* int32 and int64 words are both sign-extended, so an
-                 * int64 variable can be tested against an int32 column. */
+            } else if (rc->vars.items[v].type != (int)t) {
                 rf_diag_error(ck->diag, e->loc,
                               "type mismatch: variable '%s' is %s, but column %d of '%s' is %s",
-                              e->text, rf_type_name(rc->vars.items[v].type), i + 1, p->name,
+                              e->text, type_desc(rc->vars.items[v].type), i + 1, p->name,
                               rf_type_name(t));
                 ok = false;
             } else {
@@ -665,8 +705,12 @@ static void check_negated(rule_ctx *rc, body_item *it)
             else
                 ok = false;
         } else {
-            rf_diag_error(ck->diag, e->loc, "atom arguments must be variables, constants or '_'");
-            ok = false;
+            const body_item *s = synth_for(rc, it, i);
+            int v = find_var(rc, s->ast->cond->a->text);
+            if (!s->valid || v < 0)
+                ok = false; /* reported with the assignment */
+            else
+                it->out.args[i] = with_loc(rf_expr_leaf(RF_EX_VAR, t, v), e->loc);
         }
     }
     it->valid = ok;
@@ -704,7 +748,9 @@ static void classify_conditions(rule_ctx *rc, body_item *items, int n)
                     it->valid = false;
                     break;
                 }
-                rf_type vt = t == TY_INTLIT ? RF_TYPE_INT64 : (rf_type)t;
+                /* A value of literals only (TY_INTLIT) leaves the variable's
+                 * type to its uses: resolve_literal_vars. */
+                int vt = it->fixed_type != RF_TYPE_INVALID ? it->fixed_type : t;
                 int v = find_var(rc, target->text);
                 if (v < 0)
                     v = add_var(rc, rf_strdup(target->text), vt, false);
@@ -722,22 +768,182 @@ static void classify_conditions(rule_ctx *rc, body_item *items, int n)
         body_item *it = &items[i];
         if (it->ast->kind != AST_LIT_COND || it->resolved || !it->valid)
             continue;
-        unbound_error(rc, first_unbound(rc, it->ast->cond), "variable '%s' is not bound by a positive atom");
+        /* (for an expression argument, a variable of the expression) */
+        const ast_expr *c = it->ast->cond;
+        unbound_error(rc, first_unbound(rc, it->parent >= 0 ? c->b : c),
+                      "variable '%s' is not bound by a positive atom");
         it->valid = false;
     }
+}
+
+/* Types a classified condition (filters; assignments were typed when
+ * classified). For the filter made for an expression argument of a
+ * positive atom, a value the column cannot be compared with is reported as
+ * a mismatch with the column. */
+static void infer_condition(rule_ctx *rc, body_item *it)
+{
+    ast_expr *c = it->ast->cond;
+    if (it->kind != RF_LIT_FILTER)
+        return;
+    if (it->parent >= 0) {
+        int tv = infer(rc, c->b);
+        int tc = rc->vars.items[find_var(rc, c->a->text)].type;
+        if (tv == RF_TYPE_INVALID) {
+            it->valid = false;
+            return;
+        }
+        if (tv != tc && !(numeric_or_lit(tv) && numeric_or_lit(tc))) {
+            rf_diag_error(rc->ck->diag, c->b->loc, "type mismatch: expected %s, found %s",
+                          type_desc(tc), type_desc(tv));
+            it->valid = false;
+            return;
+        }
+    }
+    if (infer(rc, c) == RF_TYPE_INVALID)
+        it->valid = false;
 }
 
 static void lower_condition(rule_ctx *rc, body_item *it)
 {
     if (it->kind == RF_LIT_FILTER) {
-        if (infer(rc, it->ast->cond) == RF_TYPE_INVALID)
-            it->valid = false;
-        else if (!(it->out.expr = lower(rc, it->ast->cond, RF_TYPE_BOOL)))
+        infer(rc, it->ast->cond);
+        if (!(it->out.expr = lower(rc, it->ast->cond, RF_TYPE_BOOL)))
             it->valid = false;
     } else {
         it->out.var = it->var;
-        if (!(it->out.expr = lower(rc, it->value, rc->vars.items[it->var].type)))
+        infer(rc, it->value);
+        if (!(it->out.expr = lower_as(rc, it->value, (rf_type)rc->vars.items[it->var].type)))
             it->valid = false;
+    }
+}
+
+/* ------------------------------------------- variables of literal type */
+
+static int uf_find(rule_ctx *rc, int v)
+{
+    while (rc->vars.items[v].parent != v)
+        v = rc->vars.items[v].parent = rc->vars.items[rc->vars.items[v].parent].parent;
+    return v;
+}
+
+/* Unites the variables of literal type in e (an expression of literal
+ * type: they are computed in one type) with rep; returns the group, or -1
+ * when there are none and rep is -1. */
+static int unite_literal_vars(rule_ctx *rc, const ast_expr *e, int rep)
+{
+    if (!e)
+        return rep;
+    if (e->kind == AST_VAR) {
+        int v = find_var(rc, e->text);
+        if (v < 0 || rc->vars.items[v].type != TY_INTLIT)
+            return rep;
+        v = uf_find(rc, v);
+        if (rep >= 0 && rep != v)
+            rc->vars.items[v].parent = rep;
+        return rep >= 0 ? rep : v;
+    }
+    rep = unite_literal_vars(rc, e->a, rep);
+    return unite_literal_vars(rc, e->b, rep);
+}
+
+static int numeric_rank(int t)
+{
+    return t == RF_TYPE_INT32 ? 0 : t == RF_TYPE_INT64 ? 1 : 2;
+}
+
+/* Records what the uses of e (inferred) ask of its variables of literal
+ * type: ctx is the type e is used as (a column, the other operand), or
+ * RF_TYPE_INVALID. A part of e made of literals only takes the type its
+ * context gives it, like a literal does. */
+static void constrain(rule_ctx *rc, const ast_expr *e, int ctx)
+{
+    if (!e || e->type == RF_TYPE_INVALID)
+        return;
+    if (e->type == TY_INTLIT) {
+        int g = unite_literal_vars(rc, e, -1);
+        if (g >= 0 && ctx != RF_TYPE_INVALID && ctx != TY_INTLIT && rf_type_is_numeric((rf_type)ctx)) {
+            rule_var *rv = &rc->vars.items[g];
+            if (rv->want == RF_TYPE_INVALID || numeric_rank(ctx) < numeric_rank(rv->want))
+                rv->want = ctx;
+        }
+        return;
+    }
+    if (e->kind == AST_BINARY) {
+        int sub = rf_exop_is_comparison(e->op) ? join_types(e->a->type, e->b->type) : e->type;
+        constrain(rc, e->a, sub);
+        constrain(rc, e->b, sub);
+    } else if (e->kind == AST_UNARY) {
+        constrain(rc, e->a, e->type);
+    }
+}
+
+/* Gives each variable of literal type a type: the one a negated atom
+ * column demands, else the narrowest one its uses ask for (the wider uses
+ * accept it by widening), else int64. Then retypes the expressions. */
+static void resolve_literal_vars(rule_ctx *rc, body_item *items, int n, const rf_rule *r,
+                                 const rf_pred *head)
+{
+    bool any = false;
+    for (size_t i = 0; i < rc->vars.len; i++)
+        any |= rc->vars.items[i].type == TY_INTLIT;
+    if (!any)
+        return;
+    const ast_clause *c = rc->clause;
+    for (int i = 0; i < n; i++) {
+        body_item *it = &items[i];
+        if (!it->valid || it->ast->kind != AST_LIT_COND || !it->resolved)
+            continue;
+        if (it->kind == RF_LIT_FILTER) {
+            constrain(rc, it->ast->cond, RF_TYPE_INVALID);
+        } else {
+            int t = rc->vars.items[it->var].type;
+            if (t == TY_INTLIT) {
+                int g = unite_literal_vars(rc, it->value, -1);
+                int v = uf_find(rc, it->var);
+                if (g >= 0 && g != v)
+                    rc->vars.items[g].parent = v;
+            } else {
+                constrain(rc, it->value, t);
+            }
+        }
+    }
+    if (head)
+        for (int i = 0; i < head->arity; i++)
+            constrain(rc, c->head->args[i], head->types[i]);
+    if (head && r->agg != RF_AGG_NONE && c->agg_arg)
+        constrain(rc, c->agg_arg, head->types[head->arity - 1]);
+    /* Merge the wishes into the groups' roots. */
+    for (size_t i = 0; i < rc->vars.len; i++) {
+        rule_var *v = &rc->vars.items[i];
+        if (v->type != TY_INTLIT || v->want == RF_TYPE_INVALID)
+            continue;
+        rule_var *g = &rc->vars.items[uf_find(rc, (int)i)];
+        if (g->want == RF_TYPE_INVALID || numeric_rank(v->want) < numeric_rank(g->want))
+            g->want = v->want;
+    }
+    /* Negated atoms, in source order: the first one decides. */
+    for (int i = 0; i < n; i++) {
+        const body_item *it = &items[i];
+        if (it->ast->kind != AST_LIT_NEGATED || it->pred < 0)
+            continue;
+        const rf_pred *p = &rc->ck->prog->preds[it->pred];
+        for (int j = 0; j < p->arity; j++) {
+            const ast_expr *e = it->ast->atom->args[j];
+            int v = e->kind == AST_VAR ? find_var(rc, e->text) : -1;
+            if (v < 0 || rc->vars.items[v].type != TY_INTLIT || !rf_type_is_numeric(p->types[j]))
+                continue;
+            rule_var *g = &rc->vars.items[uf_find(rc, v)];
+            if (g->exact == RF_TYPE_INVALID)
+                g->exact = p->types[j];
+        }
+    }
+    for (size_t i = 0; i < rc->vars.len; i++) {
+        rule_var *v = &rc->vars.items[i];
+        if (v->type != TY_INTLIT)
+            continue;
+        const rule_var *g = &rc->vars.items[uf_find(rc, (int)i)];
+        v->type = g->exact != RF_TYPE_INVALID ? g->exact
+                : g->want != RF_TYPE_INVALID ? g->want : RF_TYPE_INT64;
     }
 }
 
@@ -830,7 +1036,7 @@ static rf_aggfn agg_from_name(const char *name)
 }
 
 /* Aggregation: checks agg<<v = fn(arg)>>, binds v (the head's value) and
- * lowers arg. Returns false after an error. */
+ * types arg. Returns false after an error. */
 static bool check_aggregate(rule_ctx *rc, rf_rule *r, const rf_pred *head)
 {
     const ast_clause *c = rc->clause;
@@ -889,8 +1095,7 @@ static bool check_aggregate(rule_ctx *rc, rf_rule *r, const rf_pred *head)
                           c->agg_var, rf_type_name(want));
             return false;
         }
-        if (!(r->agg_arg = lower_as(rc, arg, want)))
-            ok = false;
+        /* lowered by add_rule once variables of literal type are typed */
     }
     add_var(rc, rf_strdup(c->agg_var), want, false);
     return ok;
@@ -907,22 +1112,77 @@ static void free_items(body_item *items, int n)
     free(items);
 }
 
+static bool is_expression(const ast_expr *e)
+{
+    return e->kind == AST_UNARY || e->kind == AST_BINARY;
+}
+
 static void add_rule(checker *ck, const ast_clause *c)
 {
     int errors_before = ck->diag->errors;
-    rule_ctx rc = { ck, c, { 0 }, 0, false };
+    rule_ctx rc = { ck, c, { 0 }, NULL, 0, 0, false };
     rf_rule r;
     memset(&r, 0, sizeof r);
     r.loc = c->loc;
     r.head = resolve_atom(ck, c->head);
 
-    int n = c->nbody;
+    /* The body items: the written literals, plus one made for each
+     * expression argument of an atom (see synth_lit), placed after a
+     * positive atom and before a negated one. */
+    int nsynth = 0;
+    for (int i = 0; i < c->nbody; i++)
+        if (c->body[i]->atom)
+            for (int j = 0; j < c->body[i]->atom->nargs; j++)
+                nsynth += is_expression(c->body[i]->atom->args[j]);
+    synth_lit *synth = rf_calloc(nsynth > 0 ? (size_t)nsynth : 1, sizeof *synth);
+    int n = c->nbody + nsynth;
     body_item *items = rf_calloc(n > 0 ? (size_t)n : 1, sizeof *items);
+    rc.items = items;
+    rc.nitems = n;
+    int k = 0, ks = 0;
+    for (int i = 0; i < c->nbody; i++) {
+        const ast_literal *l = c->body[i];
+        bool negated = l->kind == AST_LIT_NEGATED;
+        int nx = 0;
+        if (l->atom)
+            for (int j = 0; j < l->atom->nargs; j++)
+                nx += is_expression(l->atom->args[j]);
+        int at = negated ? k + nx : k;     /* the atom's own item */
+        int next = negated ? k : k + 1;    /* its first synthetic item */
+        items[at].ast = l;
+        items[at].parent = -1;
+        for (int j = 0; l->atom && j < l->atom->nargs; j++) {
+            ast_expr *e = l->atom->args[j];
+            if (!is_expression(e))
+                continue;
+            synth_lit *sl = &synth[ks++];
+            snprintf(sl->name, sizeof sl->name, "$%d", ks);
+            sl->var.kind = AST_VAR;
+            sl->var.text = sl->name;
+            sl->var.textlen = strlen(sl->name);
+            sl->var.depth = 1;
+            sl->var.loc = e->loc;
+            sl->eq.kind = AST_BINARY;
+            sl->eq.op = RF_EX_EQ;
+            sl->eq.a = &sl->var;
+            sl->eq.b = e;
+            sl->eq.depth = e->depth + 1;
+            sl->eq.loc = e->loc;
+            sl->lit.kind = AST_LIT_COND;
+            sl->lit.cond = &sl->eq;
+            sl->lit.loc = e->loc;
+            items[next].ast = &sl->lit;
+            items[next].parent = at;
+            items[next].col = j;
+            next++;
+        }
+        k += 1 + nx;
+    }
     for (int i = 0; i < n; i++) {
-        items[i].ast = c->body[i];
         items[i].pred = -1;
         items[i].var = -1;
-        items[i].out.loc = c->body[i]->loc;
+        items[i].fixed_type = RF_TYPE_INVALID;
+        items[i].out.loc = items[i].ast->loc;
         items[i].valid = true;
     }
     for (int i = 0; i < n; i++)
@@ -932,42 +1192,72 @@ static void add_rule(checker *ck, const ast_clause *c)
             bind_atom(&rc, &items[i]);
             if (!items[i].valid)
                 rc.atom_failed = true;
+        } else if (items[i].ast->kind == AST_LIT_NEGATED) {
+            items[i].kind = RF_LIT_NEGATED;
+            items[i].pred = resolve_atom(ck, items[i].ast->atom);
         }
-    for (int i = 0; i < n; i++)
-        if (items[i].ast->kind == AST_LIT_COND) {
-            const ast_expr *w = find_wildcard(items[i].ast->cond);
-            if (w) {
-                rf_diag_error(ck->diag, w->loc, "'_' cannot be used in a comparison");
-                items[i].valid = false;
-            }
-        }
-    classify_conditions(&rc, items, n);
     for (int i = 0; i < n; i++) {
         body_item *it = &items[i];
-        if (it->ast->kind == AST_LIT_NEGATED) {
-            it->kind = RF_LIT_NEGATED;
+        if (it->ast->kind != AST_LIT_COND)
+            continue;
+        const body_item *owner = it->parent >= 0 ? &items[it->parent] : NULL;
+        if (owner && (owner->kind == RF_LIT_ATOM ? !owner->valid : owner->pred < 0)) {
+            it->valid = false; /* the atom's error says it all */
+            continue;
+        }
+        if (owner && owner->kind == RF_LIT_NEGATED)
+            it->fixed_type = ck->prog->preds[owner->pred].types[it->col];
+        const ast_expr *w = find_wildcard(it->ast->cond);
+        if (w) {
+            rf_diag_error(ck->diag, w->loc, owner ? "'_' cannot be used in an expression"
+                                                  : "'_' cannot be used in a comparison");
             it->valid = false;
-            check_negated(&rc, it);
-        } else if (it->ast->kind == AST_LIT_COND && it->valid) {
-            lower_condition(&rc, it);
         }
     }
+    classify_conditions(&rc, items, n);
+    for (int i = 0; i < n; i++)
+        if (items[i].ast->kind == AST_LIT_COND && items[i].valid)
+            infer_condition(&rc, &items[i]);
 
-    if (r.head >= 0) {
-        const rf_pred *hp = &ck->prog->preds[r.head];
-        bool head_ok = !c->has_agg || check_aggregate(&rc, &r, hp);
+    /* Head and aggregate: checked and typed here, lowered below. */
+    const rf_pred *hp = r.head >= 0 ? &ck->prog->preds[r.head] : NULL;
+    bool head_ok = hp && (!c->has_agg || check_aggregate(&rc, &r, hp));
+    if (hp) {
         r.head_args = rf_calloc(hp->arity > 0 ? (size_t)hp->arity : 1, sizeof(rf_expr *));
         for (int i = 0; i < hp->arity && head_ok; i++) {
             ast_expr *e = c->head->args[i];
             const ast_expr *w = find_wildcard(e);
             const ast_expr *u = first_unbound(&rc, e);
+            e->type = RF_TYPE_INVALID;
             if (w)
                 rf_diag_error(ck->diag, w->loc, "'_' cannot be used in a rule head");
             else if (u)
                 unbound_error(&rc, u, "head variable '%s' is not bound in the body");
-            else if (infer(&rc, e) != RF_TYPE_INVALID)
+            else
+                infer(&rc, e);
+        }
+    }
+
+    resolve_literal_vars(&rc, items, n, &r, head_ok ? hp : NULL);
+
+    for (int i = 0; i < n; i++) {
+        body_item *it = &items[i];
+        if (it->ast->kind == AST_LIT_COND && it->valid)
+            lower_condition(&rc, it);
+    }
+    for (int i = 0; i < n; i++)
+        if (items[i].ast->kind == AST_LIT_NEGATED) {
+            items[i].valid = false;
+            check_negated(&rc, &items[i]);
+        }
+    if (head_ok) {
+        for (int i = 0; i < hp->arity; i++) {
+            ast_expr *e = c->head->args[i];
+            if (e->type != RF_TYPE_INVALID && infer(&rc, e) != RF_TYPE_INVALID)
                 r.head_args[i] = lower_as(&rc, e, hp->types[i]);
         }
+        if (r.agg != RF_AGG_NONE && c->agg_arg && infer(&rc, c->agg_arg) != RF_TYPE_INVALID)
+            r.agg_arg = lower_as(&rc, c->agg_arg, hp->types[hp->arity - 1]);
     }
 
     if (ck->diag->errors == errors_before) {
@@ -977,7 +1267,7 @@ static void add_rule(checker *ck, const ast_clause *c)
         r.var_types = rf_calloc(rc.vars.len ? rc.vars.len : 1, sizeof(rf_type));
         for (size_t i = 0; i < rc.vars.len; i++) {
             r.var_names[i] = rc.vars.items[i].name;
-            r.var_types[i] = rc.vars.items[i].type;
+            r.var_types[i] = (rf_type)rc.vars.items[i].type;
         }
         rf_program *prog = ck->prog;
         prog->rules = rf_realloc(prog->rules, rf_mul_size((size_t)prog->nrules + 1, sizeof *prog->rules));
@@ -993,6 +1283,7 @@ static void add_rule(checker *ck, const ast_clause *c)
             free(rc.vars.items[i].name);
     }
     free_items(items, n);
+    free(synth);
     RF_VEC_FREE(rc.vars);
 }
 

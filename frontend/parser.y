@@ -130,6 +130,12 @@ clause ::= atom(H) ARROW atoms(T) DOT. {
     c->types = (ast_atom **)ast_list_take(T, &c->nbody);
     ast_program_add(ps->prog, c);
 }
+/* flag() -> .  (a zero-arity predicate: no attributes to type) */
+clause ::= atom(H) ARROW DOT. {
+    ast_clause *c = ast_clause_new(AST_DECL, H->loc);
+    c->head = H;
+    ast_program_add(ps->prog, c);
+}
 /* edge(1, 2). */
 clause ::= atom(H) DOT. {
     ast_clause *c = ast_clause_new(AST_FACT, H->loc);

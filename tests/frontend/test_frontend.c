@@ -333,6 +333,158 @@ static void test_assignments_and_types(void)
     rf_program_free(p);
 }
 
+/* The type of the variable named `name` in rule r. */
+static rf_type var_type(const rf_rule *r, const char *name)
+{
+    for (int i = 0; i < r->nvars; i++)
+        if (strcmp(r->var_names[i], name) == 0)
+            return r->var_types[i];
+    CU_FAIL("no such variable");
+    return RF_TYPE_INVALID;
+}
+
+/* A variable assigned literals only takes its type from its uses. */
+static void test_literal_variables(void)
+{
+    rf_program *p = compile_ok(
+        "e0(x, y) -> int32(x), string(y). p0(x) -> int32(x).\n"
+        "p1(a, b, c) -> int32(a), int32(b), int32(c). p3(x) -> int32(x).\n"
+        "w(x) -> int64(x). f(x) -> float64(x).\n"
+        "p0(v3) <- e0(4, \"c\"), e0(v1, v2), v3 = 1 % 2.\n"                /* 0: head */
+        "p1(v2 + v1 + (v2 - 1), v1, v2) <- p3(v1), v2 = 5 % 7.\n"           /* 1: arithmetic */
+        "w(x) <- w(x), v = 3, x < v.\n"                                     /* 2: comparison */
+        "p0(x) <- p0(x), v = -(2), !p3(v).\n"                               /* 3: negated atom */
+        "w(x) <- w(x), v = 3 * 4, v > 2.\n"                                 /* 4: default int64 */
+        "p0(w) <- p3(x), u = 1, w = u + 1, x != w.\n"                       /* 5: chain */
+        "f(v) <- p3(x), v = 2 * 3.\n"                                       /* 6: float64 */
+        "w(v) <- p3(x), v = 1, x < v.\n"                                    /* 7: narrowest */
+        "p0(v) <- v = 1 + 2.\n"                                             /* 8: no atom */
+        "p0(x) <- p3(x), v = 1, !p3(v), w(v + 0).\n");                      /* 9: exact wins */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    const rf_rule *r = p->rules;
+    CU_ASSERT_EQUAL(var_type(&r[0], "v3"), RF_TYPE_INT32);
+    check_body(p, 0, "atom e0(4, \"c\"); atom e0(v1, v2); assign v3 = (1 % 2)");
+    CU_ASSERT_EQUAL(r[0].body[2].expr->type, RF_TYPE_INT32);
+    check_expr(&r[0], r[0].head_args[0], "v3");
+
+    CU_ASSERT_EQUAL(var_type(&r[1], "v2"), RF_TYPE_INT32);
+    check_expr(&r[1], r[1].head_args[0], "((v2 + v1) + (v2 - 1))");
+    CU_ASSERT_EQUAL(r[1].head_args[0]->type, RF_TYPE_INT32);
+    CU_ASSERT_EQUAL(r[1].head_args[0]->b->b->type, RF_TYPE_INT32);
+    check_expr(&r[1], r[1].head_args[2], "v2");
+
+    CU_ASSERT_EQUAL(var_type(&r[2], "v"), RF_TYPE_INT64);
+    check_body(p, 2, "atom w(x); assign v = 3; filter (x < v)");
+    CU_ASSERT_EQUAL(r[2].body[1].expr->type, RF_TYPE_INT64);
+
+    CU_ASSERT_EQUAL(var_type(&r[3], "v"), RF_TYPE_INT32);
+    check_body(p, 3, "atom p0(x); assign v = -2; not p3(v)");
+    CU_ASSERT_EQUAL(r[3].body[2].args[0]->type, RF_TYPE_INT32);
+
+    CU_ASSERT_EQUAL(var_type(&r[4], "v"), RF_TYPE_INT64);
+    CU_ASSERT_EQUAL(r[4].body[2].expr->a->type, RF_TYPE_INT64);
+
+    CU_ASSERT_EQUAL(var_type(&r[5], "u"), RF_TYPE_INT32);
+    CU_ASSERT_EQUAL(var_type(&r[5], "w"), RF_TYPE_INT32);
+    check_body(p, 5, "atom p3(x); assign u = 1; assign w = (u + 1); filter (x != w)");
+
+    CU_ASSERT_EQUAL(var_type(&r[6], "v"), RF_TYPE_FLOAT64);
+    check_body(p, 6, "atom p3(x); assign v = (2 * 3)");
+    CU_ASSERT_EQUAL(r[6].body[1].expr->type, RF_TYPE_FLOAT64);
+    check_expr(&r[6], r[6].head_args[0], "v");
+
+    /* Head int64 and comparison with int32: the narrower one, widened. */
+    CU_ASSERT_EQUAL(var_type(&r[7], "v"), RF_TYPE_INT32);
+    check_expr(&r[7], r[7].head_args[0], "int64(v)");
+
+    CU_ASSERT_EQUAL(var_type(&r[8], "v"), RF_TYPE_INT32);
+    check_body(p, 8, "assign v = (1 + 2)");
+
+    /* The negated atom's int32 wins over the int64 column's wish. */
+    CU_ASSERT_EQUAL(var_type(&r[9], "v"), RF_TYPE_INT32);
+    check_body(p, 9, "atom p3(x); assign v = 1; not p3(v); atom w($1); filter ($1 = int64((v + 0)))");
+    rf_program_free(p);
+}
+
+/* Expressions as body atom arguments: r(e) is r($n), $n = e; !r(e) is
+ * $n = e, !r($n). */
+static void test_atom_expressions(void)
+{
+    rf_program *p = compile_ok(
+        "p(x, y) -> int32(x), int32(y). r(x) -> int32(x). q(x) -> int32(x).\n"
+        "b(x) -> int64(x). b2(x) -> int64(x). c[] = n -> int64(n).\n"
+        "q(x) <- p(x, y), r(y + 1).\n"
+        "q(x) <- p(x, y), !r(y + 1), !p(-x, x * y).\n"
+        "b(y) <- p(x, _), b(x + 1), b(y), !b2(y * 2).\n"
+        "c[] = n <- agg<<n = count()>> p(x, _), r(x - 1).\n"
+        "q(x) <- r(x + y), p(x, y).\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    const rf_rule *r = p->rules;
+    check_body(p, 0, "atom p(x, y); atom r($1); filter ($1 = (y + 1))");
+    CU_ASSERT_EQUAL(var_type(&r[0], "$1"), RF_TYPE_INT32);
+    CU_ASSERT_EQUAL(r[0].nvars, 3);
+    CU_ASSERT_EQUAL(r[0].body[1].args[0]->loc.col, 20);
+    CU_ASSERT_EQUAL(r[0].body[2].loc.line, 3);
+    CU_ASSERT_EQUAL(r[0].body[2].loc.col, 20);
+    CU_ASSERT_EQUAL(r[0].body[2].loc.len, 5);
+
+    check_body(p, 1, "atom p(x, y); assign $1 = (y + 1); not r($1); assign $2 = -x; "
+                     "assign $3 = (x * y); not p($2, $3)");
+    CU_ASSERT_EQUAL(var_type(&r[1], "$1"), RF_TYPE_INT32);
+    CU_ASSERT_EQUAL(var_type(&r[1], "$3"), RF_TYPE_INT32);
+    CU_ASSERT_EQUAL(r[1].body[1].loc.col, 21);
+    CU_ASSERT_EQUAL(r[1].body[2].loc.col, 18);
+
+    /* int32 expression, int64 column: compared / assigned by widening. */
+    check_body(p, 2, "atom p(x, _); atom b($1); filter ($1 = int64((x + 1))); atom b(y); "
+                     "assign $2 = (y * 2); not b2($2)");
+    CU_ASSERT_EQUAL(var_type(&r[2], "$1"), RF_TYPE_INT64);
+    CU_ASSERT_EQUAL(var_type(&r[2], "$2"), RF_TYPE_INT64);
+
+    check_body(p, 3, "atom p(x, _1); atom r($1); filter ($1 = (x - 1))");
+    /* The filter waits for y. */
+    check_body(p, 4, "atom r($1); atom p(x, y); filter ($1 = (x + y))");
+    check_strata(p, "p | r | q | b2 | b* | c");
+    rf_program_free(p);
+}
+
+/* Zero-arity predicates: declared, facts, rules, positive and negated. */
+static void test_zero_arity(void)
+{
+    rf_program *p = compile_ok(
+        "flag() -> .\nnever() -> .\np(x) -> int32(x). q(x) -> int32(x).\n"
+        "flag(). flag().\n"
+        "flag() <- p(x), x > 3.\n"
+        "q(x) <- p(x), flag(), !never().\n"
+        "never() <- never().\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    const rf_pred *f = &p->preds[pred(p, "flag")];
+    CU_ASSERT_EQUAL(f->arity, 0);
+    CU_ASSERT_FALSE(f->functional);
+    CU_ASSERT_EQUAL(f->nfacts, 2);
+    CU_ASSERT_TRUE(f->has_rules);
+    CU_ASSERT_EQUAL(f->loc.line, 1);
+    CU_ASSERT_EQUAL(f->loc.col, 1);
+    CU_ASSERT_EQUAL(p->preds[pred(p, "never")].arity, 0);
+    check_body(p, 0, "atom p(x); filter (x > 3)");
+    check_body(p, 1, "atom p(x); atom flag(); not never()");
+    CU_ASSERT_EQUAL(p->rules[1].body[1].nargs, 0);
+    check_body(p, 2, "atom never()");
+    check_strata(p, "p | flag | never* | q");
+    rf_program_free(p);
+
+    expect_error("f() -> .\nf(1).", "t.lql:2:1: error: arity mismatch: 'f' has 0 arguments, found 1");
+    expect_error("f() -> .\np(x) -> int32(x).\np(x) <- p(x), f(x).",
+                 "t.lql:3:15: error: arity mismatch: 'f' has 0 arguments, found 1");
+    expect_error("f() -> .\np(x) -> int32(x).\np(x) <- p(x), !f(x).",
+                 "t.lql:3:16: error: arity mismatch: 'f' has 0 arguments, found 1");
+    expect_error("p(x) -> int32(x).\np(x) <- p(x), !f().", "t.lql:2:16: error: unknown predicate 'f'");
+    expect_error("f(x) -> .", "t.lql:1:3: error: variable 'x' has no type");
+    expect_error("f() -> int32(x).", "t.lql:1:14: error: variable 'x' does not appear in the declared atom");
+    expect_error("f() -> .\nf() -> .", "t.lql:2:1: error: duplicate declaration of 'f'");
+    expect_error("f() -> .\nf() <- f(), x > 1.", "t.lql:2:13: error: variable 'x' is not bound by a positive atom");
+}
+
 static void test_aggregation(void)
 {
     rf_program *p = compile_ok(
@@ -516,8 +668,33 @@ static void test_arity_and_type_errors(void)
                  "t.lql:1:32: error: type mismatch: cannot compare bool with integer");
     expect_error(DECL "p(x + \"a\") <- p(x).",
                  "t.lql:3:7: error: type mismatch: '+' needs numbers, found string");
-    expect_error(DECL "p(x) <- p(x), p(x + 1).",
-                 "t.lql:3:17: error: atom arguments must be variables, constants or '_'");
+    /* Negated atoms: a variable has exactly the column's type, as in a
+     * positive atom (no int32/int64 mixing). */
+    expect_error("a(x) -> int64(x). b(x) -> int32(x).\na(x) <- a(x), !b(x).",
+                 "t.lql:2:18: error: type mismatch: variable 'x' is int64, but column 1 of 'b' is int32");
+    expect_error("a(x) -> int64(x). b(x) -> int32(x).\nb(x) <- b(x), !a(x).",
+                 "t.lql:2:18: error: type mismatch: variable 'x' is int32, but column 1 of 'a' is int64");
+    /* A literal-typed variable takes the negated atom's column type, which
+     * the head then must accept. */
+    expect_error("a(x) -> int64(x). b(x) -> int32(x).\nb(v) <- b(x), v = 1 + 2, !a(v).",
+                 "t.lql:2:3: error: type mismatch: expected int32, found int64");
+    expect_error(DECL "p(v) <- p(x), v = 1, !q(x, v).",
+                 "t.lql:3:28: error: type mismatch: variable 'v' is int32, but column 2 of 'q' is string");
+    /* Expression arguments of body atoms. */
+    expect_error(DECL "p(x) <- q(x, y), q(x, y + 1).",
+                 "t.lql:3:23: error: type mismatch: '+' needs numbers, found string");
+    expect_error(DECL "p(x) <- p(x), q(x, x + 1).",
+                 "t.lql:3:20: error: type mismatch: expected string, found int32");
+    expect_error(DECL "p(x) <- q(x, _), !q(x, x * 2).",
+                 "t.lql:3:24: error: type mismatch: expected string, found int32");
+    expect_error("a(x) -> int64(x). b(x) -> int32(x).\na(x) <- a(x), !b(x + 1).",
+                 "t.lql:2:18: error: type mismatch: expected int32, found int64");
+    expect_error(DECL "p(x) <- p(x), p(_ + 1).", "t.lql:3:17: error: '_' cannot be used in an expression");
+    expect_error(DECL "p(x) <- p(x), !p(_ + 1).", "t.lql:3:18: error: '_' cannot be used in an expression");
+    expect_error(DECL "p(x) <- p(x), r(x + 1).", "t.lql:3:15: error: unknown predicate 'r'");
+    expect_error(DECL "p(x) <- p(x), !r(x + 1).", "t.lql:3:16: error: unknown predicate 'r'");
+    expect_error(DECL "p(x) <- p(x), q(x + 1).",
+                 "t.lql:3:15: error: arity mismatch: 'q' has 2 arguments, found 1");
 }
 
 static void test_range_errors(void)
@@ -543,6 +720,10 @@ static void test_binding_errors(void)
     expect_error(DECL "p(x) <- p(x), y = z.",
                  "t.lql:3:15: error: variable 'y' is not bound by a positive atom");
     expect_error(DECL "p(x) <- p(x), x = _.", "t.lql:3:19: error: '_' cannot be used in a comparison");
+    expect_error(DECL "p(x) <- p(x), p(y + 1).",
+                 "t.lql:3:17: error: variable 'y' is not bound by a positive atom");
+    expect_error(DECL "p(x) <- p(x), !p(x - y).",
+                 "t.lql:3:22: error: variable 'y' is not bound by a positive atom");
     /* an error in an atom silences the unbound-variable echoes */
     expect_error(DECL "p(x) <- r(x), y = x.", "t.lql:3:9: error: unknown predicate 'r'");
 }
@@ -605,8 +786,10 @@ static const char *const valid_programs[] = {
     "n(s, v) -> string(s), float64(v).\nc[s] = k -> string(s), int64(k).\nt[] = x -> float64(x).\n"
     "n(\"a\\tb\", 1.5). n(\"q\", /* c */ -2).\n"
     "c[s] = k <- agg<<k = count()>> n(s, _).\nt[] = x <- agg<<x = total(v * 2)>> n(_, v), !c[\"z\"] = 1.\n",
-    "p(x) -> int64(x).\nq(x) -> int64(x).\nr(x) -> int32(x).\np(0). r(3).\n"
+    "p(x) -> int64(x).\nq(x) -> int64(x).\nr(x) -> int64(x).\np(0). r(3).\n"
     "q(y) <- p(x), y = (x + 1) % 7, y >= 0, !r(y).\np(z) <- q(z), z < 100.\n",
+    "f() -> .\ng() -> .\np(x, y) -> int32(x), int32(y).\nf(). p(1, 2).\n"
+    "g() <- p(x, _), f(), !p(x + 1, -x), v = 2 * 3, !p(v, v), p(x, v - 4).\n",
 };
 
 static void test_prefixes(void)
@@ -719,6 +902,9 @@ int main(void)
     CU_add_test(s, "recursion", test_recursion);
     CU_add_test(s, "negation and wildcards", test_negation_and_wildcards);
     CU_add_test(s, "assignments and types", test_assignments_and_types);
+    CU_add_test(s, "literal variables", test_literal_variables);
+    CU_add_test(s, "atom expressions", test_atom_expressions);
+    CU_add_test(s, "zero arity", test_zero_arity);
     CU_add_test(s, "aggregation", test_aggregation);
     CU_add_test(s, "directives", test_directives);
     CU_add_test(s, "compile file", test_compile_file);
