@@ -1,0 +1,219 @@
+/* `redfox explain --ir`: the Harmony IR as text. One line per variable, then
+ * one line per kernel:
+ *   t5 := JOIN[keys=1] edge.by0, path.delta  partition=key-range
+ *         compute={filter: true; proj: $1, $3} gather=compact  free: t4
+ * Also used by the tests to compare programs (a round trip through the
+ * binary form must print identically), so the output is deterministic. */
+#include "hir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static const char *var_name(const rf_hprogram *p, int v)
+{
+    return (v >= 0 && v < p->nvars && p->vars[v].name) ? p->vars[v].name : "?";
+}
+
+/* Start index of the expression whose last instruction is `end`, or -1. */
+static int expr_start(const rf_code *c, int end, int depth)
+{
+    if (end < 0 || end >= c->n || depth > 10000)
+        return -1;
+    int start = end;
+    for (int i = rf_expr_arity((rf_exop)c->ins[end].op); i > 0; i--) {
+        start = expr_start(c, start - 1, depth + 1);
+        if (start < 0)
+            return -1;
+    }
+    return start;
+}
+
+static void print_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(out, "\\%c", *s);
+        else if (*s == '\n')
+            fputs("\\n", out);
+        else if (*s == '\t')
+            fputs("\\t", out);
+        else
+            fputc(*s, out);
+    }
+    fputc('"', out);
+}
+
+static void print_value(FILE *out, rf_type t, rf_word w)
+{
+    if (t == RF_TYPE_STRING) {
+        print_string(out, w < rf_str_count() ? rf_str_get(w) : "?");
+    } else {
+        char buf[64];
+        rf_value_format(t, w, buf, sizeof buf);
+        fputs(buf, out);
+    }
+}
+
+/* Prints the expression ending at instruction `end` in infix form. */
+static void print_expr(FILE *out, const rf_code *c, int end, int depth)
+{
+    if (end < 0 || end >= c->n || depth > 10000) {
+        fputs("?", out);
+        return;
+    }
+    const rf_instr *in = &c->ins[end];
+    rf_exop op = (rf_exop)in->op;
+    switch (op) {
+    case RF_EX_CONST:
+        print_value(out, (rf_type)in->type, in->value);
+        return;
+    case RF_EX_COL:
+    case RF_EX_VAR:
+        fprintf(out, "$%d", (int)in->index);
+        return;
+    case RF_EX_NEG:
+    case RF_EX_NOT:
+        fputs(rf_exop_symbol(op), out);
+        print_expr(out, c, end - 1, depth + 1);
+        return;
+    case RF_EX_CAST:
+        fprintf(out, "%s(", rf_type_name((rf_type)in->type));
+        print_expr(out, c, end - 1, depth + 1);
+        fputc(')', out);
+        return;
+    default:
+        if (op >= RF_EX_COUNT_) {
+            fputs("?", out);
+            return;
+        }
+        int rs = expr_start(c, end - 1, depth + 1);
+        fputc('(', out);
+        print_expr(out, c, rs - 1, depth + 1);
+        fprintf(out, " %s ", rf_exop_symbol(op));
+        print_expr(out, c, end - 1, depth + 1);
+        fputc(')', out);
+        return;
+    }
+}
+
+static void print_code(FILE *out, const rf_code *c, const char *absent)
+{
+    if (c->n <= 0 || !c->ins)
+        fputs(absent, out);
+    else
+        print_expr(out, c, c->n - 1, 0);
+}
+
+static const char *const part_names[] = {"none", "even", "key-range", "group"};
+static const char *const gather_names[] = {"none", "compact", "merge"};
+static const char *const agg_names[] = {"none", "count", "total", "min", "max"};
+
+static void print_kernel(FILE *out, const rf_hprogram *p, const rf_kernel *k)
+{
+    if (k->comment)
+        fprintf(out, "  # %s\n", k->comment);
+    fprintf(out, "  %s := %s", var_name(p, k->out), rf_kop_name(k->op));
+    if (k->op == RF_K_JOIN || k->op == RF_K_ANTIJOIN || k->op == RF_K_AGG)
+        fprintf(out, "[keys=%d]", k->nkeys);
+    for (int j = 0; j < 2; j++)
+        if (k->in[j] >= 0)
+            fprintf(out, "%s%s", j ? ", " : " ", var_name(p, k->in[j]));
+    fprintf(out, "  partition=%s",
+            (unsigned)k->partition <= RF_PART_GROUP ? part_names[k->partition] : "?");
+    if (k->op == RF_K_MAP || k->op == RF_K_JOIN) {
+        fputs(" compute={filter: ", out);
+        print_code(out, &k->filter, "true");
+        fputs("; proj: ", out);
+        if (k->nproj == 0)
+            fputs("()", out);
+        for (int i = 0; i < k->nproj && k->proj; i++) {
+            if (i)
+                fputs(", ", out);
+            print_code(out, &k->proj[i], "?");
+        }
+        fputs("}", out);
+    } else if (k->op == RF_K_AGG) {
+        fprintf(out, " compute={%s(", (unsigned)k->aggfn <= RF_AGG_MAX ? agg_names[k->aggfn] : "?");
+        print_code(out, &k->agg_arg, "");
+        fputs(")}", out);
+    }
+    fprintf(out, " gather=%s",
+            (unsigned)k->gather <= RF_GATHER_MERGE ? gather_names[k->gather] : "?");
+    if (k->nfree > 0) {
+        fputs("  free:", out);
+        for (int i = 0; i < k->nfree; i++)
+            fprintf(out, "%s %s", i ? "," : "", var_name(p, k->frees[i]));
+    }
+    fputc('\n', out);
+}
+
+static void print_var(FILE *out, const rf_hvar *v)
+{
+    fprintf(out, "  %s(", v->name ? v->name : "?");
+    for (int j = 0; j < v->arity; j++)
+        fprintf(out, "%s%s", j ? ", " : "", rf_type_name(v->types[j]));
+    fprintf(out, ") %s", v->sorted ? "sorted" : "unsorted");
+    if (v->pred)
+        fprintf(out, ", pred %s", v->pred);
+    if (v->input_path) {
+        fputs(", input ", out);
+        print_string(out, v->input_path);
+        fputs(v->input_format == RF_FORMAT_CSV ? " csv" : " tsv", out);
+    }
+    if (v->nfacts > 0) {
+        fprintf(out, ", %zu fact%s", v->nfacts, v->nfacts == 1 ? "" : "s");
+        /* A few rows help reading small programs; the count says the rest. */
+        size_t show = v->nfacts < 3 ? v->nfacts : 3;
+        fputs(" {", out);
+        for (size_t r = 0; r < show; r++) {
+            fputs(r ? ", (" : "(", out);
+            for (int j = 0; j < v->arity && v->facts; j++) {
+                if (j)
+                    fputs(", ", out);
+                print_value(out, v->types[j], v->facts[r * (size_t)v->arity + (size_t)j]);
+            }
+            fputc(')', out);
+        }
+        fputs(show < v->nfacts ? ", ...}" : "}", out);
+    }
+    if (v->is_output)
+        fputs(", output", out);
+    fputc('\n', out);
+}
+
+void rf_hir_print(const rf_hprogram *p, FILE *out)
+{
+    fprintf(out, "variables (%d):\n", p->nvars);
+    for (int i = 0; i < p->nvars; i++)
+        print_var(out, &p->vars[i]);
+    for (int b = 0; b < p->nblocks; b++) {
+        const rf_hblock *hb = &p->blocks[b];
+        fprintf(out, "\nblock %d (%s):\n", b, hb->label ? hb->label : "");
+        if (hb->nfree_entry > 0) {
+            fputs("  free on entry:", out);
+            for (int i = 0; i < hb->nfree_entry; i++)
+                fprintf(out, "%s %s", i ? "," : "", var_name(p, hb->free_entry[i]));
+            fputc('\n', out);
+        }
+        for (int k = 0; k < hb->nkernels; k++)
+            print_kernel(out, p, &hb->kernels[k]);
+        switch (hb->term) {
+        case RF_TERM_FALLTHROUGH:
+            fprintf(out, "  -> block %d\n", b + 1);
+            break;
+        case RF_TERM_JUMP:
+            fprintf(out, "  jump block %d\n", hb->target);
+            break;
+        case RF_TERM_BRANCH_EMPTY:
+            fputs("  if empty(", out);
+            for (int i = 0; i < hb->nconds; i++)
+                fprintf(out, "%s%s", i ? ", " : "", var_name(p, hb->conds[i]));
+            fprintf(out, ") jump block %d else block %d\n", hb->target, hb->target_else);
+            break;
+        default:
+            fputs("  halt\n", out);
+            break;
+        }
+    }
+}

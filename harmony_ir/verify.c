@@ -1,0 +1,312 @@
+/* Structural checks of a Harmony IR program. The loader runs this on every
+ * .rfx file, so nothing here may trust a count or an index it has not
+ * checked itself: every access below is preceded by its bounds check. */
+#include "hir.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct vctx {
+    const rf_hprogram *p;
+    rf_status *st;
+    int b, k;                /* where we are, for messages */
+} vctx;
+
+static bool bad(vctx *c, const char *fmt, ...) RF_PRINTF(2, 3);
+static bool bad(vctx *c, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const char *label = NULL;
+    if (c->b >= 0)
+        label = c->p->blocks[c->b].label;
+    if (c->b >= 0 && c->k >= 0)
+        return rf_fail(c->st, RF_EXIT_COMPILE_ERROR, "invalid Harmony IR: block %d (%s), kernel %d: %s",
+                       c->b, label ? label : "?", c->k, msg);
+    if (c->b >= 0)
+        return rf_fail(c->st, RF_EXIT_COMPILE_ERROR, "invalid Harmony IR: block %d (%s): %s",
+                       c->b, label ? label : "?", msg);
+    return rf_fail(c->st, RF_EXIT_COMPILE_ERROR, "invalid Harmony IR: %s", msg);
+}
+
+static bool valid_type(int t) { return t > RF_TYPE_INVALID && t < RF_TYPE_COUNT_; }
+static bool valid_var(const rf_hprogram *p, int v) { return v >= 0 && v < p->nvars; }
+
+static bool check_word(rf_type t, rf_word w)
+{
+    switch (t) {
+    case RF_TYPE_INT32: return (rf_word)(int64_t)(int32_t)w == w;
+    case RF_TYPE_BOOL: return w <= 1;
+    case RF_TYPE_STRING: return w < rf_str_count();
+    case RF_TYPE_FLOAT64: {
+        double d = rf_word_to_double(w);
+        return !isnan(d) && !isinf(d) && w != (rf_word)1 << 63;
+    }
+    default: return true;
+    }
+}
+
+static bool check_var(vctx *c, int i)
+{
+    const rf_hvar *v = &c->p->vars[i];
+    if (!v->name)
+        return bad(c, "variable %d has no name", i);
+    if (v->arity < 0 || (v->arity > 0 && !v->types))
+        return bad(c, "variable %s: bad arity %d", v->name, v->arity);
+    for (int j = 0; j < v->arity; j++)
+        if (!valid_type(v->types[j]))
+            return bad(c, "variable %s: column %d has an invalid type", v->name, j);
+    if ((unsigned)v->input_format > RF_FORMAT_CSV)
+        return bad(c, "variable %s: bad input format", v->name);
+    if (v->arity == 0 && v->nfacts > 1)
+        return bad(c, "variable %s: %zu facts of arity 0", v->name, v->nfacts);
+    if (v->nfacts > 0 && v->arity > 0) {
+        if (!v->facts)
+            return bad(c, "variable %s: facts missing", v->name);
+        for (size_t r = 0; r < v->nfacts; r++)
+            for (int j = 0; j < v->arity; j++)
+                if (!check_word(v->types[j], v->facts[r * (size_t)v->arity + (size_t)j]))
+                    return bad(c, "variable %s: fact %zu column %d is not a valid %s", v->name, r, j,
+                               rf_type_name(v->types[j]));
+    }
+    return true;
+}
+
+/* Checks code over `ncols` input columns of `types`; `want` is the result
+ * type or RF_TYPE_INVALID for any. */
+static bool check_code(vctx *c, const rf_code *code, int ncols, const rf_type *types,
+                       rf_type want, const char *what)
+{
+    if (code->n < 0 || (code->n > 0 && !code->ins))
+        return bad(c, "%s: bad code", what);
+    if (code->n == 0)
+        return true;
+    if (rf_code_check(code, ncols) < 0)
+        return bad(c, "%s: malformed code (over %d columns)", what, ncols);
+    for (int i = 0; i < code->n; i++) {
+        const rf_instr *in = &code->ins[i];
+        if (in->pad_ != 0)
+            return bad(c, "%s: malformed instruction", what);
+        if (in->op == RF_EX_COL && in->type != types[in->index])
+            return bad(c, "%s: column $%d is %s, code says %s", what, (int)in->index,
+                       rf_type_name(types[in->index]), rf_type_name((rf_type)in->type));
+        if (in->op == RF_EX_CONST && !check_word((rf_type)in->type, in->value))
+            return bad(c, "%s: invalid %s constant", what, rf_type_name((rf_type)in->type));
+    }
+    rf_type got = (rf_type)code->ins[code->n - 1].type;
+    if (want != RF_TYPE_INVALID && got != want)
+        return bad(c, "%s: result is %s, expected %s", what, rf_type_name(got), rf_type_name(want));
+    return true;
+}
+
+static bool same_types(const rf_hvar *a, const rf_hvar *b, int n)
+{
+    if (n > a->arity || n > b->arity)
+        return false;
+    return n == 0 || memcmp(a->types, b->types, (size_t)n * sizeof *a->types) == 0;
+}
+
+/* A MAP whose projection is every column of in0 in order. */
+static bool map_is_identity(const rf_kernel *k, int arity)
+{
+    if (k->nproj != arity)
+        return false;
+    for (int i = 0; i < k->nproj; i++)
+        if (rf_code_as_column(&k->proj[i]) != i)
+            return false;
+    return true;
+}
+
+static bool check_kernel(vctx *c, const rf_kernel *k)
+{
+    const rf_hprogram *p = c->p;
+    if ((unsigned)k->op >= RF_K_COUNT_)
+        return bad(c, "bad op %d", (int)k->op);
+    const char *name = rf_kop_name(k->op);
+    if ((unsigned)k->partition > RF_PART_GROUP || (unsigned)k->gather > RF_GATHER_MERGE)
+        return bad(c, "%s: bad partition/gather stage", name);
+    if ((unsigned)k->aggfn > RF_AGG_MAX)
+        return bad(c, "%s: bad aggregate function", name);
+    if (!valid_var(p, k->out))
+        return bad(c, "%s: output variable %d out of range", name, k->out);
+    int nin;
+    switch (k->op) {
+    case RF_K_LOAD: case RF_K_CLEAR: nin = 0; break;
+    case RF_K_MAP: case RF_K_SORT: case RF_K_AGG: case RF_K_COPY: nin = 1; break;
+    default: nin = 2; break;
+    }
+    for (int j = 0; j < 2; j++) {
+        if (j < nin && !valid_var(p, k->in[j]))
+            return bad(c, "%s: input %d is variable %d, out of range", name, j, k->in[j]);
+        if (j >= nin && k->in[j] != -1)
+            return bad(c, "%s: unexpected input %d", name, j);
+        if (j < nin && k->in[j] == k->out && k->op != RF_K_COPY)
+            return bad(c, "%s: output %s is also an input", name, p->vars[k->out].name);
+    }
+    if (k->nfree < 0 || (k->nfree > 0 && !k->frees))
+        return bad(c, "%s: bad free list", name);
+    for (int i = 0; i < k->nfree; i++)
+        if (!valid_var(p, k->frees[i]) || p->vars[k->frees[i]].is_output)
+            return bad(c, "%s: frees variable %d, out of range or an output", name, k->frees[i]);
+    if (k->nproj < 0 || (k->nproj > 0 && !k->proj))
+        return bad(c, "%s: bad projection", name);
+    bool uses_proj = k->op == RF_K_MAP || k->op == RF_K_JOIN;
+    if (!uses_proj && (k->nproj != 0 || k->filter.n != 0))
+        return bad(c, "%s: has a filter or projection", name);
+    if (k->op != RF_K_AGG && (k->agg_arg.n != 0 || k->aggfn != RF_AGG_NONE))
+        return bad(c, "%s: has an aggregate", name);
+    bool keyed = k->op == RF_K_JOIN || k->op == RF_K_ANTIJOIN || k->op == RF_K_AGG;
+    if (k->nkeys < 0 || (!keyed && k->nkeys != 0))
+        return bad(c, "%s: bad key count %d", name, k->nkeys);
+
+    const rf_hvar *out = &p->vars[k->out];
+    const rf_hvar *in0 = nin > 0 ? &p->vars[k->in[0]] : NULL;
+    const rf_hvar *in1 = nin > 1 ? &p->vars[k->in[1]] : NULL;
+    bool need_sorted = k->op == RF_K_JOIN || k->op == RF_K_ANTIJOIN || k->op == RF_K_UNION ||
+                       k->op == RF_K_DIFF || k->op == RF_K_AGG;
+    if (need_sorted && (!in0->sorted || (in1 && !in1->sorted)))
+        return bad(c, "%s: input %s is not sorted", name, !in0->sorted ? in0->name : in1->name);
+    if (k->nkeys > 0 && (k->nkeys > in0->arity || (in1 && k->nkeys > in1->arity)))
+        return bad(c, "%s: %d keys exceed the input arity", name, k->nkeys);
+    if (in1 && k->op != RF_K_UNION && k->op != RF_K_DIFF && !same_types(in0, in1, k->nkeys))
+        return bad(c, "%s: key columns of %s and %s differ in type", name, in0->name, in1->name);
+
+    if (uses_proj) {
+        int ncols = in0->arity + (in1 ? in1->arity : 0);
+        rf_type *types = rf_calloc((size_t)ncols + 1, sizeof *types);
+        if (in0->arity)
+            memcpy(types, in0->types, (size_t)in0->arity * sizeof *types);
+        if (in1 && in1->arity)
+            memcpy(types + in0->arity, in1->types, (size_t)in1->arity * sizeof *types);
+        bool ok = check_code(c, &k->filter, ncols, types, RF_TYPE_BOOL, "filter");
+        if (ok && k->nproj != out->arity)
+            ok = bad(c, "%s: %d projections for %s of arity %d", name, k->nproj, out->name, out->arity);
+        for (int i = 0; ok && i < k->nproj; i++) {
+            char what[32];
+            snprintf(what, sizeof what, "projection %d", i);
+            if (k->proj[i].n == 0)
+                ok = bad(c, "%s: %s is empty", name, what);
+            else
+                ok = check_code(c, &k->proj[i], ncols, types, out->types[i], what);
+        }
+        free(types);
+        if (!ok)
+            return false;
+    }
+
+    bool sorted_result = true;
+    switch (k->op) {
+    case RF_K_LOAD:
+    case RF_K_CLEAR:
+        break;
+    case RF_K_MAP:
+        sorted_result = in0->sorted && map_is_identity(k, in0->arity);
+        break;
+    case RF_K_JOIN:
+        sorted_result = false;
+        break;
+    case RF_K_SORT:
+    case RF_K_COPY:
+    case RF_K_ANTIJOIN:
+        if (out->arity != in0->arity || !same_types(out, in0, out->arity))
+            return bad(c, "%s: %s and %s differ in arity or types", name, out->name, in0->name);
+        sorted_result = k->op != RF_K_COPY || in0->sorted;
+        break;
+    case RF_K_UNION:
+    case RF_K_DIFF:
+        if (out->arity != in0->arity || in1->arity != in0->arity ||
+            !same_types(out, in0, out->arity) || !same_types(in1, in0, in0->arity))
+            return bad(c, "%s: %s, %s and %s differ in arity or types", name, out->name,
+                       in0->name, in1->name);
+        break;
+    case RF_K_AGG: {
+        if (out->arity != k->nkeys + 1 || !same_types(out, in0, k->nkeys))
+            return bad(c, "AGG: %s must be the %d key columns of %s plus the result", out->name,
+                       k->nkeys, in0->name);
+        rf_type rt = out->types[k->nkeys];
+        if (k->aggfn == RF_AGG_NONE)
+            return bad(c, "AGG: no aggregate function");
+        if (k->aggfn == RF_AGG_COUNT) {
+            if (rt != RF_TYPE_INT64)
+                return bad(c, "AGG: count produces int64");
+            if (k->agg_arg.n != 0 && !check_code(c, &k->agg_arg, in0->arity, in0->types,
+                                                 RF_TYPE_INVALID, "aggregate argument"))
+                return false;
+        } else {
+            if (k->agg_arg.n == 0)
+                return bad(c, "AGG: aggregate argument missing");
+            if (k->aggfn == RF_AGG_TOTAL && !rf_type_is_numeric(rt))
+                return bad(c, "AGG: total of a %s", rf_type_name(rt));
+            if (!check_code(c, &k->agg_arg, in0->arity, in0->types, rt, "aggregate argument"))
+                return false;
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    if (out->sorted && !sorted_result)
+        return bad(c, "%s: writes sorted variable %s but its result is not sorted", name, out->name);
+    return true;
+}
+
+bool rf_hir_verify(const rf_hprogram *p, rf_status *st)
+{
+    vctx c = {p, st, -1, -1};
+    if (!p)
+        return bad(&c, "no program");
+    if (p->nvars < 0 || (p->nvars > 0 && !p->vars))
+        return bad(&c, "bad variable table");
+    if (p->nblocks < 1 || !p->blocks)
+        return bad(&c, "no blocks");
+    for (int i = 0; i < p->nvars; i++)
+        if (!check_var(&c, i))
+            return false;
+    for (int b = 0; b < p->nblocks; b++) {
+        const rf_hblock *hb = &p->blocks[b];
+        c.b = b;
+        c.k = -1;
+        if (hb->nkernels < 0 || (hb->nkernels > 0 && !hb->kernels))
+            return bad(&c, "bad kernel list");
+        switch (hb->term) {
+        case RF_TERM_FALLTHROUGH:
+            if (b + 1 >= p->nblocks)
+                return bad(&c, "the last block falls through");
+            break;
+        case RF_TERM_JUMP:
+            if (hb->target < 0 || hb->target >= p->nblocks)
+                return bad(&c, "jump target %d out of range", hb->target);
+            break;
+        case RF_TERM_BRANCH_EMPTY:
+            if (hb->target < 0 || hb->target >= p->nblocks ||
+                hb->target_else < 0 || hb->target_else >= p->nblocks)
+                return bad(&c, "branch target out of range");
+            if (hb->nconds < 0 || (hb->nconds > 0 && !hb->conds))
+                return bad(&c, "bad branch conditions");
+            for (int i = 0; i < hb->nconds; i++)
+                if (!valid_var(p, hb->conds[i]))
+                    return bad(&c, "branch condition %d out of range", hb->conds[i]);
+            break;
+        case RF_TERM_HALT:
+            break;
+        default:
+            return bad(&c, "bad terminator");
+        }
+        if (hb->nfree_entry < 0 || (hb->nfree_entry > 0 && !hb->free_entry))
+            return bad(&c, "bad free list");
+        for (int i = 0; i < hb->nfree_entry; i++)
+            if (!valid_var(p, hb->free_entry[i]) || p->vars[hb->free_entry[i]].is_output)
+                return bad(&c, "frees variable %d, out of range or an output", hb->free_entry[i]);
+        for (int k = 0; k < hb->nkernels; k++) {
+            c.k = k;
+            if (!check_kernel(&c, &hb->kernels[k]))
+                return false;
+        }
+    }
+    return true;
+}

@@ -1,0 +1,92 @@
+/* Writes a seed .rfx for the fuzzer: transitive closure with a string
+ * column and a filter, lowered from a hand-built plan (no planner needed).
+ * Usage: fuzz_hir_seed OUT.rfx */
+#include "hir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rel(rf_plan *p, const char *name, rf_relkind kind, bool out)
+{
+    rf_plan_rel *r = &p->rels[p->nrels];
+    memset(r, 0, sizeof *r);
+    r->name = rf_strdup(name);
+    r->arity = 2;
+    r->types = rf_calloc(2, sizeof *r->types);
+    r->types[0] = RF_TYPE_STRING;
+    r->types[1] = RF_TYPE_STRING;
+    r->kind = kind;
+    r->is_output = out;
+    return p->nrels++;
+}
+
+static rf_plan_cmd *cmd(rf_plan_block *b, rf_cmdkind kind, int dst, int s0, int s1)
+{
+    rf_plan_cmd *c = &b->cmds[b->ncmds++];
+    memset(c, 0, sizeof *c);
+    c->kind = kind;
+    c->dst = dst;
+    c->src[0] = s0;
+    c->src[1] = s1;
+    return c;
+}
+
+static rf_expr *col(int i) { return rf_expr_leaf(RF_EX_COL, RF_TYPE_STRING, i); }
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s OUT.rfx\n", argv[0]);
+        return 64;
+    }
+    rf_plan *p = rf_calloc(1, sizeof *p);
+    p->rels = rf_calloc(4, sizeof *p->rels);
+    int e = rel(p, "edge", RF_REL_INPUT, false), t = rel(p, "path", RF_REL_DERIVED, true);
+    int d = rel(p, "path.delta", RF_REL_DELTA, false), n = rel(p, "path.new", RF_REL_NEW, false);
+    p->rels[e].nfacts = 2;
+    p->rels[e].facts = rf_calloc(4, sizeof(rf_word));
+    p->rels[e].facts[0] = rf_str_intern("a", 1);
+    p->rels[e].facts[1] = p->rels[e].facts[2] = rf_str_intern("b", 1);
+    p->rels[e].facts[3] = rf_str_intern("c", 1);
+    p->nblocks = 3;
+    p->blocks = rf_calloc(3, sizeof *p->blocks);
+    for (int i = 0; i < 3; i++) {
+        p->blocks[i].label = rf_sprintf("b%d", i);
+        p->blocks[i].cmds = rf_calloc(8, sizeof(rf_plan_cmd));
+    }
+    cmd(&p->blocks[0], RF_CMD_LOAD, e, -1, -1);
+    cmd(&p->blocks[0], RF_CMD_COPY, t, e, -1);
+    cmd(&p->blocks[0], RF_CMD_COPY, d, t, -1);
+    rf_plan_cmd *j = cmd(&p->blocks[1], RF_CMD_MAPJOIN, n, e, d);
+    j->nkeys = 1;
+    j->lkeys = rf_calloc(1, sizeof(int));
+    j->rkeys = rf_calloc(1, sizeof(int));
+    j->lkeys[0] = 1;
+    j->filter = rf_expr_binary(RF_EX_NE, RF_TYPE_BOOL, col(0),
+                               rf_expr_const(RF_TYPE_STRING, rf_str_intern("z", 1)));
+    j->nproj = 2;
+    j->proj = rf_calloc(2, sizeof *j->proj);
+    j->proj[0] = col(0);
+    j->proj[1] = col(3);
+    cmd(&p->blocks[1], RF_CMD_DIFFERENCE, n, n, t);
+    cmd(&p->blocks[1], RF_CMD_UNION, t, t, n);
+    cmd(&p->blocks[1], RF_CMD_COPY, d, n, -1);
+    rf_plan_cmd *br = cmd(&p->blocks[1], RF_CMD_BRANCH_EMPTY, -1, -1, -1);
+    br->nconds = 1;
+    br->conds = rf_calloc(1, sizeof(int));
+    br->conds[0] = d;
+    br->target = 2;
+    br->target_else = 1;
+    cmd(&p->blocks[2], RF_CMD_HALT, -1, -1, -1);
+    rf_hprogram *h = rf_hir_lower(p);
+    rf_status st;
+    rf_status_init(&st);
+    bool ok = rf_hir_verify(h, &st) && rf_hir_save(h, argv[1], &st);
+    if (!ok)
+        fprintf(stderr, "fuzz_hir_seed: %s\n", st.message);
+    rf_hir_free(h);
+    rf_plan_free(p);
+    rf_str_reset();
+    return ok ? 0 : 1;
+}
