@@ -2,7 +2,9 @@
 # Runs every test Red Fox has, the way CI does:
 #   1. build/       (Release): unit tests, golden end-to-end tests, the random
 #                   program differential suite, known graph results;
-#   2. build-asan/  (Debug, AddressSanitizer + UndefinedBehaviorSanitizer):
+#   2. build-fuzz/  (clang + libFuzzer): a short fuzz of the parser and the
+#                   .rfx loader (tools/fuzz.sh; longer runs by hand);
+#   3. build-asan/  (Debug, AddressSanitizer + UndefinedBehaviorSanitizer):
 #                   the same suites again, minus the long graph runs.
 # GPU tests skip with a message where no CUDA device is present.
 # Options: RF_TEST_LONG=1 also runs tests labelled LONG (47M-tuple closure).
@@ -16,6 +18,13 @@ exclude=(-LE LONG)
 echo "== Release build and tests =="
 RF_BUILD_DIR="$root/build" tools/bootstrap.sh
 ctest --test-dir build --output-on-failure -j "$jobs" "${exclude[@]}"
+
+echo "== Fuzz smoke: parser and .rfx loader (libFuzzer, ${RF_FUZZ_SECONDS:-15}s each) =="
+if command -v clang >/dev/null 2>&1; then
+  tools/fuzz.sh "${RF_FUZZ_SECONDS:-15}"
+else
+  echo "skipped: clang not found (tools/fuzz.sh needs it)"
+fi
 
 echo "== Sanitizer (ASan+UBSan) build and tests =="
 RF_BUILD_DIR="$root/build-asan" RF_CMAKE_ARGS="-DRF_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug" tools/bootstrap.sh
