@@ -32,6 +32,49 @@ void rf_prim_difference(const rf_table *a, const rf_table *b, rf_table *out);
 bool rf_prim_aggregate(const rf_table *in, int nkeys, rf_aggfn fn, rf_type result_type,
                        const rf_code *arg, rf_table *out, rf_status *st);
 
+/* Dense sets (dense.c): a set of rows over small integer column ranges as
+ * a bitmap of packed rows (bit order = row order). Used by the sort for
+ * dense key ranges and by the CPU backend to hold a big recursive relation
+ * whose rows cover a good part of its ranges. At most RF_DENSE_MAX_BITS key
+ * bits (2^32 bits = 512 MiB). */
+#define RF_DENSE_MAX_BITS 32
+typedef struct rf_dense rf_dense;
+/* An empty set whose ranges are those of a's (and b's, may be NULL) rows,
+ * or NULL if they need more than max_bits bits, arity is 0 or both are
+ * empty. */
+rf_dense *rf_dense_new_for(const rf_table *a, const rf_table *b, int max_bits);
+/* An empty set with explicit ranges: column c spans min[c] + [0, 2^width[c]). */
+rf_dense *rf_dense_new_layout(int arity, const rf_word *min, const int *width);
+rf_dense *rf_dense_clone(const rf_dense *d);
+void rf_dense_free(rf_dense *d);
+size_t rf_dense_rows(const rf_dense *d);
+int rf_dense_arity(const rf_dense *d);
+size_t rf_dense_bytes(const rf_dense *d);
+/* Adds t's rows (sorted: t is sorted, which lets threads skip atomics).
+ * False, with d unchanged, if a row lies outside d's ranges. */
+bool rf_dense_insert(rf_dense *d, const rf_table *t, bool sorted);
+/* The same; in_range: the caller knows every row lies in d's ranges (d was
+ * laid out for t), which skips the checking pass. */
+bool rf_dense_insert_ex(rf_dense *d, const rf_table *t, bool sorted, bool in_range);
+/* out := d's rows, sorted, duplicate-free; out is initialised here. */
+void rf_dense_to_table(const rf_dense *d, rf_table *out);
+/* out := a − d, a sorted (so out is); out is initialised here. */
+void rf_dense_difference(const rf_table *a, const rf_dense *d, rf_table *out);
+bool rf_dense_contains(const rf_dense *d, const rf_word *row);
+/* The bitmap's words (bit i of word w = packed row 64 w + i). */
+uint64_t *rf_dense_words(rf_dense *d);
+
+/* Rows of the join of sorted l and r on their first nkeys columns (before
+ * any filter). */
+size_t rf_prim_join_count(const rf_table *l, const rf_table *r, int nkeys);
+/* out := SORT(JOIN(l, r)) for a join with no filter whose projections are
+ * the columns projcol[] of l ++ r and which gives join_rows rows
+ * (rf_prim_join_count), computed through a bitmap without materialising the
+ * join, when the output columns' ranges are dense enough for that. Returns
+ * false, doing nothing, otherwise. out is initialised when true. */
+bool rf_prim_join_sort_dense(const rf_table *l, const rf_table *r, int nkeys, int nproj,
+                             const int *projcol, size_t join_rows, rf_table *out);
+
 /* Evaluates code over rows [begin, end) of the given columns into dst
  * (vectorised interpreter shared by map and join). */
 bool rf_code_eval_batch(const rf_code *c, rf_word *const *cols, size_t begin, size_t end,

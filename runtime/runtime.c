@@ -240,6 +240,30 @@ static bool make_dir(const char *dir, rf_status *st)
     return ok;
 }
 
+/* A sorted variable is already in typed order when every column is of an
+ * integer type and its values all share the sign bit (so the signed and
+ * unsigned orders of that column agree): typical of node ids, and it saves
+ * re-sorting tens of millions of output rows. */
+static bool typed_order_is_word_order(const rf_table *t, const rf_hvar *hv)
+{
+    if (!hv->sorted)
+        return false;
+    for (int c = 0; c < t->arity; c++) {
+        if (hv->types[c] != RF_TYPE_INT32 && hv->types[c] != RF_TYPE_INT64)
+            return false;
+        const rf_word *col = t->cols[c];
+        rf_word any = 0, all = ~(rf_word)0;
+        for (size_t i = 0; i < t->nrows; i++) {
+            any |= col[i];
+            all &= col[i];
+        }
+        const rf_word sign = (rf_word)1 << 63;
+        if (t->nrows && (any & sign) && !(all & sign))
+            return false;
+    }
+    return true;
+}
+
 static bool write_outputs(rt *r, const int *outs, int nouts, rf_status *st)
 {
     const rf_hprogram *p = r->p;
@@ -253,7 +277,8 @@ static bool write_outputs(rt *r, const int *outs, int nouts, rf_status *st)
         if (r->dv[outs[i]])
             ok = r->be->download(r->be, r->dv[outs[i]], &t, st);
         if (ok) {
-            rf_sort_typed(&t, hv->types);
+            if (!typed_order_is_word_order(&t, hv))
+                rf_sort_typed(&t, hv->types);
             if (dir) {
                 fin[i] = rf_sprintf("%s/%s.tsv", dir, var_label(hv));
                 tmp[i] = rf_sprintf("%s/.%s.tsv.tmp%ld", dir, var_label(hv), (long)getpid());

@@ -414,3 +414,182 @@ void rf_prim_antijoin(const rf_table *l, const rf_table *r, int nkeys, rf_table 
 {
     merge_op(M_ANTI, l, r, nkeys, out);
 }
+
+/* ---- JOIN straight into a sorted set ---- */
+
+/* Rows of the join of sorted l and r on their first k columns (sum over
+ * equal key groups of the product of the group sizes), by key ranges. */
+typedef struct jcount_job {
+    const rf_table *l, *r;
+    int k, npieces;
+    size_t *ls, *rs, *counts;
+} jcount_job;
+
+static void jcount_piece(void *ctx, int p)
+{
+    jcount_job *j = ctx;
+    const rf_table *l = j->l, *r = j->r;
+    int k = j->k;
+    size_t i = j->ls[p], i1 = j->ls[p + 1], x = j->rs[p], x1 = j->rs[p + 1], cnt = 0;
+    while (i < i1 && x < x1) {
+        int c = rf_rowcmp(l, i, r, x, k);
+        if (c < 0) {
+            i = rf_gallop_lower(l, i + 1, i1, r, x, k);
+        } else if (c > 0) {
+            x = rf_gallop_lower(r, x + 1, x1, l, i, k);
+        } else {
+            size_t ie = rf_gallop_upper(l, i + 1, i1, l, i, k);
+            size_t xe = rf_gallop_upper(r, x + 1, x1, r, x, k);
+            cnt += (ie - i) * (xe - x);
+            i = ie;
+            x = xe;
+        }
+    }
+    j->counts[p] = cnt;
+}
+
+size_t rf_prim_join_count(const rf_table *l, const rf_table *r, int nkeys)
+{
+    if (nkeys == 0)
+        return l->nrows * r->nrows;
+    jcount_job j = {.l = l, .r = r, .k = nkeys};
+    j.npieces = rf_pieces_for(l->nrows > r->nrows ? l->nrows : r->nrows, 2);
+    j.ls = rf_calloc((size_t)j.npieces + 1, sizeof *j.ls);
+    j.rs = rf_calloc((size_t)j.npieces + 1, sizeof *j.rs);
+    j.counts = rf_calloc((size_t)j.npieces, sizeof *j.counts);
+    rf_split_key_ranges(l, r, nkeys, j.npieces, j.ls, j.rs);
+    rf_par_for(j.npieces, jcount_piece, &j);
+    size_t total = 0;
+    for (int p = 0; p < j.npieces; p++)
+        total += j.counts[p];
+    free(j.ls);
+    free(j.rs);
+    free(j.counts);
+    return total;
+}
+
+typedef struct jdense_job {
+    const rf_table *l, *r;
+    int k, nproj, npieces;
+    const int *projcol;
+    size_t *ls, *rs;
+    uint64_t **bitmaps;      /* one per piece (piece 0: the result's) */
+    const rf_word *min;
+    const int *shift;
+} jdense_job;
+
+static void jdense_piece(void *ctx, int p)
+{
+    jdense_job *j = ctx;
+    const rf_table *l = j->l, *r = j->r;
+    int k = j->k, la = l->arity, np = j->nproj;
+    uint64_t *w = j->bitmaps[p];
+    size_t i = j->ls[p], i1 = j->ls[p + 1], x = j->rs[p], x1 = j->rs[p + 1];
+    while (i < i1 && x < x1) {
+        int c = rf_rowcmp(l, i, r, x, k);
+        if (c < 0) {
+            i = rf_gallop_lower(l, i + 1, i1, r, x, k);
+        } else if (c > 0) {
+            x = rf_gallop_lower(r, x + 1, x1, l, i, k);
+        } else {
+            size_t ie = rf_gallop_upper(l, i + 1, i1, l, i, k);
+            size_t xe = rf_gallop_upper(r, x + 1, x1, r, x, k);
+            for (size_t a = i; a < ie; a++) {
+                /* The left row's share of the key is fixed over the group. */
+                uint64_t base = 0;
+                for (int q = 0; q < np; q++)
+                    if (j->projcol[q] < la)
+                        base |= (l->cols[j->projcol[q]][a] - j->min[q]) << j->shift[q];
+                for (size_t b = x; b < xe; b++) {
+                    uint64_t key = base;
+                    for (int q = 0; q < np; q++)
+                        if (j->projcol[q] >= la)
+                            key |= (r->cols[j->projcol[q] - la][b] - j->min[q]) << j->shift[q];
+                    w[key >> 6] |= (uint64_t)1 << (key & 63);
+                }
+            }
+            i = ie;
+            x = xe;
+        }
+    }
+}
+
+typedef struct or_job {
+    uint64_t **bitmaps;
+    int nmaps, npieces;
+    size_t nwords;
+} or_job;
+
+static void or_piece(void *ctx, int p)
+{
+    or_job *j = ctx;
+    size_t b = j->nwords * (size_t)p / (size_t)j->npieces, e = j->nwords * (size_t)(p + 1) / (size_t)j->npieces;
+    uint64_t *dst = j->bitmaps[0];
+    for (int m = 1; m < j->nmaps; m++)
+        for (size_t i = b; i < e; i++)
+            dst[i] |= j->bitmaps[m][i];
+}
+
+bool rf_prim_join_sort_dense(const rf_table *l, const rf_table *r, int nkeys, int nproj,
+                             const int *projcol, size_t join_rows, rf_table *out)
+{
+    if (nkeys < 1 || nproj < 1 || join_rows == 0)
+        return false;
+    int la = l->arity;
+    rf_word *min = rf_calloc((size_t)nproj, sizeof *min);
+    int *width = rf_calloc((size_t)nproj, sizeof *width), *shift = rf_calloc((size_t)nproj, sizeof *shift);
+    int bits = 0;
+    /* Each output column spans (at most) its source column's range. */
+    for (int q = nproj - 1; q >= 0; q--) {
+        const rf_table *t = projcol[q] < la ? l : r;
+        const rf_word *col = t->cols[projcol[q] < la ? projcol[q] : projcol[q] - la];
+        rf_word lo = col[0], hi = col[0];
+        for (size_t i = 1; i < t->nrows; i++) {
+            lo = col[i] < lo ? col[i] : lo;
+            hi = col[i] > hi ? col[i] : hi;
+        }
+        min[q] = lo;
+        width[q] = hi - lo ? 64 - __builtin_clzll(hi - lo) : 0;
+        shift[q] = bits;
+        bits += width[q];
+    }
+    bool dense = bits <= RF_DENSE_MAX_BITS && ((size_t)1 << bits) <= 64 * join_rows;
+    if (dense) {
+        rf_dense *d = rf_dense_new_layout(nproj, min, width);
+        jdense_job j = {.l = l, .r = r, .k = nkeys, .nproj = nproj, .projcol = projcol,
+                        .min = min, .shift = shift};
+        /* One bitmap per piece, ORed at the end: plain stores, no sharing.
+         * Extra bitmaps only while they cost less than the join output
+         * they replace (16+ bytes a row). */
+        size_t bytes = rf_dense_bytes(d);
+        j.npieces = rf_pieces_for(l->nrows > r->nrows ? l->nrows : r->nrows, 1);
+        while (j.npieces > 1 && (size_t)j.npieces * bytes > 8 * join_rows)
+            j.npieces--;
+        j.ls = rf_calloc((size_t)j.npieces + 1, sizeof *j.ls);
+        j.rs = rf_calloc((size_t)j.npieces + 1, sizeof *j.rs);
+        j.bitmaps = rf_calloc((size_t)j.npieces, sizeof *j.bitmaps);
+        rf_split_key_ranges(l, r, nkeys, j.npieces, j.ls, j.rs);
+        j.bitmaps[0] = rf_dense_words(d);
+        for (int p = 1; p < j.npieces; p++) {
+            j.bitmaps[p] = rf_calloc(bytes / sizeof(uint64_t), sizeof(uint64_t));
+            rf_advise_huge(j.bitmaps[p], bytes);
+        }
+        rf_par_for(j.npieces, jdense_piece, &j);
+        if (j.npieces > 1) {
+            or_job o = {.bitmaps = j.bitmaps, .nmaps = j.npieces, .nwords = bytes / sizeof(uint64_t)};
+            o.npieces = rf_pieces_for(o.nwords, 1);
+            rf_par_for(o.npieces, or_piece, &o);
+        }
+        for (int p = 1; p < j.npieces; p++)
+            free(j.bitmaps[p]);
+        rf_dense_to_table(d, out);
+        rf_dense_free(d);
+        free(j.ls);
+        free(j.rs);
+        free(j.bitmaps);
+    }
+    free(min);
+    free(width);
+    free(shift);
+    return dense;
+}

@@ -3,6 +3,7 @@
 
     run.py --redfox PATH --count N --seed S [--jobs J] [--keep DIR]
     run.py --redfox PATH --program-seed X      # rerun one program
+    run.py --redfox PATH --backend gpu --compare-backend cpu   # GPU vs oracle and vs CPU
     run.py --print X                           # just print program X
 
 Program i of a run has seed S*100000 + i, printed with every failure, so a
@@ -82,11 +83,15 @@ def show_row(row):
 
 def check_one(args_tuple):
     """Runs one program; returns (seed, passed, report, expectation)."""
-    redfox, seed, extra, keep = args_tuple
+    redfox, seed, extra, keep = args_tuple[:4]
+    compare = args_tuple[4] if len(args_tuple) > 4 else None
     program = gen.generate(seed)
     work = tempfile.mkdtemp(prefix="rfdiff%d_" % seed)
     try:
-        return (seed,) + run_program(redfox, seed, program, work, extra)
+        res = run_program(redfox, seed, program, work, extra)
+        if compare:
+            res = compare_backends(redfox, seed, work, extra, compare, res)
+        return (seed,) + res
     except Exception:  # a harness bug must show up as a failure, with context
         import traceback
         return seed, False, "FAIL program seed %d: HARNESS ERROR\n%s" % (
@@ -97,6 +102,43 @@ def check_one(args_tuple):
             shutil.rmtree(dest, ignore_errors=True)
             shutil.copytree(work, dest)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def run_outputs(redfox, path, outdir, extra):
+    """Runs redfox into outdir; returns (rc, {file: bytes})."""
+    os.makedirs(outdir, exist_ok=True)
+    try:
+        proc = subprocess.run(redfox + ["run", path, "--output", outdir] + extra,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+        rc = proc.returncode
+    except subprocess.TimeoutExpired:
+        rc = "timeout (60 s)"
+    files = {}
+    for f in sorted(os.listdir(outdir)):
+        with open(os.path.join(outdir, f), "rb") as fh:
+            files[f] = fh.read()
+    return rc, files
+
+
+def compare_backends(redfox, seed, work, extra, other, res):
+    """--compare-backend: the same program on backend `other` must give the
+    same exit status and byte-identical output files."""
+    passed, report, expect = res
+    path = os.path.join(work, "prog.lql")
+    if not os.path.exists(path):
+        cands = [f for f in os.listdir(work) if f.endswith(".lql")]
+        path = os.path.join(work, cands[0])
+    others = [e for e in extra if not e.startswith("--backend")] + ["--backend=" + other]
+    rc1, f1 = run_outputs(redfox, path, os.path.join(work, "out_a"), extra)
+    rc2, f2 = run_outputs(redfox, path, os.path.join(work, "out_" + other), others)
+    if rc1 == rc2 and f1 == f2:
+        return res
+    msg = "FAIL program seed %d: backends differ (%s vs %s): exit %s vs %s; files %s vs %s" % (
+        seed, " ".join(extra) or "default", other, rc1, rc2, sorted(f1), sorted(f2))
+    for name in sorted(set(f1) | set(f2)):
+        if f1.get(name) != f2.get(name):
+            msg += "\n  %s differs" % name
+    return False, (report + "\n" if not passed else "") + msg, expect
 
 
 def run_program(redfox, seed, program, work, extra):
@@ -211,6 +253,10 @@ def main():
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--extra-arg", action="append", default=[],
                     help="passed to `redfox run` (e.g. --extra-arg=--backend=cpu)")
+    ap.add_argument("--backend", choices=["auto", "cpu", "gpu"],
+                    help="run redfox with --backend=BACKEND")
+    ap.add_argument("--compare-backend", choices=["cpu", "gpu"],
+                    help="also run every program on this backend and require identical exit status and outputs")
     ap.add_argument("--keep", help="copy every program's folder (program, inputs, outputs) here")
     ap.add_argument("--print", type=int, metavar="SEED", help="print one program and exit")
     ap.add_argument("--max-reports", type=int, default=20, help="full reports shown (others: seed only)")
@@ -225,7 +271,8 @@ def main():
     if a.keep:
         os.makedirs(a.keep, exist_ok=True)
     seeds = a.program_seed or [program_seed(a.seed, i) for i in range(a.count)]
-    jobs = [(redfox, s, a.extra_arg, a.keep) for s in seeds]
+    extra = list(a.extra_arg) + (["--backend=" + a.backend] if a.backend else [])
+    jobs = [(redfox, s, extra, a.keep, a.compare_backend) for s in seeds]
     passed, failed, reports = 0, [], 0
     by_kind = {}
     with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, a.jobs)) as pool:

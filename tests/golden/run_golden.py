@@ -73,7 +73,10 @@ def run(redfox, args, cwd):
     try:
         p = subprocess.run(redfox + args, cwd=cwd, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=120)
-        return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+        err = p.stderr.decode("utf-8", "replace")
+        # --backend=gpu/auto announce the device first; not part of the expectation.
+        err = re.sub(r"\Aredfox: using GPU: [^\n]*\n", "", err)
+        return p.returncode, p.stdout.decode("utf-8", "replace"), err
     except subprocess.TimeoutExpired:
         return "timeout", "", ""
 
@@ -130,9 +133,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--redfox", required=True)
     ap.add_argument("--bless", action="store_true")
+    ap.add_argument("--backend", choices=["auto", "cpu", "gpu"],
+                    help="run every case with --backend=BACKEND (same expected outputs)")
     ap.add_argument("names", nargs="*", help="run only these cases")
     a = ap.parse_args()
     redfox = [os.path.abspath(a.redfox)] if os.path.exists(a.redfox) else shlex.split(a.redfox)
+    backend = ["--backend=" + a.backend] if a.backend else []
 
     cases = []
     for f in sorted(os.listdir(CASES)):
@@ -148,7 +154,7 @@ def main():
     for kind, name in cases:
         try:
             if kind == "program":
-                problems = check_success(redfox, PROGRAMS, name + ".lql", [],
+                problems = check_success(redfox, PROGRAMS, name + ".lql", backend,
                                          read(os.path.join(EXPECTED_PROGRAMS, name + ".out")))
                 label = "programs/" + name
             else:
@@ -157,6 +163,7 @@ def main():
                 extra = []
                 if os.path.exists(base + ".args"):
                     extra = shlex.split(read(base + ".args").replace("{here}", CASES))
+                extra = extra + backend
                 if os.path.exists(base + ".out"):
                     problems = check_success(redfox, CASES, name + ".lql", extra, read(base + ".out"))
                 elif os.path.exists(base + ".err"):

@@ -93,6 +93,7 @@ def main():
     ap.add_argument("--test", required=True, help="KIND:GRAPHFILE")
     ap.add_argument("--expect", type=int, help="known number of result rows")
     ap.add_argument("--extra-arg", action="append", default=[])
+    ap.add_argument("--backend", choices=["auto", "cpu", "gpu"], help="run redfox with --backend=BACKEND")
     a = ap.parse_args()
     kind, graph = a.test.split(":", 1)
     gpath = os.path.join(a.graphs, graph)
@@ -103,7 +104,8 @@ def main():
     redfox = [a.redfox] if os.path.exists(a.redfox) else shlex.split(a.redfox)
     with tempfile.TemporaryDirectory(prefix="rfgraph_") as out:
         cmd = redfox + ["run", os.path.join(ROOT, "programs", prog), "--input", "edge=" + gpath,
-                        "--output", out] + a.extra_arg
+                        "--output", out] + a.extra_arg + (
+                            ["--backend=" + a.backend] if a.backend else [])
         t = time.time()
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         elapsed = time.time() - t

@@ -469,6 +469,104 @@ static void test_setops(void)
             }
 }
 
+/* ---- dense sets (bitmaps over packed rows) ---- */
+static void add_offset(rf_table *t, rf_word off)
+{
+    for (int c = 0; c < t->arity; c++)
+        for (size_t i = 0; i < t->nrows; i++)
+            t->cols[c][i] += off;
+}
+
+static void test_dense(void)
+{
+    /* Offsets: small ids, ids near the sign bit, negative ints (huge words). */
+    const rf_word offs[] = {0, ((rf_word)1 << 63) - 100, (rf_word)-5000};
+    const size_t dsizes[] = {1, 17, 3000, 200000};
+    for (int arity = 1; arity <= 3; arity++)
+        for (size_t oi = 0; oi < 3; oi++)
+            for (size_t si = 0; si < 4; si++) {
+                uint64_t dom = arity == 3 ? 60 : 700;
+                rf_table a0, b0, c0, A, C, ref, cat;
+                rand_table(&a0, arity, dsizes[si], dom);
+                rand_table(&b0, arity, dsizes[si] / 2 + 1, dom);
+                rand_table(&c0, arity, dsizes[si], dom);
+                add_offset(&a0, offs[oi]);
+                add_offset(&b0, offs[oi]);
+                add_offset(&c0, offs[oi]);
+                /* The sort's dense path must agree with the reference. */
+                ref_sort(&a0, &A);
+                for (int th = 1; th <= 4; th += 3) {
+                    rf_table got;
+                    rf_prims_set_threads(th);
+                    rf_prim_sort(&a0, &got);
+                    CU_ASSERT_TRUE(tables_equal(&got, &A));
+                    rf_table_free(&got);
+                }
+                ref_sort(&c0, &C);
+                rf_table_init(&cat, arity);
+                rf_table_resize(&cat, A.nrows + b0.nrows);
+                for (int c = 0; c < arity; c++) {
+                    memcpy(cat.cols[c], A.cols[c], A.nrows * sizeof(rf_word));
+                    memcpy(cat.cols[c] + A.nrows, b0.cols[c], b0.nrows * sizeof(rf_word));
+                }
+                ref_sort(&cat, &ref);
+                for (int th = 1; th <= 4; th += 3) {
+                    rf_prims_set_threads(th);
+                    rf_dense *d = rf_dense_new_for(&A, &b0, RF_DENSE_MAX_BITS);
+                    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+                    CU_ASSERT_TRUE(rf_dense_insert(d, &A, true));
+                    CU_ASSERT_EQUAL(rf_dense_rows(d), A.nrows);
+                    rf_table back;
+                    rf_dense_to_table(d, &back);
+                    CU_ASSERT_TRUE(tables_equal(&back, &A));
+                    rf_table_free(&back);
+                    /* a − d against the merge difference */
+                    rf_table dd, md;
+                    rf_dense_difference(&C, d, &dd);
+                    rf_prim_difference(&C, &A, &md);
+                    CU_ASSERT_TRUE(tables_equal(&dd, &md));
+                    rf_table_free(&dd);
+                    rf_table_free(&md);
+                    /* unsorted insert with duplicates: the union */
+                    rf_dense *e = rf_dense_clone(d);
+                    CU_ASSERT_TRUE(rf_dense_insert(e, &b0, false));
+                    CU_ASSERT_EQUAL(rf_dense_rows(e), ref.nrows);
+                    rf_dense_to_table(e, &back);
+                    CU_ASSERT_TRUE(tables_equal(&back, &ref));
+                    rf_table_free(&back);
+                    CU_ASSERT_EQUAL(rf_dense_rows(d), A.nrows); /* clone is separate */
+                    /* a row outside the ranges: refused, set unchanged */
+                    rf_table out;
+                    rf_table_init(&out, arity);
+                    rf_word row[3] = {offs[oi] + 5, offs[oi] + 5, offs[oi] + 5};
+                    rf_table_append_row(&out, row);
+                    row[arity - 1] = offs[oi] + (1u << 20);
+                    rf_table_append_row(&out, row);
+                    size_t before = rf_dense_rows(e);
+                    CU_ASSERT_FALSE(rf_dense_insert(e, &out, false));
+                    CU_ASSERT_EQUAL(rf_dense_rows(e), before);
+                    CU_ASSERT_FALSE(rf_dense_contains(e, row));
+                    rf_word in_row[3] = {ref.cols[0][0], arity > 1 ? ref.cols[1][0] : 0,
+                                         arity > 2 ? ref.cols[2][0] : 0};
+                    CU_ASSERT_TRUE(rf_dense_contains(e, in_row));
+                    /* rows outside the ranges are kept by the difference */
+                    rf_dense_difference(&out, e, &dd);
+                    CU_ASSERT_TRUE(dd.nrows >= 1);
+                    rf_table_free(&dd);
+                    rf_table_free(&out);
+                    rf_dense_free(e);
+                    rf_dense_free(d);
+                }
+                rf_table_free(&a0); rf_table_free(&b0); rf_table_free(&c0);
+                rf_table_free(&A); rf_table_free(&C); rf_table_free(&ref); rf_table_free(&cat);
+            }
+    /* Too wide for a bitmap: refused. */
+    rf_table w;
+    rand_table(&w, 2, 100, 0);
+    CU_ASSERT_PTR_NULL(rf_dense_new_for(&w, NULL, RF_DENSE_MAX_BITS));
+    rf_table_free(&w);
+}
+
 /* ---- aggregate ---- */
 static void test_aggregate(void)
 {
@@ -568,6 +666,7 @@ int main(void)
     CU_add_test(s, "join parallel", test_join_parallel);
     CU_add_test(s, "set operations", test_setops);
     CU_add_test(s, "aggregate", test_aggregate);
+    CU_add_test(s, "dense sets", test_dense);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures();
