@@ -123,6 +123,19 @@ static bool gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf
     rf_cuda_ctx *ctx = ctx_of(be);
     const char *what = (k->out >= 0 && k->out < p->nvars && p->vars[k->out].name) ? p->vars[k->out].name : "?";
     memset(stats, 0, sizeof *stats);
+    /* A variable never defined reads as empty (as on the CPU backend). */
+    rf_dvar empty0, empty1;
+    if (!in0 && k->in[0] >= 0 && k->in[0] < p->nvars) {
+        rf_drel_init(&empty0.rel, p->vars[k->in[0]].arity);
+        in0 = &empty0;
+    }
+    if (!in1 && k->in[1] >= 0 && k->in[1] < p->nvars) {
+        rf_drel_init(&empty1.rel, p->vars[k->in[1]].arity);
+        in1 = &empty1;
+    }
+    if ((k->op != RF_K_CLEAR && !in0) ||
+        ((k->op == RF_K_JOIN || k->op == RF_K_ANTIJOIN || k->op == RF_K_UNION || k->op == RF_K_DIFF) && !in1))
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "kernel op %d for %s lacks an input", (int)k->op, what);
     stats->rows_in[0] = in0 ? in0->rel.nrows : 0;
     stats->rows_in[1] = in1 ? in1->rel.nrows : 0;
     size_t bytes_in = rel_bytes(in0) + rel_bytes(in1);
