@@ -68,6 +68,7 @@ def run_duckdb(py, graph_file, sql, timeout):
 import duckdb, time
 t0 = time.perf_counter()
 con = duckdb.connect()
+con.execute('SET enable_progress_bar = false')
 con.execute("CREATE TABLE edge AS SELECT column0::INTEGER AS s, column1::INTEGER AS d FROM read_csv('{graph_file}', delim='\\t', header=false, columns={{'column0':'INTEGER','column1':'INTEGER'}})")
 n = con.execute('''{sql}''').fetchone()[0]
 print(n, time.perf_counter() - t0)
@@ -78,7 +79,7 @@ print(n, time.perf_counter() - t0)
         return None, None
     if out.returncode != 0:
         return None, None
-    n, t = out.stdout.split()
+    n, t = out.stdout.split()[-2:]
     return int(n), float(t)
 
 
