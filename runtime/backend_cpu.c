@@ -1,6 +1,7 @@
-/* The CPU backend: variables are host rf_tables, kernels are calls into the
- * CPU operator library (primitives/cpu). Tracks the bytes held by
- * variables (in use and peak) for --stats.
+/* The CPU backend: variables are host rf_tables (held as shared runs, see
+ * rf_dvar), kernels are calls into the CPU operator library
+ * (primitives/cpu). Tracks the bytes held by variables (in use and peak)
+ * for --stats.
  *
  * A sorted variable may also (or instead) be held as a dense set (a bitmap
  * over its packed rows, rf_dense): once the full relation of a semi-naive
@@ -16,11 +17,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A run: an immutable, sorted, duplicate-free table (or, for an unsorted
+ * variable, its one table), shared by reference count between variables
+ * (COPY and UNION share instead of copying). Column ranges are computed
+ * once, on demand, for the dense-set decision. */
+typedef struct run {
+    rf_table t;
+    int refs;
+    bool has_range;
+    rf_word *lo, *hi; /* per column, valid when has_range and t.nrows */
+} run;
+
 struct rf_dvar {
-    rf_table t;       /* the rows, valid when has_table */
-    bool has_table;
+    int arity;
+    /* The rows as runs, valid when has_runs. A sorted variable's runs are
+     * pairwise disjoint and ordered by size, each more than twice the next
+     * (an LSM, binary-counter merging): `full ∪ new` adds a run and merges
+     * only runs of comparable size, `new − full` probes each run. An
+     * unsorted variable has at most one run. Kernels that read a variable
+     * as one table merge its runs into one (kept until the next write). */
+    run **runs;
+    int nruns, caprun;
+    bool has_runs;
+    rf_table empty;   /* what a variable with no run reads as */
     rf_dense *dense;  /* the same set as a bitmap, or NULL (sorted vars only) */
-    bool dense_tried; /* dense_of already found the table too sparse */
+    bool dense_tried; /* dense_of already found it too sparse */
     /* A JOIN not yet run (its output is unsorted and usually only sorted
      * next): the inputs are held (refs) until a SORT runs join and sort as
      * one pass into a bitmap, or anything else needs the rows. */
@@ -31,7 +52,12 @@ struct rf_dvar {
     bool dead;        /* freed by the runtime while still held */
     struct rf_dvar *next_pending;
     size_t nrows;
-    size_t bytes;     /* accounted size of t and dense */
+    size_t bytes;     /* accounted size of dense (runs account themselves) */
+    /* Contents version: a new stamp at every write (process-unique), kept
+     * by COPY (same contents). disjoint_from: the stamp of a version known
+     * to share no row with these contents (a DIFF's right input), 0 if
+     * none; lets the semi-naive `full ∪ (new − full)` skip re-probing. */
+    uint64_t stamp, disjoint_from;
 };
 
 /* A sorted relation is worth a bitmap when the bitmap has at most this
@@ -42,27 +68,133 @@ struct rf_dvar {
 
 typedef struct cpu_impl {
     size_t in_use, peak;
+    uint64_t stamps;  /* last stamp handed out */
     rf_dvar *pending; /* list of variables holding a pending join */
 } cpu_impl;
 
 static void materialise(rf_backend *be, rf_dvar *v);
 
-static void account(rf_backend *be, rf_dvar *v)
+static void add_bytes(rf_backend *be, size_t add, size_t sub)
 {
     cpu_impl *im = be->impl;
-    size_t now = (v->has_table ? rf_table_bytes(&v->t) : 0) + (v->dense ? rf_dense_bytes(v->dense) : 0);
-    im->in_use = im->in_use - v->bytes + now;
-    v->bytes = now;
+    im->in_use = im->in_use - sub + add;
     if (im->in_use > im->peak)
         im->peak = im->in_use;
 }
 
-static rf_dvar *cpu_var_new(rf_backend *be, int arity, rf_status *st)
+static void account(rf_backend *be, rf_dvar *v)
 {
-    rf_dvar *v = rf_calloc(1, sizeof *v);
-    rf_table_init(&v->t, arity);
-    v->has_table = true;
-    return v;
+    size_t now = v->dense ? rf_dense_bytes(v->dense) : 0;
+    add_bytes(be, now, v->bytes);
+    v->bytes = now;
+}
+
+/* ---- runs ---- */
+
+/* A run holding t's rows (taking t's storage; t is left holding nothing,
+ * safe to rf_table_free). */
+static run *run_new(rf_backend *be, rf_table *t)
+{
+    run *r = rf_calloc(1, sizeof *r);
+    r->t = *t;
+    t->cols = NULL;
+    t->arity = 0;
+    t->nrows = t->cap = 0;
+    r->refs = 1;
+    add_bytes(be, rf_table_bytes(&r->t), 0);
+    return r;
+}
+
+static void run_unref(rf_backend *be, run *r)
+{
+    if (!r || --r->refs > 0)
+        return;
+    add_bytes(be, 0, rf_table_bytes(&r->t));
+    rf_table_free(&r->t);
+    free(r->lo);
+    free(r->hi);
+    free(r);
+}
+
+/* Fills r's column ranges (once); false for an empty run. */
+static bool run_range(run *r)
+{
+    if (r->t.nrows == 0 || r->t.arity < 1)
+        return false;
+    if (r->has_range)
+        return true;
+    int ar = r->t.arity;
+    r->lo = rf_malloc((size_t)ar * sizeof *r->lo);
+    r->hi = rf_malloc((size_t)ar * sizeof *r->hi);
+    for (int c = 0; c < ar; c++) {
+        const rf_word *col = r->t.cols[c];
+        rf_word lo = col[0], hi = col[0];
+        if (c == 0) { /* sorted on column 0 (unsorted runs never get here) */
+            hi = col[r->t.nrows - 1];
+        } else {
+            for (size_t i = 1; i < r->t.nrows; i++) {
+                lo = col[i] < lo ? col[i] : lo;
+                hi = col[i] > hi ? col[i] : hi;
+            }
+        }
+        r->lo[c] = lo;
+        r->hi[c] = hi;
+    }
+    r->has_range = true;
+    return true;
+}
+
+/* The merge of two disjoint sorted runs (ranges carried over when known). */
+static run *run_merge(rf_backend *be, const run *a, const run *b)
+{
+    rf_table m;
+    rf_prim_union(&a->t, &b->t, &m);
+    run *r = run_new(be, &m);
+    if (a->has_range && b->has_range) {
+        int ar = r->t.arity;
+        r->lo = rf_malloc((size_t)ar * sizeof *r->lo);
+        r->hi = rf_malloc((size_t)ar * sizeof *r->hi);
+        for (int c = 0; c < ar; c++) {
+            r->lo[c] = a->lo[c] < b->lo[c] ? a->lo[c] : b->lo[c];
+            r->hi[c] = a->hi[c] > b->hi[c] ? a->hi[c] : b->hi[c];
+        }
+        r->has_range = true;
+    }
+    return r;
+}
+
+/* A list of runs under construction (holding one reference each). */
+typedef struct runlist {
+    run **r;
+    int n, cap;
+} runlist;
+
+static void rl_push(runlist *l, run *r)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 8;
+        l->r = rf_realloc(l->r, (size_t)l->cap * sizeof *l->r);
+    }
+    l->r[l->n++] = r;
+}
+
+/* Adds a new run (disjoint from the others) at the small end and merges
+ * while the run above is at most twice its size: sizes stay geometric, so
+ * a row is merged O(log n) times over its life. */
+static void rl_add_lsm(rf_backend *be, runlist *l, run *r)
+{
+    if (r->t.nrows == 0) {
+        run_unref(be, r);
+        return;
+    }
+    rl_push(l, r);
+    while (l->n >= 2 && l->r[l->n - 2]->t.nrows <= 2 * l->r[l->n - 1]->t.nrows) {
+        run *m = run_merge(be, l->r[l->n - 2], l->r[l->n - 1]);
+        run_unref(be, l->r[l->n - 1]);
+        run_unref(be, l->r[l->n - 2]);
+        l->n -= 2;
+        l->r[l->n++] = m;
+    }
 }
 
 static void cpu_var_free(rf_backend *be, rf_dvar *v);
@@ -103,6 +235,24 @@ static void before_change(rf_backend *be, rf_dvar *v)
     }
 }
 
+static rf_dvar *cpu_var_new(rf_backend *be, int arity, rf_status *st)
+{
+    (void)be;
+    (void)st;
+    rf_dvar *v = rf_calloc(1, sizeof *v);
+    v->arity = arity;
+    rf_table_init(&v->empty, arity);
+    v->has_runs = true;
+    return v;
+}
+
+static void clear_runs(rf_backend *be, rf_dvar *v)
+{
+    for (int i = 0; i < v->nruns; i++)
+        run_unref(be, v->runs[i]);
+    v->nruns = 0;
+}
+
 static void cpu_var_free(rf_backend *be, rf_dvar *v)
 {
     if (!v)
@@ -111,83 +261,153 @@ static void cpu_var_free(rf_backend *be, rf_dvar *v)
         v->dead = true;
         return;
     }
-    cpu_impl *im = be->impl;
     drop_pending(be, v);
-    im->in_use -= v->bytes;
-    rf_table_free(&v->t);
+    clear_runs(be, v);
+    free(v->runs);
     rf_dense_free(v->dense);
+    v->dense = NULL;
+    account(be, v);
+    rf_table_free(&v->empty);
     free(v);
 }
 
-static size_t cpu_var_rows(rf_backend *be, const rf_dvar *v) { return v ? v->nrows : 0; }
+static size_t cpu_var_rows(rf_backend *be, const rf_dvar *v)
+{
+    (void)be;
+    return v ? v->nrows : 0;
+}
+
+/* Replaces v's contents with the runs of l (taken over; l is emptied) and
+ * the bitmap d (taken over, may be NULL). */
+static void set_runs(rf_backend *be, rf_dvar *v, runlist *l, rf_dense *d)
+{
+    before_change(be, v);
+    clear_runs(be, v);
+    if (l->n > v->caprun) {
+        v->caprun = l->n;
+        v->runs = rf_realloc(v->runs, (size_t)v->caprun * sizeof *v->runs);
+    }
+    v->nrows = 0;
+    for (int i = 0; i < l->n; i++) {
+        v->runs[i] = l->r[i];
+        v->nrows += l->r[i]->t.nrows;
+    }
+    v->nruns = l->n;
+    free(l->r);
+    l->r = NULL;
+    l->n = l->cap = 0;
+    v->has_runs = true;
+    rf_dense_free(v->dense);
+    v->dense = d;
+    if (d)
+        v->nrows = rf_dense_rows(d);
+    v->dense_tried = false;
+    v->stamp = ++((cpu_impl *)be->impl)->stamps;
+    v->disjoint_from = 0;
+    account(be, v);
+}
 
 /* Replaces v's contents with t (taking t's storage). */
 static void set_table(rf_backend *be, rf_dvar *v, rf_table *t)
 {
-    before_change(be, v);
-    rf_table_free(&v->t);
-    rf_dense_free(v->dense);
-    v->dense = NULL;
-    v->dense_tried = false;
-    v->t = *t;
-    v->has_table = true;
-    v->nrows = t->nrows;
-    account(be, v);
+    runlist l = {0};
+    if (t->nrows > 0)
+        rl_push(&l, run_new(be, t));
+    rf_table_free(t);
+    set_runs(be, v, &l, NULL);
 }
 
 /* Replaces v's contents with the dense set d (taken over). */
 static void set_dense(rf_backend *be, rf_dvar *v, rf_dense *d)
 {
-    before_change(be, v);
-    rf_table_free(&v->t);
-    rf_table_init(&v->t, rf_dense_arity(d));
-    rf_dense_free(v->dense);
-    v->dense = d;
-    v->dense_tried = false;
-    v->has_table = false;
-    v->nrows = rf_dense_rows(d);
-    account(be, v);
+    runlist l = {0};
+    set_runs(be, v, &l, d);
+    v->has_runs = false;
 }
 
-/* v's rows as a table, rebuilt from the bitmap (and kept) if need be. */
+/* v's rows as one table: rebuilt from the bitmap, or its runs merged into
+ * one (and kept) if need be. */
 static const rf_table *table_of(rf_backend *be, rf_dvar *v)
 {
     if (v->pending)
         materialise(be, v);
-    if (!v->has_table) {
-        rf_table_free(&v->t);
-        rf_dense_to_table(v->dense, &v->t);
-        v->has_table = true;
-        account(be, v);
+    if (!v->has_runs) {
+        rf_table t;
+        rf_dense_to_table(v->dense, &t);
+        if (t.nrows > 0) {
+            if (v->nruns + 1 > v->caprun) {
+                v->caprun = v->nruns + 1;
+                v->runs = rf_realloc(v->runs, (size_t)v->caprun * sizeof *v->runs);
+            }
+            v->runs[v->nruns++] = run_new(be, &t);
+        }
+        rf_table_free(&t);
+        v->has_runs = true;
     }
-    return &v->t;
+    /* Smallest first: each merge is of runs of comparable size. */
+    while (v->nruns > 1) {
+        run *a = v->runs[v->nruns - 2], *b = v->runs[v->nruns - 1];
+        run *m = run_merge(be, a, b);
+        run_unref(be, a);
+        run_unref(be, b);
+        v->nruns--;
+        v->runs[v->nruns - 1] = m;
+    }
+    return v->nruns ? &v->runs[0]->t : &v->empty;
 }
 
-/* v's bitmap, built from its table (and kept) when v is sorted and dense
+/* v's bitmap, built from its runs (and kept) when v is sorted and dense
  * enough; NULL otherwise. */
 static const rf_dense *dense_of(rf_backend *be, rf_dvar *v, bool sorted)
 {
-    if (v->dense || !sorted || v->nrows < RF_DENSE_MIN_ROWS || v->dense_tried)
+    if (v->dense || !sorted || v->nrows < RF_DENSE_MIN_ROWS || v->dense_tried || v->pending ||
+        !v->has_runs || v->arity < 1)
         return v->dense;
-    v->dense_tried = true; /* the contents never change: decide once */
     int max_bits = 0;
     size_t r = v->nrows * DENSE_BITS_PER_ROW;
     while (max_bits < RF_DENSE_MAX_BITS && ((size_t)2 << max_bits) <= r)
         max_bits++;
-    rf_dense *d = rf_dense_new_for(&v->t, NULL, max_bits);
-    if (!d)
-        return NULL;
-    (void)rf_dense_insert_ex(d, &v->t, true, true); /* laid out for v */
-    v->dense = d;
-    account(be, v);
+    /* The ranges of the runs (each computed once in its life). */
+    int ar = v->arity;
+    rf_word *lo = rf_malloc((size_t)ar * sizeof *lo), *hi = rf_malloc((size_t)ar * sizeof *hi);
+    int *width = rf_malloc((size_t)ar * sizeof *width);
+    bool any = false;
+    for (int i = 0; i < v->nruns; i++) {
+        run *rn = v->runs[i];
+        if (!run_range(rn))
+            continue;
+        for (int c = 0; c < ar; c++) {
+            lo[c] = !any || rn->lo[c] < lo[c] ? rn->lo[c] : lo[c];
+            hi[c] = !any || rn->hi[c] > hi[c] ? rn->hi[c] : hi[c];
+        }
+        any = true;
+    }
+    int bits = 0;
+    for (int c = 0; c < ar && any; c++) {
+        width[c] = hi[c] - lo[c] ? 64 - __builtin_clzll(hi[c] - lo[c]) : 0;
+        bits += width[c];
+    }
+    rf_dense *d = NULL;
+    if (any && bits <= max_bits) {
+        d = rf_dense_new_layout(ar, lo, width);
+        for (int i = 0; i < v->nruns; i++)
+            (void)rf_dense_insert_ex(d, &v->runs[i]->t, true, true); /* laid out for v */
+        v->dense = d;
+        account(be, v);
+    } else {
+        v->dense_tried = true; /* until the contents change */
+    }
+    free(lo);
+    free(hi);
+    free(width);
     return d;
 }
 
 static bool cpu_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
 {
-    if (t->arity != v->t.arity)
+    if (t->arity != v->arity)
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "upload: arity %d into a variable of arity %d",
-                       t->arity, v->t.arity);
+                       t->arity, v->arity);
     rf_table c;
     rf_table_init(&c, t->arity);
     rf_table_copy(&c, t);
@@ -195,15 +415,17 @@ static bool cpu_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status 
     return true;
 }
 
-static bool cpu_download(rf_backend *be, const rf_dvar *v, rf_table *t, rf_status *st)
+static bool cpu_download(rf_backend *be, const rf_dvar *cv, rf_table *t, rf_status *st)
 {
+    (void)st;
+    rf_dvar *v = (rf_dvar *)cv; /* same rows, another representation */
     if (v->pending)
-        materialise(be, (rf_dvar *)v); /* same rows, another representation */
-    if (v->has_table) {
-        rf_table_copy(t, &v->t);
-    } else {
+        materialise(be, v);
+    if (!v->has_runs) {
         rf_table_free(t);
         rf_dense_to_table(v->dense, t);
+    } else {
+        rf_table_copy(t, table_of(be, v));
     }
     return true;
 }
@@ -308,6 +530,62 @@ static bool sort_pending(rf_backend *be, rf_dvar *out, rf_dvar *in0)
     return true;
 }
 
+/* UNION into a sorted output by runs: the smaller input, less what the
+ * bigger one already holds (probed run by run), becomes a new run on top of
+ * the bigger input's runs, which are shared, not copied. O(|small| * runs *
+ * log) plus the amortised merging. False when not applicable. */
+static bool lsm_union(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *out,
+                      rf_dvar *in0, rf_dvar *in1)
+{
+    if (!p->vars[k->out].sorted || !in0 || !in1 || out->arity < 1)
+        return false;
+    rf_dvar *big = in0, *small = in1;
+    if (in1->nrows > in0->nrows || (in1->nrows == in0->nrows && in1->nruns > in0->nruns)) {
+        big = in1;
+        small = in0;
+    }
+    if (big->pending || !big->has_runs)
+        return false;
+    const rf_table *s = table_of(be, small);
+    rf_table cur, nxt;
+    rf_table_init(&cur, s->arity);
+    rf_table_copy(&cur, s);
+    bool disjoint = small->disjoint_from != 0 && small->disjoint_from == big->stamp;
+    for (int i = 0; i < big->nruns && cur.nrows > 0 && !disjoint; i++) {
+        rf_prim_difference(&cur, &big->runs[i]->t, &nxt);
+        rf_table_free(&cur);
+        cur = nxt;
+    }
+    runlist l = {0};
+    for (int i = 0; i < big->nruns; i++) {
+        big->runs[i]->refs++;
+        rl_push(&l, big->runs[i]);
+    }
+    if (cur.nrows > 0)
+        rl_add_lsm(be, &l, run_new(be, &cur));
+    rf_table_free(&cur);
+    set_runs(be, out, &l, NULL);
+    return true;
+}
+
+/* DIFF / ANTIJOIN against a variable held as several runs: a row survives
+ * iff it survives every run. out is initialised here. */
+static void diff_runs(const rf_table *a, const rf_dvar *b, int nkeys, bool anti, rf_table *out)
+{
+    rf_table cur, nxt;
+    rf_table_init(&cur, a->arity);
+    rf_table_copy(&cur, a);
+    for (int i = 0; i < b->nruns && cur.nrows > 0; i++) {
+        if (anti)
+            rf_prim_antijoin(&cur, &b->runs[i]->t, nkeys, &nxt);
+        else
+            rf_prim_difference(&cur, &b->runs[i]->t, &nxt);
+        rf_table_free(&cur);
+        cur = nxt;
+    }
+    *out = cur;
+}
+
 static bool cpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *out,
                     rf_dvar *in0, rf_dvar *in1, rf_kernel_stats *stats, rf_status *st)
 {
@@ -323,12 +601,9 @@ static bool cpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf
     stats->rows_in[1] = in1 && k->in[1] >= 0 ? in1->nrows : 0;
     int a_ar = empty0.arity, b_ar = empty1.arity;
     if ((k->op == RF_K_JOIN && defer_join(be, p, k, out, in0, in1)) ||
-        (k->op == RF_K_SORT && in0 && in0->pending && sort_pending(be, out, in0))) {
-        rf_table_free(&empty0);
-        rf_table_free(&empty1);
-        goto done;
-    }
-    if (k->op == RF_K_UNION && dense_union(be, p, k, out, in0, in1)) {
+        (k->op == RF_K_SORT && in0 && in0->pending && sort_pending(be, out, in0)) ||
+        (k->op == RF_K_UNION && dense_union(be, p, k, out, in0, in1)) ||
+        (k->op == RF_K_UNION && lsm_union(be, p, k, out, in0, in1))) {
         rf_table_free(&empty0);
         rf_table_free(&empty1);
         goto done;
@@ -340,24 +615,28 @@ static bool cpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf
             goto done;
         if (in0->pending)
             materialise(be, in0);
-        rf_dense *d = in0->dense ? rf_dense_clone(in0->dense) : NULL;
-        if (in0->has_table) {
-            rf_table_init(&res, in0->t.arity);
-            rf_table_copy(&res, &in0->t);
-            set_table(be, out, &res);
-            if (d) {
-                out->dense = d;
-                account(be, out);
-            }
-        } else {
-            set_dense(be, out, d);
+        /* Share the runs; the bitmap is copied. */
+        runlist l = {0};
+        for (int i = 0; in0->has_runs && i < in0->nruns; i++) {
+            in0->runs[i]->refs++;
+            rl_push(&l, in0->runs[i]);
         }
+        set_runs(be, out, &l, in0->dense ? rf_dense_clone(in0->dense) : NULL);
+        out->has_runs = in0->has_runs;
+        out->stamp = in0->stamp;
+        out->disjoint_from = in0->disjoint_from;
         goto done;
     }
     /* The bitmap of a DIFF's right input: big full relations only. */
     const rf_dense *bd = k->op == RF_K_DIFF && in1 ? dense_of(be, in1, true) : NULL;
+    /* A right input of DIFF / ANTIJOIN held as several runs is probed run
+     * by run rather than merged. */
     const rf_table *a = in0 ? table_of(be, in0) : &empty0;
-    const rf_table *b = in1 && !bd ? table_of(be, in1) : in1 && in1->has_table ? &in1->t : &empty1;
+    bool by_runs = (k->op == RF_K_DIFF || k->op == RF_K_ANTIJOIN) && !bd && in1 && !in1->pending &&
+                   in1->has_runs && in1->nruns > 1 && a->nrows * 4 < in1->nrows;
+    const rf_table *b = &empty1;
+    if (in1 && !bd && !by_runs)
+        b = table_of(be, in1);
     switch (k->op) {
     case RF_K_MAP:
         ok = rf_prim_map(a, &k->filter, k->nproj, k->proj, &res, st);
@@ -369,7 +648,10 @@ static bool cpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf
         ok = rf_prim_join(a, b, k->nkeys, &k->filter, k->nproj, k->proj, &res, st);
         break;
     case RF_K_ANTIJOIN:
-        rf_prim_antijoin(a, b, k->nkeys, &res);
+        if (by_runs)
+            diff_runs(a, in1, k->nkeys, true, &res);
+        else
+            rf_prim_antijoin(a, b, k->nkeys, &res);
         break;
     case RF_K_UNION:
         rf_prim_union(a, b, &res);
@@ -377,6 +659,8 @@ static bool cpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf
     case RF_K_DIFF:
         if (bd)
             rf_dense_difference(a, bd, &res);
+        else if (by_runs)
+            diff_runs(a, in1, a->arity, false, &res);
         else
             rf_prim_difference(a, b, &res);
         break;
@@ -402,12 +686,14 @@ static bool cpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf
         rf_table_free(&res);
         return false;
     }
-    if (res.arity != out->t.arity) {
+    if (res.arity != out->arity) {
         rf_table_free(&res);
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cpu backend: %s produced arity %d for a variable of arity %d",
-                       rf_kop_name(k->op), res.arity, out->t.arity);
+                       rf_kop_name(k->op), res.arity, out->arity);
     }
     set_table(be, out, &res);
+    if (k->op == RF_K_DIFF && in1)
+        out->disjoint_from = in1->stamp;
 done:
     stats->rows_out = out->nrows;
     stats->bytes_moved = (stats->rows_in[0] * (size_t)a_ar + stats->rows_in[1] * (size_t)b_ar +

@@ -370,7 +370,13 @@ static void merge_op(int mode, const rf_table *a, const rf_table *b, int k, rf_t
         return;
     }
     merge_job j = {.mode = mode, .k = k, .a = a, .b = b, .out = out, .write = true};
-    j.npieces = rf_pieces_for(a->nrows > b->nrows ? a->nrows : b->nrows, 2);
+    /* Work: a union copies both inputs; a difference copies a and
+     * gallops through b (about a few probes per row of a when b is much
+     * bigger), so a small a against a big b stays on one thread. */
+    size_t work = a->nrows > b->nrows ? a->nrows : b->nrows;
+    if (mode != M_UNION && b->nrows / 16 > a->nrows)
+        work = a->nrows * 16;
+    j.npieces = rf_pieces_for(work, 2);
     j.as = rf_calloc((size_t)j.npieces + 1, sizeof *j.as);
     j.bs = rf_calloc((size_t)j.npieces + 1, sizeof *j.bs);
     j.counts = rf_calloc((size_t)j.npieces, sizeof *j.counts);

@@ -497,6 +497,175 @@ static void test_runtime_fault(void)
     prog_free(p);
 }
 
+/* ---- the CPU backend's set representation (LSM runs, shared runs,
+ * bitmaps) against a naive model: random sequences of UNION, DIFF,
+ * ANTIJOIN, COPY, uploads and semi-naive steps over 8 sorted binary
+ * variables; after every step the row count, and often the rows
+ * themselves (which merges the runs), must match. Values are
+ * base + x * mult for x, y in [0, D): mult 1 lets big sets become
+ * bitmaps, a big mult keeps them sparse (runs only). ---- */
+#define LSM_D 320
+#define LSM_VARS 8
+
+typedef struct lsm_model {
+    uint8_t in[LSM_VARS][LSM_D * LSM_D];
+    size_t n[LSM_VARS];
+} lsm_model;
+
+static uint64_t g_lsm_rng = 88172645463325252ull;
+static uint64_t lsm_rand(void)
+{
+    g_lsm_rng ^= g_lsm_rng << 13;
+    g_lsm_rng ^= g_lsm_rng >> 7;
+    g_lsm_rng ^= g_lsm_rng << 17;
+    return g_lsm_rng;
+}
+
+/* A random sorted set of about `rows` rows (within the first `span` x). */
+static void lsm_random_set(rf_table *t, uint8_t *bits, size_t rows, rf_word base, rf_word mult)
+{
+    rf_table_init(t, 2);
+    memset(bits, 0, LSM_D * LSM_D);
+    int span = 1 + (int)(lsm_rand() % LSM_D), x0 = (int)(lsm_rand() % (LSM_D - span + 1));
+    size_t cells = (size_t)span * LSM_D;
+    uint64_t thr = rows >= cells ? ~(uint64_t)0 : (uint64_t)((double)rows / (double)cells * 4294967296.0);
+    for (int x = x0; x < x0 + span; x++)
+        for (int y = 0; y < LSM_D; y++)
+            if ((lsm_rand() & 0xffffffffu) < thr) {
+                rf_word row[2] = {base + (rf_word)x * mult, base + (rf_word)y * mult};
+                rf_table_append_row(t, row);
+                bits[x * LSM_D + y] = 1;
+            }
+}
+
+static void lsm_check_rows(rf_backend *be, rf_dvar *v, const uint8_t *bits, rf_word base, rf_word mult)
+{
+    rf_table t;
+    rf_table_init(&t, 2);
+    rf_status st;
+    rf_status_init(&st);
+    CU_ASSERT_TRUE(be->download(be, v, &t, &st));
+    size_t i = 0;
+    bool ok = true;
+    for (int x = 0; x < LSM_D && ok; x++)
+        for (int y = 0; y < LSM_D && ok; y++)
+            if (bits[x * LSM_D + y]) {
+                ok = i < t.nrows && t.cols[0][i] == base + (rf_word)x * mult &&
+                     t.cols[1][i] == base + (rf_word)y * mult;
+                i++;
+            }
+    CU_ASSERT_TRUE(ok);
+    CU_ASSERT_EQUAL(i, t.nrows);
+    rf_table_free(&t);
+}
+
+static void lsm_run(rf_backend *be, rf_hprogram *p, rf_kernel *k, rf_dvar **dv, rf_kop op, int out,
+                    int a, int b, int nkeys)
+{
+    k->op = op;
+    k->out = out;
+    k->in[0] = a;
+    k->in[1] = b;
+    k->nkeys = nkeys;
+    rf_kernel_stats ks;
+    rf_status st;
+    rf_status_init(&st);
+    CU_ASSERT_TRUE(be->run(be, p, k, dv[out], a >= 0 ? dv[a] : NULL, b >= 0 ? dv[b] : NULL, &ks, &st));
+}
+
+static void lsm_sequence(int threads, rf_word base, rf_word mult, int steps)
+{
+    rf_backend *be = rf_backend_cpu_new(threads);
+    rf_hprogram *p = prog_new();
+    for (int v = 0; v < LSM_VARS; v++)
+        add_var(p, "v", 2, RF_TYPE_INT64, true, NULL);
+    int blk = add_block(p, RF_TERM_HALT, -1, -1);
+    rf_kernel *k = add_kernel(p, blk, RF_K_COPY, 0, -1, -1, 0);
+    lsm_model *m = rf_calloc(1, sizeof *m);
+    uint8_t *tmp = rf_calloc(LSM_D * LSM_D, 1);
+    rf_dvar *dv[LSM_VARS];
+    rf_status st;
+    rf_status_init(&st);
+    for (int v = 0; v < LSM_VARS; v++)
+        dv[v] = be->var_new(be, 2, &st);
+    for (int step = 0; step < steps; step++) {
+        int op = (int)(lsm_rand() % 8);
+        int out = (int)(lsm_rand() % LSM_VARS), a = (int)(lsm_rand() % LSM_VARS), b = (int)(lsm_rand() % LSM_VARS);
+        while (a == out)
+            a = (int)(lsm_rand() % LSM_VARS);
+        while (b == out)
+            b = (int)(lsm_rand() % LSM_VARS);
+        if (op == 0) { /* upload a fresh set: small, medium or big */
+            static const size_t sizes[] = {3, 40, 700, 9000, 80000};
+            rf_table t;
+            lsm_random_set(&t, m->in[out], sizes[lsm_rand() % 5], base, mult);
+            CU_ASSERT_TRUE(be->upload(be, dv[out], &t, &st));
+            rf_table_free(&t);
+        } else if (op == 1 || op == 2) { /* semi-naive step into `out`, via a and b as scratch */
+            rf_table t;
+            lsm_random_set(&t, tmp, 1 + lsm_rand() % 3000, base, mult);
+            CU_ASSERT_TRUE(be->upload(be, dv[a], &t, &st));
+            memcpy(m->in[a], tmp, LSM_D * LSM_D);
+            rf_table_free(&t);
+            if (b == a)
+                b = (a + 1) % LSM_VARS == out ? (a + 2) % LSM_VARS : (a + 1) % LSM_VARS;
+            lsm_run(be, p, k, dv, RF_K_DIFF, b, a, out, 2);      /* b := a - out */
+            for (int i = 0; i < LSM_D * LSM_D; i++)
+                m->in[b][i] = m->in[a][i] && !m->in[out][i];
+            lsm_run(be, p, k, dv, RF_K_UNION, a, out, b, 2);     /* a := out + b */
+            for (int i = 0; i < LSM_D * LSM_D; i++)
+                m->in[a][i] = m->in[out][i] || m->in[b][i];
+            lsm_run(be, p, k, dv, RF_K_COPY, out, a, -1, 0);     /* out := a */
+            memcpy(m->in[out], m->in[a], LSM_D * LSM_D);
+        } else if (op == 3) {
+            lsm_run(be, p, k, dv, RF_K_UNION, out, a, b, 2);
+            for (int i = 0; i < LSM_D * LSM_D; i++)
+                m->in[out][i] = m->in[a][i] || m->in[b][i];
+        } else if (op == 4) {
+            lsm_run(be, p, k, dv, RF_K_DIFF, out, a, b, 2);
+            for (int i = 0; i < LSM_D * LSM_D; i++)
+                m->in[out][i] = m->in[a][i] && !m->in[b][i];
+        } else if (op == 5) {
+            lsm_run(be, p, k, dv, RF_K_ANTIJOIN, out, a, b, 1);
+            for (int x = 0; x < LSM_D; x++) {
+                bool hit = false;
+                for (int y = 0; y < LSM_D && !hit; y++)
+                    hit = m->in[b][x * LSM_D + y];
+                for (int y = 0; y < LSM_D; y++)
+                    m->in[out][x * LSM_D + y] = m->in[a][x * LSM_D + y] && !hit;
+            }
+        } else if (op == 6) {
+            lsm_run(be, p, k, dv, RF_K_COPY, out, a, -1, 0);
+            memcpy(m->in[out], m->in[a], LSM_D * LSM_D);
+        } else {
+            lsm_check_rows(be, dv[a], m->in[a], base, mult); /* merges a's runs */
+        }
+        for (int v = 0; v < LSM_VARS; v++) {
+            size_t n = 0;
+            for (int i = 0; i < LSM_D * LSM_D; i++)
+                n += m->in[v][i];
+            CU_ASSERT_EQUAL_FATAL(be->var_rows(be, dv[v]), n);
+        }
+    }
+    for (int v = 0; v < LSM_VARS; v++) {
+        lsm_check_rows(be, dv[v], m->in[v], base, mult);
+        be->var_free(be, dv[v]);
+    }
+    CU_ASSERT_EQUAL(be->bytes_in_use(be), 0);
+    be->destroy(be);
+    free(tmp);
+    free(m);
+    prog_free(p);
+}
+
+static void test_cpu_set_representation(void)
+{
+    lsm_sequence(1, 0, 1, 250);
+    lsm_sequence(2, 0, 1, 250);
+    lsm_sequence(2, 1000, 1000003, 250);
+    lsm_sequence(3, (rf_word)1 << 63, 7, 150);
+}
+
 int main(void)
 {
     snprintf(g_dir, sizeof g_dir, "/tmp/rf_test_runtime.%ld", (long)getpid());
@@ -511,6 +680,7 @@ int main(void)
     CU_add_test(s, "input override, output dir", test_input_override_and_output_dir);
     CU_add_test(s, "output atomicity", test_output_atomicity);
     CU_add_test(s, "kernel fault", test_runtime_fault);
+    CU_add_test(s, "cpu backend set representation", test_cpu_set_representation);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures();
