@@ -7,6 +7,8 @@
 #ifndef RF_BACKEND_H
 #define RF_BACKEND_H
 
+#include <stdio.h>
+
 #include "../common/rf_table.h"
 #include "../harmony_ir/hir.h"
 
@@ -40,6 +42,13 @@ struct rf_backend {
     size_t (*bytes_peak)(rf_backend *be);
     void (*destroy)(rf_backend *be);
     void *impl;
+    /* Optional (NULL: none): backend-specific lines for --stats (the GPU
+     * backend: PCIe traffic, NVRTC compile time, pool, peak). */
+    void (*print_stats)(rf_backend *be, FILE *f);
+    /* Optional (NULL: unknown): true when every value of column col of v has
+     * the same sign bit, so signed and unsigned orders agree on it (lets the
+     * runtime skip a host scan of downloaded outputs). */
+    bool (*column_sign_uniform)(rf_backend *be, const rf_dvar *v, int col);
 };
 
 /* threads <= 0: one per core. */

@@ -14,6 +14,8 @@
 typedef struct kstat {
     size_t calls, rows_in[2], rows_out;
     double seconds;
+    double be_seconds;       /* the backend's own time (GPU: device events) */
+    size_t bytes;            /* bytes moved, as the backend counts them */
 } kstat;
 
 typedef struct rt {
@@ -29,6 +31,7 @@ typedef struct rt {
     double *loop_start;      /* [block] when the loop was entered */
     bool progress_shown;
     double output_seconds;   /* download, typed sort and writing at HALT */
+    double write_seconds;    /* of which writing the TSV text */
     rf_run_info info;
 } rt;
 
@@ -114,6 +117,8 @@ static bool run_kernel(rt *r, const rf_kernel *k, kstat *ks, rf_status *st)
     ks->rows_in[1] += s.rows_in[1];
     ks->rows_out += s.rows_out;
     ks->seconds += rf_now() - t0;
+    ks->be_seconds += s.seconds;
+    ks->bytes += s.bytes_moved;
     for (int i = 0; i < k->nfree; i++)
         free_var(r, k->frees[i]);
     return true;
@@ -264,6 +269,19 @@ static bool typed_order_is_word_order(const rf_table *t, const rf_hvar *hv)
     return true;
 }
 
+/* The same answer from the backend when it can tell without a host scan
+ * (the GPU backend reduces on the device). */
+static bool backend_says_word_order(rt *r, int v, const rf_hvar *hv)
+{
+    if (!hv->sorted || !r->be->column_sign_uniform || !r->dv[v])
+        return false;
+    for (int c = 0; c < hv->arity; c++)
+        if ((hv->types[c] != RF_TYPE_INT32 && hv->types[c] != RF_TYPE_INT64) ||
+            !r->be->column_sign_uniform(r->be, r->dv[v], c))
+            return false;
+    return true;
+}
+
 static bool write_outputs(rt *r, const int *outs, int nouts, rf_status *st)
 {
     const rf_hprogram *p = r->p;
@@ -277,8 +295,9 @@ static bool write_outputs(rt *r, const int *outs, int nouts, rf_status *st)
         if (r->dv[outs[i]])
             ok = r->be->download(r->be, r->dv[outs[i]], &t, st);
         if (ok) {
-            if (!typed_order_is_word_order(&t, hv))
+            if (!backend_says_word_order(r, outs[i], hv) && !typed_order_is_word_order(&t, hv))
                 rf_sort_typed(&t, hv->types);
+            double w0 = rf_now();
             if (dir) {
                 fin[i] = rf_sprintf("%s/%s.tsv", dir, var_label(hv));
                 tmp[i] = rf_sprintf("%s/.%s.tsv.tmp%ld", dir, var_label(hv), (long)getpid());
@@ -295,6 +314,7 @@ static bool write_outputs(rt *r, const int *outs, int nouts, rf_status *st)
                 if (!rf_write_tsv(r->out, &t, hv->types))
                     ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot write the output: %s", strerror(errno));
             }
+            r->write_seconds += rf_now() - w0;
         }
         rf_table_free(&t);
     }
@@ -324,8 +344,8 @@ static void print_stats(rt *r, double total)
     const rf_hprogram *p = r->p;
     FILE *e = r->err;
     fprintf(e, "redfox: stats (backend %s, %s)\n", r->be->name, r->be->device);
-    fprintf(e, "  %-5s %-9s %-22s %8s %10s %12s %12s %12s\n", "block", "op", "out", "calls", "time(s)",
-            "rows in0", "rows in1", "rows out");
+    fprintf(e, "  %-5s %-9s %-22s %8s %10s %12s %12s %12s %10s %10s %8s\n", "block", "op", "out", "calls",
+            "time(s)", "rows in0", "rows in1", "rows out", "be time(s)", "MB moved", "GB/s");
     for (int b = 0; b < p->nblocks; b++)
         for (int i = 0; i < p->blocks[b].nkernels; i++) {
             const rf_kernel *k = &p->blocks[b].kernels[i];
@@ -333,14 +353,19 @@ static void print_stats(rt *r, double total)
             if (!s->calls)
                 continue;
             const char *name = p->vars[k->out].name ? p->vars[k->out].name : "?";
-            fprintf(e, "  %-5d %-9s %-22.22s %8zu %10.3f %12zu %12zu %12zu\n", b, rf_kop_name(k->op),
-                    name, s->calls, s->seconds, s->rows_in[0], s->rows_in[1], s->rows_out);
+            fprintf(e, "  %-5d %-9s %-22.22s %8zu %10.3f %12zu %12zu %12zu %10.4f %10.1f %8.1f\n", b,
+                    rf_kop_name(k->op), name, s->calls, s->seconds, s->rows_in[0], s->rows_in[1], s->rows_out,
+                    s->be_seconds, (double)s->bytes / 1e6,
+                    s->be_seconds > 0 ? (double)s->bytes / s->be_seconds / 1e9 : 0.0);
         }
     for (int b = 0; b < p->nblocks; b++)
         if (r->loop_header[b])
             fprintf(e, "  loop %s (block %d): %zu iterations\n",
                     p->blocks[b].label ? p->blocks[b].label : "?", b, r->entries[b]);
-    fprintf(e, "  output %.3f s\n", r->output_seconds);
+    fprintf(e, "  output %.3f s (writing %.3f s); answers in host memory after %.3f s\n", r->output_seconds,
+            r->write_seconds, total - r->write_seconds);
+    if (r->be->print_stats)
+        r->be->print_stats(r->be, e);
     fprintf(e, "  total %.3f s, peak memory %.1f MiB\n", total,
             (double)r->be->bytes_peak(r->be) / (1024.0 * 1024.0));
 }

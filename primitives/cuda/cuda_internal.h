@@ -92,6 +92,12 @@ struct rf_cuda_ctx {
     /* Run-time code generation (codegen.c). */
     bool codegen;
     void *cg;
+    /* Host<->device traffic and pool activity (rf_cuda_get_io_stats). */
+    rf_cuda_io_stats io;
+    /* Pinned staging buffers for downloads (double-buffered chunks). */
+    void *stage[2];
+    size_t stage_bytes;
+    cudaEvent_t stage_ev[2];
 };
 
 /* Layout twin of RfEnv (rf_scalar.cuh) for generated kernels' parameters. */

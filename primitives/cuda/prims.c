@@ -2,9 +2,13 @@
  * CUB shim (cub_shim.cu). Each primitive is a short pipeline of data-parallel
  * steps on the context's stream; the host synchronises only to read a count
  * that sizes the next allocation (and the fault slot of compute code). */
+#define _DEFAULT_SOURCE /* madvise */
 #include "cuda_internal.h"
 
 #include <inttypes.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +54,7 @@ rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
         rf_fail(st, RF_EXIT_RUNTIME_ERROR, "no CUDA device %d (%d present)", device, n);
         return NULL;
     }
+    double t_init = rf_now();
     rf_cuda_ctx *c = rf_calloc(1, sizeof *c);
     c->device = device;
     struct cudaDeviceProp prop;
@@ -71,8 +76,10 @@ rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
         goto fail;
     c->err = rf_cuda_alloc(c, sizeof(rf_derr), "fault slot", st);
     if (!c->err ||
-        !rf_cuda_check(c, cudaMemsetAsync(c->err, 0, sizeof(rf_derr), c->stream), "memset", st))
+        !rf_cuda_check(c, cudaMemsetAsync(c->err, 0, sizeof(rf_derr), c->stream), "memset", st) ||
+        !rf_cuda_check(c, cudaStreamSynchronize(c->stream), "synchronize", st))
         goto fail;
+    c->io.init_seconds = rf_now() - t_init;
     return c;
 fail:
     rf_cuda_ctx_free(c);
@@ -100,6 +107,12 @@ void rf_cuda_ctx_free(rf_cuda_ctx *c)
         cudaStreamSynchronize(c->stream);
     if (c->host_small)
         cudaFreeHost(c->host_small);
+    for (int i = 0; i < 2; i++) {
+        if (c->stage[i])
+            cudaFreeHost(c->stage[i]);
+        if (c->stage_ev[i])
+            cudaEventDestroy(c->stage_ev[i]);
+    }
     if (c->ev_start)
         cudaEventDestroy(c->ev_start);
     if (c->ev_stop)
@@ -131,8 +144,11 @@ bool rf_cuda_timer_stop(rf_cuda_ctx *c, double *seconds, rf_status *st)
     return true;
 }
 
+void rf_cuda_get_io_stats(const rf_cuda_ctx *c, rf_cuda_io_stats *out) { *out = c->io; }
+
 bool rf_cuda_sync(rf_cuda_ctx *c, rf_status *st)
 {
+    c->io.syncs++;
     return rf_cuda_check(c, cudaStreamSynchronize(c->stream), "synchronize", st);
 }
 
@@ -163,6 +179,7 @@ void *rf_cuda_alloc(rf_cuda_ctx *c, size_t bytes, const char *what, rf_status *s
         return NULL;
     }
     c->in_use += bytes;
+    c->io.allocs++;
     if (c->in_use > c->peak)
         c->peak = c->in_use;
     return p;
@@ -196,6 +213,7 @@ void *rf_cuda_scratch(rf_cuda_ctx *c, size_t bytes, rf_status *st)
 /* Reads one device word (synchronising the stream). */
 static bool read_word(rf_cuda_ctx *c, const uint64_t *dev, uint64_t *out, rf_status *st)
 {
+    c->io.syncs++;
     if (!rf_cuda_check(c, cudaMemcpyAsync(c->host_small, dev, 8, cudaMemcpyDeviceToHost, c->stream),
                        "read back", st) ||
         !rf_cuda_check(c, cudaStreamSynchronize(c->stream), "read back", st))
@@ -215,6 +233,7 @@ static double word_to_double(uint64_t w)
 static bool check_fault(rf_cuda_ctx *c, rf_status *st)
 {
     rf_derr e;
+    c->io.syncs++;
     if (!rf_cuda_check(c, cudaMemcpyAsync(c->host_small, c->err, sizeof e, cudaMemcpyDeviceToHost,
                                           c->stream), "read back", st) ||
         !rf_cuda_check(c, cudaStreamSynchronize(c->stream), "read back", st))
@@ -338,6 +357,7 @@ bool rf_drel_copy(rf_cuda_ctx *c, rf_drel *dst, const rf_drel *src, const char *
 
 bool rf_drel_upload(rf_cuda_ctx *c, rf_drel *r, const rf_table *t, const char *what, rf_status *st)
 {
+    double t0 = rf_now();
     rf_drel tmp;
     rf_drel_init(&tmp, t->arity);
     if (!rf_drel_alloc(c, &tmp, t->nrows, what, st))
@@ -349,18 +369,137 @@ bool rf_drel_upload(rf_cuda_ctx *c, rf_drel *r, const rf_table *t, const char *w
             return false;
         }
     rf_drel_move(c, r, &tmp);
+    /* Inputs are small next to what loops derive from them; waiting here
+     * makes the PCIe time visible in --stats. */
+    bool ok = rf_cuda_sync(c, st);
+    c->io.upload_bytes += t->nrows * (size_t)t->arity * 8;
+    c->io.upload_seconds += rf_now() - t0;
+    return ok;
+}
+
+/* Downloads of more than this go through the pinned staging buffers. */
+#define RF_STAGE_CHUNK ((size_t)64 << 20)
+
+static bool stage_init(rf_cuda_ctx *c, rf_status *st)
+{
+    if (c->stage[0])
+        return true;
+    for (int i = 0; i < 2; i++)
+        if (!rf_cuda_check(c, cudaMallocHost(&c->stage[i], RF_STAGE_CHUNK), "pinned staging buffer", st) ||
+            !rf_cuda_check(c, cudaEventCreateWithFlags(&c->stage_ev[i], cudaEventDisableTiming), "event", st))
+            return false;
+    c->stage_bytes = RF_STAGE_CHUNK;
     return true;
+}
+
+/* Host copy out of a staging buffer by several threads: the destination is
+ * fresh memory, so the copy is page faults as much as bytes, and those
+ * scale with threads. */
+typedef struct copy_part {
+    char *dst;
+    const char *src;
+    size_t n;
+} copy_part;
+
+static void *copy_part_run(void *arg)
+{
+    copy_part *p = arg;
+    memcpy(p->dst, p->src, p->n);
+    return NULL;
+}
+
+#define RF_COPY_THREADS 16
+
+static void parallel_copy(char *dst, const char *src, size_t n)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int nt = ncpu > RF_COPY_THREADS ? RF_COPY_THREADS : ncpu < 1 ? 1 : (int)ncpu;
+    if (n < ((size_t)4 << 20) || nt == 1) {
+        memcpy(dst, src, n);
+        return;
+    }
+    copy_part parts[RF_COPY_THREADS];
+    pthread_t th[RF_COPY_THREADS];
+    bool started[RF_COPY_THREADS];
+    size_t per = (n / (size_t)nt + 4095) & ~(size_t)4095;
+    for (int i = 0; i < nt; i++) {
+        size_t lo = per * (size_t)i < n ? per * (size_t)i : n;
+        size_t hi = lo + per < n ? lo + per : n;
+        parts[i] = (copy_part){dst + lo, src + lo, hi - lo};
+        started[i] = i > 0 && pthread_create(&th[i], NULL, copy_part_run, &parts[i]) == 0;
+        if (i > 0 && !started[i])
+            copy_part_run(&parts[i]);
+    }
+    copy_part_run(&parts[0]);
+    for (int i = 1; i < nt; i++)
+        if (started[i])
+            pthread_join(th[i], NULL);
+}
+
+/* Large fresh columns: ask for transparent huge pages (512 times fewer
+ * faults); a no-op where THP is off. */
+static void advise_huge(void *p, size_t n)
+{
+#ifdef MADV_HUGEPAGE
+    uintptr_t lo = ((uintptr_t)p + ((uintptr_t)2 << 20) - 1) & ~(((uintptr_t)2 << 20) - 1);
+    uintptr_t hi = ((uintptr_t)p + n) & ~(((uintptr_t)2 << 20) - 1);
+    if (hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)n;
+#endif
 }
 
 bool rf_drel_download(rf_cuda_ctx *c, const rf_drel *r, rf_table *t, rf_status *st)
 {
+    double t0 = rf_now();
     rf_table_resize(t, r->nrows);
-    for (int k = 0; k < r->arity && r->nrows; k++)
-        if (!rf_cuda_check(c, cudaMemcpyAsync(t->cols[k], r->data + (size_t)k * r->cap, r->nrows * 8,
-                                              cudaMemcpyDeviceToHost, c->stream), "download", st))
-            return false;
-    return rf_cuda_sync(c, st);
+    for (int k = 0; k < r->arity && r->nrows * 8 >= ((size_t)64 << 20); k++)
+        advise_huge(t->cols[k], r->nrows * 8);
+    size_t col_bytes = r->nrows * 8;
+    bool ok = true;
+    if (r->arity > 0 && col_bytes * (size_t)r->arity > RF_STAGE_CHUNK && stage_init(c, st)) {
+        /* Pipelined: DMA of chunk i into one pinned buffer overlaps the host
+         * copy of chunk i-1 out of the other. */
+        char *pend_dst = NULL;
+        size_t pend_n = 0;
+        int i = 0;
+        for (int k = 0; ok && k < r->arity; k++) {
+            const char *src = (const char *)(r->data + (size_t)k * r->cap);
+            char *dst = (char *)t->cols[k];
+            for (size_t off = 0; ok && off < col_bytes; off += RF_STAGE_CHUNK, i++) {
+                size_t n = col_bytes - off < RF_STAGE_CHUNK ? col_bytes - off : RF_STAGE_CHUNK;
+                int b = i & 1;
+                ok = rf_cuda_check(c, cudaMemcpyAsync(c->stage[b], src + off, n, cudaMemcpyDeviceToHost,
+                                                      c->stream), "download", st) &&
+                     rf_cuda_check(c, cudaEventRecord(c->stage_ev[b], c->stream), "download", st);
+                if (ok && pend_dst) {
+                    ok = rf_cuda_check(c, cudaEventSynchronize(c->stage_ev[b ^ 1]), "download", st);
+                    if (ok)
+                        parallel_copy(pend_dst, c->stage[b ^ 1], pend_n);
+                }
+                pend_dst = dst + off;
+                pend_n = n;
+            }
+        }
+        if (ok && pend_dst) {
+            ok = rf_cuda_check(c, cudaEventSynchronize(c->stage_ev[(i - 1) & 1]), "download", st);
+            if (ok)
+                parallel_copy(pend_dst, c->stage[(i - 1) & 1], pend_n);
+        }
+        c->io.syncs++;
+    } else {
+        for (int k = 0; ok && k < r->arity && r->nrows; k++)
+            ok = rf_cuda_check(c, cudaMemcpyAsync(t->cols[k], r->data + (size_t)k * r->cap, col_bytes,
+                                                  cudaMemcpyDeviceToHost, c->stream), "download", st);
+        ok = ok && rf_cuda_sync(c, st);
+    }
+    c->io.download_bytes += col_bytes * (size_t)r->arity;
+    c->io.download_seconds += rf_now() - t0;
+    return ok;
 }
+
 
 bool rf_cuda_set_string_ranks(rf_cuda_ctx *c, const uint32_t *rank, size_t n, rf_status *st)
 {
@@ -1061,4 +1200,86 @@ fail:
     tmp_put(c, &vals);
     rf_drel_free(c, &res);
     return false;
+}
+
+/* ---- Floors for the benchmarks ---- */
+
+bool rf_cuda_measure_floors(rf_cuda_ctx *c, size_t bytes, size_t n, double *copy_gbs,
+                            double *sort_keys_per_s, rf_status *st)
+{
+    bool ok = false;
+    void *a = NULL, *b = NULL, *k0 = NULL, *k1 = NULL, *k2 = NULL;
+    uint64_t *h = NULL;
+    float ms = 0;
+    const int reps = 10;
+    bytes &= ~(size_t)255;
+    if (!(a = rf_cuda_alloc(c, bytes, "floors", st)) || !(b = rf_cuda_alloc(c, bytes, "floors", st)))
+        goto done;
+    CK(cudaMemsetAsync(a, 0x5a, bytes, c->stream), "floors");
+    CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, c->stream), "floors"); /* warm-up */
+    CK(cudaEventRecord(c->ev_start, c->stream), "floors");
+    for (int i = 0; i < reps; i++)
+        CK(cudaMemcpyAsync(i & 1 ? a : b, i & 1 ? b : a, bytes, cudaMemcpyDeviceToDevice, c->stream), "floors");
+    CK(cudaEventRecord(c->ev_stop, c->stream), "floors");
+    CK(cudaEventSynchronize(c->ev_stop), "floors");
+    CK(cudaEventElapsedTime(&ms, c->ev_start, c->ev_stop), "floors");
+    *copy_gbs = 2.0 * (double)bytes * reps / (ms / 1000.0) / 1e9;
+    rf_cuda_free(c, a, bytes);
+    rf_cuda_free(c, b, bytes);
+    a = b = NULL;
+
+    /* Random 64-bit keys (splitmix64), uploaded once, re-copied before
+     * each timed sort. */
+    h = rf_malloc(rf_mul_size(n, 8));
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        h[i] = z ^ (z >> 31);
+    }
+    if (!(k0 = rf_cuda_alloc(c, n * 8, "floors", st)) || !(k1 = rf_cuda_alloc(c, n * 8, "floors", st)) ||
+        !(k2 = rf_cuda_alloc(c, n * 8, "floors", st)))
+        goto done;
+    CK(cudaMemcpy(k0, h, n * 8, cudaMemcpyHostToDevice), "floors");
+    double best = 0;
+    for (int i = 0; i < 4; i++) {
+        CK(cudaMemcpyAsync(k1, k0, n * 8, cudaMemcpyDeviceToDevice, c->stream), "floors");
+        CK(cudaEventRecord(c->ev_start, c->stream), "floors");
+        if (!rf_cub_sort_keys(c, k1, k2, n, 64, st))
+            goto done;
+        CK(cudaEventRecord(c->ev_stop, c->stream), "floors");
+        CK(cudaEventSynchronize(c->ev_stop), "floors");
+        CK(cudaEventElapsedTime(&ms, c->ev_start, c->ev_stop), "floors");
+        double rate = (double)n / (ms / 1000.0);
+        if (i > 0 && rate > best) /* the first run warms up */
+            best = rate;
+    }
+    *sort_keys_per_s = best;
+    ok = true;
+done:
+fail:
+    free(h);
+    rf_cuda_free(c, a, bytes);
+    rf_cuda_free(c, b, bytes);
+    rf_cuda_free(c, k0, n * 8);
+    rf_cuda_free(c, k1, n * 8);
+    rf_cuda_free(c, k2, n * 8);
+    cudaStreamSynchronize(c->stream);
+    return ok;
+}
+
+bool rf_drel_column_sign_uniform(rf_cuda_ctx *c, const rf_drel *r, int col)
+{
+    if (col < 0 || col >= r->arity || r->nrows == 0)
+        return true;
+    rf_status st;
+    rf_status_init(&st);
+    uint64_t *m = rf_cuda_alloc(c, 8, "column maximum", &st);
+    uint64_t mx = UINT64_MAX;
+    bool ok = m && rf_cub_max(c, r->data + (size_t)col * r->cap, r->nrows, m, &st) && read_word(c, m, &mx, &st);
+    if (m)
+        rf_cuda_free(c, m, 8);
+    /* All below 2^63 (non-negative ids): uniform. Otherwise unknown. */
+    return ok && mx < ((uint64_t)1 << 63);
 }

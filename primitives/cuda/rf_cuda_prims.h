@@ -48,6 +48,20 @@ size_t rf_cuda_bytes_peak(const rf_cuda_ctx *c);
 /* Device-event timer around a region of stream work (milliseconds). */
 bool rf_cuda_timer_start(rf_cuda_ctx *c, rf_status *st);
 bool rf_cuda_timer_stop(rf_cuda_ctx *c, double *seconds, rf_status *st);
+/* Host<->device traffic (host-clock seconds from queueing the copy to its
+ * completion), pool allocations and host waits of one context. */
+typedef struct rf_cuda_io_stats {
+    size_t upload_bytes, download_bytes;
+    double upload_seconds, download_seconds;
+    size_t allocs, syncs;
+    double init_seconds;       /* context creation (driver, pool, buffers) */
+} rf_cuda_io_stats;
+void rf_cuda_get_io_stats(const rf_cuda_ctx *c, rf_cuda_io_stats *out);
+/* The two floors of the benchmarks: device-to-device copy bandwidth (GB/s,
+ * bytes read + written) over `bytes`-sized buffers, and the radix-sort rate
+ * of the library's sort (64-bit keys, all bits, keys/s) over n keys. */
+bool rf_cuda_measure_floors(rf_cuda_ctx *c, size_t bytes, size_t n, double *copy_gbs,
+                            double *sort_keys_per_s, rf_status *st);
 /* Waits for all queued work. */
 bool rf_cuda_sync(rf_cuda_ctx *c, rf_status *st);
 
@@ -68,6 +82,9 @@ bool rf_drel_upload(rf_cuda_ctx *c, rf_drel *r, const rf_table *t, const char *w
 /* t must be initialised with r's arity. */
 bool rf_drel_download(rf_cuda_ctx *c, const rf_drel *r, rf_table *t, rf_status *st);
 size_t rf_drel_bytes(const rf_drel *r);
+/* True when every value of column col has the same top bit (false also on
+ * a CUDA error, which only costs the caller a host scan). */
+bool rf_drel_column_sign_uniform(rf_cuda_ctx *c, const rf_drel *r, int col);
 
 /* String order for typed comparisons and min/max on strings: rank[id] is the
  * position of string `id` in bytewise text order (the caller computes it

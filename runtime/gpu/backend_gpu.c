@@ -199,6 +199,29 @@ static bool gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf
 static size_t gpu_bytes_in_use(rf_backend *be) { return rf_cuda_bytes_in_use(ctx_of(be)); }
 static size_t gpu_bytes_peak(rf_backend *be) { return rf_cuda_bytes_peak(ctx_of(be)); }
 
+static void gpu_print_stats(rf_backend *be, FILE *f)
+{
+    rf_cuda_ctx *ctx = ctx_of(be);
+    rf_cuda_io_stats io;
+    rf_cuda_codegen_stats cg;
+    rf_cuda_get_io_stats(ctx, &io);
+    rf_cuda_codegen_get_stats(ctx, &cg);
+    fprintf(f, "  gpu: context %.3f s; PCIe upload %.1f MB in %.4f s (%.1f GB/s), download %.1f MB in %.4f s (%.1f GB/s)\n",
+            io.init_seconds, io.upload_bytes / 1e6, io.upload_seconds,
+            io.upload_seconds > 0 ? io.upload_bytes / io.upload_seconds / 1e9 : 0.0, io.download_bytes / 1e6,
+            io.download_seconds, io.download_seconds > 0 ? io.download_bytes / io.download_seconds / 1e9 : 0.0);
+    fprintf(f, "  gpu: %zu pool allocations, %zu host waits; peak device memory %.1f MiB\n", io.allocs, io.syncs,
+            (double)rf_cuda_bytes_peak(ctx) / (1024.0 * 1024.0));
+    fprintf(f, "  gpu: NVRTC %s: %zu compiled (%.3f s), %zu disk-cache hits, %zu memory hits, %zu failures, load %.3f s\n",
+            getenv("RF_CUDA_CODEGEN") && strcmp(getenv("RF_CUDA_CODEGEN"), "0") ? "on" : "off", cg.compiled,
+            cg.compile_seconds, cg.cache_hits, cg.mem_hits, cg.failures, cg.load_seconds);
+}
+
+static bool gpu_column_sign_uniform(rf_backend *be, const rf_dvar *v, int col)
+{
+    return rf_drel_column_sign_uniform(ctx_of(be), &v->rel, col);
+}
+
 static void gpu_destroy(rf_backend *be)
 {
     if (!be)
@@ -239,6 +262,8 @@ rf_backend *rf_backend_gpu_new(rf_status *st)
     be->bytes_in_use = gpu_bytes_in_use;
     be->bytes_peak = gpu_bytes_peak;
     be->destroy = gpu_destroy;
+    be->print_stats = gpu_print_stats;
+    be->column_sign_uniform = gpu_column_sign_uniform;
     be->impl = g;
     return be;
 }

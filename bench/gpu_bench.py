@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""GPU benchmark: Red Fox's GPU backend against its CPU backend on the same
+host, over the shared graphs, with the device's two floors.
+
+    python3 bench/gpu_bench.py [--build DIR] [--graphs-dir DIR] [--graphs A,B]
+                               [--queries tc,sg,triangles] [--threads 16]
+
+First it measures the device's copy bandwidth (device-to-device memcpy,
+bytes read + written) and its radix-sort rate (64-bit keys through the
+library's sort) with rf_gpu_floors. Then for every graph and query it runs
+`redfox run --stats` on --backend=gpu and on --backend=cpu --threads N and
+prints: result size, loop iterations, GPU time, CPU time, ratio, peak device
+memory, tuples/s, and the floors: bytes the kernels move / copy bandwidth,
+tuples sorted / sort rate, and how far the GPU's kernel time is from them.
+
+Times are "facts loaded to answers in host memory": from before reading the
+input file to the result rows downloaded and in typed order in host memory,
+without writing the TSV file or process start / CUDA context creation
+(reported apart: `write` and `wall`). Without a CUDA device it skips.
+"""
+import argparse
+import datetime
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+QUERIES = {"tc": ("programs/tc.lql", "path"), "sg": ("programs/same_generation.lql", "sg"),
+           "triangles": ("programs/triangles.lql", "triangle")}
+
+
+def count_lines(path):
+    n = 0
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(1 << 24)
+            if not b:
+                return n
+            n += b.count(b"\n")
+
+
+def parse_stats(err):
+    """Numbers from `redfox run --stats` stderr."""
+    s = {"kernels": [], "iterations": 0}
+    for line in err.splitlines():
+        m = re.match(r"\s+(\d+)\s+(\w+)\s+(\S+)\s+(\d+)\s+([\d.]+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$",
+                     line)
+        if m:
+            s["kernels"].append({"op": m.group(2), "calls": int(m.group(4)), "wall": float(m.group(5)),
+                                 "in0": int(m.group(6)), "in1": int(m.group(7)), "out": int(m.group(8)),
+                                 "be": float(m.group(9)), "mb": float(m.group(10))})
+        m = re.search(r"loop .*: (\d+) iterations", line)
+        if m:
+            s["iterations"] += int(m.group(1))
+        m = re.search(r"output ([\d.]+) s \(writing ([\d.]+) s\); answers in host memory after ([\d.]+) s", line)
+        if m:
+            s["write"], s["answers"] = float(m.group(2)), float(m.group(3))
+        m = re.search(r"total ([\d.]+) s, peak memory ([\d.]+) MiB", line)
+        if m:
+            s["total"], s["peak_mib"] = float(m.group(1)), float(m.group(2))
+        m = re.search(r"gpu: context ([\d.]+) s; PCIe upload ([\d.]+) MB in ([\d.]+) s .*download ([\d.]+) MB in ([\d.]+) s",
+                      line)
+        if m:
+            s["ctx"], s["up_s"], s["down_mb"], s["down_s"] = (float(m.group(1)), float(m.group(3)),
+                                                             float(m.group(4)), float(m.group(5)))
+        m = re.search(r"NVRTC \w+: (\d+) compiled \(([\d.]+) s\)", line)
+        if m:
+            s["nvrtc_s"] = float(m.group(2))
+    return s
+
+
+def run(rf, prog, pred, gpath, backend, threads, timeout, log):
+    with tempfile.TemporaryDirectory(prefix="rfbench_", dir="/dev/shm" if os.path.isdir("/dev/shm") else None) as out:
+        cmd = [rf, "run", os.path.join(ROOT, prog), "--input", "edge=" + gpath, "--output", out,
+               "--stats", "--backend=" + backend]
+        if backend == "cpu":
+            cmd += ["--threads", str(threads)]
+        import time
+        t = time.time()
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            log.write("TIMEOUT %s\n" % " ".join(cmd))
+            return None
+        wall = time.time() - t
+        err = p.stderr.decode("utf-8", "replace")
+        log.write("$ %s\n%s\n" % (" ".join(cmd), err))
+        log.flush()
+        if p.returncode != 0:
+            return {"error": err.strip().splitlines()[-1] if err.strip() else "exit %d" % p.returncode}
+        s = parse_stats(err)
+        s["wall"] = wall
+        s["rows"] = count_lines(os.path.join(out, pred + ".tsv"))
+        with open(os.path.join(out, pred + ".tsv"), "rb") as f:
+            import hashlib
+            h = hashlib.sha1()
+            for b in iter(lambda: f.read(1 << 24), b""):
+                h.update(b)
+            s["sha1"] = h.hexdigest()
+        return s
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build-dev"))
+    ap.add_argument("--graphs-dir", default=None)
+    ap.add_argument("--graphs", default=None, help="comma-separated names (default: every .tsv)")
+    ap.add_argument("--queries", default="tc,sg,triangles")
+    ap.add_argument("--threads", type=int, default=16)
+    ap.add_argument("--timeout", type=int, default=120, help="seconds per run")
+    ap.add_argument("--no-cpu", action="store_true", help="GPU only")
+    ap.add_argument("--log", default=None, help="full --stats output here")
+    a = ap.parse_args()
+    rf = os.path.join(a.build, "redfox")
+    floors_bin = os.path.join(a.build, "tests", "gpu", "rf_gpu_floors")
+    gdir = a.graphs_dir or next((d for d in (os.path.join(ROOT, ".data", "graphs"),
+                                             os.path.join(os.path.dirname(ROOT), "shared", "data", "graphs"))
+                                 if os.path.isdir(d)), None)
+    if not gdir:
+        print("skipped: no graphs folder")
+        return 0
+    if not os.path.exists(floors_bin):
+        print("skipped: %s not built (needs the CUDA backend)" % floors_bin)
+        return 0
+    fl = subprocess.run([floors_bin], stdout=subprocess.PIPE).stdout.decode()
+    if fl.startswith("skipped"):
+        print("skipped: no CUDA device on this machine")
+        return 0
+    device = re.search(r"device (.*)", fl).group(1)
+    copy_gbs = float(re.search(r"copy_gbs ([\d.]+)", fl).group(1))
+    sort_rate = float(re.search(r"sort_keys_per_s ([\d.e+]+)", fl).group(1))
+    print("# Red Fox GPU benchmark, %s, device %s, CPU backend --threads %d on %d host cores" % (
+        datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), device, a.threads, os.cpu_count()))
+    print("# floors: device-to-device copy %.0f GB/s (read + write); radix sort %.2f G keys/s (64-bit keys)" % (
+        copy_gbs, sort_rate / 1e9))
+    graphs = a.graphs.split(",") if a.graphs else sorted(f[:-4] for f in os.listdir(gdir) if f.endswith(".tsv"))
+    log = open(a.log, "w") if a.log else open(os.devnull, "w")
+    hdr = ("query", "graph", "result", "iter", "GPU s", "CPU s", "CPU/GPU", "GPU wall", "CPU wall", "write s",
+           "peak MiB", "tuples/s", "kern s", "bw floor", "sort floor", "kern/floor")
+    print("| " + " | ".join(hdr) + " |")
+    print("|" + "---|" * len(hdr))
+    for q in a.queries.split(","):
+        prog, pred = QUERIES[q]
+        for g in graphs:
+            gpath = os.path.join(gdir, g + ".tsv")
+            if not os.path.exists(gpath):
+                continue
+            gs = run(rf, prog, pred, gpath, "gpu", a.threads, a.timeout, log)
+            cs = None if a.no_cpu else run(rf, prog, pred, gpath, "cpu", a.threads, a.timeout, log)
+            if not gs or "error" in gs:
+                print("| %s | %s | GPU %s |" % (q, g, "timeout" if not gs else gs["error"]), flush=True)
+                continue
+            kern = sum(k["be"] for k in gs["kernels"])
+            moved = sum(k["mb"] for k in gs["kernels"]) * 1e6
+            sorted_rows = sum(k["in0"] for k in gs["kernels"] if k["op"] == "SORT")
+            bw_floor = moved / (copy_gbs * 1e9)
+            sort_floor = sorted_rows / sort_rate
+            floor = max(bw_floor, sort_floor)
+            cpu_s = cs["answers"] if cs and "answers" in cs else None
+            same = "" if not cs or "sha1" not in cs else ("" if cs["sha1"] == gs["sha1"] else " MISMATCH")
+            row = (q, g, "%d%s" % (gs["rows"], same), str(gs["iterations"]), "%.4f" % gs["answers"],
+                   "%.3f" % cpu_s if cpu_s is not None else ("timeout" if not cs and not a.no_cpu else "n/a"),
+                   "%.1f" % (cpu_s / gs["answers"]) if cpu_s and gs["answers"] > 0 else "n/a",
+                   "%.2f" % gs["wall"], "%.2f" % cs["wall"] if cs and "wall" in cs else "n/a",
+                   "%.2f" % gs.get("write", 0), "%.0f" % gs.get("peak_mib", 0),
+                   "%.3g" % (gs["rows"] / gs["answers"]) if gs["answers"] > 0 else "n/a",
+                   "%.4f" % kern, "%.4f" % bw_floor, "%.4f" % sort_floor,
+                   "%.1f" % (kern / floor) if floor > 0 else "n/a")
+            print("| " + " | ".join(row) + " |", flush=True)
+    print("# GPU s / CPU s: facts loaded to answers in host memory (no TSV writing, no process start);"
+          " wall: whole process incl. writing the TSV to /dev/shm; kern s: sum of device-event kernel times;"
+          " bw floor: bytes the kernels read+write / copy bandwidth; sort floor: tuples into SORT / sort rate")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# The GPU differential suite, one command (issue 3): every test program and
+# every generated random program on --backend=gpu, compared with the oracle,
+# the golden expectations and the CPU backend.
+#
+#   tests/gpu/run_gpu_suite.sh [--quick] [--sanitize] [--build DIR] [--graphs DIR] [--log DIR]
+#
+# Builds DIR (default build-dev) when redfox is missing there. Without a CUDA
+# device (nvidia-smi fails or lists none) it prints a message and exits 0.
+#   --quick     100 random programs instead of 1000, no graph tests
+#   --sanitize  also run the primitive tests and a sample of programs under
+#               compute-sanitizer (memcheck; racecheck on the primitive tests)
+#   --graphs    folder with the graph files (default .data/graphs, else
+#               ../shared/data/graphs); graph tests skip when missing
+# Exit status: 0 when everything passed (or skipped), 1 otherwise.
+set -u
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+BUILD="$ROOT/build-dev"; COUNT=1000; QUICK=0; SANITIZE=0; LOG=""; GRAPHS=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) QUICK=1; COUNT=100 ;;
+    --sanitize) SANITIZE=1 ;;
+    --build) BUILD="$2"; shift ;;
+    --graphs) GRAPHS="$2"; shift ;;
+    --log) LOG="$2"; shift ;;
+    --count) COUNT="$2"; shift ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep -q GPU; then
+  echo "run_gpu_suite: skipped: no CUDA device on this machine (run it on the device machine)"
+  exit 0
+fi
+[ -n "$LOG" ] || LOG="$(mktemp -d /tmp/rfgpu_suite.XXXXXX)"
+mkdir -p "$LOG"
+if [ -z "$GRAPHS" ]; then
+  if [ -d "$ROOT/.data/graphs" ]; then GRAPHS="$ROOT/.data/graphs"; else GRAPHS="$ROOT/../shared/data/graphs"; fi
+fi
+if [ ! -x "$BUILD/redfox" ] || [ ! -x "$BUILD/tests/gpu/test_gpu_prims" ]; then
+  mkdir -p "$BUILD"
+  echo "== building $BUILD"
+  { cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release && cmake --build "$BUILD" -j"$(nproc)"; } \
+    >"$LOG/build.log" 2>&1 || { echo "build failed; see $LOG/build.log"; tail -30 "$LOG/build.log"; exit 1; }
+fi
+BUILD="$(cd "$BUILD" && pwd)"
+RF="$BUILD/redfox"
+nvidia-smi -L
+FAILED=()
+step() { # name, command...
+  local name="$1"; shift
+  local t0=$SECONDS
+  if "$@" >"$LOG/$name.log" 2>&1; then
+    echo "ok   $name ($((SECONDS - t0)) s)  $(tail -1 "$LOG/$name.log")"
+  else
+    echo "FAIL $name ($((SECONDS - t0)) s); last lines of $LOG/$name.log:"
+    tail -25 "$LOG/$name.log" | sed 's/^/     /'
+    FAILED+=("$name")
+  fi
+}
+
+# 1. ctest's GPU tests (the primitive tests against the CPU library).
+step ctest_gpu ctest --test-dir "$BUILD" -R '^gpu_' --output-on-failure
+
+# 2. Golden cases and example programs on the GPU (same expected output).
+step golden_gpu python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" --backend gpu
+
+# 3. Random programs: GPU against the oracle and byte for byte against the CPU backend.
+step differential_gpu python3 "$ROOT/tests/differential/run.py" --redfox "$RF" --count "$COUNT" --seed 1 \
+  --backend gpu --compare-backend cpu --jobs 16
+
+# 4. programs/*.lql on both backends, outputs compared (also with NVRTC codegen).
+programs_both() {
+  local bad=0
+  for p in "$ROOT"/programs/*.lql; do
+    local n; n=$(basename "$p" .lql)
+    (cd "$ROOT/programs" && "$RF" run "$n.lql" --backend=cpu >"$LOG/prog_$n.cpu" 2>&1)
+    (cd "$ROOT/programs" && "$RF" run "$n.lql" --backend=gpu 2>/dev/null >"$LOG/prog_$n.gpu")
+    (cd "$ROOT/programs" && RF_CUDA_CODEGEN=1 RF_CUDA_CACHE="$LOG/nvrtc" "$RF" run "$n.lql" --backend=gpu \
+       2>/dev/null >"$LOG/prog_$n.gpucg")
+    if cmp -s "$LOG/prog_$n.cpu" "$LOG/prog_$n.gpu" && cmp -s "$LOG/prog_$n.cpu" "$LOG/prog_$n.gpucg"; then
+      echo "same $n ($(wc -l <"$LOG/prog_$n.cpu") lines)"
+    else
+      echo "DIFFERENT $n"; bad=1
+    fi
+  done
+  return $bad
+}
+step programs_cpu_vs_gpu programs_both
+
+# 5. Graph tests on the GPU (known closure sizes; SQLite for the rest).
+if [ "$QUICK" = 0 ]; then
+  for t in tc:OL.cedge.tsv:146120 tc:cal.cedge.tsv:501755 tc:TG.cedge.tsv:481121 \
+           tc:p2p-Gnutella04.tsv:47059527 triangles:OL.cedge.tsv: triangles:CA-HepTh.tsv: \
+           triangles:p2p-Gnutella09.tsv: cliques4:CA-HepTh.tsv: sg:OL.cedge.tsv: sg:TG.cedge.tsv:; do
+    kind=${t%%:*}; rest=${t#*:}; g=${rest%%:*}; n=${rest#*:}
+    if [ ! -f "$GRAPHS/$g" ]; then echo "skip graph_${kind}_$g ($GRAPHS/$g missing)"; continue; fi
+    step "graph_${kind}_${g%.tsv}" python3 "$ROOT/tests/graphs/graph_test.py" --redfox "$RF" --graphs "$GRAPHS" \
+      --test "$kind:$g" ${n:+--expect $n} --backend gpu
+  done
+fi
+
+# 6. compute-sanitizer: primitive tests (memcheck, racecheck) and a sample
+#    of programs end to end (memcheck).
+if [ "$SANITIZE" = 1 ]; then
+  CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  if [ -z "$CS" ]; then echo "skip sanitizer (compute-sanitizer not found)"; else
+    W="$ROOT/tests/gpu/sanitize_wrap.sh"
+    step memcheck_prims timeout 300 "$W" memcheck "$BUILD/tests/gpu/test_gpu_prims"
+    step racecheck_prims timeout 300 "$W" racecheck "$BUILD/tests/gpu/test_gpu_prims"
+    sanitized_programs() {
+      local bad=0
+      for p in "$ROOT"/programs/*.lql; do
+        (cd "$ROOT/programs" && "$W" memcheck "$RF" run "$(basename "$p")" --backend=gpu >/dev/null) ||
+          { echo "memcheck FAIL $p"; bad=1; }
+      done
+      echo "programs under memcheck done"
+      return $bad
+    }
+    step memcheck_programs sanitized_programs
+    step memcheck_differential python3 "$ROOT/tests/differential/run.py" --count 40 --seed 5 --jobs 8 \
+      --redfox "$W memcheck $RF" --backend gpu
+    step racecheck_programs bash -c "cd '$ROOT/programs' && for p in tc same_generation triangles aggregation; do
+        [ -f \$p.lql ] || continue; '$W' racecheck '$RF' run \$p.lql --backend=gpu >/dev/null || exit 1; done; echo racecheck ok"
+  fi
+fi
+
+echo "logs in $LOG"
+if [ ${#FAILED[@]} -gt 0 ]; then echo "run_gpu_suite: FAILED: ${FAILED[*]}"; exit 1; fi
+echo "run_gpu_suite: all passed"
