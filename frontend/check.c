@@ -16,11 +16,19 @@
  * meets only other literals. */
 #define TY_INTLIT ((int)RF_TYPE_COUNT_)
 
+/* Where an inline fact of a functional predicate came from. */
+typedef struct fact_ref {
+    int pred;
+    size_t row;
+    rf_loc loc;
+} fact_ref;
+
 typedef struct checker {
     rf_program *prog;
     rf_diag *diag;
     int preds_cap;
     size_t *facts_cap;     /* [npreds] */
+    RF_VEC(fact_ref) ffacts; /* facts of functional predicates, source order */
 } checker;
 
 static const char *type_desc(int t)
@@ -241,9 +249,102 @@ static void add_fact(checker *ck, const ast_clause *c)
                                                         sizeof *p->facts));
         }
         memcpy(p->facts + p->nfacts * (size_t)p->arity, row, (size_t)p->arity * sizeof *row);
+        if (p->functional) {
+            fact_ref fr = { idx, p->nfacts, a->loc };
+            RF_PUSH(ck->ffacts, fr);
+        }
         p->nfacts++;
     }
     free(row);
+}
+
+/* --------------------------------------------- functional dependencies */
+
+/* qsort has no context argument: the comparison reads these. */
+static const rf_program *fd_prog;
+
+static int fd_compare(const void *x, const void *y)
+{
+    const fact_ref *a = x, *b = y;
+    if (a->pred != b->pred)
+        return a->pred < b->pred ? -1 : 1;
+    const rf_pred *p = &fd_prog->preds[a->pred];
+    const rf_word *ra = p->facts + a->row * (size_t)p->arity, *rb = p->facts + b->row * (size_t)p->arity;
+    for (int i = 0; i < p->arity - 1; i++)
+        if (ra[i] != rb[i])
+            return ra[i] < rb[i] ? -1 : 1;
+    return a->row < b->row ? -1 : a->row > b->row;   /* source order within a key */
+}
+
+static int loc_compare(const void *x, const void *y)
+{
+    const fact_ref *a = x, *b = y;
+    if (a->loc.line != b->loc.line)
+        return a->loc.line < b->loc.line ? -1 : 1;
+    return (a->loc.col > b->loc.col) - (a->loc.col < b->loc.col);
+}
+
+static void append_value(char *buf, size_t cap, rf_type t, rf_word w)
+{
+    size_t n = strlen(buf);
+    if (t == RF_TYPE_STRING)
+        snprintf(buf + n, cap - n, "\"%s\"", rf_str_get(w));
+    else
+        rf_value_format(t, w, buf + n, cap - n);
+}
+
+/* Inline facts of a functional predicate with equal keys must have equal
+ * values (identical facts are one tuple). Reported at each later fact that
+ * disagrees with the first one of its key, in source order. */
+static void check_fact_keys(checker *ck)
+{
+    size_t n = ck->ffacts.len;
+    if (n < 2)
+        return;
+    fact_ref *v = ck->ffacts.items;
+    fd_prog = ck->prog;
+    qsort(v, n, sizeof *v, fd_compare);
+    RF_VEC(fact_ref) bad = { NULL, 0, 0 };   /* pairs: the fact, then the first of its key */
+    for (size_t g = 0, i; g < n; g = i) {
+        const rf_pred *p = &ck->prog->preds[v[g].pred];
+        const rf_word *first = p->facts + v[g].row * (size_t)p->arity;
+        for (i = g + 1; i < n && v[i].pred == v[g].pred; i++) {
+            const rf_word *cur = p->facts + v[i].row * (size_t)p->arity;
+            if (memcmp(first, cur, (size_t)(p->arity - 1) * sizeof *cur) != 0)
+                break;   /* the next key */
+            if (first[p->arity - 1] != cur[p->arity - 1]) {
+                RF_PUSH(bad, v[i]);
+                RF_PUSH(bad, v[g]);
+            }
+        }
+    }
+    /* Report in source order (sort the pairs by the later fact). */
+    fact_ref *pairs = bad.items;
+    size_t np = bad.len / 2;
+    for (size_t i = 1; i < np; i++)   /* insertion sort on pairs: few errors */
+        for (size_t j = i; j > 0 && loc_compare(&pairs[2 * j], &pairs[2 * (j - 1)]) < 0; j--) {
+            fact_ref t0 = pairs[2 * j], t1 = pairs[2 * j + 1];
+            pairs[2 * j] = pairs[2 * (j - 1)];
+            pairs[2 * j + 1] = pairs[2 * (j - 1) + 1];
+            pairs[2 * (j - 1)] = t0;
+            pairs[2 * (j - 1) + 1] = t1;
+        }
+    for (size_t i = 0; i < np; i++) {
+        const fact_ref *later = &pairs[2 * i], *first = &pairs[2 * i + 1];
+        const rf_pred *p = &ck->prog->preds[later->pred];
+        const rf_word *row = p->facts + first->row * (size_t)p->arity;
+        char key[512] = "", val[256] = "";
+        for (int c = 0; c < p->arity - 1; c++) {
+            if (c)
+                strncat(key, ", ", sizeof key - strlen(key) - 1);
+            append_value(key, sizeof key, p->types[c], row[c]);
+        }
+        append_value(val, sizeof val, p->types[p->arity - 1], row[p->arity - 1]);
+        rf_diag_error(ck->diag, later->loc, "functional dependency violated: %s[%s] already has value %s",
+                      p->name, key, val);
+        rf_diag_note(ck->diag, first->loc, "%s[%s] = %s is stated here", p->name, key, val);
+    }
+    RF_VEC_FREE(bad);
 }
 
 /* ----------------------------------------------------------- directives */
@@ -1292,7 +1393,7 @@ static void add_rule(checker *ck, const ast_clause *c)
 bool rf_check(rf_program *prog, const ast_program *ast, rf_diag *diag)
 {
     int errors_before = diag->errors;
-    checker ck = { prog, diag, 0, NULL };
+    checker ck = { prog, diag, 0, NULL, { NULL, 0, 0 } };
     for (int i = 0; i < ast->nclauses; i++)
         if (ast->clauses[i]->kind == AST_DECL)
             declare(&ck, ast->clauses[i]);
@@ -1305,6 +1406,8 @@ bool rf_check(rf_program *prog, const ast_program *ast, rf_diag *diag)
         case AST_DIRECTIVE: directive(&ck, c); break;
         }
     }
+    check_fact_keys(&ck);
+    RF_VEC_FREE(ck.ffacts);
     free(ck.facts_cap);
     return diag->errors == errors_before;
 }

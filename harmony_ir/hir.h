@@ -54,6 +54,11 @@ typedef enum rf_kop {
                       (0) for count and no row for total/min/max */
     RF_K_COPY,     /* out := in0 (same layout) */
     RF_K_CLEAR,    /* out := ∅ */
+    RF_K_CHECK_KEYS, /* in0 sorted; fails the run if two rows agree on their
+                      first nkeys columns (equal keys are adjacent) and
+                      differ in the rest. No output: out = -1. Run by the
+                      runtime itself (download + host scan), never by a
+                      backend's `run` */
     RF_K_COUNT_
 } rf_kop;
 
@@ -153,7 +158,7 @@ bool rf_hir_verify(const rf_hprogram *p, rf_status *st);
  * so the output is whole or absent. The reader validates every field and
  * then runs rf_hir_verify; it never trusts a length or an index. */
 #define RF_HIR_MAGIC "RFOXHIR"
-#define RF_HIR_VERSION 1
+#define RF_HIR_VERSION 2   /* 2: RF_K_CHECK_KEYS */
 bool rf_hir_save(const rf_hprogram *p, const char *path, rf_status *st);
 uint8_t *rf_hir_serialize(const rf_hprogram *p, size_t *len_out);
 rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st);

@@ -582,10 +582,13 @@ static void lower_cmd(lower *L, int b, const rf_plan_cmd *c)
     case RF_CMD_DIFFERENCE:
         ok = valid_rel(L, c->dst) && valid_rel(L, c->src[0]) && valid_rel(L, c->src[1]);
         break;
+    case RF_CMD_CHECK_KEYS:
+        ok = valid_rel(L, c->src[0]) && c->nkeys >= 0;
+        break;
     default:
         return;
     }
-    if (ok && (c->nkeys < 0 || (c->nkeys > 0 && (!c->lkeys ||
+    if (ok && c->kind != RF_CMD_CHECK_KEYS && (c->nkeys < 0 || (c->nkeys > 0 && (!c->lkeys ||
                (c->kind != RF_CMD_AGGREGATE && !c->rkeys)))))
         ok = false;
     if (ok && (c->nproj < 0 || (c->nproj > 0 && !c->proj)))
@@ -610,6 +613,7 @@ static void lower_cmd(lower *L, int b, const rf_plan_cmd *c)
     case RF_CMD_AGGREGATE: lower_aggregate(L, b, c); break;
     case RF_CMD_UNION: emit_into(L, b, RF_K_UNION, c->dst, c->src[0], c->src[1]); break;
     case RF_CMD_DIFFERENCE: emit_into(L, b, RF_K_DIFF, c->dst, c->src[0], c->src[1]); break;
+    case RF_CMD_CHECK_KEYS: emit(L, &L->body[b], RF_K_CHECK_KEYS, -1, c->src[0], -1)->nkeys = c->nkeys; break;
     default: break;
     }
     L->comment = NULL;

@@ -113,8 +113,11 @@ static void print_kernel(FILE *out, const rf_hprogram *p, const rf_kernel *k)
 {
     if (k->comment)
         fprintf(out, "  # %s\n", k->comment);
-    fprintf(out, "  %s := %s", var_name(p, k->out), rf_kop_name(k->op));
-    if (k->op == RF_K_JOIN || k->op == RF_K_ANTIJOIN || k->op == RF_K_AGG)
+    if (k->op == RF_K_CHECK_KEYS)   /* no output variable */
+        fprintf(out, "  %s", rf_kop_name(k->op));
+    else
+        fprintf(out, "  %s := %s", var_name(p, k->out), rf_kop_name(k->op));
+    if (k->op == RF_K_JOIN || k->op == RF_K_ANTIJOIN || k->op == RF_K_AGG || k->op == RF_K_CHECK_KEYS)
         fprintf(out, "[keys=%d]", k->nkeys);
     for (int j = 0; j < 2; j++)
         if (k->in[j] >= 0)

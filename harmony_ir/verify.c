@@ -132,12 +132,15 @@ static bool check_kernel(vctx *c, const rf_kernel *k)
         return bad(c, "%s: bad partition/gather stage", name);
     if ((unsigned)k->aggfn > RF_AGG_MAX)
         return bad(c, "%s: bad aggregate function", name);
-    if (!valid_var(p, k->out))
+    bool check = k->op == RF_K_CHECK_KEYS;   /* the one op without an output */
+    if (check ? k->out != -1 : !valid_var(p, k->out))
         return bad(c, "%s: output variable %d out of range", name, k->out);
+    if (check && (k->partition != RF_PART_NONE || k->gather != RF_GATHER_NONE))
+        return bad(c, "%s: partition and gather must be none", name);
     int nin;
     switch (k->op) {
     case RF_K_LOAD: case RF_K_CLEAR: nin = 0; break;
-    case RF_K_MAP: case RF_K_SORT: case RF_K_AGG: case RF_K_COPY: nin = 1; break;
+    case RF_K_MAP: case RF_K_SORT: case RF_K_AGG: case RF_K_COPY: case RF_K_CHECK_KEYS: nin = 1; break;
     default: nin = 2; break;
     }
     for (int j = 0; j < 2; j++) {
@@ -160,21 +163,24 @@ static bool check_kernel(vctx *c, const rf_kernel *k)
         return bad(c, "%s: has a filter or projection", name);
     if (k->op != RF_K_AGG && (k->agg_arg.n != 0 || k->aggfn != RF_AGG_NONE))
         return bad(c, "%s: has an aggregate", name);
-    bool keyed = k->op == RF_K_JOIN || k->op == RF_K_ANTIJOIN || k->op == RF_K_AGG;
+    bool keyed = k->op == RF_K_JOIN || k->op == RF_K_ANTIJOIN || k->op == RF_K_AGG || check;
     if (k->nkeys < 0 || (!keyed && k->nkeys != 0))
         return bad(c, "%s: bad key count %d", name, k->nkeys);
 
-    const rf_hvar *out = &p->vars[k->out];
     const rf_hvar *in0 = nin > 0 ? &p->vars[k->in[0]] : NULL;
     const rf_hvar *in1 = nin > 1 ? &p->vars[k->in[1]] : NULL;
     bool need_sorted = k->op == RF_K_JOIN || k->op == RF_K_ANTIJOIN || k->op == RF_K_UNION ||
-                       k->op == RF_K_DIFF || k->op == RF_K_AGG;
+                       k->op == RF_K_DIFF || k->op == RF_K_AGG || check;
     if (need_sorted && (!in0->sorted || (in1 && !in1->sorted)))
         return bad(c, "%s: input %s is not sorted", name, !in0->sorted ? in0->name : in1->name);
     if (k->nkeys > 0 && (k->nkeys > in0->arity || (in1 && k->nkeys > in1->arity)))
         return bad(c, "%s: %d keys exceed the input arity", name, k->nkeys);
     if (in1 && k->op != RF_K_UNION && k->op != RF_K_DIFF && !same_types(in0, in1, k->nkeys))
         return bad(c, "%s: key columns of %s and %s differ in type", name, in0->name, in1->name);
+    if (check)
+        return k->nkeys < in0->arity ? true
+                                     : bad(c, "%s: %d keys leave %s no value column", name, k->nkeys, in0->name);
+    const rf_hvar *out = &p->vars[k->out];
 
     if (uses_proj) {
         int ncols = in0->arity + (in1 ? in1->arity : 0);

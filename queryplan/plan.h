@@ -60,14 +60,20 @@ typedef enum rf_cmdkind {
     RF_CMD_JUMP,        /* goto target */
     RF_CMD_BRANCH_EMPTY,/* if every rel in conds is empty goto target
                            else goto target_else */
-    RF_CMD_HALT
+    RF_CMD_HALT,
+    RF_CMD_CHECK_KEYS   /* functional dependency: no two rows of src0 agree on
+                           their first nkeys columns (the key) and differ in
+                           the rest (the value); fails the run otherwise.
+                           Writes nothing (dst = -1); emitted once per
+                           functional predicate after its stratum */
 } rf_cmdkind;
 
 typedef struct rf_plan_cmd {
     rf_cmdkind kind;
     int dst;                 /* relation index, -1 for control commands */
     int src[2];              /* -1 when unused */
-    int nkeys;               /* MAPJOIN/ANTIJOIN: key pairs; AGGREGATE: group keys */
+    int nkeys;               /* MAPJOIN/ANTIJOIN: key pairs; AGGREGATE: group keys;
+                                CHECK_KEYS: key columns (a prefix) */
     int *lkeys;              /* [nkeys] columns of src0 (AGGREGATE: the keys) */
     int *rkeys;              /* [nkeys] columns of src1 */
     rf_expr *filter;         /* NULL = true */

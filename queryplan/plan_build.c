@@ -816,6 +816,40 @@ static void union_into(builder *b, int dst, int src, const char *why)
         cmd->comment = rf_strdup(why);
 }
 
+/* A functional predicate needs its key checked unless its only source is
+ * one aggregation rule (unique per group by construction). */
+static bool needs_key_check(const rf_program *p, int pr)
+{
+    const rf_pred *pd = &p->preds[pr];
+    if (!pd->functional || pd->arity < 1)
+        return false;
+    if (pd->nfacts > 0 || pd->input_path || !pd->has_rules)
+        return true;
+    int nrules = 0;
+    bool agg = false;
+    for (int i = 0; i < p->nrules; i++)
+        if (p->rules[i].head == pr) {
+            nrules++;
+            agg = p->rules[i].agg != RF_AGG_NONE;
+        }
+    return !(nrules == 1 && agg);
+}
+
+static void emit_key_check(builder *b, int pr)
+{
+    rf_plan_cmd *cmd = emit(b, RF_CMD_CHECK_KEYS, -1, b->full[pr], -1);
+    cmd->nkeys = b->prog->preds[pr].arity - 1;
+    cmd->comment = rf_sprintf("functional dependency of %s", b->prog->preds[pr].name);
+}
+
+/* Checks for the stratum's functional predicates, once it is complete. */
+static void emit_stratum_checks(builder *b, const rf_stratum *s)
+{
+    for (int k = 0; k < s->npreds; k++)
+        if (needs_key_check(b->prog, s->preds[k]))
+            emit_key_check(b, s->preds[k]);
+}
+
 static void build_plain_stratum(builder *b, int si)
 {
     const rf_stratum *s = &b->prog->strata[si];
@@ -828,6 +862,7 @@ static void build_plain_stratum(builder *b, int si)
         compile_rule(b, ri, -1, t);
         union_into(b, b->full[head], t, NULL);
     }
+    emit_stratum_checks(b, s);
 }
 
 static void build_recursive_stratum(builder *b, int si)
@@ -917,6 +952,14 @@ static void build_recursive_stratum(builder *b, int si)
     br->target_else = loop;
     br->comment = rf_strdup("fixpoint when no delta has tuples");
     free(written);
+    /* After the fixpoint (the branch's exit target is this block). */
+    bool check = false;
+    for (int k = 0; k < s->npreds; k++)
+        check = check || needs_key_check(p, s->preds[k]);
+    if (check) {
+        start_block(b, rf_sprintf("stratum%d.check", si));
+        emit_stratum_checks(b, s);
+    }
 }
 
 /* Renames temporaries t0, t1, ... in the order the plan first writes them,
@@ -930,7 +973,7 @@ static void name_temps(rf_plan *plan, const rf_program *prog)
     for (int b = 0; b < plan->nblocks; b++)
         for (int i = 0; i < plan->blocks[b].ncmds; i++) {
             const rf_plan_cmd *c = &plan->blocks[b].cmds[i];
-            if (rf_plan_cmd_is_control(c->kind) || named[c->dst] ||
+            if (!rf_plan_cmd_has_dst(c->kind) || named[c->dst] ||
                 plan->rels[c->dst].kind != RF_REL_TEMP || plan->rels[c->dst].nfacts > 0)
                 continue;
             named[c->dst] = true;
@@ -990,6 +1033,8 @@ rf_plan *rf_plan_build(const rf_program *prog, const rf_plan_options *opt)
             cmd->comment = rf_sprintf("inline facts: %zu, file: %s", pr->nfacts, pr->input_path);
         else
             cmd->comment = rf_sprintf("inline facts: %zu", pr->nfacts);
+        if (!pr->has_rules && needs_key_check(prog, i))
+            emit_key_check(&b, i);
     }
 
     for (int si = 0; si < prog->nstrata; si++) {

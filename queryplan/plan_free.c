@@ -23,6 +23,7 @@ int rf_plan_cmd_nsrcs(rf_cmdkind k)
     case RF_CMD_MAPFILTER:
     case RF_CMD_AGGREGATE:
     case RF_CMD_COPY:
+    case RF_CMD_CHECK_KEYS:
         return 1;
     case RF_CMD_MAPJOIN:
     case RF_CMD_ANTIJOIN:
@@ -43,8 +44,9 @@ const char *rf_plan_cmd_name(rf_cmdkind k)
         [RF_CMD_AGGREGATE] = "Aggregate", [RF_CMD_COPY] = "Copy",
         [RF_CMD_CLEAR] = "Clear", [RF_CMD_JUMP] = "Jump",
         [RF_CMD_BRANCH_EMPTY] = "BranchEmpty", [RF_CMD_HALT] = "Halt",
+        [RF_CMD_CHECK_KEYS] = "CheckKeys",
     };
-    return (unsigned)k <= RF_CMD_HALT ? names[k] : "?";
+    return (unsigned)k <= RF_CMD_CHECK_KEYS ? names[k] : "?";
 }
 
 const char *rf_plan_relkind_name(rf_relkind k)

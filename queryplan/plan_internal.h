@@ -14,6 +14,13 @@ static inline bool rf_plan_cmd_is_control(rf_cmdkind k)
     return k == RF_CMD_JUMP || k == RF_CMD_BRANCH_EMPTY || k == RF_CMD_HALT;
 }
 
+/* True for the commands that write their dst (all but control commands and
+ * CHECK_KEYS, whose dst is -1). */
+static inline bool rf_plan_cmd_has_dst(rf_cmdkind k)
+{
+    return !rf_plan_cmd_is_control(k) && k != RF_CMD_CHECK_KEYS;
+}
+
 /* Number of source relations the command reads (0, 1 or 2). */
 int rf_plan_cmd_nsrcs(rf_cmdkind k);
 

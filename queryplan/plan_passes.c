@@ -27,7 +27,7 @@ static bool reads(const rf_plan_cmd *c, int rel)
 
 static bool writes(const rf_plan_cmd *c, int rel)
 {
-    return !rf_plan_cmd_is_control(c->kind) && c->dst == rel;
+    return rf_plan_cmd_has_dst(c->kind) && c->dst == rel;
 }
 
 static int count_writes(const rf_plan *p, int rel)
@@ -134,7 +134,7 @@ bool rf_plan_pass_pushdown(rf_plan *plan)
         rf_plan_block *blk = &plan->blocks[b];
         for (int i = 0; i < blk->ncmds; i++) {
             rf_plan_cmd *c = &blk->cmds[i];
-            if (rf_plan_cmd_is_control(c->kind) || !local_temp(plan, c->dst, b, i))
+            if (!rf_plan_cmd_has_dst(c->kind) || !local_temp(plan, c->dst, b, i))
                 continue;
             int t = c->dst;
             int use = last_read(blk, i + 1, t);
@@ -266,6 +266,11 @@ bool rf_plan_pass_dead_rels(rf_plan *plan)
     /* Without output directives every derived predicate is printed. */
     for (int r = 0; r < n; r++)
         live[r] = any_output ? plan->rels[r].is_output : plan->rels[r].kind == RF_REL_DERIVED;
+    /* A functional-dependency check must run, so what it reads is live. */
+    for (int b = 0; b < plan->nblocks; b++)
+        for (int i = 0; i < plan->blocks[b].ncmds; i++)
+            if (plan->blocks[b].cmds[i].kind == RF_CMD_CHECK_KEYS)
+                live[plan->blocks[b].cmds[i].src[0]] = true;
 
     /* A relation is live if a live relation is computed from it; loop
      * conditions alone keep nothing alive (a loop nobody needs can stop). */
@@ -274,7 +279,7 @@ bool rf_plan_pass_dead_rels(rf_plan *plan)
         for (int b = 0; b < plan->nblocks; b++)
             for (int i = 0; i < plan->blocks[b].ncmds; i++) {
                 const rf_plan_cmd *c = &plan->blocks[b].cmds[i];
-                if (rf_plan_cmd_is_control(c->kind) || !live[c->dst])
+                if (!rf_plan_cmd_has_dst(c->kind) || !live[c->dst])
                     continue;
                 for (int k = 0; k < rf_plan_cmd_nsrcs(c->kind); k++)
                     if (!live[c->src[k]])
@@ -287,7 +292,7 @@ bool rf_plan_pass_dead_rels(rf_plan *plan)
         rf_plan_block *blk = &plan->blocks[b];
         for (int i = 0; i < blk->ncmds; i++) {
             rf_plan_cmd *c = &blk->cmds[i];
-            if (!rf_plan_cmd_is_control(c->kind) && !live[c->dst]) {
+            if (rf_plan_cmd_has_dst(c->kind) && !live[c->dst]) {
                 remove_cmd(blk, i--);
                 changed = true;
             } else if (c->kind == RF_CMD_BRANCH_EMPTY) {
@@ -317,7 +322,7 @@ bool rf_plan_pass_dead_rels(rf_plan *plan)
     for (int b = 0; b < plan->nblocks; b++)
         for (int i = 0; i < plan->blocks[b].ncmds; i++) {
             const rf_plan_cmd *c = &plan->blocks[b].cmds[i];
-            if (!rf_plan_cmd_is_control(c->kind))
+            if (rf_plan_cmd_has_dst(c->kind))
                 used[c->dst] = true;
             for (int k = 0; k < rf_plan_cmd_nsrcs(c->kind); k++)
                 used[c->src[k]] = true;
@@ -343,7 +348,7 @@ bool rf_plan_pass_dead_rels(rf_plan *plan)
     for (int b = 0; b < plan->nblocks; b++)
         for (int i = 0; i < plan->blocks[b].ncmds; i++) {
             rf_plan_cmd *c = &plan->blocks[b].cmds[i];
-            if (!rf_plan_cmd_is_control(c->kind))
+            if (rf_plan_cmd_has_dst(c->kind))
                 c->dst = map[c->dst];
             for (int k = 0; k < rf_plan_cmd_nsrcs(c->kind); k++)
                 c->src[k] = map[c->src[k]];

@@ -111,6 +111,12 @@ static void print_cmd(const rf_plan *plan, const rf_plan_cmd *c, FILE *out)
     case RF_CMD_HALT:
         fputs("halt", f);
         break;
+    case RF_CMD_CHECK_KEYS:
+        fprintf(f, "CheckKeys %s key (", s0);
+        for (int i = 0; i < c->nkeys; i++)
+            fprintf(f, "%s$%d", i ? ", " : "", i);
+        fputc(')', f);
+        break;
     }
     if (c->kind == RF_CMD_MAPFILTER || c->kind == RF_CMD_MAPJOIN || c->kind == RF_CMD_ANTIJOIN) {
         if (c->filter) {

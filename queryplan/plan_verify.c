@@ -104,17 +104,17 @@ static bool cmd_ok(vctx *v, const rf_plan_cmd *c, bool last)
 {
     const rf_plan *p = v->plan;
     bool control = rf_plan_cmd_is_control(c->kind);
-    if ((unsigned)c->kind > RF_CMD_HALT)
+    if ((unsigned)c->kind > RF_CMD_CHECK_KEYS)
         return FAIL(v, "unknown command kind %d", (int)c->kind);
     if (control && !last)
         return FAIL(v, "%s in the middle of a block", rf_plan_cmd_name(c->kind));
-    if (!control && !rel_ok(v, c->dst, "destination"))
+    if (rf_plan_cmd_has_dst(c->kind) && !rel_ok(v, c->dst, "destination"))
         return false;
     int ns = rf_plan_cmd_nsrcs(c->kind);
     for (int i = 0; i < ns; i++)
         if (!rel_ok(v, c->src[i], "source"))
             return false;
-    const rf_plan_rel *d = control ? NULL : &p->rels[c->dst];
+    const rf_plan_rel *d = rf_plan_cmd_has_dst(c->kind) ? &p->rels[c->dst] : NULL;
     const rf_plan_rel *s0 = ns >= 1 ? &p->rels[c->src[0]] : NULL;
     const rf_plan_rel *s1 = ns >= 2 ? &p->rels[c->src[1]] : NULL;
     switch (c->kind) {
@@ -184,6 +184,12 @@ static bool cmd_ok(vctx *v, const rf_plan_cmd *c, bool last)
                 return false;
         return true;
     case RF_CMD_HALT:
+        return true;
+    case RF_CMD_CHECK_KEYS:
+        if (c->dst != -1)
+            return FAIL(v, "CheckKeys writes no relation (dst %d)", c->dst);
+        if (c->nkeys < 0 || c->nkeys >= s0->arity)
+            return FAIL(v, "CheckKeys of %s (arity %d) with %d key columns", s0->name, s0->arity, c->nkeys);
         return true;
     }
     return true;

@@ -83,13 +83,61 @@ static bool run_load(rt *r, int v, rf_status *st)
     return ok;
 }
 
+/* Appends "v1, v2" (columns from..to of row i, typed) to a message. */
+static void append_values(char *buf, size_t cap, const rf_table *t, const rf_type *types, size_t i, int from,
+                          int to)
+{
+    for (int c = from; c < to; c++) {
+        size_t n = strlen(buf);
+        if (c > from && n + 2 < cap) {
+            strcpy(buf + n, ", ");
+            n += 2;
+        }
+        if (n < cap)
+            rf_value_format(types[c], t->cols[c][i], buf + n, cap - n);
+    }
+}
+
+/* CHECK_KEYS: in0 is sorted by words, so rows with equal keys (the first
+ * nkeys columns) are adjacent; two adjacent rows equal on the key violate
+ * the functional dependency (rows are distinct, so their values differ). */
+static bool run_check_keys(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_status *st)
+{
+    const rf_hvar *hv = &r->p->vars[k->in[0]];
+    const rf_dvar *dv = r->dv[k->in[0]];
+    if (!dv || r->be->var_rows(r->be, dv) < 2)
+        return true;
+    rf_table t;
+    rf_table_init(&t, hv->arity);
+    bool ok = r->be->download(r->be, dv, &t, st);
+    s->rows_in[0] = t.nrows;
+    for (size_t i = 1; ok && i < t.nrows; i++) {
+        int c = 0;
+        while (c < k->nkeys && t.cols[c][i] == t.cols[c][i - 1])
+            c++;
+        if (c < k->nkeys)
+            continue;
+        char key[512] = "", a[512] = "", b[512] = "";
+        append_values(key, sizeof key, &t, hv->types, i, 0, k->nkeys);
+        append_values(a, sizeof a, &t, hv->types, i - 1, k->nkeys, hv->arity);
+        append_values(b, sizeof b, &t, hv->types, i, k->nkeys, hv->arity);
+        ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "functional dependency violated: %s[%s] has values %s and %s",
+                     hv->pred ? hv->pred : hv->name ? hv->name : "?", key, a, b);
+    }
+    rf_table_free(&t);
+    return ok;
+}
+
 static bool run_kernel(rt *r, const rf_kernel *k, kstat *ks, rf_status *st)
 {
     double t0 = rf_now();
     rf_kernel_stats s;
     memset(&s, 0, sizeof s);
     r->info.kernels_run++;
-    if (k->op == RF_K_LOAD) {
+    if (k->op == RF_K_CHECK_KEYS) {
+        if (!run_check_keys(r, k, &s, st))
+            return false;
+    } else if (k->op == RF_K_LOAD) {
         if (!run_load(r, k->out, st))
             return false;
         s.rows_out = r->be->var_rows(r->be, r->dv[k->out]);
@@ -352,7 +400,8 @@ static void print_stats(rt *r, double total)
             const kstat *s = &r->ks[b][i];
             if (!s->calls)
                 continue;
-            const char *name = p->vars[k->out].name ? p->vars[k->out].name : "?";
+            int v = k->out >= 0 ? k->out : k->in[0];   /* CHECK_KEYS has no output */
+            const char *name = p->vars[v].name ? p->vars[v].name : "?";
             fprintf(e, "  %-5d %-9s %-22.22s %8zu %10.3f %12zu %12zu %12zu %10.4f %10.1f %8.1f\n", b,
                     rf_kop_name(k->op), name, s->calls, s->seconds, s->rows_in[0], s->rows_in[1], s->rows_out,
                     s->be_seconds, (double)s->bytes / 1e6,

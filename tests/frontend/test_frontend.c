@@ -697,6 +697,35 @@ static void test_arity_and_type_errors(void)
                  "t.lql:3:15: error: arity mismatch: 'q' has 2 arguments, found 1");
 }
 
+/* Inline facts of a functional predicate: equal keys need equal values. */
+static void test_functional_facts(void)
+{
+#define FDECL "f[x] = y -> int32(x), int64(y).\n"
+    expect_error(FDECL "f[1] = 3.\nf[2] = 3.\n  f[1] = 4.",
+                 "t.lql:4:3: error: functional dependency violated: f[1] already has value 3");
+    CU_ASSERT_TRUE(has_line("t.lql:2:1: note: f[1] = 3 is stated here"));
+    /* identical facts are one tuple; different keys are independent */
+    rf_program *p = compile_ok(FDECL "f[1] = 3. f[1] = 3. f[2] = 4. f[3] = 3.");
+    CU_ASSERT_PTR_NOT_NULL(p);
+    rf_program_free(p);
+    /* each disagreeing fact is reported, in source order, against the first */
+    expect_errors(FDECL "f[1] = 3. f[2] = 1.\nf[2] = 2. f[1] = 5. f[1] = 3.", 2,
+                  "t.lql:3:1: error: functional dependency violated: f[2] already has value 1");
+    CU_ASSERT_TRUE(has_line("t.lql:3:11: error: functional dependency violated: f[1] already has value 3"));
+    CU_ASSERT_TRUE(g_diag_text && strstr(g_diag_text, "f[2] already") < strstr(g_diag_text, "f[1] already"));
+    /* several key columns, strings, keyless */
+    expect_error("g[k, s] = v -> int32(k), string(s), float64(v).\ng[1, \"a\"] = 1.5. g[1, \"b\"] = 2.\n"
+                 "g[1, \"a\"] = 2.",
+                 "t.lql:3:1: error: functional dependency violated: g[1, \"a\"] already has value 1.5");
+    expect_error("t[] = s -> int64(s).\nt[] = 1. t[] = 2.",
+                 "t.lql:2:10: error: functional dependency violated: t[] already has value 1");
+    /* a plain relation has no dependency */
+    p = compile_ok("q(x, y) -> int32(x), int32(y).\nq(1, 2). q(1, 3).");
+    CU_ASSERT_PTR_NOT_NULL(p);
+    rf_program_free(p);
+#undef FDECL
+}
+
 static void test_range_errors(void)
 {
     expect_error(DECL "p(2147483648).", "t.lql:3:3: error: integer literal out of range for int32");
@@ -913,6 +942,7 @@ int main(void)
     CU_add_test(s, "name errors", test_name_errors);
     CU_add_test(s, "arity and type errors", test_arity_and_type_errors);
     CU_add_test(s, "range errors", test_range_errors);
+    CU_add_test(s, "functional facts", test_functional_facts);
     CU_add_test(s, "binding errors", test_binding_errors);
     CU_add_test(s, "stratification errors", test_stratification_errors);
     CU_add_test(s, "aggregation errors", test_aggregation_errors);

@@ -529,6 +529,89 @@ static void test_aggregate(void)
     rf_plan_free(p);
 }
 
+static void expect_invalid(rf_hprogram *h, const char *fragment);
+
+/* CHECK_KEYS: lowered in place from the plan command, no output, reads its
+ * sorted input (liveness frees it after the check when nothing else reads
+ * it), printed, verified and serialised. */
+static void test_check_keys(void)
+{
+    rf_plan *p = plan_new();
+    int f = add_rel(p, "f", 2, RF_REL_INPUT, false);
+    int g = add_rel(p, "g", 3, RF_REL_DERIVED, true);
+    int b0 = add_block(p, "main");
+    add_cmd(p, b0, RF_CMD_LOAD, f, -1, -1);
+    rf_plan_cmd *c = add_cmd(p, b0, RF_CMD_CHECK_KEYS, -1, f, -1);
+    c->nkeys = 1;
+    c->comment = rf_strdup("functional dependency of f");
+    add_cmd(p, b0, RF_CMD_LOAD, g, -1, -1);
+    add_cmd(p, b0, RF_CMD_CHECK_KEYS, -1, g, -1)->nkeys = 2;
+    add_cmd(p, b0, RF_CMD_HALT, -1, -1, -1);
+    rf_status st;
+    rf_status_init(&st);
+    CU_ASSERT_TRUE(rf_plan_verify(p, &st));
+    rf_hprogram *h = rf_hir_lower(p);
+    rf_hir_liveness(h);
+    check_verifies(h);
+    CHECK_OPS(&h->blocks[0], "LOAD CHECK_KEYS LOAD CHECK_KEYS");
+    const rf_kernel *k = h->blocks[0].kernels;
+    CU_ASSERT_EQUAL(k[1].op, RF_K_CHECK_KEYS);
+    CU_ASSERT_EQUAL(k[1].out, -1);
+    CU_ASSERT_EQUAL(k[1].in[0], f);
+    CU_ASSERT_EQUAL(k[1].in[1], -1);
+    CU_ASSERT_EQUAL(k[1].nkeys, 1);
+    CU_ASSERT_EQUAL(k[1].partition, RF_PART_NONE);
+    CU_ASSERT_EQUAL(k[1].gather, RF_GATHER_NONE);
+    CHECK_FREES(h, &k[1], "f");
+    CU_ASSERT_EQUAL(k[3].in[0], g);
+    CU_ASSERT_EQUAL(k[3].nkeys, 2);
+    CHECK_FREES(h, &k[3], "");
+    char *text = dump(h);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "  # functional dependency of f\n"
+                                        "  CHECK_KEYS[keys=1] f  partition=none gather=none  free: f\n"));
+    CU_ASSERT_STRING_EQUAL(rf_kop_name(RF_K_CHECK_KEYS), "CHECK_KEYS");
+
+    /* round trip keeps the op */
+    size_t len;
+    uint8_t *data = rf_hir_serialize(h, &len);
+    rf_status_init(&st);
+    rf_hprogram *back = rf_hir_deserialize(data, len, &st);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    char *text2 = dump(back);
+    CU_ASSERT_STRING_EQUAL(text, text2);
+    CU_ASSERT_EQUAL(back->blocks[0].kernels[1].op, RF_K_CHECK_KEYS);
+    free(text2);
+    free(text);
+    free(data);
+    rf_hir_free(back);
+
+    /* out = -1 only for CHECK_KEYS; it needs an input, a sorted one, and a
+     * value column */
+    rf_kernel *ck = &h->blocks[0].kernels[1];
+    ck->out = f;
+    expect_invalid(h, "output variable");
+    ck->out = -1;
+    ck->nkeys = 2;
+    expect_invalid(h, "no value column");
+    ck->nkeys = 1;
+    ck->in[0] = -1;
+    expect_invalid(h, "out of range");
+    ck->in[0] = f;
+    h->vars[f].sorted = false;
+    expect_invalid(h, "not sorted");
+    h->vars[f].sorted = true;
+    ck->partition = RF_PART_EVEN;
+    expect_invalid(h, "partition");
+    ck->partition = RF_PART_NONE;
+    rf_kernel *ld = &h->blocks[0].kernels[0];
+    ld->out = -1;
+    expect_invalid(h, "output variable");
+    ld->out = f;
+    check_verifies(h);
+    rf_hir_free(h);
+    rf_plan_free(p);
+}
+
 static void test_mapfilter_union_diff(void)
 {
     rf_plan *p = plan_new();
@@ -674,7 +757,11 @@ static void test_roundtrip(void)
     data[8] = 9;
     rf_status_init(&st);
     CU_ASSERT_PTR_NULL(rf_hir_deserialize(data, len, &st));
-    CU_ASSERT_STRING_EQUAL(st.message, "unsupported format version 9 (this redfox reads 1)");
+    CU_ASSERT_STRING_EQUAL(st.message, "unsupported format version 9 (this redfox reads 2)");
+    data[8] = 1; /* the format before CHECK_KEYS */
+    rf_status_init(&st);
+    CU_ASSERT_PTR_NULL(rf_hir_deserialize(data, len, &st));
+    CU_ASSERT_STRING_EQUAL(st.message, "unsupported format version 1 (this redfox reads 2)");
     data[8] = RF_HIR_VERSION;
     uint8_t *longer = rf_calloc(len + 1, 1);
     memcpy(longer, data, len);
@@ -869,6 +956,7 @@ int main(void)
     CU_add_test(s, "join re-key shared", test_join_rekey_shared);
     CU_add_test(s, "antijoin", test_antijoin);
     CU_add_test(s, "aggregate", test_aggregate);
+    CU_add_test(s, "check keys", test_check_keys);
     CU_add_test(s, "mapfilter union diff", test_mapfilter_union_diff);
     CU_add_test(s, "verify rejects", test_verify_rejects);
     CU_add_test(s, "roundtrip", test_roundtrip);

@@ -180,9 +180,23 @@ static bool aggregate(interp *it, const rf_plan_cmd *c, rowbuf *out)
 }
 
 /* Executes one non-control command. */
+/* CHECK_KEYS: relations are sorted and duplicate-free, so equal keys are
+ * adjacent and two such rows differ in their value. */
+static bool check_keys(interp *it, const rf_plan_cmd *c)
+{
+    const irel *s = &it->rels[c->src[0]];
+    for (size_t i = 1; i < s->n; i++)
+        if (memcmp(row_at(s, i - 1), row_at(s, i), (size_t)c->nkeys * sizeof(rf_word)) == 0)
+            return rf_fail(&it->st, RF_EXIT_RUNTIME_ERROR, "functional dependency violated: %s",
+                           it->plan->rels[c->src[0]].name);
+    return true;
+}
+
 static bool exec(interp *it, const rf_plan_cmd *c)
 {
     const rf_plan *p = it->plan;
+    if (c->kind == RF_CMD_CHECK_KEYS)
+        return check_keys(it, c);
     rowbuf out = { p->rels[c->dst].arity, 0, 0, NULL };
     const irel *s0 = c->src[0] >= 0 ? &it->rels[c->src[0]] : NULL;
     const irel *s1 = c->src[1] >= 0 ? &it->rels[c->src[1]] : NULL;

@@ -720,7 +720,128 @@ static void test_from_source(void)
     expect_rel(&r, "path", 2, SMALL_PATHS);
     expect_rel(&r, "even", 1, ROWS(0, 2, 4));
     expect_rel(&r, "odd", 1, ROWS(1, 3));
+    /* No functional predicate: no check. */
+    for (int o = 0; o < NPLANS; o++)
+        CU_ASSERT_EQUAL(count_cmds(r.plan[o], RF_CMD_CHECK_KEYS), 0);
     run_end(&r);
+}
+
+static rf_program *compile_text(const char *text)
+{
+    char *msgs = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&msgs, &len);
+    rf_diag diag;
+    rf_diag_init(&diag, f);
+    rf_program *prog = rf_compile_string("test.lql", text, &diag);
+    fclose(f);
+    if (!prog)
+        fprintf(stderr, "\nfront end: %s\n", msgs);
+    free(msgs);
+    return prog;
+}
+
+/* Index of the block labelled `label`, -1 if none. */
+static int find_block(const rf_plan *p, const char *label)
+{
+    for (int b = 0; b < p->nblocks; b++)
+        if (strcmp(p->blocks[b].label, label) == 0)
+            return b;
+    return -1;
+}
+
+/* Functional predicates get one CheckKeys each, after the stratum that
+ * completes them: after the LOAD (input only), at the end of a plain
+ * stratum, in a block after a fixpoint loop; none for a predicate defined
+ * by one aggregation only. Dead-relation elimination keeps a check (and
+ * the relation) nothing else needs; CSE does not merge checks. */
+static void test_check_keys(void)
+{
+    static const char text[] =
+        "edge(x, y) -> int32(x), int32(y).\n"
+        "fin[x] = y -> int32(x), int32(y).\n"        /* input only, unused */
+        "fin2[x] = y -> int32(x), int32(y).\n"       /* input only, unused */
+        "h[x] = y -> int32(x), int32(y).\n"          /* plain stratum */
+        "d[x] = n -> int32(x), int32(n).\n"          /* recursive */
+        "cnt[x] = n -> int32(x), int64(n).\n"        /* aggregation only */
+        "edge(1, 2). edge(2, 3). edge(5, 6).\n"
+        "fin[1] = 2. fin[2] = 2. fin2[1] = 2. fin2[2] = 2.\n"
+        "@output(h). @output(d). @output(cnt).\n"
+        "h[x] = y <- edge(x, y).\n"
+        "d[x] = n <- edge(x, _), !edge(_, x), n = 0.\n"
+        "d[y] = n <- d[x] = m, edge(x, y), n = m + 1.\n"
+        "cnt[x] = n <- agg<<n = count()>> edge(x, _).\n";
+    rf_program *prog = compile_text(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    run r;
+    run_start(&r, prog);
+    expect_rel(&r, "h", 2, ROWS(1, 2, 2, 3, 5, 6));
+    expect_rel(&r, "d", 2, ROWS(1, 0, 2, 1, 3, 2, 5, 0, 6, 1));
+    for (int o = 0; o < NPLANS && r.ok; o++) {
+        const rf_plan *p = r.plan[o];
+        CU_ASSERT_EQUAL(count_cmds(p, RF_CMD_CHECK_KEYS), 4);
+        /* after each input's Load */
+        const rf_plan_block *load = &p->blocks[find_block(p, "load")];
+        int seen = 0;
+        for (int i = 0; i < load->ncmds; i++) {
+            const rf_plan_cmd *c = &load->cmds[i];
+            if (c->kind != RF_CMD_CHECK_KEYS)
+                continue;
+            CU_ASSERT_TRUE(i > 0 && load->cmds[i - 1].kind == RF_CMD_LOAD &&
+                           load->cmds[i - 1].dst == c->src[0]);
+            CU_ASSERT_EQUAL(c->dst, -1);
+            CU_ASSERT_EQUAL(c->nkeys, 1);
+            const char *name = p->rels[c->src[0]].name;
+            CU_ASSERT_TRUE(strcmp(name, "fin") == 0 || strcmp(name, "fin2") == 0);
+            seen++;
+        }
+        CU_ASSERT_EQUAL(seen, 2);
+        CU_ASSERT_TRUE(find_rel(p, "fin") >= 0 && find_rel(p, "fin2") >= 0);
+        /* h: the last command of its stratum */
+        int hb = -1;
+        for (int b = 0; b < p->nblocks && hb < 0; b++)
+            for (int i = 0; i < p->blocks[b].ncmds; i++)
+                if (p->blocks[b].cmds[i].kind == RF_CMD_CHECK_KEYS &&
+                    p->blocks[b].cmds[i].src[0] == find_rel(p, "h")) {
+                    CU_ASSERT_EQUAL(i, p->blocks[b].ncmds - 1);
+                    hb = b;
+                }
+        CU_ASSERT_TRUE(hb > 0);
+        /* d: alone in the block the loop exits to */
+        int loop = -1;
+        for (int b = 0; b < p->nblocks; b++)
+            if (p->blocks[b].ncmds > 0 && p->blocks[b].cmds[p->blocks[b].ncmds - 1].kind == RF_CMD_BRANCH_EMPTY)
+                loop = b;
+        CU_ASSERT_TRUE_FATAL(loop >= 0);
+        const rf_plan_cmd *br = &p->blocks[loop].cmds[p->blocks[loop].ncmds - 1];
+        const rf_plan_block *exit = &p->blocks[br->target];
+        CU_ASSERT_PTR_NOT_NULL(strstr(exit->label, ".check"));
+        CU_ASSERT_EQUAL(exit->ncmds, 1);
+        CU_ASSERT_EQUAL(exit->cmds[0].kind, RF_CMD_CHECK_KEYS);
+        CU_ASSERT_EQUAL(exit->cmds[0].src[0], find_rel(p, "d"));
+    }
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    rf_plan_print(r.plan[1], f);
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "CheckKeys d key ($0)"));
+    free(out);
+    run_end(&r);
+
+    /* A violation stops the (reference) run. */
+    rf_program *bad = compile_text("p(x, y) -> int32(x), int32(y).\n"
+                                   "f[x] = y -> int32(x), int32(y).\n"
+                                   "p(1, 2). p(1, 3).\n"
+                                   "f[x] = y <- p(x, y).\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bad);
+    rf_plan *plan = rf_plan_build(bad, NULL);
+    interp it;
+    CU_ASSERT_FALSE(interp_run(&it, plan, 1000));
+    CU_ASSERT_PTR_NOT_NULL(strstr(it.st.message, "functional dependency violated: f"));
+    interp_free(&it);
+    rf_plan_free(plan);
+    rf_program_free(bad);
 }
 
 int main(void)
@@ -749,6 +870,7 @@ int main(void)
     CU_add_test(s, "print", test_print);
     CU_add_test(s, "verify rejects broken plans", test_verify_rejects);
     CU_add_test(s, "from source (front end)", test_from_source);
+    CU_add_test(s, "functional key checks", test_check_keys);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
