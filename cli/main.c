@@ -26,6 +26,28 @@ static const char usage_text[] =
     "       redfox check PROG.lql\n"
     "       redfox --help | --version\n";
 
+static const char help_text[] =
+    "\n"
+    "commands:\n"
+    "  run       compile a .lql program (or load a compiled .rfx) and run it\n"
+    "  explain   print the query plan (--plan) or the Harmony kernel IR (--ir)\n"
+    "  compile   write the kernel IR as a binary .rfx program\n"
+    "  check     parse and type-check only\n"
+    "\n"
+    "run options:\n"
+    "  --input PRED=FILE   read PRED's facts from FILE (TSV, or CSV if it ends in .csv);\n"
+    "                      replaces the program's @input file; repeatable\n"
+    "  --output DIR        write each output predicate to DIR/PRED.tsv (all or none)\n"
+    "  --print PRED        also output PRED; repeatable\n"
+    "  --stats             per-kernel times, rows, bytes, loop iterations, peak memory\n"
+    "  --backend=B         auto (GPU if present, default), cpu or gpu\n"
+    "  --threads N         CPU backend worker threads (default: one per core)\n"
+    "\n"
+    "Without --output, outputs are printed sorted to stdout. Outputs are the\n"
+    "@output predicates plus --print ones; with neither, every predicate defined\n"
+    "by rules. Exit status: 0 ok, 1 compile error, 2 run-time error, 3 out of\n"
+    "memory, 64 usage. The language: docs/language.md.\n";
+
 static int usage(const char *fmt, const char *arg)
 {
     if (fmt) {
@@ -360,6 +382,7 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         fputs(usage_text, stdout);
+        fputs(help_text, stdout);
         return RF_EXIT_OK;
     }
     if (strcmp(cmd, "--version") == 0) {
