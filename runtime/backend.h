@@ -33,7 +33,7 @@ struct rf_backend {
     bool (*upload)(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st);
     /* Fills t (initialised by the caller with v's arity) with v's rows. */
     bool (*download)(rf_backend *be, const rf_dvar *v, rf_table *t, rf_status *st);
-    /* Runs one kernel of p (any op but LOAD); out may alias neither input
+    /* Runs one kernel of p (any op but LOAD and CHECK_KEYS); out may alias neither input
      * unless the op is COPY/CLEAR. Fills stats. */
     bool (*run)(rf_backend *be, const rf_hprogram *p, const rf_kernel *k,
                 rf_dvar *out, rf_dvar *in0, rf_dvar *in1,

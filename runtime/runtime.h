@@ -3,8 +3,9 @@
  *
  * Interpretation: from block 0, a variable's storage is created when it is
  * first defined; LOAD kernels are executed by the runtime itself (inline
- * facts ∪ input file, sorted and deduplicated, uploaded); every other kernel
- * goes to be->run. After each kernel its `frees` are released, and on entry
+ * facts ∪ input file, sorted and deduplicated, uploaded), and so are
+ * CHECK_KEYS kernels (download, scan adjacent rows for a repeated key);
+ * every other kernel goes to be->run. After each kernel its `frees` are released, and on entry
  * to a block its `free_entry`; a COPY whose source is freed right after it
  * is executed as a move (the storage changes hands, nothing is copied).
  * At HALT every output variable is downloaded, sorted in typed order and
