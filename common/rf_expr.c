@@ -1,4 +1,5 @@
 #include "rf_expr.h"
+#include "rf_scalar_ops.h" /* the RF_SERR_* codes; the operators below */
 
 #include <inttypes.h>
 #include <math.h>
@@ -184,123 +185,45 @@ void rf_expr_print(const rf_expr *e, FILE *out, const char *const *var_names)
     }
 }
 
-/* Wraps an int64 result to the width of t. */
-static rf_word wrap_int(rf_type t, uint64_t v)
+/* ---- Scalar operators: the one definition in rf_scalar_ops.h ---- */
+
+bool rf_scalar_fail(rf_status *st, int code, uint64_t value, int aux)
 {
-    if (t == RF_TYPE_INT32)
-        return rf_word_from_int((int64_t)(int32_t)(uint32_t)v);
-    return (rf_word)v;
+    switch (code) {
+    case RF_SERR_DIV_ZERO:
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "division by zero");
+    case RF_SERR_FLOAT_OVERFLOW:
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "float64 overflow");
+    case RF_SERR_INT32_RANGE:
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "value %" PRId64 " out of range for int32", (int64_t)value);
+    case RF_SERR_FLOAT_RANGE:
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "value %g out of range for %s", rf_word_to_double(value),
+                       rf_type_name((rf_type)aux));
+    case RF_SERR_CONVERT:
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot convert %s to %s", rf_type_name((rf_type)(aux & 0xff)),
+                       rf_type_name((rf_type)(aux >> 8)));
+    case RF_SERR_BAD_FLOAT_OP:
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "bad float operator");
+    case RF_SERR_BAD_INT_OP:
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "bad integer operator");
+    default:
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "bad unary operator");
+    }
 }
+
+#define RF_SOPS_CTX rf_status *
+#define rf_sops_fail(st, code, value, aux) rf_scalar_fail((st), (code), (value), (aux))
+#define rf_sops_compare(st, t, a, b) ((void)(st), rf_value_compare((rf_type)(t), (a), (b)))
+#include "rf_scalar_ops.h"
 
 bool rf_scalar_binary(rf_exop op, rf_type t, rf_word a, rf_word b, rf_word *out, rf_status *st)
 {
-    if (rf_exop_is_comparison(op)) {
-        int c;
-        if (op == RF_EX_EQ || op == RF_EX_NE)
-            c = (a == b) ? 0 : 1; /* words are canonical: equality is bitwise */
-        else
-            c = rf_value_compare(t, a, b);
-        bool r;
-        switch (op) {
-        case RF_EX_EQ: r = c == 0; break;
-        case RF_EX_NE: r = c != 0; break;
-        case RF_EX_LT: r = c < 0; break;
-        case RF_EX_LE: r = c <= 0; break;
-        case RF_EX_GT: r = c > 0; break;
-        default: r = c >= 0; break;
-        }
-        *out = r;
-        return true;
-    }
-    if (op == RF_EX_AND) { *out = (a && b); return true; }
-    if (op == RF_EX_OR) { *out = (a || b); return true; }
-    if (t == RF_TYPE_FLOAT64) {
-        double x = rf_word_to_double(a), y = rf_word_to_double(b), r;
-        switch (op) {
-        case RF_EX_ADD: r = x + y; break;
-        case RF_EX_SUB: r = x - y; break;
-        case RF_EX_MUL: r = x * y; break;
-        case RF_EX_DIV:
-            if (y == 0.0)
-                return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "division by zero");
-            r = x / y;
-            break;
-        case RF_EX_MOD:
-            if (y == 0.0)
-                return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "division by zero");
-            r = fmod(x, y);
-            break;
-        default:
-            return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "bad float operator");
-        }
-        if (!isfinite(r))
-            return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "float64 overflow");
-        *out = rf_word_from_double(r);
-        return true;
-    }
-    uint64_t x = a, y = b;
-    int64_t sx = (int64_t)a, sy = (int64_t)b;
-    switch (op) {
-    case RF_EX_ADD: *out = wrap_int(t, x + y); return true;
-    case RF_EX_SUB: *out = wrap_int(t, x - y); return true;
-    case RF_EX_MUL: *out = wrap_int(t, x * y); return true;
-    case RF_EX_DIV:
-    case RF_EX_MOD:
-        if (sy == 0)
-            return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "division by zero");
-        if (sy == -1) /* avoids INT64_MIN / -1 overflow; wraps like + */
-            *out = op == RF_EX_DIV ? wrap_int(t, 0 - x) : 0;
-        else
-            *out = wrap_int(t, (uint64_t)(op == RF_EX_DIV ? sx / sy : sx % sy));
-        return true;
-    default:
-        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "bad integer operator");
-    }
+    return rf_sops_binary(st, (int)op, (int)t, a, b, out);
 }
 
 bool rf_scalar_unary(rf_exop op, rf_type from, rf_type to, rf_word a, rf_word *out, rf_status *st)
 {
-    switch (op) {
-    case RF_EX_NOT:
-        *out = !a;
-        return true;
-    case RF_EX_NEG:
-        if (to == RF_TYPE_FLOAT64)
-            *out = rf_word_from_double(-rf_word_to_double(a));
-        else
-            *out = wrap_int(to, 0 - (uint64_t)a);
-        return true;
-    case RF_EX_CAST:
-        if (from == to || (rf_type_is_integer(from) && to == RF_TYPE_INT64)) {
-            *out = a;
-            return true;
-        }
-        if (rf_type_is_integer(from) && to == RF_TYPE_FLOAT64) {
-            *out = rf_word_from_double((double)rf_word_to_int(a));
-            return true;
-        }
-        if (from == RF_TYPE_INT64 && to == RF_TYPE_INT32) {
-            int64_t v = rf_word_to_int(a);
-            if (v < INT32_MIN || v > INT32_MAX)
-                return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "value %" PRId64 " out of range for int32", v);
-            *out = a;
-            return true;
-        }
-        if (from == RF_TYPE_FLOAT64 && rf_type_is_integer(to)) {
-            double d = trunc(rf_word_to_double(a));
-            double lo = to == RF_TYPE_INT32 ? (double)INT32_MIN : -9223372036854775808.0;
-            double hi = to == RF_TYPE_INT32 ? (double)INT32_MAX : 9223372036854775807.0;
-            if (!(d >= lo && d < hi + (to == RF_TYPE_INT32 ? 1.0 : 0.0)))
-                return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "value %g out of range for %s",
-                               rf_word_to_double(a), rf_type_name(to));
-            *out = rf_word_from_int((int64_t)d);
-            return true;
-        }
-        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot convert %s to %s", rf_type_name(from),
-                       rf_type_name(to));
-    default:
-        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "bad unary operator");
-    }
+    return rf_sops_unary(st, (int)op, (int)from, (int)to, a, out);
 }
 
 bool rf_expr_eval(const rf_expr *e, const rf_word *row, rf_word *out, rf_status *st)

@@ -70,5 +70,8 @@ bool rf_expr_eval(const rf_expr *e, const rf_word *row, rf_word *out, rf_status 
  * `t` is the operand type (for comparisons) or the result type. */
 bool rf_scalar_binary(rf_exop op, rf_type t, rf_word a, rf_word b, rf_word *out, rf_status *st);
 bool rf_scalar_unary(rf_exop op, rf_type from, rf_type to, rf_word a, rf_word *out, rf_status *st);
+/* The message of a scalar fault (an RF_SERR_* code of rf_scalar_ops.h, its
+ * value and aux): every backend reports faults through this. Returns false. */
+bool rf_scalar_fail(rf_status *st, int code, uint64_t value, int aux);
 
 #endif

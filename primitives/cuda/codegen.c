@@ -77,7 +77,7 @@ static int emit(gen *g, int k)
     case 1: {
         int a = emit(g, g->left[k]);
         v = g->tmp++;
-        sb_printf(g->b, "  uint64_t v%d; if (!scalar_unary(env, %d, %d, %d, v%d, &v%d)) return false;\n", v, in->op,
+        sb_printf(g->b, "  uint64_t v%d; if (!rf_sops_unary(env, %d, %d, %d, v%d, &v%d)) return false;\n", v, in->op,
                   in->arg_type, in->type, a, v);
         return v;
     }
@@ -96,7 +96,7 @@ static int emit(gen *g, int k)
         int b = emit(g, g->right[k]);
         v = g->tmp++;
         bool cmp = rf_exop_is_comparison((rf_exop)in->op);
-        sb_printf(g->b, "  uint64_t v%d; if (!scalar_binary(env, %d, %d, v%d, v%d, &v%d)) return false;\n", v,
+        sb_printf(g->b, "  uint64_t v%d; if (!rf_sops_binary(env, %d, %d, v%d, v%d, &v%d)) return false;\n", v,
                   in->op, cmp ? in->arg_type : in->type, a, b, v);
         return v;
     }
@@ -149,18 +149,14 @@ char *rf_codegen_source(bool join, int al, const rf_code *filter, int nproj, con
         {"RF_EX_GE", RF_EX_GE}, {"RF_EX_AND", RF_EX_AND}, {"RF_EX_OR", RF_EX_OR},
         {"RF_TYPE_INT32", RF_TYPE_INT32}, {"RF_TYPE_INT64", RF_TYPE_INT64},
         {"RF_TYPE_FLOAT64", RF_TYPE_FLOAT64}, {"RF_TYPE_BOOL", RF_TYPE_BOOL},
-        {"RF_TYPE_STRING", RF_TYPE_STRING}, {"RF_DERR_DIV_ZERO", RF_DERR_DIV_ZERO},
-        {"RF_DERR_FLOAT_OVERFLOW", RF_DERR_FLOAT_OVERFLOW}, {"RF_DERR_INT32_RANGE", RF_DERR_INT32_RANGE},
-        {"RF_DERR_FLOAT_RANGE", RF_DERR_FLOAT_RANGE}, {"RF_DERR_CONVERT", RF_DERR_CONVERT},
-        {"RF_DERR_BAD_FLOAT_OP", RF_DERR_BAD_FLOAT_OP}, {"RF_DERR_BAD_INT_OP", RF_DERR_BAD_INT_OP},
-        {"RF_DERR_BAD_UNARY_OP", RF_DERR_BAD_UNARY_OP},
+        {"RF_TYPE_STRING", RF_TYPE_STRING},
     };
     for (size_t i = 0; i < sizeof k / sizeof *k; i++)
         sb_printf(&b, "#define %s %d\n", k[i].name, k[i].v);
     sb_printf(&b, "struct RfErr { int code; int aux; uint64_t value; };\n"
                   "struct RfCols { const uint64_t *c[%d]; };\nstruct RfWCols { uint64_t *c[%d]; };\n",
               RF_CUDA_MAX_COLS, RF_CUDA_MAX_COLS);
-    sb_printf(&b, "%s\n", rf_scalar_cuh_text);
+    sb_printf(&b, "%s\n%s\n", rf_scalar_cuh_text, rf_scalar_ops_text);
     sb_printf(&b, "__device__ __forceinline__ uint64_t owner(const uint64_t *off, uint64_t n, uint64_t o)\n"
                   "{ uint64_t lo = 0, hi = n; while (hi - lo > 1) { uint64_t mid = lo + (hi - lo) / 2;\n"
                   "  if (off[mid] <= o) lo = mid; else hi = mid; } return lo; }\n");

@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include "rf_cuda_prims.h"
+#include "../../common/rf_scalar_ops.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,22 +34,13 @@ typedef struct rf_dins {
 
 /* First run-time fault of a kernel (first writer wins). */
 typedef struct rf_derr {
-    int code;            /* RF_DERR_* */
+    int code;            /* RF_SERR_* (common/rf_scalar_ops.h) */
     int aux;             /* types: from | to << 8 */
     uint64_t value;
 } rf_derr;
 
-enum {
-    RF_DERR_NONE = 0,
-    RF_DERR_DIV_ZERO,
-    RF_DERR_FLOAT_OVERFLOW,
-    RF_DERR_INT32_RANGE,   /* value: the int64 */
-    RF_DERR_FLOAT_RANGE,   /* value: the double's bits; aux: target type */
-    RF_DERR_CONVERT,       /* aux: from | to << 8 */
-    RF_DERR_BAD_FLOAT_OP,
-    RF_DERR_BAD_INT_OP,
-    RF_DERR_BAD_UNARY_OP
-};
+/* Fault codes: RF_SERR_* of common/rf_scalar_ops.h (messages by
+ * rf_scalar_fail, common/rf_expr.c). */
 
 /* Compute stages of one kernel: a filter (filter_n instructions at 0, or 0
  * for none) and nproj expressions at [off[p], off[p+1]). */
@@ -98,6 +90,9 @@ struct rf_cuda_ctx {
     void *stage[2];
     size_t stage_bytes;
     cudaEvent_t stage_ev[2];
+    /* Join algorithm: 0 chosen by size (rf_cuda_join), 1 merge, 2 hash. */
+    int join_mode;
+    size_t hash_joins, merge_joins;
 };
 
 /* Layout twin of RfEnv (rf_scalar.cuh) for generated kernels' parameters. */
@@ -123,6 +118,7 @@ char *rf_codegen_source(bool join, int al, const rf_code *filter, int nproj, con
 bool rf_codegen_kernels(rf_cuda_ctx *c, const char *src, void **filter_fn, void **emit_fn);
 bool rf_codegen_launch(rf_cuda_ctx *c, void *fn, size_t n, void **params, rf_status *st);
 extern const char rf_scalar_cuh_text[];
+extern const char rf_scalar_ops_text[];
 
 /* Fills st from a CUDA error (out of memory -> RF_EXIT_OUT_OF_MEMORY). */
 bool rf_cuda_check(rf_cuda_ctx *c, cudaError_t e, const char *where, rf_status *st);
@@ -170,6 +166,10 @@ cudaError_t rf_k_compact(cudaStream_t s, rf_cols src, int ncols, const uint8_t *
 cudaError_t rf_k_join_ranges(cudaStream_t s, rf_cols l, size_t nl, rf_cols r, size_t nr, int k,
                              uint64_t *lo, uint64_t *cnt);
 /* Over the candidate pairs [0, total): flags[o] = filter(l_i ++ r_j). */
+/* The same (lo, cnt) through a hash table on r (slots: 2 * (mask + 1)
+ * words, mask + 1 a power of two above r's distinct keys). */
+cudaError_t rf_k_hash_ranges(cudaStream_t s, rf_cols l, size_t nl, rf_cols r, size_t nr, int k,
+                             uint64_t *slots, uint64_t mask, uint64_t *lo, uint64_t *cnt);
 cudaError_t rf_k_join_filter(cudaStream_t s, rf_cols l, int al, rf_cols r, const uint64_t *lo,
                              const uint64_t *off, size_t nl, size_t total, rf_dprog prog,
                              uint8_t *flags);

@@ -126,13 +126,13 @@ __device__ bool eval(const rf_dprog &prog, int begin, int end, const RowView &rv
         case RF_EX_NEG:
         case RF_EX_NOT:
         case RF_EX_CAST:
-            if (!scalar_unary(p, in.op, in.arg_type, in.type, stack[sp - 1], &stack[sp - 1]))
+            if (!rf_sops_unary(p, in.op, in.arg_type, in.type, stack[sp - 1], &stack[sp - 1]))
                 return false;
             break;
         default: {
             bool cmp = in.op >= RF_EX_EQ && in.op <= RF_EX_GE;
             uint64_t b = stack[--sp];
-            if (!scalar_binary(p, in.op, cmp ? in.arg_type : in.type, stack[sp - 1], b,
+            if (!rf_sops_binary(p, in.op, cmp ? in.arg_type : in.type, stack[sp - 1], b,
                                &stack[sp - 1]))
                 return false;
             break;
@@ -223,6 +223,74 @@ __global__ void k_join_ranges(rf_cols l, uint64_t nl, rf_cols r, uint64_t nr, in
         uint64_t b = upper_bound(r, a, nr, l, i, k);
         lo[i] = a;
         cnt[i] = b - a;
+    }
+}
+
+// ---- Hash join: the ranges of k_join_ranges from a hash table on r ----
+// r is sorted, so rows with equal keys are contiguous: the table holds one
+// slot pair per distinct key, {first row + 1, end row}, and a probe yields
+// exactly the (lo, cnt) of the binary search. Linear probing, 0 = empty.
+__device__ __forceinline__ uint64_t hash_row(const rf_cols &a, uint64_t i, int k)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (int c = 0; c < k; c++) {
+        uint64_t z = a.c[c][i] + h;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        h = z ^ (z >> 31);
+    }
+    return h;
+}
+
+__global__ void k_hash_build(rf_cols r, uint64_t nr, int k, unsigned long long *slots, uint64_t mask)
+{
+    RF_GRID_LOOP(i, nr)
+    {
+        if (i > 0 && cmp_rows(r, i, r, i - 1, k) == 0)
+            continue;
+        uint64_t h = hash_row(r, i, k) & mask;
+        while (atomicCAS(&slots[2 * h], 0ull, (unsigned long long)(i + 1)) != 0ull)
+            h = (h + 1) & mask;
+    }
+}
+
+__global__ void k_hash_ends(rf_cols r, uint64_t nr, int k, unsigned long long *slots, uint64_t mask)
+{
+    RF_GRID_LOOP(i, nr)
+    {
+        if (i + 1 < nr && cmp_rows(r, i, r, i + 1, k) == 0)
+            continue;
+        uint64_t h = hash_row(r, i, k) & mask;
+        for (;;) {
+            uint64_t s = slots[2 * h];
+            if (s != 0 && cmp_rows(r, s - 1, r, i, k) == 0) {
+                slots[2 * h + 1] = i + 1;
+                break;
+            }
+            h = (h + 1) & mask;
+        }
+    }
+}
+
+__global__ void k_hash_probe(rf_cols l, uint64_t nl, rf_cols r, int k, const unsigned long long *slots,
+                             uint64_t mask, uint64_t *lo, uint64_t *cnt)
+{
+    RF_GRID_LOOP(i, nl)
+    {
+        uint64_t h = hash_row(l, i, k) & mask, a = 0, n = 0;
+        for (;;) {
+            uint64_t s = slots[2 * h];
+            if (s == 0)
+                break;
+            if (cmp_rows(r, s - 1, l, i, k) == 0) {
+                a = s - 1;
+                n = slots[2 * h + 1] - a;
+                break;
+            }
+            h = (h + 1) & mask;
+        }
+        lo[i] = a;
+        cnt[i] = n;
     }
 }
 
@@ -362,22 +430,22 @@ __global__ void k_seg_fsum(const uint64_t *vals, const uint64_t *starts, uint64_
 {
     RF_GRID_LOOP(s, g)
     {
-        double acc = as_f(vals[starts[s]]);
+        double acc = rf_sops_to_f(vals[starts[s]]);
         bool ok = true;
         for (uint64_t i = starts[s] + 1; i < starts[s + 1]; i++) {
-            acc = __dadd_rn(acc, as_f(vals[i]));
+            acc = __dadd_rn(acc, rf_sops_to_f(vals[i]));
             if (!isfinite(acc)) {
-                ok = fail(err, RF_DERR_FLOAT_OVERFLOW, 0, 0);
+                ok = fail(err, RF_SERR_FLOAT_OVERFLOW, 0, 0);
                 break;
             }
         }
-        out[s] = ok ? from_f(acc) : 0;
+        out[s] = ok ? rf_sops_from_f(acc) : 0;
     }
 }
 
 __global__ void k_wrap32(uint64_t *v, uint64_t n)
 {
-    RF_GRID_LOOP(i, n) v[i] = wrap_int(RF_TYPE_INT32, v[i]);
+    RF_GRID_LOOP(i, n) v[i] = rf_sops_wrap_int(RF_TYPE_INT32, v[i]);
 }
 
 __global__ void k_gather_rows(rf_cols src, int ncols, const uint64_t *rows, uint64_t n,
@@ -466,6 +534,19 @@ cudaError_t rf_k_join_ranges(cudaStream_t s, rf_cols l, size_t nl, rf_cols r, si
                              uint64_t *lo, uint64_t *cnt)
 {
     LAUNCH(k_join_ranges, nl, s, l, nl, r, nr, k, lo, cnt);
+}
+
+cudaError_t rf_k_hash_ranges(cudaStream_t s, rf_cols l, size_t nl, rf_cols r, size_t nr, int k,
+                             uint64_t *slots, uint64_t mask, uint64_t *lo, uint64_t *cnt)
+{
+    cudaError_t e = cudaMemsetAsync(slots, 0, (size_t)(mask + 1) * 16, s);
+    if (e != cudaSuccess)
+        return e;
+    unsigned long long *sl = (unsigned long long *)slots;
+    k_hash_build<<<grid_for(nr), kBlock, 0, s>>>(r, nr, k, sl, mask);
+    k_hash_ends<<<grid_for(nr), kBlock, 0, s>>>(r, nr, k, sl, mask);
+    k_hash_probe<<<grid_for(nl), kBlock, 0, s>>>(l, nl, r, k, sl, mask, lo, cnt);
+    return cudaGetLastError();
 }
 
 cudaError_t rf_k_join_filter(cudaStream_t s, rf_cols l, int al, rf_cols r, const uint64_t *lo,

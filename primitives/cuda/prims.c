@@ -4,6 +4,7 @@
  * that sizes the next allocation (and the fault slot of compute code). */
 #define _DEFAULT_SOURCE /* madvise */
 #include "cuda_internal.h"
+#include "../../common/rf_expr.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -79,6 +80,8 @@ rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
         !rf_cuda_check(c, cudaMemsetAsync(c->err, 0, sizeof(rf_derr), c->stream), "memset", st) ||
         !rf_cuda_check(c, cudaStreamSynchronize(c->stream), "synchronize", st))
         goto fail;
+    const char *jm = getenv("RF_CUDA_JOIN");
+    c->join_mode = jm && strcmp(jm, "merge") == 0 ? 1 : jm && strcmp(jm, "hash") == 0 ? 2 : 0;
     c->io.init_seconds = rf_now() - t_init;
     return c;
 fail:
@@ -222,13 +225,6 @@ static bool read_word(rf_cuda_ctx *c, const uint64_t *dev, uint64_t *out, rf_sta
     return true;
 }
 
-static double word_to_double(uint64_t w)
-{
-    double d;
-    memcpy(&d, &w, sizeof d);
-    return d;
-}
-
 /* Turns the fault slot into the message rf_scalar_* would give. */
 static bool check_fault(rf_cuda_ctx *c, rf_status *st)
 {
@@ -239,30 +235,10 @@ static bool check_fault(rf_cuda_ctx *c, rf_status *st)
         !rf_cuda_check(c, cudaStreamSynchronize(c->stream), "read back", st))
         return false;
     memcpy(&e, c->host_small, sizeof e);
-    if (e.code == RF_DERR_NONE)
+    if (e.code == RF_SERR_NONE)
         return true;
     cudaMemsetAsync(c->err, 0, sizeof(rf_derr), c->stream);
-    switch (e.code) {
-    case RF_DERR_DIV_ZERO:
-        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "division by zero");
-    case RF_DERR_FLOAT_OVERFLOW:
-        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "float64 overflow");
-    case RF_DERR_INT32_RANGE:
-        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "value %" PRId64 " out of range for int32",
-                       (int64_t)e.value);
-    case RF_DERR_FLOAT_RANGE:
-        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "value %g out of range for %s",
-                       word_to_double(e.value), rf_type_name((rf_type)e.aux));
-    case RF_DERR_CONVERT:
-        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot convert %s to %s",
-                       rf_type_name((rf_type)(e.aux & 0xff)), rf_type_name((rf_type)(e.aux >> 8)));
-    case RF_DERR_BAD_FLOAT_OP:
-        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "bad float operator");
-    case RF_DERR_BAD_INT_OP:
-        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "bad integer operator");
-    default:
-        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "bad unary operator");
-    }
+    return rf_scalar_fail(st, e.code, e.value, e.aux);
 }
 
 /* ---- Relations ---- */
@@ -919,12 +895,41 @@ fail:
 
 /* ---- JOIN ---- */
 
+/* The choice between the two ways to find each left row's matching range
+ * in r (both inputs sorted; everything after the ranges is shared, so the
+ * output is the same rows in the same order):
+ *   merge: a binary search of r per left row, O(nl log nr), no extra memory;
+ *   hash:  a table on r's distinct keys (build nr, probe nl, ~1 probe each),
+ *          16 * 2^ceil(log2(2 nr)) bytes.
+ * Hash when the build side is much smaller than the probe side and its table
+ * stays small: nkeys > 0, nr * RF_HASH_RATIO <= nl, nr <= RF_HASH_MAX_BUILD.
+ * RF_CUDA_JOIN=merge|hash (or rf_cuda_set_join_mode) forces one. */
+#define RF_HASH_RATIO 8
+#define RF_HASH_MAX_BUILD ((size_t)1 << 21)
+
+void rf_cuda_set_join_mode(rf_cuda_ctx *c, int mode) { c->join_mode = mode; }
+
+void rf_cuda_join_counts(const rf_cuda_ctx *c, size_t *merge, size_t *hash)
+{
+    *merge = c->merge_joins;
+    *hash = c->hash_joins;
+}
+
+static bool use_hash_join(rf_cuda_ctx *c, size_t nl, size_t nr, int nkeys)
+{
+    if (nkeys <= 0)
+        return false;
+    if (c->join_mode)
+        return c->join_mode == 2;
+    return nr * RF_HASH_RATIO <= nl && nr <= RF_HASH_MAX_BUILD;
+}
+
 bool rf_cuda_join(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,
                   const rf_code *filter, int nproj, const rf_code *proj, rf_drel *out,
                   const char *what, rf_status *st)
 {
     rf_dprog prog;
-    tmpbuf lo = {0}, cnt = {0}, off = {0}, flags = {0}, pos = {0};
+    tmpbuf lo = {0}, cnt = {0}, off = {0}, flags = {0}, pos = {0}, ht = {0};
     rf_drel res;
     rf_drel_init(&res, nproj);
     if (!check_arity(l, what, st) || !check_arity(r, what, st) ||
@@ -940,7 +945,21 @@ bool rf_cuda_join(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,
     if (!tmp_get(c, &lo, nl * 8, "join ranges", st) || !tmp_get(c, &cnt, nl * 8, "join ranges", st) ||
         !tmp_get(c, &off, (nl + 1) * 8, "join ranges", st))
         goto fail;
-    CK(rf_k_join_ranges(c->stream, cols_of(l), nl, cols_of(r), nr, nkeys, lo.p, cnt.p), "join");
+    if (use_hash_join(c, nl, nr, nkeys)) {
+        /* Build on r, probe with l: the same ranges as the binary search. */
+        uint64_t slots = 2;
+        while (slots < 2 * (uint64_t)nr)
+            slots <<= 1;
+        if (!tmp_get(c, &ht, slots * 16, "join hash table", st))
+            goto fail;
+        CK(rf_k_hash_ranges(c->stream, cols_of(l), nl, cols_of(r), nr, nkeys, ht.p, slots - 1, lo.p, cnt.p),
+           "hash join");
+        tmp_put(c, &ht);
+        c->hash_joins++;
+    } else {
+        CK(rf_k_join_ranges(c->stream, cols_of(l), nl, cols_of(r), nr, nkeys, lo.p, cnt.p), "join");
+        c->merge_joins++;
+    }
     if (!rf_cub_count_scan(c, cnt.p, off.p, nl, st))
         goto fail;
     tmp_put(c, &cnt);
@@ -990,6 +1009,7 @@ done:
     out->arity = nproj;
     return true;
 fail:
+    tmp_put(c, &ht);
     tmp_put(c, &lo);
     tmp_put(c, &cnt);
     tmp_put(c, &off);

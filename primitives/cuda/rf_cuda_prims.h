@@ -105,6 +105,12 @@ bool rf_cuda_sort_unique(rf_cuda_ctx *c, const rf_drel *in, rf_drel *out, const 
 bool rf_cuda_join(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,
                   const rf_code *filter, int nproj, const rf_code *proj, rf_drel *out,
                   const char *what, rf_status *st);
+/* Join algorithm for rf_cuda_join: 0 by size (the default; the rule is at
+ * rf_cuda_join in prims.c), 1 merge (binary search), 2 hash (table on r).
+ * The environment variable RF_CUDA_JOIN=merge|hash sets it at creation. */
+void rf_cuda_set_join_mode(rf_cuda_ctx *c, int mode);
+/* How many joins with keys ran each way on c. */
+void rf_cuda_join_counts(const rf_cuda_ctx *c, size_t *merge, size_t *hash);
 /* l, r sorted; rows of l whose first nkeys columns match no row of r. */
 bool rf_cuda_antijoin(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,
                       rf_drel *out, const char *what, rf_status *st);

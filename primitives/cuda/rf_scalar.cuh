@@ -1,9 +1,11 @@
-// The scalar operators of compute code on the device: rf_scalar_binary and
-// rf_scalar_unary (common/rf_expr.c) bit for bit. Shared, as text, by the
-// interpreter (kernels.cu) and the NVRTC-generated kernels (codegen.c embeds
-// this file), so both backends' GPU paths agree by construction. It needs
-// uint64_t & co., the RF_EX_* / RF_TYPE_* / RF_DERR_* constants, INT32_MIN/MAX
-// and a struct RfErr {int code; int aux; uint64_t value;} from its includer.
+// The device side of the scalar operators of compute code. The operators
+// themselves are common/rf_scalar_ops.h, the one definition the CPU backend
+// (common/rf_expr.c) uses too; this file gives them their device context:
+// the string order, the fault slot, and typed comparison. Shared, as text, by
+// the interpreter (kernels.cu) and the NVRTC-generated kernels (codegen.c
+// embeds this file followed by rf_scalar_ops.h). It needs uint64_t & co.,
+// the RF_EX_* / RF_TYPE_* constants, INT32_MIN/MAX and a struct RfErr
+// {int code; int aux; uint64_t value;} from its includer.
 // Compile with --fmad=false: a*b+c must not fuse.
 
 // Where a kernel finds the string order and reports its first fault.
@@ -12,21 +14,6 @@ struct RfEnv {
     uint64_t nrank;
     RfErr *err;
 };
-
-__device__ __forceinline__ double as_f(uint64_t w) { return __longlong_as_double((long long)w); }
-__device__ __forceinline__ uint64_t from_f(double d)
-{
-    if (d == 0.0)
-        d = 0.0; // -0.0 -> +0.0
-    return (uint64_t)__double_as_longlong(d);
-}
-
-__device__ __forceinline__ uint64_t wrap_int(int t, uint64_t v)
-{
-    if (t == RF_TYPE_INT32)
-        return (uint64_t)(int64_t)(int32_t)(uint32_t)v;
-    return v;
-}
 
 __device__ bool fail(RfErr *err, int code, uint64_t value, int aux)
 {
@@ -53,7 +40,7 @@ __device__ int value_compare(const RfEnv &p, int t, uint64_t a, uint64_t b)
         return (x > y) - (x < y);
     }
     case RF_TYPE_FLOAT64: {
-        double x = as_f(a), y = as_f(b);
+        double x = __longlong_as_double((long long)a), y = __longlong_as_double((long long)b);
         return (x > y) - (x < y);
     }
     case RF_TYPE_STRING:
@@ -65,112 +52,9 @@ __device__ int value_compare(const RfEnv &p, int t, uint64_t a, uint64_t b)
     }
 }
 
-__device__ bool scalar_binary(const RfEnv &p, int op, int t, uint64_t a, uint64_t b,
-                              uint64_t *out)
-{
-    if (op >= RF_EX_EQ && op <= RF_EX_GE) {
-        int c = (op == RF_EX_EQ || op == RF_EX_NE) ? (a == b ? 0 : 1) : value_compare(p, t, a, b);
-        bool r;
-        switch (op) {
-        case RF_EX_EQ: r = c == 0; break;
-        case RF_EX_NE: r = c != 0; break;
-        case RF_EX_LT: r = c < 0; break;
-        case RF_EX_LE: r = c <= 0; break;
-        case RF_EX_GT: r = c > 0; break;
-        default: r = c >= 0; break;
-        }
-        *out = r;
-        return true;
-    }
-    if (op == RF_EX_AND) { *out = (a && b); return true; }
-    if (op == RF_EX_OR) { *out = (a || b); return true; }
-    if (t == RF_TYPE_FLOAT64) {
-        double x = as_f(a), y = as_f(b), r;
-        switch (op) {
-        case RF_EX_ADD: r = __dadd_rn(x, y); break;
-        case RF_EX_SUB: r = __dsub_rn(x, y); break;
-        case RF_EX_MUL: r = __dmul_rn(x, y); break;
-        case RF_EX_DIV:
-            if (y == 0.0)
-                return fail(p.err, RF_DERR_DIV_ZERO, 0, 0);
-            r = __ddiv_rn(x, y);
-            break;
-        case RF_EX_MOD:
-            if (y == 0.0)
-                return fail(p.err, RF_DERR_DIV_ZERO, 0, 0);
-            r = fmod(x, y);
-            break;
-        default:
-            return fail(p.err, RF_DERR_BAD_FLOAT_OP, 0, 0);
-        }
-        if (!isfinite(r))
-            return fail(p.err, RF_DERR_FLOAT_OVERFLOW, 0, 0);
-        *out = from_f(r);
-        return true;
-    }
-    int64_t sx = (int64_t)a, sy = (int64_t)b;
-    switch (op) {
-    case RF_EX_ADD: *out = wrap_int(t, a + b); return true;
-    case RF_EX_SUB: *out = wrap_int(t, a - b); return true;
-    case RF_EX_MUL: *out = wrap_int(t, a * b); return true;
-    case RF_EX_DIV:
-    case RF_EX_MOD:
-        if (sy == 0)
-            return fail(p.err, RF_DERR_DIV_ZERO, 0, 0);
-        if (sy == -1)
-            *out = op == RF_EX_DIV ? wrap_int(t, 0 - a) : 0;
-        else
-            *out = wrap_int(t, (uint64_t)(op == RF_EX_DIV ? sx / sy : sx % sy));
-        return true;
-    default:
-        return fail(p.err, RF_DERR_BAD_INT_OP, 0, 0);
-    }
-}
-
-__device__ bool scalar_unary(const RfEnv &p, int op, int from, int to, uint64_t a,
-                             uint64_t *out)
-{
-    switch (op) {
-    case RF_EX_NOT:
-        *out = !a;
-        return true;
-    case RF_EX_NEG:
-        if (to == RF_TYPE_FLOAT64)
-            *out = from_f(-as_f(a));
-        else
-            *out = wrap_int(to, 0 - a);
-        return true;
-    case RF_EX_CAST: {
-        bool from_int = from == RF_TYPE_INT32 || from == RF_TYPE_INT64;
-        bool to_int = to == RF_TYPE_INT32 || to == RF_TYPE_INT64;
-        if (from == to || (from_int && to == RF_TYPE_INT64)) {
-            *out = a;
-            return true;
-        }
-        if (from_int && to == RF_TYPE_FLOAT64) {
-            *out = from_f(__ll2double_rn((long long)a));
-            return true;
-        }
-        if (from == RF_TYPE_INT64 && to == RF_TYPE_INT32) {
-            int64_t v = (int64_t)a;
-            if (v < INT32_MIN || v > INT32_MAX)
-                return fail(p.err, RF_DERR_INT32_RANGE, a, 0);
-            *out = a;
-            return true;
-        }
-        if (from == RF_TYPE_FLOAT64 && to_int) {
-            double d = trunc(as_f(a));
-            double lo = to == RF_TYPE_INT32 ? (double)INT32_MIN : -9223372036854775808.0;
-            double hi = to == RF_TYPE_INT32 ? (double)INT32_MAX : 9223372036854775807.0;
-            if (!(d >= lo && d < hi + (to == RF_TYPE_INT32 ? 1.0 : 0.0)))
-                return fail(p.err, RF_DERR_FLOAT_RANGE, a, to);
-            *out = (uint64_t)(int64_t)d;
-            return true;
-        }
-        return fail(p.err, RF_DERR_CONVERT, 0, from | to << 8);
-    }
-    default:
-        return fail(p.err, RF_DERR_BAD_UNARY_OP, 0, 0);
-    }
-}
-
+#define RF_SOPS_CTX const RfEnv &
+#define rf_sops_fail(p, code, value, aux) fail((p).err, (code), (value), (aux))
+#define rf_sops_compare(p, t, a, b) value_compare((p), (t), (a), (b))
+#ifndef __CUDACC_RTC__
+#include "../../common/rf_scalar_ops.h"
+#endif

@@ -212,6 +212,9 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
             io.download_seconds, io.download_seconds > 0 ? io.download_bytes / io.download_seconds / 1e9 : 0.0);
     fprintf(f, "  gpu: %zu pool allocations, %zu host waits; peak device memory %.1f MiB\n", io.allocs, io.syncs,
             (double)rf_cuda_bytes_peak(ctx) / (1024.0 * 1024.0));
+    size_t nmerge = 0, nhash = 0;
+    rf_cuda_join_counts(ctx, &nmerge, &nhash);
+    fprintf(f, "  gpu: joins with keys: %zu merge (binary search), %zu hash\n", nmerge, nhash);
     fprintf(f, "  gpu: NVRTC %s: %zu compiled (%.3f s), %zu disk-cache hits, %zu memory hits, %zu failures, load %.3f s\n",
             getenv("RF_CUDA_CODEGEN") && strcmp(getenv("RF_CUDA_CODEGEN"), "0") ? "on" : "off", cg.compiled,
             cg.compile_seconds, cg.cache_hits, cg.mem_hits, cg.failures, cg.load_seconds);

@@ -508,11 +508,18 @@ static void test_join(rf_cuda_ctx *c, int iters)
         upload(c, &dl, &tl);
         upload(c, &dr, &tr);
         rf_drel_init(&out, 0);
-        bool gpu_ok = rf_cuda_join(c, &dl, &dr, nk, &fc, nproj, pc, &out, "join out", &st_gpu);
-        CHECK(ref_ok == gpu_ok, "join %d: reference %s, GPU %s (%s | %s)", iter, ref_ok ? "ok" : "failed",
-              gpu_ok ? "ok" : "failed", st_ref.message, st_gpu.message);
-        if (ref_ok && gpu_ok)
-            expect_rel(c, &out, exp, m, nproj, true, "join");
+        /* Both algorithms (merge join, hash join on r) against the reference. */
+        for (int mode = 1; mode <= 2; mode++) {
+            rf_status_init(&st_gpu);
+            rf_cuda_set_join_mode(c, mode);
+            bool gpu_ok = rf_cuda_join(c, &dl, &dr, nk, &fc, nproj, pc, &out, "join out", &st_gpu);
+            CHECK(ref_ok == gpu_ok, "join %d (%s): reference %s, GPU %s (%s | %s)", iter,
+                  mode == 1 ? "merge" : "hash", ref_ok ? "ok" : "failed", gpu_ok ? "ok" : "failed",
+                  st_ref.message, st_gpu.message);
+            if (ref_ok && gpu_ok)
+                expect_rel(c, &out, exp, m, nproj, true, mode == 1 ? "merge join" : "hash join");
+        }
+        rf_cuda_set_join_mode(c, 0);
         free(exp);
         free(fc.ins);
         rf_expr_free(filter);
@@ -836,6 +843,36 @@ static void bench(rf_cuda_ctx *c, size_t n)
         rf_cuda_timer_stop(c, &sec, &st);
         printf("bench: join %zu x %zu rows on 1 key: %zu out, %.3f ms %s\n", s.nrows, s.nrows, o.nrows, sec * 1e3,
                ok ? "" : st.message);
+        /* Merge against hash join: the large sorted s probing a small r
+         * (every 2^k-th row of s), the case the size rule sends to hash. */
+        rf_table ts;
+        rf_table_init(&ts, 2);
+        rf_drel_download(c, &s, &ts, &st);
+        for (size_t div = 4; div <= 4096; div *= 8) {
+            rf_table tr;
+            rf_table_init(&tr, 2);
+            for (size_t i = 0; i < ts.nrows; i += div) /* a subsequence stays sorted */
+                rf_table_append_row(&tr, (rf_word[]){ts.cols[0][i], ts.cols[1][i]});
+            rf_drel dr;
+            upload(c, &dr, &tr);
+            double ms[3] = {0, 0, 0};
+            size_t rows[3] = {0, 0, 0};
+            for (int mode = 1; mode <= 2; mode++) {
+                rf_cuda_set_join_mode(c, mode);
+                rf_cuda_join(c, &s, &dr, 1, NULL, 2, pj, &o, "warm", &st);
+                rf_cuda_timer_start(c, &st);
+                rf_cuda_join(c, &s, &dr, 1, NULL, 2, pj, &o, "bench", &st);
+                rf_cuda_timer_stop(c, &sec, &st);
+                ms[mode] = sec * 1e3;
+                rows[mode] = o.nrows;
+            }
+            rf_cuda_set_join_mode(c, 0);
+            printf("bench: join %zu x %zu rows on 1 key (%d-bit): merge %.3f ms, hash %.3f ms (%zu/%zu out)\n",
+                   s.nrows, dr.nrows, bits, ms[1], ms[2], rows[1], rows[2]);
+            rf_drel_free(c, &dr);
+            rf_table_free(&tr);
+        }
+        rf_table_free(&ts);
         rf_drel_free(c, &d);
         rf_drel_free(c, &s);
         rf_drel_free(c, &o);
