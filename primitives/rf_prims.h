@@ -12,6 +12,11 @@
 /* Sets the number of worker threads (<= 0: one per core). */
 void rf_prims_set_threads(int n);
 int rf_prims_threads(void);
+/* Runs fn(ctx, 0..n-1) on up to rf_prims_threads() threads of a pool
+ * started once (the caller's thread included); pieces are handed out
+ * dynamically. Also used by the GPU library for host-side copies. */
+typedef void (*rf_task_fn)(void *ctx, int piece);
+void rf_par_for(int n, rf_task_fn fn, void *ctx);
 
 /* out := { proj(t) | t in in, filter(t) } (unsorted). */
 bool rf_prim_map(const rf_table *in, const rf_code *filter, int nproj,

@@ -13,10 +13,6 @@
  * would cost more than it saves. */
 #define RF_PAR_MIN_ROWS 65536
 
-/* Runs fn(ctx, 0..n-1) on up to rf_prims_threads() threads (the caller's
- * thread included). Pieces are handed out dynamically. */
-typedef void (*rf_task_fn)(void *ctx, int piece);
-void rf_par_for(int n, rf_task_fn fn, void *ctx);
 /* How many pieces an operator over `rows` rows should use. */
 int rf_pieces_for(size_t rows, int per_thread);
 

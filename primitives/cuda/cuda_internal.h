@@ -4,6 +4,8 @@
 #define RF_CUDA_INTERNAL_H
 
 #include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <string.h>
 
 #include "rf_cuda_prims.h"
 #include "../../common/rf_scalar_ops.h"
@@ -19,6 +21,24 @@ typedef struct rf_cols {
 typedef struct rf_wcols {
     uint64_t *c[RF_CUDA_MAX_COLS];
 } rf_wcols;
+
+static inline rf_cols rf_cols_of(const rf_drel *r)
+{
+    rf_cols k;
+    memset(&k, 0, sizeof k);
+    for (int i = 0; i < r->arity && i < RF_CUDA_MAX_COLS; i++)
+        k.c[i] = r->data ? r->data + (size_t)i * r->cap : NULL;
+    return k;
+}
+
+static inline rf_wcols rf_wcols_of(rf_drel *r)
+{
+    rf_wcols k;
+    memset(&k, 0, sizeof k);
+    for (int i = 0; i < r->arity && i < RF_CUDA_MAX_COLS; i++)
+        k.c[i] = r->data ? r->data + (size_t)i * r->cap : NULL;
+    return k;
+}
 
 /* One compute-code instruction on the device. sc marks the first
  * instruction of the right operand of && (1) or || (2): when the left value
@@ -88,8 +108,12 @@ struct rf_cuda_ctx {
     rf_cuda_io_stats io;
     /* Pinned staging buffers for downloads (double-buffered chunks). */
     void *stage[2];
-    size_t stage_bytes;
+    size_t stage_bytes;        /* 0 until stage_init made them usable */
     cudaEvent_t stage_ev[2];
+    /* The thread that pins them in the background (prims.c, stage_start). */
+    void *stage_pending[2];
+    pthread_t stage_thread;
+    bool stage_thread_started;
     /* Join algorithm: 0 chosen by size (rf_cuda_join), 1 merge, 2 hash. */
     int join_mode;
     size_t hash_joins, merge_joins;
@@ -122,6 +146,8 @@ extern const char rf_scalar_ops_text[];
 
 /* Fills st from a CUDA error (out of memory -> RF_EXIT_OUT_OF_MEMORY). */
 bool rf_cuda_check(rf_cuda_ctx *c, cudaError_t e, const char *where, rf_status *st);
+/* Copies bytes of device memory to the host, waiting for the stream. */
+bool rf_cuda_read_back(rf_cuda_ctx *c, const void *dev, void *host, size_t bytes, rf_status *st);
 /* Scratch of at least `bytes`, valid until the next call. */
 void *rf_cuda_scratch(rf_cuda_ctx *c, size_t bytes, rf_status *st);
 
@@ -208,6 +234,32 @@ cudaError_t rf_k_gather_rows(cudaStream_t s, rf_cols src, int ncols, const uint6
 /* pos[n] = pos[n-1] + flags[n-1] (n >= 1): completes a flag scan. */
 cudaError_t rf_k_scan_tail(cudaStream_t s, const uint8_t *flags, uint64_t *pos, size_t n);
 cudaError_t rf_k_fill(cudaStream_t s, uint64_t *p, size_t n, uint64_t v);
+
+/* ---- Dense-set kernels (dense_set.cu) ---- */
+/* The packing of a dense set's rows into bit positions (see rf_dset):
+ * key = sum over columns j of (v_j - lo[j]) << shift[j], each offset at
+ * most mask[j]. */
+typedef struct rf_dframe {
+    int ncols;
+    int shift[RF_CUDA_MAX_COLS];
+    uint64_t lo[RF_CUDA_MAX_COLS];
+    uint64_t mask[RF_CUDA_MAX_COLS];
+} rf_dframe;
+/* Sets the bits of b's rows; counters[0] += bits newly set, counters[1]
+ * += rows outside the frame (not inserted). */
+cudaError_t rf_k_dset_insert(cudaStream_t s, rf_cols b, size_t n, rf_dframe f, uint64_t *words,
+                             uint64_t *counters);
+/* flags[i] = row i of a is not in the set. */
+cudaError_t rf_k_dset_absent(cudaStream_t s, rf_cols a, size_t n, rf_dframe f, const uint64_t *words,
+                             uint8_t *flags);
+/* Expansion in groups of words: counts[g] = bits set in group g; then
+ * the rows of group g are written from row pos[g] on, in bit order. */
+size_t rf_dset_groups(size_t nwords);
+cudaError_t rf_k_dset_group_counts(cudaStream_t s, const uint64_t *words, size_t nwords, uint64_t *counts);
+cudaError_t rf_k_dset_expand(cudaStream_t s, const uint64_t *words, size_t nwords, const uint64_t *pos,
+                             rf_dframe f, rf_wcols out);
+/* mm[j] min and mm[ncols + j] max of column j, folded into what mm holds. */
+cudaError_t rf_k_col_minmax(cudaStream_t s, rf_cols c, int ncols, size_t n, uint64_t *mm);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,7 @@
 #define _DEFAULT_SOURCE /* madvise */
 #include "cuda_internal.h"
 #include "../../common/rf_expr.h"
+#include "../rf_prims.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -22,6 +23,9 @@ static int rf_code_as_column_(const rf_code *c)
 }
 
 /* ---- Context, errors, memory ---- */
+
+static void stage_start(rf_cuda_ctx *c); /* pinned staging buffers, below */
+static void stage_join(rf_cuda_ctx *c);
 
 int rf_cuda_device_count(void)
 {
@@ -82,6 +86,7 @@ rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
         goto fail;
     const char *jm = getenv("RF_CUDA_JOIN");
     c->join_mode = jm && strcmp(jm, "merge") == 0 ? 1 : jm && strcmp(jm, "hash") == 0 ? 2 : 0;
+    stage_start(c);
     c->io.init_seconds = rf_now() - t_init;
     return c;
 fail:
@@ -95,6 +100,7 @@ void rf_cuda_ctx_free(rf_cuda_ctx *c)
 {
     if (!c)
         return;
+    stage_join(c);
     if (c->stream)
         cudaStreamSynchronize(c->stream);
     rf_codegen_free(c);
@@ -225,6 +231,14 @@ static bool read_word(rf_cuda_ctx *c, const uint64_t *dev, uint64_t *out, rf_sta
     return true;
 }
 
+bool rf_cuda_read_back(rf_cuda_ctx *c, const void *dev, void *host, size_t bytes, rf_status *st)
+{
+    c->io.syncs++;
+    return rf_cuda_check(c, cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, c->stream), "read back",
+                         st) &&
+           rf_cuda_check(c, cudaStreamSynchronize(c->stream), "read back", st);
+}
+
 /* Turns the fault slot into the message rf_scalar_* would give. */
 static bool check_fault(rf_cuda_ctx *c, rf_status *st)
 {
@@ -294,24 +308,6 @@ void rf_drel_move(rf_cuda_ctx *c, rf_drel *dst, rf_drel *src)
     src->nrows = src->cap = 0;
 }
 
-static rf_cols cols_of(const rf_drel *r)
-{
-    rf_cols k;
-    memset(&k, 0, sizeof k);
-    for (int i = 0; i < r->arity && i < RF_CUDA_MAX_COLS; i++)
-        k.c[i] = r->data ? r->data + (size_t)i * r->cap : NULL;
-    return k;
-}
-
-static rf_wcols wcols_of(rf_drel *r)
-{
-    rf_wcols k;
-    memset(&k, 0, sizeof k);
-    for (int i = 0; i < r->arity && i < RF_CUDA_MAX_COLS; i++)
-        k.c[i] = r->data ? r->data + (size_t)i * r->cap : NULL;
-    return k;
-}
-
 bool rf_drel_copy(rf_cuda_ctx *c, rf_drel *dst, const rf_drel *src, const char *what, rf_status *st)
 {
     if (dst == src)
@@ -354,62 +350,90 @@ bool rf_drel_upload(rf_cuda_ctx *c, rf_drel *r, const rf_table *t, const char *w
 }
 
 /* Downloads of more than this go through the pinned staging buffers. */
-#define RF_STAGE_CHUNK ((size_t)64 << 20)
+#define RF_STAGE_CHUNK ((size_t)32 << 20)
+
+/* Pinning host memory is slow (about 35 ms per 64 MB on the device host:
+ * the kernel faults and locks every page), and a download that waited for
+ * it paid that inside "answers in host memory". So the context starts a
+ * thread that pins the two staging buffers while the program loads and its
+ * loops run; the first large download joins it. */
+static void *stage_alloc_run(void *arg)
+{
+    rf_cuda_ctx *c = arg;
+    if (cudaSetDevice(c->device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    for (int i = 0; i < 2; i++)
+        if (cudaMallocHost(&c->stage_pending[i], RF_STAGE_CHUNK) != cudaSuccess) {
+            (void)cudaGetLastError();
+            c->stage_pending[i] = NULL;
+        }
+    return NULL;
+}
+
+static void stage_start(rf_cuda_ctx *c)
+{
+    c->stage_thread_started = pthread_create(&c->stage_thread, NULL, stage_alloc_run, c) == 0;
+}
+
+static void stage_join(rf_cuda_ctx *c)
+{
+    if (!c->stage_thread_started)
+        return;
+    pthread_join(c->stage_thread, NULL);
+    c->stage_thread_started = false;
+    for (int i = 0; i < 2; i++) {
+        if (c->stage_pending[i] && !c->stage[i])
+            c->stage[i] = c->stage_pending[i];
+        else if (c->stage_pending[i])
+            cudaFreeHost(c->stage_pending[i]);
+        c->stage_pending[i] = NULL;
+    }
+}
 
 static bool stage_init(rf_cuda_ctx *c, rf_status *st)
 {
-    if (c->stage[0])
+    if (c->stage_bytes)
         return true;
+    stage_join(c);
     for (int i = 0; i < 2; i++)
-        if (!rf_cuda_check(c, cudaMallocHost(&c->stage[i], RF_STAGE_CHUNK), "pinned staging buffer", st) ||
+        if ((!c->stage[i] &&
+             !rf_cuda_check(c, cudaMallocHost(&c->stage[i], RF_STAGE_CHUNK), "pinned staging buffer", st)) ||
             !rf_cuda_check(c, cudaEventCreateWithFlags(&c->stage_ev[i], cudaEventDisableTiming), "event", st))
             return false;
     c->stage_bytes = RF_STAGE_CHUNK;
     return true;
 }
 
-/* Host copy out of a staging buffer by several threads: the destination is
+/* Host copy out of a staging buffer by the worker pool: the destination is
  * fresh memory, so the copy is page faults as much as bytes, and those
- * scale with threads. */
-typedef struct copy_part {
+ * scale with threads (about 1.6 GB/s on one thread, 25 GB/s on 16). */
+typedef struct copy_job {
     char *dst;
     const char *src;
-    size_t n;
-} copy_part;
+    size_t n, per;
+} copy_job;
 
-static void *copy_part_run(void *arg)
+static void copy_piece(void *arg, int i)
 {
-    copy_part *p = arg;
-    memcpy(p->dst, p->src, p->n);
-    return NULL;
+    copy_job *j = arg;
+    size_t lo = j->per * (size_t)i;
+    if (lo >= j->n)
+        return;
+    size_t len = j->n - lo < j->per ? j->n - lo : j->per;
+    memcpy(j->dst + lo, j->src + lo, len);
 }
-
-#define RF_COPY_THREADS 16
 
 static void parallel_copy(char *dst, const char *src, size_t n)
 {
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int nt = ncpu > RF_COPY_THREADS ? RF_COPY_THREADS : ncpu < 1 ? 1 : (int)ncpu;
-    if (n < ((size_t)4 << 20) || nt == 1) {
+    if (n < ((size_t)4 << 20) || rf_prims_threads() <= 1) {
         memcpy(dst, src, n);
         return;
     }
-    copy_part parts[RF_COPY_THREADS];
-    pthread_t th[RF_COPY_THREADS];
-    bool started[RF_COPY_THREADS];
-    size_t per = (n / (size_t)nt + 4095) & ~(size_t)4095;
-    for (int i = 0; i < nt; i++) {
-        size_t lo = per * (size_t)i < n ? per * (size_t)i : n;
-        size_t hi = lo + per < n ? lo + per : n;
-        parts[i] = (copy_part){dst + lo, src + lo, hi - lo};
-        started[i] = i > 0 && pthread_create(&th[i], NULL, copy_part_run, &parts[i]) == 0;
-        if (i > 0 && !started[i])
-            copy_part_run(&parts[i]);
-    }
-    copy_part_run(&parts[0]);
-    for (int i = 1; i < nt; i++)
-        if (started[i])
-            pthread_join(th[i], NULL);
+    size_t per = (size_t)1 << 20; /* 1 MB pieces: dynamic balance over faulting threads */
+    copy_job j = {dst, src, n, per};
+    rf_par_for((int)((n + per - 1) / per), copy_piece, &j);
 }
 
 /* Large fresh columns: ask for transparent huge pages (512 times fewer
@@ -702,10 +726,10 @@ bool rf_cuda_map(rf_cuda_ctx *c, const rf_drel *in, const rf_code *filter, int n
         if (!tmp_get(c, &flags, n, "filter flags", st) || !tmp_get(c, &pos, (n + 1) * 8, "filter positions", st))
             goto fail;
         if (gen) {
-            if (!gen_filter(c, gf, cols_of(in), cols_of(in), NULL, NULL, n, n, flags.p, st))
+            if (!gen_filter(c, gf, rf_cols_of(in), rf_cols_of(in), NULL, NULL, n, n, flags.p, st))
                 goto fail;
         } else
-            CK(rf_k_map_filter(c->stream, cols_of(in), n, prog, flags.p), "map filter");
+            CK(rf_k_map_filter(c->stream, rf_cols_of(in), n, prog, flags.p), "map filter");
         if (!check_fault(c, st) || !rf_cub_flag_scan(c, flags.p, pos.p, n, st))
             goto fail;
         uint64_t k;
@@ -717,12 +741,12 @@ bool rf_cuda_map(rf_cuda_ctx *c, const rf_drel *in, const rf_code *filter, int n
         goto fail;
     if (kept && nproj > 0) {
         if (gen) {
-            if (!gen_emit(c, ge, cols_of(in), cols_of(in), NULL, NULL, n, n, has_filter ? flags.p : NULL,
-                          has_filter ? pos.p : NULL, wcols_of(&res), st))
+            if (!gen_emit(c, ge, rf_cols_of(in), rf_cols_of(in), NULL, NULL, n, n, has_filter ? flags.p : NULL,
+                          has_filter ? pos.p : NULL, rf_wcols_of(&res), st))
                 goto fail;
         } else
-            CK(rf_k_map_emit(c->stream, cols_of(in), n, has_filter ? flags.p : NULL,
-                             has_filter ? pos.p : NULL, prog, wcols_of(&res)), "map");
+            CK(rf_k_map_emit(c->stream, rf_cols_of(in), n, has_filter ? flags.p : NULL,
+                             has_filter ? pos.p : NULL, prog, rf_wcols_of(&res)), "map");
         if (!check_fault(c, st))
             goto fail;
     }
@@ -771,7 +795,7 @@ bool rf_cuda_sort_unique(rf_cuda_ctx *c, const rf_drel *r, rf_drel *out, const c
     rf_drel sorted, res;
     rf_drel_init(&sorted, a);
     rf_drel_init(&res, a);
-    rf_cols in = cols_of(r);
+    rf_cols in = rf_cols_of(r);
 
     /* Bit width of every column: radix passes only over bits in use, and
      * several narrow columns pack into one 64-bit key. */
@@ -830,7 +854,7 @@ bool rf_cuda_sort_unique(rf_cuda_ctx *c, const rf_drel *r, rf_drel *out, const c
             goto fail;
         if (!rf_drel_alloc(c, &res, (size_t)total, what, st))
             goto fail;
-        CK(rf_k_unpack(c->stream, keys.p, n, flags.p, pos.p, a, shift, bits, wcols_of(&res)), "unpack");
+        CK(rf_k_unpack(c->stream, keys.p, n, flags.p, pos.p, a, shift, bits, rf_wcols_of(&res)), "unpack");
     } else {
         /* LSD over column groups: a stable key-value sort per group carries
          * the permutation; then gather every column once. */
@@ -855,11 +879,11 @@ bool rf_cuda_sort_unique(rf_cuda_ctx *c, const rf_drel *r, rf_drel *out, const c
         tmp_put(c, &perm_alt);
         if (!rf_drel_alloc(c, &sorted, n, what, st))
             goto fail;
-        CK(rf_k_gather(c->stream, in, a, perm.p, n, wcols_of(&sorted)), "sort gather");
+        CK(rf_k_gather(c->stream, in, a, perm.p, n, rf_wcols_of(&sorted)), "sort gather");
         tmp_put(c, &perm);
         if (!tmp_get(c, &flags, n, "sort flags", st) || !tmp_get(c, &pos, (n + 1) * 8, "sort positions", st))
             goto fail;
-        CK(rf_k_row_heads(c->stream, cols_of(&sorted), a, n, flags.p), "unique");
+        CK(rf_k_row_heads(c->stream, rf_cols_of(&sorted), a, n, flags.p), "unique");
         if (!rf_cub_flag_scan(c, flags.p, pos.p, n, st))
             goto fail;
         uint64_t total;
@@ -870,7 +894,7 @@ bool rf_cuda_sort_unique(rf_cuda_ctx *c, const rf_drel *r, rf_drel *out, const c
         } else {
             if (!rf_drel_alloc(c, &res, (size_t)total, what, st))
                 goto fail;
-            CK(rf_k_compact(c->stream, cols_of(&sorted), a, flags.p, pos.p, n, wcols_of(&res)), "unique");
+            CK(rf_k_compact(c->stream, rf_cols_of(&sorted), a, flags.p, pos.p, n, rf_wcols_of(&res)), "unique");
             rf_drel_free(c, &sorted);
         }
     }
@@ -952,12 +976,12 @@ bool rf_cuda_join(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,
             slots <<= 1;
         if (!tmp_get(c, &ht, slots * 16, "join hash table", st))
             goto fail;
-        CK(rf_k_hash_ranges(c->stream, cols_of(l), nl, cols_of(r), nr, nkeys, ht.p, slots - 1, lo.p, cnt.p),
+        CK(rf_k_hash_ranges(c->stream, rf_cols_of(l), nl, rf_cols_of(r), nr, nkeys, ht.p, slots - 1, lo.p, cnt.p),
            "hash join");
         tmp_put(c, &ht);
         c->hash_joins++;
     } else {
-        CK(rf_k_join_ranges(c->stream, cols_of(l), nl, cols_of(r), nr, nkeys, lo.p, cnt.p), "join");
+        CK(rf_k_join_ranges(c->stream, rf_cols_of(l), nl, rf_cols_of(r), nr, nkeys, lo.p, cnt.p), "join");
         c->merge_joins++;
     }
     if (!rf_cub_count_scan(c, cnt.p, off.p, nl, st))
@@ -976,10 +1000,10 @@ bool rf_cuda_join(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,
             !tmp_get(c, &pos, (total + 1) * 8, "join filter positions", st))
             goto fail;
         if (gen) {
-            if (!gen_filter(c, gf, cols_of(l), cols_of(r), lo.p, off.p, nl, total, flags.p, st))
+            if (!gen_filter(c, gf, rf_cols_of(l), rf_cols_of(r), lo.p, off.p, nl, total, flags.p, st))
                 goto fail;
         } else
-            CK(rf_k_join_filter(c->stream, cols_of(l), l->arity, cols_of(r), lo.p, off.p, nl, total, prog,
+            CK(rf_k_join_filter(c->stream, rf_cols_of(l), l->arity, rf_cols_of(r), lo.p, off.p, nl, total, prog,
                                 flags.p), "join filter");
         if (!check_fault(c, st) || !rf_cub_flag_scan(c, flags.p, pos.p, total, st) ||
             !read_word(c, (uint64_t *)pos.p + total, &kept, st))
@@ -989,12 +1013,12 @@ bool rf_cuda_join(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,
         goto fail;
     if (kept && nproj > 0) {
         if (gen) {
-            if (!gen_emit(c, ge, cols_of(l), cols_of(r), lo.p, off.p, nl, total, has_filter ? flags.p : NULL,
-                          has_filter ? pos.p : NULL, wcols_of(&res), st))
+            if (!gen_emit(c, ge, rf_cols_of(l), rf_cols_of(r), lo.p, off.p, nl, total, has_filter ? flags.p : NULL,
+                          has_filter ? pos.p : NULL, rf_wcols_of(&res), st))
                 goto fail;
         } else
-            CK(rf_k_join_emit(c->stream, cols_of(l), l->arity, cols_of(r), lo.p, off.p, nl, total,
-                              has_filter ? flags.p : NULL, has_filter ? pos.p : NULL, prog, wcols_of(&res)),
+            CK(rf_k_join_emit(c->stream, rf_cols_of(l), l->arity, rf_cols_of(r), lo.p, off.p, nl, total,
+                              has_filter ? flags.p : NULL, has_filter ? pos.p : NULL, prog, rf_wcols_of(&res)),
                "join");
         if (!check_fault(c, st))
             goto fail;
@@ -1043,13 +1067,13 @@ bool rf_cuda_antijoin(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nk
     }
     if (!tmp_get(c, &flags, nl, "antijoin flags", st) || !tmp_get(c, &pos, (nl + 1) * 8, "antijoin positions", st))
         goto fail;
-    CK(rf_k_absent(c->stream, cols_of(l), nl, cols_of(r), nr, nkeys, flags.p), "antijoin");
+    CK(rf_k_absent(c->stream, rf_cols_of(l), nl, rf_cols_of(r), nr, nkeys, flags.p), "antijoin");
     if (!rf_cub_flag_scan(c, flags.p, pos.p, nl, st))
         goto fail;
     uint64_t kept;
     if (!read_word(c, (uint64_t *)pos.p + nl, &kept, st) || !rf_drel_alloc(c, &res, (size_t)kept, what, st))
         goto fail;
-    CK(rf_k_compact(c->stream, cols_of(l), l->arity, flags.p, pos.p, nl, wcols_of(&res)), "antijoin");
+    CK(rf_k_compact(c->stream, rf_cols_of(l), l->arity, flags.p, pos.p, nl, rf_wcols_of(&res)), "antijoin");
     tmp_put(c, &flags);
     tmp_put(c, &pos);
     rf_drel_move(c, out, &res);
@@ -1098,14 +1122,14 @@ bool rf_cuda_union(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *b, rf_drel *
     if (!tmp_get(c, &lba, nb * 8, "union ranks", st) || !tmp_get(c, &keep, nb, "union flags", st) ||
         !tmp_get(c, &kpre, (nb + 1) * 8, "union positions", st))
         goto fail;
-    CK(rf_k_union_probe(c->stream, cols_of(a), na, cols_of(b), nb, ar, lba.p, keep.p), "union");
+    CK(rf_k_union_probe(c->stream, rf_cols_of(a), na, rf_cols_of(b), nb, ar, lba.p, keep.p), "union");
     if (!rf_cub_flag_scan(c, keep.p, kpre.p, nb, st))
         goto fail;
     uint64_t kept;
     if (!read_word(c, (uint64_t *)kpre.p + nb, &kept, st) || !rf_drel_alloc(c, &res, na + (size_t)kept, what, st))
         goto fail;
-    CK(rf_k_union_scatter_a(c->stream, cols_of(a), na, cols_of(b), nb, ar, kpre.p, wcols_of(&res)), "union");
-    CK(rf_k_union_scatter_b(c->stream, cols_of(b), nb, ar, lba.p, keep.p, kpre.p, wcols_of(&res)), "union");
+    CK(rf_k_union_scatter_a(c->stream, rf_cols_of(a), na, rf_cols_of(b), nb, ar, kpre.p, rf_wcols_of(&res)), "union");
+    CK(rf_k_union_scatter_b(c->stream, rf_cols_of(b), nb, ar, lba.p, keep.p, kpre.p, rf_wcols_of(&res)), "union");
     tmp_put(c, &lba);
     tmp_put(c, &keep);
     tmp_put(c, &kpre);
@@ -1149,7 +1173,7 @@ bool rf_cuda_aggregate(rf_cuda_ctx *c, const rf_drel *in, int nkeys, rf_aggfn fn
     }
     if (!tmp_get(c, &flags, n, "group flags", st) || !tmp_get(c, &pos, (n + 1) * 8, "group positions", st))
         goto fail;
-    CK(rf_k_row_heads(c->stream, cols_of(in), nkeys, n, flags.p), "aggregate");
+    CK(rf_k_row_heads(c->stream, rf_cols_of(in), nkeys, n, flags.p), "aggregate");
     if (!rf_cub_flag_scan(c, flags.p, pos.p, n, st))
         goto fail;
     uint64_t g;
@@ -1163,8 +1187,8 @@ bool rf_cuda_aggregate(rf_cuda_ctx *c, const rf_drel *in, int nkeys, rf_aggfn fn
     tmp_put(c, &pos);
     if (!rf_drel_alloc(c, &res, (size_t)g, what, st))
         goto fail;
-    rf_wcols oc = wcols_of(&res);
-    CK(rf_k_gather_rows(c->stream, cols_of(in), nkeys, starts.p, g, oc), "aggregate keys");
+    rf_wcols oc = rf_wcols_of(&res);
+    CK(rf_k_gather_rows(c->stream, rf_cols_of(in), nkeys, starts.p, g, oc), "aggregate keys");
     uint64_t *result = oc.c[nkeys];
     if (counting) {
         CK(rf_k_seg_count(c->stream, starts.p, g, result), "count");
@@ -1176,7 +1200,7 @@ bool rf_cuda_aggregate(rf_cuda_ctx *c, const rf_drel *in, int nkeys, rf_aggfn fn
         } else {
             if (!tmp_get(c, &vals, n * 8, "aggregate values", st))
                 goto fail;
-            CK(rf_k_eval(c->stream, cols_of(in), n, prog, vals.p), "aggregate argument");
+            CK(rf_k_eval(c->stream, rf_cols_of(in), n, prog, vals.p), "aggregate argument");
             if (!check_fault(c, st))
                 goto fail;
             v = vals.p;

@@ -126,6 +126,45 @@ bool rf_cuda_aggregate(rf_cuda_ctx *c, const rf_drel *in, int nkeys, rf_aggfn fn
                        rf_type result_type, const rf_code *arg, rf_drel *out,
                        const char *what, rf_status *st);
 
+/* ---- Dense sets (dense_set.c) ----
+ * A sorted, duplicate-free relation held as a bitmap over its packed rows:
+ * column j's value v maps to the offset v - lo[j] < 2^bits[j], the offsets
+ * concatenate (column 0 in the high bits) into a key of total_bits bits,
+ * and the set holds bit `key`. Bit order is row order. The semi-naive
+ * steps against the full relation, new - full and full + delta, become a
+ * probe per new row and a bit set per delta row (plus a copy of the
+ * bitmap), instead of merges that read and write all of full every
+ * iteration. */
+#define RF_DSET_MAX_BITS 32
+typedef struct rf_dset {
+    int arity;
+    int total_bits;
+    int bits[RF_CUDA_MAX_COLS];
+    uint64_t lo[RF_CUDA_MAX_COLS];
+    uint64_t *words;           /* device: max(1, 2^total_bits / 64) words */
+    size_t nwords;
+    size_t nrows;              /* bits set */
+} rf_dset;
+void rf_dset_init(rf_dset *s);
+void rf_dset_free(rf_cuda_ctx *c, rf_dset *s);
+/* The frame of a set holding the rows of a and of b (b may be NULL):
+ * per column the value range, anchored at 0 when that costs no bit.
+ * *fits is false when it would take more than max_bits bits. */
+bool rf_dset_plan(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *b, int max_bits, rf_dset *s,
+                  bool *fits, rf_status *st);
+size_t rf_dset_bytes(const rf_dset *s);
+/* s (planned) := the rows of r; r's rows must lie in the frame. */
+bool rf_dset_build(rf_cuda_ctx *c, const rf_drel *r, rf_dset *s, const char *what, rf_status *st);
+/* out := rows of a (sorted) not in s, sorted. */
+bool rf_dset_difference(rf_cuda_ctx *c, const rf_drel *a, const rf_dset *s, rf_drel *out,
+                        const char *what, rf_status *st);
+/* out := s + rows of b, in s's frame. *fits is false (out untouched) when
+ * a row of b lies outside the frame. */
+bool rf_dset_union(rf_cuda_ctx *c, const rf_dset *s, const rf_drel *b, rf_dset *out, bool *fits,
+                   const char *what, rf_status *st);
+/* out := the rows of s, sorted. */
+bool rf_dset_expand(rf_cuda_ctx *c, const rf_dset *s, rf_drel *out, const char *what, rf_status *st);
+
 /* ---- Run-time code generation (NVRTC) for compute stages ----
  * Off by default; rf_cuda_set_codegen(c, true) makes MAP and JOIN compute
  * stages run generated kernels (cached on disk by content hash in

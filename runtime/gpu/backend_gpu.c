@@ -9,16 +9,47 @@
 #include <string.h>
 
 #include "rf_cuda_prims.h"
+#include "../../primitives/rf_prims.h"
 
+/* A variable is a table (rel), a dense set (set, see rf_dset), or both:
+ * the semi-naive DIFF and UNION against a large full relation keep it as
+ * a set only, and the table is expanded from the set (in order) when some
+ * other kernel, a download or a size test needs it. */
 struct rf_dvar {
     rf_drel rel;
+    bool table_ok;           /* rel holds the rows */
+    bool has_set;            /* set holds the rows */
+    rf_dset set;
 };
+
+/* When to hold a relation as a dense set (RF_CUDA_DENSE=off|auto|always):
+ * auto when the right side of a DIFF has at least this many rows and the
+ * bitmap is at most RF_DSET_MAX_BITS bits and no larger than
+ * RF_DENSE_RATIO times the table (or RF_DENSE_SMALL bytes); always drops
+ * the row and size tests (tests use it to reach the path with small
+ * data). */
+#define RF_DENSE_MIN_ROWS ((size_t)1 << 16)
+#define RF_DENSE_RATIO 4
+#define RF_DENSE_SMALL ((size_t)64 << 20)
+
+/* A DIFF kernel the dense path turned down, and below how many rows of its
+ * right side it is not worth asking again (the frame only grows, so a
+ * frame too wide stays too wide: SIZE_MAX). */
+typedef struct dense_refusal {
+    const rf_kernel *k;
+    size_t retry_rows;
+} dense_refusal;
 
 typedef struct gpu_impl {
     rf_cuda_ctx *ctx;
+    int dense_mode;          /* 0 off, 1 auto, 2 always */
+    dense_refusal *refused;
+    int nrefused, caprefused;
+    size_t dense_diffs, dense_unions, dense_expands, dense_fallbacks;
 } gpu_impl;
 
 static rf_cuda_ctx *ctx_of(rf_backend *be) { return ((gpu_impl *)be->impl)->ctx; }
+static gpu_impl *impl_of(rf_backend *be) { return be->impl; }
 
 static rf_dvar *gpu_var_new(rf_backend *be, int arity, rf_status *st)
 {
@@ -30,7 +61,16 @@ static rf_dvar *gpu_var_new(rf_backend *be, int arity, rf_status *st)
     }
     rf_dvar *v = rf_calloc(1, sizeof *v);
     rf_drel_init(&v->rel, arity);
+    v->table_ok = true;
+    rf_dset_init(&v->set);
     return v;
+}
+
+static void drop_set(rf_backend *be, rf_dvar *v)
+{
+    if (v->has_set)
+        rf_dset_free(ctx_of(be), &v->set);
+    v->has_set = false;
 }
 
 static void gpu_var_free(rf_backend *be, rf_dvar *v)
@@ -38,13 +78,35 @@ static void gpu_var_free(rf_backend *be, rf_dvar *v)
     if (!v)
         return;
     rf_drel_free(ctx_of(be), &v->rel);
+    drop_set(be, v);
     free(v);
 }
 
 static size_t gpu_var_rows(rf_backend *be, const rf_dvar *v)
 {
     (void)be;
-    return v->rel.nrows;
+    return v->table_ok ? v->rel.nrows : v->set.nrows;
+}
+
+/* The table of v, expanded from its set when it has none yet (a cache:
+ * the rows do not change, hence the const). */
+static bool ensure_table(rf_backend *be, const rf_dvar *cv, rf_status *st)
+{
+    rf_dvar *v = (rf_dvar *)cv;
+    if (!v || v->table_ok)
+        return true;
+    if (!rf_dset_expand(ctx_of(be), &v->set, &v->rel, "a relation held as a dense set", st))
+        return false;
+    impl_of(be)->dense_expands++;
+    v->table_ok = true;
+    return true;
+}
+
+/* v is about to be overwritten by a kernel that writes a table. */
+static void becomes_table(rf_backend *be, rf_dvar *v)
+{
+    drop_set(be, v);
+    v->table_ok = true;
 }
 
 static bool gpu_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
@@ -52,12 +114,13 @@ static bool gpu_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status 
     if (t->arity != v->rel.arity)
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "upload of arity %d into a relation of arity %d",
                        t->arity, v->rel.arity);
+    becomes_table(be, v);
     return rf_drel_upload(ctx_of(be), &v->rel, t, "an input relation", st);
 }
 
 static bool gpu_download(rf_backend *be, const rf_dvar *v, rf_table *t, rf_status *st)
 {
-    return rf_drel_download(ctx_of(be), &v->rel, t, st);
+    return ensure_table(be, v, st) && rf_drel_download(ctx_of(be), &v->rel, t, st);
 }
 
 /* ---- String order: ranks of dictionary ids by text, for typed compares ---- */
@@ -115,7 +178,127 @@ static bool refresh_string_order(rf_cuda_ctx *ctx, rf_status *st)
     return ok;
 }
 
-static size_t rel_bytes(const rf_dvar *v) { return v ? v->rel.nrows * (size_t)v->rel.arity * 8 : 0; }
+static size_t rel_bytes(const rf_dvar *v) { return v && v->table_ok ? v->rel.nrows * (size_t)v->rel.arity * 8 : 0; }
+
+static dense_refusal *find_refusal(gpu_impl *g, const rf_kernel *k)
+{
+    for (int i = 0; i < g->nrefused; i++)
+        if (g->refused[i].k == k)
+            return &g->refused[i];
+    return NULL;
+}
+
+static void refuse(gpu_impl *g, const rf_kernel *k, size_t retry_rows)
+{
+    dense_refusal *r = find_refusal(g, k);
+    if (!r) {
+        if (g->nrefused == g->caprefused) {
+            g->caprefused = g->caprefused ? 2 * g->caprefused : 8;
+            g->refused = rf_realloc(g->refused, (size_t)g->caprefused * sizeof *g->refused);
+        }
+        r = &g->refused[g->nrefused++];
+        r->k = k;
+    }
+    r->retry_rows = retry_rows;
+}
+
+/* Gives `full` (the right side of DIFF kernel k, a table) a dense set when
+ * the rule above says so. The frame covers `incoming` too, the rows the
+ * next UNION will add, so that the set need not be rebuilt. Failing to
+ * make one (a frame too wide, no memory for the bitmap) is not an error:
+ * the merge path runs instead. */
+static bool maybe_make_set(rf_backend *be, const rf_kernel *k, rf_dvar *full, const rf_dvar *incoming,
+                           rf_status *st)
+{
+    gpu_impl *g = impl_of(be);
+    if (g->dense_mode == 0 || full->has_set || !full->table_ok || full->rel.arity < 1 || full->rel.nrows == 0)
+        return true;
+    bool always = g->dense_mode == 2;
+    if (!always) {
+        if (full->rel.nrows < RF_DENSE_MIN_ROWS)
+            return true;
+        dense_refusal *r = find_refusal(g, k);
+        if (r && full->rel.nrows < r->retry_rows)
+            return true;
+    }
+    rf_dset plan;
+    bool fits;
+    if (!rf_dset_plan(ctx_of(be), &full->rel, incoming && incoming->table_ok ? &incoming->rel : NULL,
+                      RF_DSET_MAX_BITS, &plan, &fits, st))
+        return false;
+    if (!fits) {
+        refuse(g, k, SIZE_MAX);
+        return true;
+    }
+    size_t table = full->rel.nrows * (size_t)full->rel.arity * 8, bitmap = rf_dset_bytes(&plan);
+    if (!always && bitmap > RF_DENSE_SMALL && bitmap > RF_DENSE_RATIO * table) {
+        refuse(g, k, bitmap / (RF_DENSE_RATIO * (size_t)full->rel.arity * 8) + 1);
+        return true;
+    }
+    rf_status quiet = {0};
+    if (!rf_dset_build(ctx_of(be), &full->rel, &plan, "a dense set", &quiet)) {
+        if (quiet.code != RF_EXIT_OUT_OF_MEMORY)
+            return rf_fail(st, quiet.code, "%s", quiet.message);
+        refuse(g, k, 2 * full->rel.nrows);
+        return true;
+    }
+    full->set = plan;
+    full->has_set = true;
+    return true;
+}
+
+/* DIFF out := a - b through b's dense set; false in *done when b has none. */
+static bool dense_diff(rf_backend *be, const rf_kernel *k, rf_dvar *out, rf_dvar *a, rf_dvar *b, const char *what,
+                       bool *done, rf_kernel_stats *stats, rf_status *st)
+{
+    *done = false;
+    if (!ensure_table(be, a, st) || !maybe_make_set(be, k, b, a, st))
+        return false;
+    if (!b->has_set)
+        return true;
+    becomes_table(be, out);
+    if (!rf_dset_difference(ctx_of(be), &a->rel, &b->set, &out->rel, what, st))
+        return false;
+    impl_of(be)->dense_diffs++;
+    /* Reads a, one bitmap word per row of a, a flag and position per row,
+     * writes out. */
+    stats->bytes_moved = rel_bytes(a) + a->rel.nrows * (8 + 1 + 8) + rel_bytes(out);
+    *done = true;
+    return true;
+}
+
+/* UNION out := a + b where one side has a dense set: the set is copied and
+ * the other side's rows are set in it. false in *done when neither has a
+ * set or a row falls outside the frame (the merge path runs instead). */
+static bool dense_union(rf_backend *be, rf_dvar *out, rf_dvar *a, rf_dvar *b, const char *what, bool *done,
+                        rf_kernel_stats *stats, rf_status *st)
+{
+    *done = false;
+    rf_dvar *s = a->has_set ? a : b->has_set ? b : NULL;
+    if (!s || impl_of(be)->dense_mode == 0)
+        return true;
+    rf_dvar *o = s == a ? b : a;
+    if (!ensure_table(be, o, st))
+        return false;
+    rf_dset res;
+    rf_dset_init(&res);
+    bool fits;
+    if (!rf_dset_union(ctx_of(be), &s->set, &o->rel, &res, &fits, what, st))
+        return false;
+    if (!fits) {
+        impl_of(be)->dense_fallbacks++;
+        return true;
+    }
+    rf_drel_free(ctx_of(be), &out->rel);
+    drop_set(be, out);
+    out->set = res;
+    out->has_set = true;
+    out->table_ok = false;
+    impl_of(be)->dense_unions++;
+    stats->bytes_moved = 2 * rf_dset_bytes(&res) + rel_bytes(o) + o->rel.nrows * 8;
+    *done = true;
+    return true;
+}
 
 static bool gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *out,
                     rf_dvar *in0, rf_dvar *in1, rf_kernel_stats *stats, rf_status *st)
@@ -126,64 +309,83 @@ static bool gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf
     /* A variable never defined reads as empty (as on the CPU backend). */
     rf_dvar empty0, empty1;
     if (!in0 && k->in[0] >= 0 && k->in[0] < p->nvars) {
+        memset(&empty0, 0, sizeof empty0);
         rf_drel_init(&empty0.rel, p->vars[k->in[0]].arity);
+        empty0.table_ok = true;
         in0 = &empty0;
     }
     if (!in1 && k->in[1] >= 0 && k->in[1] < p->nvars) {
+        memset(&empty1, 0, sizeof empty1);
         rf_drel_init(&empty1.rel, p->vars[k->in[1]].arity);
+        empty1.table_ok = true;
         in1 = &empty1;
     }
     if ((k->op != RF_K_CLEAR && !in0) ||
         ((k->op == RF_K_JOIN || k->op == RF_K_ANTIJOIN || k->op == RF_K_UNION || k->op == RF_K_DIFF) && !in1))
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "kernel op %d for %s lacks an input", (int)k->op, what);
-    stats->rows_in[0] = in0 ? in0->rel.nrows : 0;
-    stats->rows_in[1] = in1 ? in1->rel.nrows : 0;
-    size_t bytes_in = rel_bytes(in0) + rel_bytes(in1);
+    if (k->op == RF_K_COPY && out == in0)
+        return true;
+    stats->rows_in[0] = in0 ? gpu_var_rows(be, in0) : 0;
+    stats->rows_in[1] = in1 ? gpu_var_rows(be, in1) : 0;
     if (needs_string_order(k) && !refresh_string_order(ctx, st))
         return false;
     if (!rf_cuda_timer_start(ctx, st))
         return false;
-    bool ok;
-    switch (k->op) {
-    case RF_K_MAP:
-        ok = rf_cuda_map(ctx, &in0->rel, &k->filter, k->nproj, k->proj, &out->rel, what, st);
-        break;
-    case RF_K_SORT:
-        ok = rf_cuda_sort_unique(ctx, &in0->rel, &out->rel, what, st);
-        break;
-    case RF_K_JOIN:
-        ok = rf_cuda_join(ctx, &in0->rel, &in1->rel, k->nkeys, &k->filter, k->nproj, k->proj,
-                          &out->rel, what, st);
-        break;
-    case RF_K_ANTIJOIN:
-        ok = rf_cuda_antijoin(ctx, &in0->rel, &in1->rel, k->nkeys, &out->rel, what, st);
-        break;
-    case RF_K_UNION:
-        ok = rf_cuda_union(ctx, &in0->rel, &in1->rel, &out->rel, what, st);
-        break;
-    case RF_K_DIFF:
-        ok = rf_cuda_difference(ctx, &in0->rel, &in1->rel, &out->rel, what, st);
-        break;
-    case RF_K_AGG: {
-        rf_type rt = RF_TYPE_INT64;
-        if (k->out >= 0 && k->out < p->nvars && p->vars[k->out].types && k->nkeys < p->vars[k->out].arity)
-            rt = p->vars[k->out].types[k->nkeys];
-        ok = rf_cuda_aggregate(ctx, &in0->rel, k->nkeys, k->aggfn, rt, &k->agg_arg, &out->rel, what, st);
-        break;
-    }
-    case RF_K_COPY:
-        ok = out == in0 || rf_drel_copy(ctx, &out->rel, &in0->rel, what, st);
-        break;
-    case RF_K_CLEAR: {
-        int arity = out->rel.arity;
-        rf_drel_free(ctx, &out->rel);
-        rf_drel_init(&out->rel, arity);
-        ok = true;
-        break;
-    }
-    default:
-        ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "the GPU backend cannot run kernel op %d", (int)k->op);
-        break;
+    bool ok = true, done = false;
+    if (k->op == RF_K_DIFF && in0->rel.arity == in1->rel.arity && impl_of(be)->dense_mode != 0)
+        ok = dense_diff(be, k, out, in0, in1, what, &done, stats, st);
+    else if (k->op == RF_K_UNION && in0->rel.arity == in1->rel.arity)
+        ok = dense_union(be, out, in0, in1, what, &done, stats, st);
+    if (ok && !done) {
+        /* Every other kernel reads and writes tables. */
+        ok = ensure_table(be, in0, st) && ensure_table(be, in1, st);
+        if (ok && k->op != RF_K_CLEAR)
+            becomes_table(be, out);
+        size_t bytes_in = rel_bytes(in0) + rel_bytes(in1);
+        if (ok) {
+            switch (k->op) {
+            case RF_K_MAP:
+                ok = rf_cuda_map(ctx, &in0->rel, &k->filter, k->nproj, k->proj, &out->rel, what, st);
+                break;
+            case RF_K_SORT:
+                ok = rf_cuda_sort_unique(ctx, &in0->rel, &out->rel, what, st);
+                break;
+            case RF_K_JOIN:
+                ok = rf_cuda_join(ctx, &in0->rel, &in1->rel, k->nkeys, &k->filter, k->nproj, k->proj,
+                                  &out->rel, what, st);
+                break;
+            case RF_K_ANTIJOIN:
+                ok = rf_cuda_antijoin(ctx, &in0->rel, &in1->rel, k->nkeys, &out->rel, what, st);
+                break;
+            case RF_K_UNION:
+                ok = rf_cuda_union(ctx, &in0->rel, &in1->rel, &out->rel, what, st);
+                break;
+            case RF_K_DIFF:
+                ok = rf_cuda_difference(ctx, &in0->rel, &in1->rel, &out->rel, what, st);
+                break;
+            case RF_K_AGG: {
+                rf_type rt = RF_TYPE_INT64;
+                if (k->out >= 0 && k->out < p->nvars && p->vars[k->out].types && k->nkeys < p->vars[k->out].arity)
+                    rt = p->vars[k->out].types[k->nkeys];
+                ok = rf_cuda_aggregate(ctx, &in0->rel, k->nkeys, k->aggfn, rt, &k->agg_arg, &out->rel, what, st);
+                break;
+            }
+            case RF_K_COPY:
+                ok = rf_drel_copy(ctx, &out->rel, &in0->rel, what, st);
+                break;
+            case RF_K_CLEAR: {
+                int arity = out->rel.arity;
+                rf_drel_free(ctx, &out->rel);
+                rf_drel_init(&out->rel, arity);
+                becomes_table(be, out);
+                break;
+            }
+            default:
+                ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "the GPU backend cannot run kernel op %d", (int)k->op);
+                break;
+            }
+        }
+        stats->bytes_moved = bytes_in + rel_bytes(out);
     }
     double secs = 0;
     /* Stop the timer even after a failure so the next start pairs up. */
@@ -191,8 +393,7 @@ static bool gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf
     if (!ok || !timed)
         return false;
     stats->seconds = secs;
-    stats->rows_out = out->rel.nrows;
-    stats->bytes_moved = bytes_in + rel_bytes(out);
+    stats->rows_out = gpu_var_rows(be, out);
     return true;
 }
 
@@ -215,6 +416,10 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
     size_t nmerge = 0, nhash = 0;
     rf_cuda_join_counts(ctx, &nmerge, &nhash);
     fprintf(f, "  gpu: joins with keys: %zu merge (binary search), %zu hash\n", nmerge, nhash);
+    gpu_impl *g = impl_of(be);
+    fprintf(f, "  gpu: dense sets (%s): %zu differences, %zu unions, %zu expansions, %zu unions fell back\n",
+            g->dense_mode == 0 ? "off" : g->dense_mode == 2 ? "always" : "auto", g->dense_diffs, g->dense_unions,
+            g->dense_expands, g->dense_fallbacks);
     fprintf(f, "  gpu: NVRTC %s: %zu compiled (%.3f s), %zu disk-cache hits, %zu memory hits, %zu failures, load %.3f s\n",
             getenv("RF_CUDA_CODEGEN") && strcmp(getenv("RF_CUDA_CODEGEN"), "0") ? "on" : "off", cg.compiled,
             cg.compile_seconds, cg.cache_hits, cg.mem_hits, cg.failures, cg.load_seconds);
@@ -222,7 +427,8 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
 
 static bool gpu_column_sign_uniform(rf_backend *be, const rf_dvar *v, int col)
 {
-    return rf_drel_column_sign_uniform(ctx_of(be), &v->rel, col);
+    rf_status ignored = {0};
+    return ensure_table(be, v, &ignored) && rf_drel_column_sign_uniform(ctx_of(be), &v->rel, col);
 }
 
 static void gpu_destroy(rf_backend *be)
@@ -232,6 +438,7 @@ static void gpu_destroy(rf_backend *be)
     gpu_impl *g = be->impl;
     if (g) {
         rf_cuda_ctx_free(g->ctx);
+        free(g->refused);
         free(g);
     }
     free(be);
@@ -246,6 +453,9 @@ rf_backend *rf_backend_gpu_new(rf_status *st)
     rf_cuda_ctx *ctx = rf_cuda_ctx_new(0, st);
     if (!ctx)
         return NULL;
+    /* Host-side work of this backend (download copies out of the pinned
+     * staging buffers, the typed order of outputs) uses every core. */
+    rf_prims_set_threads(0);
     /* RF_CUDA_CODEGEN=1 runs MAP/JOIN compute stages as NVRTC-generated
      * kernels instead of the interpreter. */
     const char *cg = getenv("RF_CUDA_CODEGEN");
@@ -254,6 +464,8 @@ rf_backend *rf_backend_gpu_new(rf_status *st)
     rf_backend *be = rf_calloc(1, sizeof *be);
     gpu_impl *g = rf_calloc(1, sizeof *g);
     g->ctx = ctx;
+    const char *dm = getenv("RF_CUDA_DENSE");
+    g->dense_mode = dm && strcmp(dm, "off") == 0 ? 0 : dm && strcmp(dm, "always") == 0 ? 2 : 1;
     be->name = "gpu";
     snprintf(be->device, sizeof be->device, "%s", rf_cuda_device_name(ctx));
     be->var_new = gpu_var_new;

@@ -69,6 +69,13 @@ step golden_gpu python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" --back
 step differential_gpu python3 "$ROOT/tests/differential/run.py" --redfox "$RF" --count "$COUNT" --seed 1 \
   --backend gpu --compare-backend cpu --jobs 16
 
+# 3b. The same with every DIFF/UNION against a full relation on dense sets
+#     (RF_CUDA_DENSE=always: test-sized relations never reach the size at
+#     which the backend picks them by itself).
+step golden_gpu_dense env RF_CUDA_DENSE=always python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" --backend gpu
+step differential_gpu_dense env RF_CUDA_DENSE=always python3 "$ROOT/tests/differential/run.py" --redfox "$RF" \
+  --count "$COUNT" --seed 2 --backend gpu --compare-backend cpu --jobs 16
+
 # 4. programs/*.lql on both backends, outputs compared (also with NVRTC codegen).
 programs_both() {
   local bad=0
@@ -78,7 +85,9 @@ programs_both() {
     (cd "$ROOT/programs" && "$RF" run "$n.lql" --backend=gpu 2>/dev/null >"$LOG/prog_$n.gpu")
     (cd "$ROOT/programs" && RF_CUDA_CODEGEN=1 RF_CUDA_CACHE="$LOG/nvrtc" "$RF" run "$n.lql" --backend=gpu \
        2>/dev/null >"$LOG/prog_$n.gpucg")
-    if cmp -s "$LOG/prog_$n.cpu" "$LOG/prog_$n.gpu" && cmp -s "$LOG/prog_$n.cpu" "$LOG/prog_$n.gpucg"; then
+    (cd "$ROOT/programs" && RF_CUDA_DENSE=always "$RF" run "$n.lql" --backend=gpu 2>/dev/null >"$LOG/prog_$n.gpuds")
+    if cmp -s "$LOG/prog_$n.cpu" "$LOG/prog_$n.gpu" && cmp -s "$LOG/prog_$n.cpu" "$LOG/prog_$n.gpucg" &&
+       cmp -s "$LOG/prog_$n.cpu" "$LOG/prog_$n.gpuds"; then
       echo "same $n ($(wc -l <"$LOG/prog_$n.cpu") lines)"
     else
       echo "DIFFERENT $n"; bad=1
@@ -113,6 +122,8 @@ if [ "$SANITIZE" = 1 ]; then
       for p in "$ROOT"/programs/*.lql; do
         (cd "$ROOT/programs" && "$W" memcheck "$RF" run "$(basename "$p")" --backend=gpu >/dev/null) ||
           { echo "memcheck FAIL $p"; bad=1; }
+        (cd "$ROOT/programs" && RF_CUDA_DENSE=always "$W" memcheck "$RF" run "$(basename "$p")" --backend=gpu \
+           >/dev/null) || { echo "memcheck FAIL $p (dense sets)"; bad=1; }
       done
       echo "programs under memcheck done"
       return $bad

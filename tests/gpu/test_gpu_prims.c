@@ -446,6 +446,123 @@ static void test_setops(rf_cuda_ctx *c)
     printf("union/difference/antijoin: %d cases\n", runs);
 }
 
+/* Rows of a that are not in b (both sorted, duplicate-free): the reference
+ * for differences. */
+static size_t ref_minus(const rf_word *a, size_t na, const rf_word *b, size_t nb, int ar, rf_word *out)
+{
+    size_t n = 0, j = 0;
+    g_cmp_arity = ar;
+    for (size_t i = 0; i < na; i++) {
+        while (j < nb && cmp_row(b + j * ar, a + i * ar) < 0)
+            j++;
+        if (j < nb && cmp_row(b + j * ar, a + i * ar) == 0)
+            continue;
+        memcpy(out + (n++) * ar, a + i * ar, (size_t)ar * 8);
+    }
+    return n;
+}
+
+/* Dense sets against the host: frames (anchored at 0 or at the minimum),
+ * build + expand, difference, union, rows outside the frame, frames too
+ * wide. */
+static void test_dense_sets(rf_cuda_ctx *c)
+{
+    int runs = 0, outside = 0, too_wide = 0;
+    for (int iter = 0; iter < 200; iter++) {
+        int ar = 1 + (int)(rnd() % 3);
+        int bits = 1 + (int)(rnd() % (ar == 1 ? 20 : ar == 2 ? 12 : 8));
+        uint64_t base = iter % 3 == 0 ? 0 : iter % 3 == 1 ? rnd() % 100000 : (rnd() | (1ull << 63));
+        size_t nf = rnd() % 6000, nn = rnd() % 3000;
+        rf_table tf, tn;
+        random_table(&tf, ar, nf, bits, true);
+        random_table(&tn, ar, nn, bits, true);
+        for (int k = 0; k < ar; k++) {
+            for (size_t i = 0; i < tf.nrows; i++)
+                tf.cols[k][i] += base;
+            for (size_t i = 0; i < tn.nrows; i++)
+                tn.cols[k][i] += base;
+        }
+        bool plant_outside = iter % 5 == 4 && tn.nrows > 0; /* a new row beyond the frame of full alone */
+        rf_drel df, dn, out;
+        upload(c, &df, &tf);
+        upload(c, &dn, &tn);
+        rf_drel_init(&out, ar);
+        rf_status st;
+        rf_status_init(&st);
+        rf_dset s, u;
+        rf_dset_init(&s);
+        rf_dset_init(&u);
+        bool fits = false;
+        bool ok = rf_dset_plan(c, &df, plant_outside ? NULL : &dn, RF_DSET_MAX_BITS, &s, &fits, &st);
+        CHECK(ok, "dense plan: %s", st.message);
+        if (ok && fits && tf.nrows > 0) {
+            ok = rf_dset_build(c, &df, &s, "dense full", &st);
+            CHECK(ok && s.nrows == tf.nrows, "dense build: %s (%zu rows, expected %zu)", st.message, s.nrows,
+                  tf.nrows);
+            rf_word *rf_ = table_rows(&tf), *rn = table_rows(&tn);
+            if (ok && rf_dset_expand(c, &s, &out, "dense expand", &st))
+                expect_rel(c, &out, rf_, tf.nrows, ar, false, "dense expand");
+            rf_word *d = rf_malloc(rf_mul_size(tn.nrows + 1, (size_t)ar * 8));
+            size_t nd = ref_minus(rn, tn.nrows, rf_, tf.nrows, ar, d);
+            ok = rf_dset_difference(c, &dn, &s, &out, "dense diff", &st);
+            CHECK(ok, "dense difference: %s", st.message);
+            if (ok)
+                expect_rel(c, &out, d, nd, ar, false, "dense difference");
+            bool ufits = false;
+            ok = rf_dset_union(c, &s, &dn, &u, &ufits, "dense union", &st);
+            CHECK(ok, "dense union: %s", st.message);
+            /* Without the new rows in the plan, some usually fall outside;
+             * with them, none may. */
+            if (ok && !plant_outside)
+                CHECK(ufits, "dense union: rows outside a frame planned for them");
+            if (ok && ufits) {
+                size_t n = tf.nrows + tn.nrows;
+                rf_word *all = rf_malloc(rf_mul_size(n + 1, (size_t)ar * 8));
+                memcpy(all, rf_, tf.nrows * (size_t)ar * 8);
+                memcpy(all + tf.nrows * ar, rn, tn.nrows * (size_t)ar * 8);
+                size_t nu = ref_sort_unique(all, n, ar);
+                CHECK(u.nrows == nu, "dense union: %zu rows counted, expected %zu", u.nrows, nu);
+                if (rf_dset_expand(c, &u, &out, "dense union expand", &st))
+                    expect_rel(c, &out, all, nu, ar, false, "dense union");
+                free(all);
+            } else if (ok) {
+                outside++;
+                CHECK(u.words == NULL, "dense union that did not fit left a result");
+            }
+            free(d);
+            free(rf_);
+            free(rn);
+            runs++;
+        } else if (ok && !fits && tf.nrows > 0) {
+            too_wide++;
+        }
+        rf_dset_free(c, &s);
+        rf_dset_free(c, &u);
+        rf_drel_free(c, &df);
+        rf_drel_free(c, &dn);
+        rf_drel_free(c, &out);
+        rf_table_free(&tf);
+        rf_table_free(&tn);
+    }
+    /* A frame wider than the limit is refused, not built. */
+    rf_table w;
+    random_table(&w, 2, 100, 20, true);
+    rf_drel dw;
+    upload(c, &dw, &w);
+    rf_status st;
+    rf_status_init(&st);
+    rf_dset s;
+    bool fits = true;
+    CHECK(rf_dset_plan(c, &dw, NULL, 16, &s, &fits, &st) && !fits, "a 40-bit frame fit in 16 bits");
+    if (!fits)
+        too_wide++;
+    rf_drel_free(c, &dw);
+    rf_table_free(&w);
+    CHECK(runs > 100 && outside > 0 && too_wide > 0, "dense sets: %d cases, %d outside, %d too wide", runs, outside,
+          too_wide);
+    printf("dense sets: %d cases (%d unions outside the frame, %d frames too wide)\n", runs, outside, too_wide);
+}
+
 static void test_join(rf_cuda_ctx *c, int iters)
 {
     int runs = 0;
@@ -626,11 +743,15 @@ static void test_aggregate(rf_cuda_ctx *c, const rf_word *strs, int nstrs)
 }
 
 /* ---- Backend: kernels of a small hand-made Harmony IR program ---- */
-static void test_backend(void)
+/* dense: the RF_CUDA_DENSE mode the backend runs under ("always" takes
+ * the dense-set path at this size). */
+static void test_backend(const char *dense)
 {
     rf_status st;
     rf_status_init(&st);
+    setenv("RF_CUDA_DENSE", dense, 1);
     rf_backend *be = rf_backend_gpu_new(&st);
+    unsetenv("RF_CUDA_DENSE");
     CHECK(be != NULL, "rf_backend_gpu_new: %s", st.message);
     if (!be)
         return;
@@ -733,8 +854,24 @@ static void test_backend(void)
               out.nrows, nexp);
         free(got);
     }
-    printf("backend: transitive closure of %zu edges in %d iterations, %zu paths; peak device memory %zu bytes\n",
-           ne, iters, out.nrows, be->bytes_peak(be));
+    printf("backend (dense sets %s): transitive closure of %zu edges in %d iterations, %zu paths; peak device "
+           "memory %zu bytes\n", dense, ne, iters, out.nrows, be->bytes_peak(be));
+    /* The mode must have taken effect: the stats count dense differences. */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mf = open_memstream(&buf, &len);
+    if (mf) {
+        be->print_stats(be, mf);
+        fclose(mf);
+        const char *at = buf ? strstr(buf, "dense sets (") : NULL;
+        size_t ndiff = 0;
+        CHECK(at && sscanf(strchr(at, ':') + 1, "%zu", &ndiff) == 1, "no dense-set line in the stats");
+        if (strcmp(dense, "always") == 0)
+            CHECK(ndiff > 0, "RF_CUDA_DENSE=always ran no dense difference");
+        else if (strcmp(dense, "off") == 0)
+            CHECK(ndiff == 0, "RF_CUDA_DENSE=off ran %zu dense differences", ndiff);
+        free(buf);
+    }
     CHECK(be->bytes_peak(be) > 0, "peak memory not tracked");
     rf_table_free(&out);
     for (int i = 0; i < 4; i++)
@@ -950,6 +1087,7 @@ int main(int argc, char **argv)
     } else {
         test_sort(c);
         test_setops(c);
+        test_dense_sets(c);
         test_join(c, 150);
         test_map_exprs(c, strs, 10, 300);
         test_aggregate(c, strs, 10);
@@ -959,7 +1097,9 @@ int main(int argc, char **argv)
     printf("device memory: in use %zu bytes, peak %zu bytes\n", rf_cuda_bytes_in_use(c), rf_cuda_bytes_peak(c));
     rf_cuda_ctx_free(c);
     if (!bench_n) {
-        test_backend();
+        test_backend("off");
+        test_backend("auto");
+        test_backend("always");
         test_codegen(strs, 10);
     }
     printf("%d checks, %d failures\n", g_checks, g_fail);

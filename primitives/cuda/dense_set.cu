@@ -1,0 +1,185 @@
+// Kernels of dense sets (dense_set.c): a sorted relation held as a bitmap
+// over its packed rows. A row's key is the concatenation of (value - lo)
+// of every column, column 0 in the high bits, so bit order is row order
+// and expanding the bitmap yields the rows already sorted.
+#include "cuda_internal.h"
+
+#include <stdint.h>
+
+namespace {
+
+constexpr int kBlock = 256;
+
+inline unsigned grid_for(size_t n)
+{
+    size_t g = (n + kBlock - 1) / kBlock;
+    if (g < 1)
+        g = 1;
+    if (g > 65535u * 16u)
+        g = 65535u * 16u;
+    return (unsigned)g;
+}
+
+#define RF_GRID_LOOP(i, n)                                                           \
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);      \
+         i += (uint64_t)gridDim.x * blockDim.x)
+
+typedef unsigned long long ull;
+
+// The key of row i, or false when a value lies outside the frame (a value
+// below lo wraps to a huge offset, so one compare covers both ends).
+__device__ __forceinline__ bool row_key(const rf_cols &c, uint64_t i, const rf_dframe &f, uint64_t *key)
+{
+    uint64_t k = 0;
+    for (int j = 0; j < f.ncols; j++) {
+        uint64_t d = c.c[j][i] - f.lo[j];
+        if (d > f.mask[j])
+            return false;
+        k |= d << f.shift[j];
+    }
+    *key = k;
+    return true;
+}
+
+__device__ __forceinline__ ull warp_sum(ull v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// counters[0] += bits newly set, counters[1] += rows outside the frame.
+__global__ void k_dset_insert(rf_cols b, uint64_t n, rf_dframe f, ull *words, ull *counters)
+{
+    ull added = 0, outside = 0;
+    RF_GRID_LOOP(i, n)
+    {
+        uint64_t key;
+        if (!row_key(b, i, f, &key)) {
+            outside++;
+            continue;
+        }
+        ull bit = 1ull << (key & 63);
+        if (!(atomicOr(&words[key >> 6], bit) & bit))
+            added++;
+    }
+    added = warp_sum(added);
+    outside = warp_sum(outside);
+    if ((threadIdx.x & 31) == 0) {
+        if (added)
+            atomicAdd(&counters[0], added);
+        if (outside)
+            atomicAdd(&counters[1], outside);
+    }
+}
+
+__global__ void k_dset_absent(rf_cols a, uint64_t n, rf_dframe f, const ull *words, uint8_t *flags)
+{
+    RF_GRID_LOOP(i, n)
+    {
+        uint64_t key;
+        flags[i] = !row_key(a, i, f, &key) || !((words[key >> 6] >> (key & 63)) & 1);
+    }
+}
+
+constexpr int kGroupWords = 8; // words per expansion thread
+
+__global__ void k_dset_group_counts(const ull *words, uint64_t nwords, uint64_t ngroups, uint64_t *counts)
+{
+    RF_GRID_LOOP(g, ngroups)
+    {
+        uint64_t c = 0, end = (g + 1) * kGroupWords < nwords ? (g + 1) * kGroupWords : nwords;
+        for (uint64_t w = g * kGroupWords; w < end; w++)
+            c += (uint64_t)__popcll(words[w]);
+        counts[g] = c;
+    }
+}
+
+__global__ void k_dset_expand(const ull *words, uint64_t nwords, uint64_t ngroups, const uint64_t *pos,
+                              rf_dframe f, rf_wcols out)
+{
+    RF_GRID_LOOP(g, ngroups)
+    {
+        uint64_t o = pos[g], end = (g + 1) * kGroupWords < nwords ? (g + 1) * kGroupWords : nwords;
+        for (uint64_t w = g * kGroupWords; w < end; w++) {
+            ull x = words[w];
+            while (x) {
+                uint64_t key = (w << 6) | (uint64_t)(__ffsll((long long)x) - 1);
+                x &= x - 1;
+                for (int j = 0; j < f.ncols; j++)
+                    out.c[j][o] = ((key >> f.shift[j]) & f.mask[j]) + f.lo[j];
+                o++;
+            }
+        }
+    }
+}
+
+// mm[j] = min, mm[ncols + j] = max of column j (the caller initialises
+// them to ~0 and 0).
+__global__ void k_col_minmax(rf_cols c, int ncols, uint64_t n, ull *mm)
+{
+    for (int j = 0; j < ncols; j++) {
+        ull lo = ~0ull, hi = 0;
+        RF_GRID_LOOP(i, n)
+        {
+            ull v = c.c[j][i];
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            ull l2 = __shfl_down_sync(0xffffffffu, lo, o), h2 = __shfl_down_sync(0xffffffffu, hi, o);
+            lo = l2 < lo ? l2 : lo;
+            hi = h2 > hi ? h2 : hi;
+        }
+        if ((threadIdx.x & 31) == 0) {
+            atomicMin(&mm[j], lo);
+            atomicMax(&mm[ncols + j], hi);
+        }
+    }
+}
+
+#define LAUNCH(kernel, n, s, ...)                                                     \
+    do {                                                                              \
+        if ((n) == 0)                                                                 \
+            return cudaSuccess;                                                       \
+        kernel<<<grid_for(n), kBlock, 0, s>>>(__VA_ARGS__);                           \
+        return cudaGetLastError();                                                    \
+    } while (0)
+
+} // namespace
+
+extern "C" {
+
+cudaError_t rf_k_dset_insert(cudaStream_t s, rf_cols b, size_t n, rf_dframe f, uint64_t *words,
+                             uint64_t *counters)
+{
+    LAUNCH(k_dset_insert, n, s, b, n, f, (ull *)words, (ull *)counters);
+}
+
+cudaError_t rf_k_dset_absent(cudaStream_t s, rf_cols a, size_t n, rf_dframe f, const uint64_t *words,
+                             uint8_t *flags)
+{
+    LAUNCH(k_dset_absent, n, s, a, n, f, (const ull *)words, flags);
+}
+
+size_t rf_dset_groups(size_t nwords) { return (nwords + kGroupWords - 1) / kGroupWords; }
+
+cudaError_t rf_k_dset_group_counts(cudaStream_t s, const uint64_t *words, size_t nwords, uint64_t *counts)
+{
+    size_t ng = rf_dset_groups(nwords);
+    LAUNCH(k_dset_group_counts, ng, s, (const ull *)words, nwords, ng, counts);
+}
+
+cudaError_t rf_k_dset_expand(cudaStream_t s, const uint64_t *words, size_t nwords, const uint64_t *pos,
+                             rf_dframe f, rf_wcols out)
+{
+    size_t ng = rf_dset_groups(nwords);
+    LAUNCH(k_dset_expand, ng, s, (const ull *)words, nwords, ng, pos, f, out);
+}
+
+cudaError_t rf_k_col_minmax(cudaStream_t s, rf_cols c, int ncols, size_t n, uint64_t *mm)
+{
+    LAUNCH(k_col_minmax, n, s, c, ncols, n, (ull *)mm);
+}
+
+} // extern "C"
