@@ -1,6 +1,6 @@
 /* The redfox command line (docs/design.md, "Command line"):
  *   redfox run PROG.lql|PROG.rfx [--input PRED=FILE]... [--output DIR]
- *              [--print PRED]... [--stats] [--backend=auto|cpu|gpu] [--threads N]
+ *              [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]
  *   redfox explain --plan|--ir PROG.lql
  *   redfox compile PROG.lql -o PROG.rfx
  *   redfox check PROG.lql
@@ -20,7 +20,7 @@
 
 static const char usage_text[] =
     "usage: redfox run PROG.lql|PROG.rfx [--input PRED=FILE]... [--output DIR]\n"
-    "                  [--print PRED]... [--stats] [--backend=auto|cpu|gpu] [--threads N]\n"
+    "                  [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]\n"
     "       redfox explain --plan|--ir PROG.lql\n"
     "       redfox compile PROG.lql -o PROG.rfx\n"
     "       redfox check PROG.lql\n"
@@ -39,6 +39,8 @@ static const char help_text[] =
     "                      replaces the program's @input file; repeatable\n"
     "  --output DIR        write each output predicate to DIR/PRED.tsv (all or none)\n"
     "  --print PRED        also output PRED; repeatable\n"
+    "  --count             print each output's tuple count, not its tuples (the answers\n"
+    "                      are still computed and brought to host memory)\n"
     "  --stats             per-kernel times, rows, bytes, loop iterations, peak memory\n"
     "  --backend=B         auto (GPU if present, default), cpu or gpu\n"
     "  --threads N         CPU backend worker threads (default: one per core)\n"
@@ -160,7 +162,7 @@ static int cmd_run(int argc, char **argv)
     const char *prog_path = NULL, *output_dir = NULL, *backend = "auto", *threads_s = NULL;
     RF_VEC(rf_input_override) inputs = {0};
     RF_VEC(const char *) prints = {0};
-    bool stats = false;
+    bool stats = false, count_only = false;
     int err = 0, rc = RF_EXIT_OK;
     for (int i = 2; i < argc && !err; i++) {
         const char *v = NULL;
@@ -185,6 +187,8 @@ static int cmd_run(int argc, char **argv)
             threads_s = v;
         } else if (strcmp(argv[i], "--stats") == 0) {
             stats = true;
+        } else if (strcmp(argv[i], "--count") == 0) {
+            count_only = true;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             err = usage("unknown option '%s'", argv[i]);
         } else if (!prog_path) {
@@ -196,6 +200,8 @@ static int cmd_run(int argc, char **argv)
     int threads = 0;
     if (!err && !prog_path)
         err = usage("run: no program given%s", "");
+    if (!err && count_only && output_dir)
+        err = usage("--count prints counts to stdout; it does not go with --output %s", output_dir);
     if (!err && strcmp(backend, "auto") && strcmp(backend, "cpu") && strcmp(backend, "gpu"))
         err = usage("unknown backend '%s' (auto, cpu or gpu)", backend);
     if (!err && threads_s) {
@@ -268,6 +274,7 @@ static int cmd_run(int argc, char **argv)
         .nprint = (int)prints.len,
         .print = prints.items,
         .stats = stats,
+        .count_only = count_only,
         .progress = true,
     };
     if (!rf_run(hp, &ro, &st))

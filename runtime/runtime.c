@@ -359,7 +359,7 @@ static bool write_outputs(rt *r, const int *outs, int nouts, rf_status *st)
                 }
             } else {
                 fprintf(r->out, "# %s (%zu tuples)\n", var_label(hv), t.nrows);
-                if (!rf_write_tsv(r->out, &t, hv->types))
+                if (!r->opt->count_only && !rf_write_tsv(r->out, &t, hv->types))
                     ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot write the output: %s", strerror(errno));
             }
             r->write_seconds += rf_now() - w0;

@@ -83,6 +83,9 @@ enum {
     RF_RED_MIN_STR, RF_RED_MAX_STR
 };
 
+/* Most download staging buffers (and host threads copying out of them). */
+#define RF_MAX_STAGE 8
+
 struct rf_cuda_ctx {
     int device;
     char name[256];
@@ -106,14 +109,14 @@ struct rf_cuda_ctx {
     void *cg;
     /* Host<->device traffic and pool activity (rf_cuda_get_io_stats). */
     rf_cuda_io_stats io;
-    /* Pinned staging buffers for downloads (double-buffered chunks). */
-    void *stage[2];
-    size_t stage_bytes;        /* 0 until stage_init made them usable */
-    cudaEvent_t stage_ev[2];
-    /* The thread that pins them in the background (prims.c, stage_start). */
-    void *stage_pending[2];
-    pthread_t stage_thread;
-    bool stage_thread_started;
+    /* Pinned staging for downloads (prims.c, "Downloads"): nstage
+     * buffers of RF_STAGE_CHUNK bytes in one region, each with its own
+     * stream, so that as many host threads overlap DMA and host copies. */
+    char *stage_region;
+    size_t stage_region_bytes;
+    bool stage_registered;     /* cudaHostRegister'ed (else cudaMallocHost) */
+    int nstage;
+    cudaStream_t stage_stream[RF_MAX_STAGE];
     /* Join algorithm: 0 chosen by size (rf_cuda_join), 1 merge, 2 hash. */
     int join_mode;
     size_t hash_joins, merge_joins;

@@ -9,6 +9,7 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -24,8 +25,8 @@ static int rf_code_as_column_(const rf_code *c)
 
 /* ---- Context, errors, memory ---- */
 
-static void stage_start(rf_cuda_ctx *c); /* pinned staging buffers, below */
-static void stage_join(rf_cuda_ctx *c);
+static bool stage_init(rf_cuda_ctx *c, rf_status *st); /* pinned staging buffers, below */
+static void stage_free(rf_cuda_ctx *c);
 
 int rf_cuda_device_count(void)
 {
@@ -86,7 +87,8 @@ rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
         goto fail;
     const char *jm = getenv("RF_CUDA_JOIN");
     c->join_mode = jm && strcmp(jm, "merge") == 0 ? 1 : jm && strcmp(jm, "hash") == 0 ? 2 : 0;
-    stage_start(c);
+    if (!stage_init(c, st))
+        goto fail;
     c->io.init_seconds = rf_now() - t_init;
     return c;
 fail:
@@ -100,7 +102,6 @@ void rf_cuda_ctx_free(rf_cuda_ctx *c)
 {
     if (!c)
         return;
-    stage_join(c);
     if (c->stream)
         cudaStreamSynchronize(c->stream);
     rf_codegen_free(c);
@@ -116,12 +117,7 @@ void rf_cuda_ctx_free(rf_cuda_ctx *c)
         cudaStreamSynchronize(c->stream);
     if (c->host_small)
         cudaFreeHost(c->host_small);
-    for (int i = 0; i < 2; i++) {
-        if (c->stage[i])
-            cudaFreeHost(c->stage[i]);
-        if (c->stage_ev[i])
-            cudaEventDestroy(c->stage_ev[i]);
-    }
+    stage_free(c);
     if (c->ev_start)
         cudaEventDestroy(c->ev_start);
     if (c->ev_stop)
@@ -349,102 +345,115 @@ bool rf_drel_upload(rf_cuda_ctx *c, rf_drel *r, const rf_table *t, const char *w
     return ok;
 }
 
-/* Downloads of more than this go through the pinned staging buffers. */
-#define RF_STAGE_CHUNK ((size_t)32 << 20)
+/* ---- Downloads ----
+ * Measured on the device host (H100, docs/performance.md): pinned
+ * device-to-host DMA runs at 55 GB/s, pageable at 1-2 GB/s; copying out
+ * of pinned memory into already-faulted host memory at ~32 GB/s on 16
+ * threads, into fresh memory at ~16 GB/s (page faults). Pinning is slow
+ * and blocks every other CUDA call while it runs: cudaMallocHost takes
+ * ~0.55 ms per MB, cudaHostRegister of already-faulted huge pages ~0.04 ms
+ * per MB. So the context pins one small region once, at creation
+ * (before any facts load), as nstage chunk buffers with a stream each;
+ * a download hands chunks to nstage host threads that each DMA a chunk
+ * into their buffer and copy it out, so the copy engine and the host
+ * copies overlap. The destination's pages are best faulted in ahead
+ * (common/rf_prefault.h, done by the GPU backend). */
+#define RF_STAGE_CHUNK ((size_t)4 << 20)
 
-/* Pinning host memory is slow (about 35 ms per 64 MB on the device host:
- * the kernel faults and locks every page), and a download that waited for
- * it paid that inside "answers in host memory". So the context starts a
- * thread that pins the two staging buffers while the program loads and its
- * loops run; the first large download joins it. */
-static void *stage_alloc_run(void *arg)
+static void stage_free(rf_cuda_ctx *c)
 {
-    rf_cuda_ctx *c = arg;
-    if (cudaSetDevice(c->device) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return NULL;
+    for (int i = 0; i < c->nstage; i++)
+        if (c->stage_stream[i])
+            cudaStreamDestroy(c->stage_stream[i]);
+    if (c->stage_region && c->stage_registered) {
+        cudaHostUnregister(c->stage_region);
+        munmap(c->stage_region, c->stage_region_bytes);
+    } else if (c->stage_region) {
+        cudaFreeHost(c->stage_region);
     }
-    for (int i = 0; i < 2; i++)
-        if (cudaMallocHost(&c->stage_pending[i], RF_STAGE_CHUNK) != cudaSuccess) {
-            (void)cudaGetLastError();
-            c->stage_pending[i] = NULL;
-        }
-    return NULL;
-}
-
-static void stage_start(rf_cuda_ctx *c)
-{
-    c->stage_thread_started = pthread_create(&c->stage_thread, NULL, stage_alloc_run, c) == 0;
-}
-
-static void stage_join(rf_cuda_ctx *c)
-{
-    if (!c->stage_thread_started)
-        return;
-    pthread_join(c->stage_thread, NULL);
-    c->stage_thread_started = false;
-    for (int i = 0; i < 2; i++) {
-        if (c->stage_pending[i] && !c->stage[i])
-            c->stage[i] = c->stage_pending[i];
-        else if (c->stage_pending[i])
-            cudaFreeHost(c->stage_pending[i]);
-        c->stage_pending[i] = NULL;
-    }
+    c->stage_region = NULL;
+    c->nstage = 0;
 }
 
 static bool stage_init(rf_cuda_ctx *c, rf_status *st)
 {
-    if (c->stage_bytes)
-        return true;
-    stage_join(c);
-    for (int i = 0; i < 2; i++)
-        if ((!c->stage[i] &&
-             !rf_cuda_check(c, cudaMallocHost(&c->stage[i], RF_STAGE_CHUNK), "pinned staging buffer", st)) ||
-            !rf_cuda_check(c, cudaEventCreateWithFlags(&c->stage_ev[i], cudaEventDisableTiming), "event", st))
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int n = cores > RF_MAX_STAGE ? RF_MAX_STAGE : cores > 1 ? (int)cores : 1;
+    size_t bytes = (size_t)n * RF_STAGE_CHUNK;
+    /* Huge pages, faulted in, then registered: the cheap way to pin. */
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+#ifdef MADV_HUGEPAGE
+        (void)madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+        memset(p, 0, bytes);
+        if (cudaHostRegister(p, bytes, cudaHostRegisterDefault) == cudaSuccess) {
+            c->stage_region = p;
+            c->stage_registered = true;
+        } else {
+            (void)cudaGetLastError();
+            munmap(p, bytes);
+        }
+    }
+    if (!c->stage_region &&
+        !rf_cuda_check(c, cudaMallocHost((void **)&c->stage_region, bytes), "pinned staging buffer", st))
+        return false;
+    c->stage_region_bytes = bytes;
+    for (int i = 0; i < n; i++) {
+        if (!rf_cuda_check(c, cudaStreamCreateWithFlags(&c->stage_stream[i], cudaStreamNonBlocking),
+                           "stream", st))
             return false;
-    c->stage_bytes = RF_STAGE_CHUNK;
+        c->nstage = i + 1;
+    }
     return true;
 }
 
-/* Host copy out of a staging buffer by the worker pool: the destination is
- * fresh memory, so the copy is page faults as much as bytes, and those
- * scale with threads (about 1.6 GB/s on one thread, 25 GB/s on 16). */
-typedef struct copy_job {
-    char *dst;
-    const char *src;
-    size_t n, per;
-} copy_job;
+typedef struct download_job {
+    rf_cuda_ctx *c;
+    const rf_drel *r;
+    rf_table *t;
+    size_t col_bytes, chunks_per_col, nchunks;
+    atomic_size_t next;
+    atomic_int failed;       /* a cudaError_t, 0 while none */
+} download_job;
 
-static void copy_piece(void *arg, int i)
+static void download_worker(void *arg, int w)
 {
-    copy_job *j = arg;
-    size_t lo = j->per * (size_t)i;
-    if (lo >= j->n)
-        return;
-    size_t len = j->n - lo < j->per ? j->n - lo : j->per;
-    memcpy(j->dst + lo, j->src + lo, len);
-}
-
-static void parallel_copy(char *dst, const char *src, size_t n)
-{
-    if (n < ((size_t)4 << 20) || rf_prims_threads() <= 1) {
-        memcpy(dst, src, n);
-        return;
+    download_job *j = arg;
+    rf_cuda_ctx *c = j->c;
+    char *buf = c->stage_region + (size_t)w * RF_STAGE_CHUNK;
+    cudaStream_t s = c->stage_stream[w];
+    cudaError_t e = cudaSetDevice(c->device);
+    size_t g;
+    while (e == cudaSuccess && !atomic_load(&j->failed) && (g = atomic_fetch_add(&j->next, 1)) < j->nchunks) {
+        size_t k = g / j->chunks_per_col, off = (g % j->chunks_per_col) * RF_STAGE_CHUNK;
+        size_t n = j->col_bytes - off < RF_STAGE_CHUNK ? j->col_bytes - off : RF_STAGE_CHUNK;
+        e = cudaMemcpyAsync(buf, (const char *)(j->r->data + k * j->r->cap) + off, n, cudaMemcpyDeviceToHost, s);
+        if (e == cudaSuccess)
+            e = cudaStreamSynchronize(s);
+        if (e == cudaSuccess)
+            memcpy((char *)j->t->cols[k] + off, buf, n);
     }
-    size_t per = (size_t)1 << 20; /* 1 MB pieces: dynamic balance over faulting threads */
-    copy_job j = {dst, src, n, per};
-    rf_par_for((int)((n + per - 1) / per), copy_piece, &j);
+    if (e != cudaSuccess) {
+        int expected = 0;
+        atomic_compare_exchange_strong(&j->failed, &expected, (int)e);
+    }
 }
 
-/* Large fresh columns: ask for transparent huge pages (512 times fewer
- * faults); a no-op where THP is off. */
+/* Large fresh columns (64 MB and more: glibc maps each as a mapping of its
+ * own): ask for transparent huge pages (512 times fewer faults); a no-op
+ * where THP is off or the memory is faulted already. The whole mapping is
+ * advised, rounded out to pages, so it stays one VMA and a later realloc
+ * can still mremap it (see common/rf_prefault.c). */
 static void advise_huge(void *p, size_t n)
 {
 #ifdef MADV_HUGEPAGE
-    uintptr_t lo = ((uintptr_t)p + ((uintptr_t)2 << 20) - 1) & ~(((uintptr_t)2 << 20) - 1);
-    uintptr_t hi = ((uintptr_t)p + n) & ~(((uintptr_t)2 << 20) - 1);
-    if (hi > lo)
-        (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    if (page == 0 || page == (uintptr_t)-1)
+        page = 4096;
+    uintptr_t lo = (uintptr_t)p / page * page;
+    uintptr_t hi = ((uintptr_t)p + n + page - 1) / page * page;
+    (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
 #else
     (void)p;
     (void)n;
@@ -455,51 +464,29 @@ bool rf_drel_download(rf_cuda_ctx *c, const rf_drel *r, rf_table *t, rf_status *
 {
     double t0 = rf_now();
     rf_table_resize(t, r->nrows);
-    for (int k = 0; k < r->arity && r->nrows * 8 >= ((size_t)64 << 20); k++)
-        advise_huge(t->cols[k], r->nrows * 8);
     size_t col_bytes = r->nrows * 8;
-    bool ok = true;
-    if (r->arity > 0 && col_bytes * (size_t)r->arity > RF_STAGE_CHUNK && stage_init(c, st)) {
-        /* Pipelined: DMA of chunk i into one pinned buffer overlaps the host
-         * copy of chunk i-1 out of the other. */
-        char *pend_dst = NULL;
-        size_t pend_n = 0;
-        int i = 0;
-        for (int k = 0; ok && k < r->arity; k++) {
-            const char *src = (const char *)(r->data + (size_t)k * r->cap);
-            char *dst = (char *)t->cols[k];
-            for (size_t off = 0; ok && off < col_bytes; off += RF_STAGE_CHUNK, i++) {
-                size_t n = col_bytes - off < RF_STAGE_CHUNK ? col_bytes - off : RF_STAGE_CHUNK;
-                int b = i & 1;
-                ok = rf_cuda_check(c, cudaMemcpyAsync(c->stage[b], src + off, n, cudaMemcpyDeviceToHost,
-                                                      c->stream), "download", st) &&
-                     rf_cuda_check(c, cudaEventRecord(c->stage_ev[b], c->stream), "download", st);
-                if (ok && pend_dst) {
-                    ok = rf_cuda_check(c, cudaEventSynchronize(c->stage_ev[b ^ 1]), "download", st);
-                    if (ok)
-                        parallel_copy(pend_dst, c->stage[b ^ 1], pend_n);
-                }
-                pend_dst = dst + off;
-                pend_n = n;
-            }
-        }
-        if (ok && pend_dst) {
-            ok = rf_cuda_check(c, cudaEventSynchronize(c->stage_ev[(i - 1) & 1]), "download", st);
-            if (ok)
-                parallel_copy(pend_dst, c->stage[(i - 1) & 1], pend_n);
-        }
-        c->io.syncs++;
-    } else {
-        for (int k = 0; ok && k < r->arity && r->nrows; k++)
-            ok = rf_cuda_check(c, cudaMemcpyAsync(t->cols[k], r->data + (size_t)k * r->cap, col_bytes,
-                                                  cudaMemcpyDeviceToHost, c->stream), "download", st);
-        ok = ok && rf_cuda_sync(c, st);
+    for (int k = 0; k < r->arity && col_bytes >= ((size_t)64 << 20); k++)
+        advise_huge(t->cols[k], col_bytes);
+    /* The chunk threads read device memory on their own streams. */
+    bool ok = rf_cuda_sync(c, st);
+    if (ok && r->arity > 0 && col_bytes > 0) {
+        download_job j = {.c = c, .r = r, .t = t, .col_bytes = col_bytes};
+        j.chunks_per_col = (col_bytes + RF_STAGE_CHUNK - 1) / RF_STAGE_CHUNK;
+        j.nchunks = j.chunks_per_col * (size_t)r->arity;
+        atomic_init(&j.next, 0);
+        atomic_init(&j.failed, 0);
+        int workers = (size_t)c->nstage < j.nchunks ? c->nstage : (int)j.nchunks;
+        if (workers > 1)
+            rf_par_for(workers, download_worker, &j);
+        else
+            download_worker(&j, 0);
+        if (atomic_load(&j.failed))
+            ok = rf_cuda_check(c, (cudaError_t)atomic_load(&j.failed), "download", st);
     }
     c->io.download_bytes += col_bytes * (size_t)r->arity;
     c->io.download_seconds += rf_now() - t0;
     return ok;
 }
-
 
 bool rf_cuda_set_string_ranks(rf_cuda_ctx *c, const uint32_t *rank, size_t n, rf_status *st)
 {
