@@ -93,9 +93,9 @@ def run(rf, prog, pred, gpath, backend, threads, timeout, log, count_only=False)
         s = parse_stats(err)
         s["wall"] = wall
         if count_only:
-            m = re.search(r"^# %s \((\d+) tuples\)" % re.escape(pred), p.stdout.decode(), re.M)
+            m = re.search(r"^# %s \((\d+) tuples, hash ([0-9a-f]+)\)" % re.escape(pred), p.stdout.decode(), re.M)
             s["rows"] = int(m.group(1)) if m else -1
-            s["sha1"] = "count %d" % s["rows"]
+            s["sha1"] = m.group(2) if m else "?"
             return s
         s["rows"] = count_lines(os.path.join(out, pred + ".tsv"))
         with open(os.path.join(out, pred + ".tsv"), "rb") as f:
@@ -118,8 +118,8 @@ def main():
     ap.add_argument("--no-cpu", action="store_true", help="GPU only")
     ap.add_argument("--log", default=None, help="full --stats output here")
     ap.add_argument("--count-only", action="store_true",
-                    help="run with redfox --count: no TSV written (wall then excludes writing), and GPU and CPU "
-                         "answers compared by count instead of by the SHA-1 of their files")
+                    help="run with redfox --count: no TSV written (wall then excludes writing); GPU and CPU "
+                         "answers compared by the hash --count prints instead of by the SHA-1 of their files")
     a = ap.parse_args()
     rf = os.path.join(a.build, "redfox")
     floors_bin = os.path.join(a.build, "tests", "gpu", "rf_gpu_floors")
@@ -149,6 +149,7 @@ def main():
            "peak MiB", "tuples/s", "kern s", "bw floor", "sort floor", "kern/floor")
     print("| " + " | ".join(hdr) + " |")
     print("|" + "---|" * len(hdr))
+    done = []  # (result rows, query, graph, GPU s, CPU s) of runs that both backends finished
     for q in a.queries.split(","):
         prog, pred = QUERIES[q]
         for g in graphs:
@@ -179,11 +180,17 @@ def main():
                    "%.4f" % kern, "%.4f" % bw_floor, "%.4f" % sort_floor,
                    "%.1f" % (kern / floor) if floor > 0 else "n/a")
             print("| " + " | ".join(row) + " |", flush=True)
+            if cpu_s and gs["answers"] > 0 and not same:
+                done.append((gs["rows"], q, g, gs["answers"], cpu_s))
     print("# GPU s / CPU s: facts loaded to answers in host memory (no TSV writing, no process start);"
           " wall: whole process%s; kern s: sum of device-event kernel times;"
           " bw floor: bytes the kernels read+write / copy bandwidth; sort floor: tuples into SORT / sort rate"
-          % (" (--count: no TSV written; answers compared by count)" if a.count_only
+          % (" (--count: no TSV written; answers compared by --count's hash)" if a.count_only
              else " incl. writing the TSV to /dev/shm (answers compared by SHA-1)"))
+    if done:
+        print("# the three largest runs (by result size) that both backends finished:")
+        for rows, q, g, gt, ct in sorted(done, reverse=True)[:3]:
+            print("#   %s %s: %d tuples, GPU %.4f s, CPU %.3f s, CPU/GPU %.1f" % (q, g, rows, gt, ct, ct / gt))
     return 0
 
 

@@ -32,7 +32,7 @@ typedef struct rf_run_options {
     int nprint;
     const char *const *print;/* --print PRED: also output these predicates */
     bool stats;              /* --stats: per-kernel table on `err` */
-    bool count_only;         /* --count: print "# pred (N tuples)" lines only */
+    bool count_only;         /* --count: print "# pred (N tuples, hash H)" lines only */
     bool progress;           /* per-iteration progress line when `err` is a
                                 terminal and a loop runs longer than 1 s */
 } rf_run_options;

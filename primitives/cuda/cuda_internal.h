@@ -40,6 +40,18 @@ static inline rf_wcols rf_wcols_of(rf_drel *r)
     return k;
 }
 
+/* The packing of a dense set's rows into bit positions (see rf_dset):
+ * key = sum over columns j of (v_j - lo[j]) << shift[j], each offset at
+ * most mask[j]. */
+typedef struct rf_dframe {
+    int ncols;
+    int shift[RF_CUDA_MAX_COLS];
+    uint64_t lo[RF_CUDA_MAX_COLS];
+    uint64_t mask[RF_CUDA_MAX_COLS];
+} rf_dframe;
+/* The frame of a planned set (dense_set.c). */
+rf_dframe rf_dset_frame(const rf_dset *s);
+
 /* One compute-code instruction on the device. sc marks the first
  * instruction of the right operand of && (1) or || (2): when the left value
  * already decides, execution jumps past the operator at `skip` (short
@@ -206,6 +218,13 @@ cudaError_t rf_k_join_filter(cudaStream_t s, rf_cols l, int al, rf_cols r, const
 cudaError_t rf_k_join_emit(cudaStream_t s, rf_cols l, int al, rf_cols r, const uint64_t *lo,
                            const uint64_t *off, size_t nl, size_t total, const uint8_t *flags,
                            const uint64_t *pos, rf_dprog prog, rf_wcols out);
+/* Sets, for every kept pair (flags NULL: all), the bit of its projected
+ * row: output column p is (l ++ r) column src_host[p], placed by frame f
+ * (f.ncols output columns). counters[0] += bits newly set, counters[1] +=
+ * rows outside the frame (not inserted). */
+cudaError_t rf_k_join_insert(cudaStream_t s, rf_cols l, int al, rf_cols r, const uint64_t *lo,
+                             const uint64_t *off, size_t nl, size_t total, const uint8_t *flags,
+                             const int *src_host, rf_dframe f, uint64_t *words, uint64_t *counters);
 cudaError_t rf_k_map_filter(cudaStream_t s, rf_cols in, size_t n, rf_dprog prog, uint8_t *flags);
 cudaError_t rf_k_map_emit(cudaStream_t s, rf_cols in, size_t n, const uint8_t *flags,
                           const uint64_t *pos, rf_dprog prog, rf_wcols out);
@@ -239,15 +258,6 @@ cudaError_t rf_k_scan_tail(cudaStream_t s, const uint8_t *flags, uint64_t *pos, 
 cudaError_t rf_k_fill(cudaStream_t s, uint64_t *p, size_t n, uint64_t v);
 
 /* ---- Dense-set kernels (dense_set.cu) ---- */
-/* The packing of a dense set's rows into bit positions (see rf_dset):
- * key = sum over columns j of (v_j - lo[j]) << shift[j], each offset at
- * most mask[j]. */
-typedef struct rf_dframe {
-    int ncols;
-    int shift[RF_CUDA_MAX_COLS];
-    uint64_t lo[RF_CUDA_MAX_COLS];
-    uint64_t mask[RF_CUDA_MAX_COLS];
-} rf_dframe;
 /* Sets the bits of b's rows; counters[0] += bits newly set, counters[1]
  * += rows outside the frame (not inserted). */
 cudaError_t rf_k_dset_insert(cudaStream_t s, rf_cols b, size_t n, rf_dframe f, uint64_t *words,
@@ -256,11 +266,14 @@ cudaError_t rf_k_dset_insert(cudaStream_t s, rf_cols b, size_t n, rf_dframe f, u
 cudaError_t rf_k_dset_absent(cudaStream_t s, rf_cols a, size_t n, rf_dframe f, const uint64_t *words,
                              uint8_t *flags);
 /* Expansion in groups of words: counts[g] = bits set in group g; then
- * the rows of group g are written from row pos[g] on, in bit order. */
+ * the rows of group g are written from row pos[g] on, in bit order. With
+ * minus (same frame and size), the bits of words & ~minus. Output column p
+ * is frame column src_host[p] (src_host NULL: all frame columns in order). */
 size_t rf_dset_groups(size_t nwords);
-cudaError_t rf_k_dset_group_counts(cudaStream_t s, const uint64_t *words, size_t nwords, uint64_t *counts);
-cudaError_t rf_k_dset_expand(cudaStream_t s, const uint64_t *words, size_t nwords, const uint64_t *pos,
-                             rf_dframe f, rf_wcols out);
+cudaError_t rf_k_dset_group_counts(cudaStream_t s, const uint64_t *words, const uint64_t *minus, size_t nwords,
+                                   uint64_t *counts);
+cudaError_t rf_k_dset_expand(cudaStream_t s, const uint64_t *words, const uint64_t *minus, size_t nwords,
+                             const uint64_t *pos, rf_dframe f, int nout, const int *src_host, rf_wcols out);
 /* mm[j] min and mm[ncols + j] max of column j, folded into what mm holds. */
 cudaError_t rf_k_col_minmax(cudaStream_t s, rf_cols c, int ncols, size_t n, uint64_t *mm);
 

@@ -84,30 +84,46 @@ __global__ void k_dset_absent(rf_cols a, uint64_t n, rf_dframe f, const ull *wor
 
 constexpr int kGroupWords = 8; // words per expansion thread
 
-__global__ void k_dset_group_counts(const ull *words, uint64_t nwords, uint64_t ngroups, uint64_t *counts)
+// The expansion reads words[w] & ~minus[w] (minus NULL: nothing removed),
+// so a difference of two sets in one frame expands without a third bitmap.
+__device__ __forceinline__ ull word_at(const ull *words, const ull *minus, uint64_t w)
+{
+    return minus ? words[w] & ~minus[w] : words[w];
+}
+
+__global__ void k_dset_group_counts(const ull *words, const ull *minus, uint64_t nwords, uint64_t ngroups,
+                                    uint64_t *counts)
 {
     RF_GRID_LOOP(g, ngroups)
     {
         uint64_t c = 0, end = (g + 1) * kGroupWords < nwords ? (g + 1) * kGroupWords : nwords;
         for (uint64_t w = g * kGroupWords; w < end; w++)
-            c += (uint64_t)__popcll(words[w]);
+            c += (uint64_t)__popcll(word_at(words, minus, w));
         counts[g] = c;
     }
 }
 
-__global__ void k_dset_expand(const ull *words, uint64_t nwords, uint64_t ngroups, const uint64_t *pos,
-                              rf_dframe f, rf_wcols out)
+// Output column p of the expansion is frame column src.c[p].
+struct OutCols {
+    int n;
+    int c[RF_CUDA_MAX_COLS];
+};
+
+__global__ void k_dset_expand(const ull *words, const ull *minus, uint64_t nwords, uint64_t ngroups,
+                              const uint64_t *pos, rf_dframe f, OutCols src, rf_wcols out)
 {
     RF_GRID_LOOP(g, ngroups)
     {
         uint64_t o = pos[g], end = (g + 1) * kGroupWords < nwords ? (g + 1) * kGroupWords : nwords;
         for (uint64_t w = g * kGroupWords; w < end; w++) {
-            ull x = words[w];
+            ull x = word_at(words, minus, w);
             while (x) {
                 uint64_t key = (w << 6) | (uint64_t)(__ffsll((long long)x) - 1);
                 x &= x - 1;
-                for (int j = 0; j < f.ncols; j++)
-                    out.c[j][o] = ((key >> f.shift[j]) & f.mask[j]) + f.lo[j];
+                for (int p = 0; p < src.n; p++) {
+                    int j = src.c[p];
+                    out.c[p][o] = ((key >> f.shift[j]) & f.mask[j]) + f.lo[j];
+                }
                 o++;
             }
         }
@@ -164,17 +180,22 @@ cudaError_t rf_k_dset_absent(cudaStream_t s, rf_cols a, size_t n, rf_dframe f, c
 
 size_t rf_dset_groups(size_t nwords) { return (nwords + kGroupWords - 1) / kGroupWords; }
 
-cudaError_t rf_k_dset_group_counts(cudaStream_t s, const uint64_t *words, size_t nwords, uint64_t *counts)
+cudaError_t rf_k_dset_group_counts(cudaStream_t s, const uint64_t *words, const uint64_t *minus, size_t nwords,
+                                   uint64_t *counts)
 {
     size_t ng = rf_dset_groups(nwords);
-    LAUNCH(k_dset_group_counts, ng, s, (const ull *)words, nwords, ng, counts);
+    LAUNCH(k_dset_group_counts, ng, s, (const ull *)words, (const ull *)minus, nwords, ng, counts);
 }
 
-cudaError_t rf_k_dset_expand(cudaStream_t s, const uint64_t *words, size_t nwords, const uint64_t *pos,
-                             rf_dframe f, rf_wcols out)
+cudaError_t rf_k_dset_expand(cudaStream_t s, const uint64_t *words, const uint64_t *minus, size_t nwords,
+                             const uint64_t *pos, rf_dframe f, int nout, const int *src_host, rf_wcols out)
 {
+    OutCols src{};
+    src.n = src_host ? nout : f.ncols;
+    for (int p = 0; p < src.n && p < RF_CUDA_MAX_COLS; p++)
+        src.c[p] = src_host ? src_host[p] : p;
     size_t ng = rf_dset_groups(nwords);
-    LAUNCH(k_dset_expand, ng, s, (const ull *)words, nwords, ng, pos, f, out);
+    LAUNCH(k_dset_expand, ng, s, (const ull *)words, (const ull *)minus, nwords, ng, pos, f, src, out);
 }
 
 cudaError_t rf_k_col_minmax(cudaStream_t s, rf_cols c, int ncols, size_t n, uint64_t *mm)

@@ -328,6 +328,75 @@ __global__ void k_join_emit(rf_cols l, int al, rf_cols r, const uint64_t *lo, co
     }
 }
 
+// Join into a dense set (rf_cuda_join_to_set): the kept candidate pairs'
+// projected rows set bits in `words` instead of being written out, which
+// removes duplicates as it goes. Each thread takes kJoinChunk consecutive
+// candidates: one owner search, then a walk. src[p] is the (l ++ r) column
+// of output column p. counters[0] += bits newly set, counters[1] += rows
+// outside the frame (none when the frame was planned from the inputs).
+constexpr uint64_t kJoinChunk = 32;
+
+struct SrcCols {
+    int c[RF_CUDA_MAX_COLS];
+};
+
+__global__ void k_join_insert(rf_cols l, int al, rf_cols r, const uint64_t *lo, const uint64_t *off,
+                              uint64_t nl, uint64_t total, const uint8_t *flags, SrcCols src,
+                              rf_dframe f, unsigned long long *words, unsigned long long *counters)
+{
+    unsigned long long added = 0, outside = 0;
+    uint64_t nchunks = (total + kJoinChunk - 1) / kJoinChunk;
+    RF_GRID_LOOP(ch, nchunks)
+    {
+        uint64_t o = ch * kJoinChunk, end = o + kJoinChunk < total ? o + kJoinChunk : total;
+        uint64_t i = owner(off, nl, o);
+        uint64_t next = off[i + 1];
+        // Bits bound for one word are gathered and set with one atomic.
+        uint64_t word = ~0ull;
+        unsigned long long bits = 0;
+        for (; o < end; o++) {
+            while (o >= next) {
+                i++;
+                next = off[i + 1];
+            }
+            if (flags && !flags[o])
+                continue;
+            uint64_t j = lo[i] + (o - off[i]);
+            uint64_t key = 0;
+            bool in = true;
+            for (int p = 0; p < f.ncols; p++) {
+                int c = src.c[p];
+                uint64_t d = (c < al ? l.c[c][i] : r.c[c - al][j]) - f.lo[p];
+                in = in && d <= f.mask[p];
+                key |= d << f.shift[p];
+            }
+            if (!in) {
+                outside++;
+                continue;
+            }
+            if ((key >> 6) != word) {
+                if (bits)
+                    added += __popcll(bits & ~atomicOr(&words[word], bits));
+                word = key >> 6;
+                bits = 0;
+            }
+            bits |= 1ull << (key & 63);
+        }
+        if (bits)
+            added += __popcll(bits & ~atomicOr(&words[word], bits));
+    }
+    for (int d = 16; d > 0; d >>= 1) {
+        added += __shfl_down_sync(0xffffffffu, added, d);
+        outside += __shfl_down_sync(0xffffffffu, outside, d);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        if (added)
+            atomicAdd(&counters[0], added);
+        if (outside)
+            atomicAdd(&counters[1], outside);
+    }
+}
+
 __global__ void k_map_filter(rf_cols in, uint64_t n, rf_dprog prog, uint8_t *flags)
 {
     RF_GRID_LOOP(i, n)
@@ -561,6 +630,18 @@ cudaError_t rf_k_join_emit(cudaStream_t s, rf_cols l, int al, rf_cols r, const u
                            const uint64_t *pos, rf_dprog prog, rf_wcols out)
 {
     LAUNCH(k_join_emit, total, s, l, al, r, lo, off, nl, total, flags, pos, prog, out);
+}
+
+cudaError_t rf_k_join_insert(cudaStream_t s, rf_cols l, int al, rf_cols r, const uint64_t *lo,
+                             const uint64_t *off, size_t nl, size_t total, const uint8_t *flags,
+                             const int *src_host, rf_dframe f, uint64_t *words, uint64_t *counters)
+{
+    SrcCols src{};
+    for (int p = 0; p < f.ncols && p < RF_CUDA_MAX_COLS; p++)
+        src.c[p] = src_host[p];
+    uint64_t nchunks = (total + kJoinChunk - 1) / kJoinChunk;
+    LAUNCH(k_join_insert, nchunks, s, l, al, r, lo, off, nl, total, flags, src, f,
+           (unsigned long long *)words, (unsigned long long *)counters);
 }
 
 cudaError_t rf_k_map_filter(cudaStream_t s, rf_cols in, size_t n, rf_dprog prog, uint8_t *flags)

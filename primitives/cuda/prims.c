@@ -935,26 +935,17 @@ static bool use_hash_join(rf_cuda_ctx *c, size_t nl, size_t nr, int nkeys)
     return nr * RF_HASH_RATIO <= nl && nr <= RF_HASH_MAX_BUILD;
 }
 
-bool rf_cuda_join(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,
-                  const rf_code *filter, int nproj, const rf_code *proj, rf_drel *out,
-                  const char *what, rf_status *st)
+/* The candidate pairs of a join: for every row i of l, its matching rows
+ * of r are lo[i] .. lo[i] + (off[i+1] - off[i]) - 1; off has nl + 1
+ * entries, *total = off[nl] (one read-back). lo and off stay allocated for
+ * the caller, also after a failure (tmp_put them). */
+static bool join_candidates(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys, tmpbuf *lo, tmpbuf *off,
+                            uint64_t *total, rf_status *st)
 {
-    rf_dprog prog;
-    tmpbuf lo = {0}, cnt = {0}, off = {0}, flags = {0}, pos = {0}, ht = {0};
-    rf_drel res;
-    rf_drel_init(&res, nproj);
-    if (!check_arity(l, what, st) || !check_arity(r, what, st) ||
-        !upload_prog(c, filter, nproj, proj, l->arity + r->arity, &prog, st))
-        return false;
-    if (nkeys > l->arity || nkeys > r->arity)
-        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "join on %d keys of relations of arity %d and %d",
-                       nkeys, l->arity, r->arity);
-    bool has_filter = filter && filter->n > 0;
     size_t nl = l->nrows, nr = r->nrows;
-    if (nl == 0 || nr == 0)
-        goto done;
-    if (!tmp_get(c, &lo, nl * 8, "join ranges", st) || !tmp_get(c, &cnt, nl * 8, "join ranges", st) ||
-        !tmp_get(c, &off, (nl + 1) * 8, "join ranges", st))
+    tmpbuf cnt = {0}, ht = {0};
+    if (!tmp_get(c, lo, nl * 8, "join ranges", st) || !tmp_get(c, &cnt, nl * 8, "join ranges", st) ||
+        !tmp_get(c, off, (nl + 1) * 8, "join ranges", st))
         goto fail;
     if (use_hash_join(c, nl, nr, nkeys)) {
         /* Build on r, probe with l: the same ranges as the binary search. */
@@ -963,39 +954,80 @@ bool rf_cuda_join(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,
             slots <<= 1;
         if (!tmp_get(c, &ht, slots * 16, "join hash table", st))
             goto fail;
-        CK(rf_k_hash_ranges(c->stream, rf_cols_of(l), nl, rf_cols_of(r), nr, nkeys, ht.p, slots - 1, lo.p, cnt.p),
+        CK(rf_k_hash_ranges(c->stream, rf_cols_of(l), nl, rf_cols_of(r), nr, nkeys, ht.p, slots - 1, lo->p, cnt.p),
            "hash join");
         tmp_put(c, &ht);
         c->hash_joins++;
     } else {
-        CK(rf_k_join_ranges(c->stream, rf_cols_of(l), nl, rf_cols_of(r), nr, nkeys, lo.p, cnt.p), "join");
+        CK(rf_k_join_ranges(c->stream, rf_cols_of(l), nl, rf_cols_of(r), nr, nkeys, lo->p, cnt.p), "join");
         c->merge_joins++;
     }
-    if (!rf_cub_count_scan(c, cnt.p, off.p, nl, st))
+    if (!rf_cub_count_scan(c, cnt.p, off->p, nl, st))
         goto fail;
     tmp_put(c, &cnt);
-    uint64_t total, kept;
-    if (!read_word(c, (uint64_t *)off.p + nl, &total, st))
+    return read_word(c, (uint64_t *)off->p + nl, total, st);
+fail:
+    tmp_put(c, &cnt);
+    tmp_put(c, &ht);
+    return false;
+}
+
+static bool check_join(const rf_drel *l, const rf_drel *r, int nkeys, const char *what, rf_status *st)
+{
+    if (!check_arity(l, what, st) || !check_arity(r, what, st))
+        return false;
+    if (nkeys > l->arity || nkeys > r->arity)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "join on %d keys of relations of arity %d and %d", nkeys,
+                       l->arity, r->arity);
+    return true;
+}
+
+/* flags[o] := filter of candidate pair o (generated or interpreted),
+ * pos := their prefix sum, *kept := the pairs kept. */
+static bool join_filter(rf_cuda_ctx *c, bool gen, void *gf, const rf_drel *l, const rf_drel *r, const tmpbuf *lo,
+                        const tmpbuf *off, uint64_t total, rf_dprog prog, tmpbuf *flags, tmpbuf *pos, uint64_t *kept,
+                        rf_status *st)
+{
+    size_t nl = l->nrows;
+    if (!tmp_get(c, flags, total, "join filter flags", st) ||
+        !tmp_get(c, pos, (total + 1) * 8, "join filter positions", st))
+        return false;
+    if (gen) {
+        if (!gen_filter(c, gf, rf_cols_of(l), rf_cols_of(r), lo->p, off->p, nl, total, flags->p, st))
+            return false;
+    } else
+        CK(rf_k_join_filter(c->stream, rf_cols_of(l), l->arity, rf_cols_of(r), lo->p, off->p, nl, total, prog,
+                            flags->p), "join filter");
+    return check_fault(c, st) && rf_cub_flag_scan(c, flags->p, pos->p, total, st) &&
+           read_word(c, (uint64_t *)pos->p + total, kept, st);
+fail:
+    return false;
+}
+
+bool rf_cuda_join(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,
+                  const rf_code *filter, int nproj, const rf_code *proj, rf_drel *out,
+                  const char *what, rf_status *st)
+{
+    rf_dprog prog;
+    tmpbuf lo = {0}, off = {0}, flags = {0}, pos = {0};
+    rf_drel res;
+    rf_drel_init(&res, nproj);
+    if (!check_join(l, r, nkeys, what, st) || !upload_prog(c, filter, nproj, proj, l->arity + r->arity, &prog, st))
+        return false;
+    bool has_filter = filter && filter->n > 0;
+    size_t nl = l->nrows;
+    uint64_t total = 0, kept;
+    if (nl == 0 || r->nrows == 0)
+        goto done;
+    if (!join_candidates(c, l, r, nkeys, &lo, &off, &total, st))
         goto fail;
     kept = total;
     if (total == 0)
         goto done;
     void *gf = NULL, *ge = NULL;
     bool gen = try_codegen(c, true, l->arity, filter, nproj, proj, &gf, &ge);
-    if (has_filter) {
-        if (!tmp_get(c, &flags, total, "join filter flags", st) ||
-            !tmp_get(c, &pos, (total + 1) * 8, "join filter positions", st))
-            goto fail;
-        if (gen) {
-            if (!gen_filter(c, gf, rf_cols_of(l), rf_cols_of(r), lo.p, off.p, nl, total, flags.p, st))
-                goto fail;
-        } else
-            CK(rf_k_join_filter(c->stream, rf_cols_of(l), l->arity, rf_cols_of(r), lo.p, off.p, nl, total, prog,
-                                flags.p), "join filter");
-        if (!check_fault(c, st) || !rf_cub_flag_scan(c, flags.p, pos.p, total, st) ||
-            !read_word(c, (uint64_t *)pos.p + total, &kept, st))
-            goto fail;
-    }
+    if (has_filter && !join_filter(c, gen, gf, l, r, &lo, &off, total, prog, &flags, &pos, &kept, st))
+        goto fail;
     if (!rf_drel_alloc(c, &res, (size_t)kept, what, st))
         goto fail;
     if (kept && nproj > 0) {
@@ -1012,7 +1044,6 @@ bool rf_cuda_join(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,
     }
 done:
     tmp_put(c, &lo);
-    tmp_put(c, &cnt);
     tmp_put(c, &off);
     tmp_put(c, &flags);
     tmp_put(c, &pos);
@@ -1020,13 +1051,82 @@ done:
     out->arity = nproj;
     return true;
 fail:
-    tmp_put(c, &ht);
     tmp_put(c, &lo);
-    tmp_put(c, &cnt);
     tmp_put(c, &off);
     tmp_put(c, &flags);
     tmp_put(c, &pos);
     rf_drel_free(c, &res);
+    return false;
+}
+
+bool rf_cuda_join_to_set(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys, const rf_code *filter,
+                         const int *src, rf_dset *s, const char *what, rf_status *st)
+{
+    rf_dprog prog;
+    tmpbuf lo = {0}, off = {0}, flags = {0}, pos = {0};
+    uint64_t *ctr = NULL;
+    uint64_t counts[2] = {0, 0};
+    if (s->total_bits < 0 || s->words)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "join into a dense set for %s without a fresh frame",
+                       what ? what : "?");
+    if (!check_join(l, r, nkeys, what, st) || !upload_prog(c, filter, 0, NULL, l->arity + r->arity, &prog, st))
+        return false;
+    for (int p = 0; p < s->arity; p++)
+        if (src[p] < 0 || src[p] >= l->arity + r->arity)
+            return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "join projection reads column %d of %d", src[p],
+                           l->arity + r->arity);
+    size_t bytes = rf_dset_bytes(s);
+    s->words = rf_cuda_alloc(c, bytes, what, st);
+    if (!s->words)
+        return false;
+    s->nwords = bytes / 8;
+    s->nrows = 0;
+    CK(cudaMemsetAsync(s->words, 0, bytes, c->stream), "join into a dense set");
+    uint64_t total = 0, kept;
+    if (l->nrows == 0 || r->nrows == 0)
+        goto done;
+    if (!join_candidates(c, l, r, nkeys, &lo, &off, &total, st))
+        goto fail;
+    kept = total;
+    if (total == 0)
+        goto done;
+    bool has_filter = filter && filter->n > 0;
+    void *gf = NULL, *ge = NULL;
+    bool gen = has_filter && try_codegen(c, true, l->arity, filter, 0, NULL, &gf, &ge);
+    if (has_filter && !join_filter(c, gen, gf, l, r, &lo, &off, total, prog, &flags, &pos, &kept, st))
+        goto fail;
+    tmp_put(c, &pos);
+    if (kept) {
+        if (!(ctr = rf_cuda_alloc(c, 16, "dense-set counters", st)))
+            goto fail;
+        CK(cudaMemsetAsync(ctr, 0, 16, c->stream), "join into a dense set");
+        CK(rf_k_join_insert(c->stream, rf_cols_of(l), l->arity, rf_cols_of(r), lo.p, off.p, l->nrows, total,
+                            has_filter ? flags.p : NULL, src, rf_dset_frame(s), s->words, ctr),
+           "join into a dense set");
+        if (!rf_cuda_read_back(c, ctr, counts, 16, st))
+            goto fail;
+        rf_cuda_free(c, ctr, 16);
+        ctr = NULL;
+        if (counts[1] != 0) {
+            rf_fail(st, RF_EXIT_RUNTIME_ERROR, "join into a dense set for %s: %llu rows outside its frame",
+                    what ? what : "?", (unsigned long long)counts[1]);
+            goto fail;
+        }
+    }
+done:
+    s->nrows = (size_t)counts[0];
+    tmp_put(c, &lo);
+    tmp_put(c, &off);
+    tmp_put(c, &flags);
+    return true;
+fail:
+    if (ctr)
+        rf_cuda_free(c, ctr, 16);
+    tmp_put(c, &lo);
+    tmp_put(c, &off);
+    tmp_put(c, &flags);
+    tmp_put(c, &pos);
+    rf_dset_free(c, s);
     return false;
 }
 

@@ -164,7 +164,35 @@ bool rf_dset_union(rf_cuda_ctx *c, const rf_dset *s, const rf_drel *b, rf_dset *
                    const char *what, rf_status *st);
 /* out := the rows of s, sorted. */
 bool rf_dset_expand(rf_cuda_ctx *c, const rf_dset *s, rf_drel *out, const char *what, rf_status *st);
+/* out := the rows of s with output column p = column src[p] of s, in
+ * s's order (the MAP of a set by a column projection, in one pass). */
+bool rf_dset_expand_proj(rf_cuda_ctx *c, const rf_dset *s, int nproj, const int *src, rf_drel *out,
+                         const char *what, rf_status *st);
+/* Same arity, bits and origins: bit i means the same row in both. */
+bool rf_dset_same_frame(const rf_dset *a, const rf_dset *b);
+/* out := rows of a not in b (same frame), sorted: one pass over both
+ * bitmaps, no third one. */
+bool rf_dset_difference_sets(rf_cuda_ctx *c, const rf_dset *a, const rf_dset *b, rf_drel *out, const char *what,
+                             rf_status *st);
+/* out := a copy of s. */
+bool rf_dset_copy(rf_cuda_ctx *c, const rf_dset *s, rf_dset *out, const char *what, rf_status *st);
+/* The frame of the set that a join's output would fill (rf_cuda_join_to_set):
+ * output column p is column src[p] of (l ++ r), and gets that input
+ * column's value range. When `hint` (a planned or built set, may be NULL)
+ * has a frame that holds all those ranges, s gets hint's frame, so that the
+ * join's set and hint's set compare word by word. *fits is false when the
+ * frame would take more than max_bits bits (or an input is empty). */
+bool rf_dset_plan_join(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nproj, const int *src,
+                       const rf_dset *hint, int max_bits, rf_dset *s, bool *fits, rf_status *st);
 
+/* The same join, its output rows deduplicated into a dense set instead of
+ * written out (the Kernel-Weaver-style fusion of JOIN with the SORT that
+ * follows it: the pairs never reach memory, duplicates disappear as bits
+ * are set). Output column p is column src[p] of (l ++ r) (projections must
+ * be plain columns); s comes planned (rf_dset_plan_join) and gets its
+ * bitmap and row count. */
+bool rf_cuda_join_to_set(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys, const rf_code *filter,
+                         const int *src, rf_dset *s, const char *what, rf_status *st);
 /* ---- Run-time code generation (NVRTC) for compute stages ----
  * Off by default; rf_cuda_set_codegen(c, true) makes MAP and JOIN compute
  * stages run generated kernels (cached on disk by content hash in

@@ -40,12 +40,24 @@ typedef struct dense_refusal {
     size_t retry_rows;
 } dense_refusal;
 
+/* The frame of the full relation's dense set as the DIFF kernel `diff`
+ * last saw it: a join whose output reaches that DIFF two kernels later
+ * (JOIN, SORT, DIFF: the semi-naive step) plans its set in this frame, so
+ * the DIFF compares the two bitmaps word by word. */
+typedef struct diff_frame {
+    const rf_kernel *diff;
+    rf_dset frame;           /* words NULL: the frame only */
+} diff_frame;
+
 typedef struct gpu_impl {
     rf_cuda_ctx *ctx;
     int dense_mode;          /* 0 off, 1 auto, 2 always */
     dense_refusal *refused;
     int nrefused, caprefused;
+    diff_frame *frames;
+    int nframes, capframes;
     size_t dense_diffs, dense_unions, dense_expands, dense_fallbacks;
+    size_t dense_joins, dense_set_diffs;
 } gpu_impl;
 
 static rf_cuda_ctx *ctx_of(rf_backend *be) { return ((gpu_impl *)be->impl)->ctx; }
@@ -247,15 +259,57 @@ static bool maybe_make_set(rf_backend *be, const rf_kernel *k, rf_dvar *full, co
     return true;
 }
 
+static diff_frame *find_frame(gpu_impl *g, const rf_kernel *diff)
+{
+    for (int i = 0; i < g->nframes; i++)
+        if (g->frames[i].diff == diff)
+            return &g->frames[i];
+    return NULL;
+}
+
+static void remember_frame(gpu_impl *g, const rf_kernel *diff, const rf_dset *s)
+{
+    diff_frame *f = find_frame(g, diff);
+    if (!f) {
+        if (g->nframes == g->capframes) {
+            g->capframes = g->capframes ? 2 * g->capframes : 8;
+            g->frames = rf_realloc(g->frames, (size_t)g->capframes * sizeof *g->frames);
+        }
+        f = &g->frames[g->nframes++];
+        f->diff = diff;
+    }
+    f->frame = *s;
+    f->frame.words = NULL;
+    f->frame.nwords = 0;
+}
+
 /* DIFF out := a - b through b's dense set; false in *done when b has none. */
 static bool dense_diff(rf_backend *be, const rf_kernel *k, rf_dvar *out, rf_dvar *a, rf_dvar *b, const char *what,
                        bool *done, rf_kernel_stats *stats, rf_status *st)
 {
     *done = false;
+    gpu_impl *g = impl_of(be);
+    /* Both sides bitmaps in one frame (a from a join into a set planned in
+     * b's frame): expand the bits of a that b lacks, nothing else. */
+    if (a->has_set && !a->table_ok && b->has_set && rf_dset_same_frame(&a->set, &b->set)) {
+        rf_drel res;
+        rf_drel_init(&res, a->rel.arity);
+        if (!rf_dset_difference_sets(ctx_of(be), &a->set, &b->set, &res, what, st))
+            return false;
+        becomes_table(be, out);
+        rf_drel_move(ctx_of(be), &out->rel, &res);
+        g->dense_diffs++;
+        g->dense_set_diffs++;
+        remember_frame(g, k, &b->set);
+        stats->bytes_moved = 2 * rf_dset_bytes(&a->set) + rel_bytes(out);
+        *done = true;
+        return true;
+    }
     if (!ensure_table(be, a, st) || !maybe_make_set(be, k, b, a, st))
         return false;
     if (!b->has_set)
         return true;
+    remember_frame(g, k, &b->set);
     becomes_table(be, out);
     if (!rf_dset_difference(ctx_of(be), &a->rel, &b->set, &out->rel, what, st))
         return false;
@@ -300,6 +354,142 @@ static bool dense_union(rf_backend *be, rf_dvar *out, rf_dvar *a, rf_dvar *b, co
     return true;
 }
 
+/* The kernel d places after k in k's block, or NULL. */
+static const rf_kernel *kernel_after(const rf_hprogram *p, const rf_kernel *k, int d)
+{
+    for (int b = 0; b < p->nblocks; b++) {
+        const rf_hblock *blk = &p->blocks[b];
+        if (blk->nkernels > 0 && k >= blk->kernels && k < blk->kernels + blk->nkernels)
+            return k + d < blk->kernels + blk->nkernels ? k + d : NULL;
+    }
+    return NULL;
+}
+
+static bool kernel_frees(const rf_kernel *k, int var)
+{
+    for (int i = 0; i < k->nfree; i++)
+        if (k->frees[i] == var)
+            return true;
+    return false;
+}
+
+/* JOIN into a dense set (Kernel-Weaver-style fusion of the JOIN with the
+ * SORT after it, as the CPU backend does with its deferred joins): when
+ * the only reader of the join's output is the next kernel, a SORT that
+ * frees it, duplicates and order are not observable, so the output may be
+ * held as a set of distinct rows. Its pairs then set bits instead of being
+ * written, and the SORT takes the set over. Needs plain-column projections
+ * and a frame of at most RF_DSET_MAX_BITS bits; in auto mode the bitmap
+ * must also be small (RF_DENSE_SMALL) or at most 16 bytes per probing row,
+ * so that short loops over wide frames keep the sort. Declining is never
+ * an error: *done stays false and the plain join runs. */
+static bool dense_join(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *out, rf_dvar *l,
+                       rf_dvar *r, const char *what, bool *done, rf_kernel_stats *stats, rf_status *st)
+{
+    *done = false;
+    gpu_impl *g = impl_of(be);
+    const rf_kernel *sort = kernel_after(p, k, 1);
+    if (g->dense_mode == 0 || !sort || sort->op != RF_K_SORT || sort->in[0] != k->out ||
+        !kernel_frees(sort, k->out) || p->vars[k->out].is_output || k->nproj < 1 ||
+        k->nproj > RF_CUDA_MAX_COLS)
+        return true;
+    int src[RF_CUDA_MAX_COLS];
+    for (int i = 0; i < k->nproj; i++) {
+        const rf_code *c = &k->proj[i];
+        if (c->n != 1 || c->ins[0].op != RF_EX_COL)
+            return true;
+        src[i] = c->ins[0].index;
+    }
+    if (!ensure_table(be, l, st) || !ensure_table(be, r, st))
+        return false;
+    if (l->rel.nrows == 0 || r->rel.nrows == 0)
+        return true;
+    const rf_kernel *diff = kernel_after(p, k, 2);
+    diff_frame *hint = diff && diff->op == RF_K_DIFF && diff->in[0] == sort->out ? find_frame(g, diff) : NULL;
+    rf_dset plan;
+    bool fits;
+    if (!rf_dset_plan_join(ctx_of(be), &l->rel, &r->rel, k->nproj, src, hint ? &hint->frame : NULL,
+                           RF_DSET_MAX_BITS, &plan, &fits, st))
+        return false;
+    size_t bitmap = rf_dset_bytes(&plan);
+    if (!fits || (g->dense_mode != 2 && bitmap > RF_DENSE_SMALL && bitmap / 16 > l->rel.nrows))
+        return true;
+    rf_status quiet = {0};
+    if (!rf_cuda_join_to_set(ctx_of(be), &l->rel, &r->rel, k->nkeys, &k->filter, src, &plan, what, &quiet)) {
+        if (quiet.code != RF_EXIT_OUT_OF_MEMORY)
+            return rf_fail(st, quiet.code, "%s", quiet.message);
+        return true; /* no room for the bitmap: the sort path runs */
+    }
+    rf_drel_free(ctx_of(be), &out->rel);
+    rf_drel_init(&out->rel, k->nproj);
+    drop_set(be, out);
+    out->set = plan;
+    out->has_set = true;
+    out->table_ok = false;
+    g->dense_joins++;
+    stats->bytes_moved = rel_bytes(l) + rel_bytes(r) + 2 * bitmap;
+    *done = true;
+    return true;
+}
+
+/* SORT of a variable held only as a set: the set is the answer (sorted and
+ * distinct by construction); taken over when the SORT frees its input. */
+static bool sort_of_set(rf_backend *be, const rf_kernel *k, rf_dvar *out, rf_dvar *in, const char *what,
+                        bool *done, rf_kernel_stats *stats, rf_status *st)
+{
+    *done = false;
+    if (!in->has_set || in->table_ok || in == out)
+        return true;
+    rf_dset res;
+    rf_dset_init(&res);
+    if (kernel_frees(k, k->in[0])) {
+        res = in->set;
+        rf_dset_init(&in->set);
+        in->has_set = false;
+        in->table_ok = true; /* empty, and freed right after */
+    } else if (!rf_dset_copy(ctx_of(be), &in->set, &res, what, st)) {
+        return false;
+    }
+    rf_drel_free(ctx_of(be), &out->rel);
+    rf_drel_init(&out->rel, res.arity);
+    drop_set(be, out);
+    out->set = res;
+    out->has_set = true;
+    out->table_ok = false;
+    stats->bytes_moved = 0;
+    *done = true;
+    return true;
+}
+
+/* MAP of a variable held only as a set, with no filter and plain-column
+ * projections: the set expands straight into the projected columns (one
+ * write of the output instead of expanding, reading and writing again). */
+static bool map_of_set(rf_backend *be, const rf_kernel *k, rf_dvar *out, rf_dvar *in, const char *what, bool *done,
+                       rf_kernel_stats *stats, rf_status *st)
+{
+    *done = false;
+    if (!in->has_set || in->table_ok || in == out || k->filter.n > 0 || k->nproj < 1 ||
+        k->nproj > RF_CUDA_MAX_COLS)
+        return true;
+    int src[RF_CUDA_MAX_COLS];
+    for (int i = 0; i < k->nproj; i++) {
+        const rf_code *c = &k->proj[i];
+        if (c->n != 1 || c->ins[0].op != RF_EX_COL || c->ins[0].index >= in->set.arity)
+            return true;
+        src[i] = c->ins[0].index;
+    }
+    rf_drel res;
+    rf_drel_init(&res, k->nproj);
+    if (!rf_dset_expand_proj(ctx_of(be), &in->set, k->nproj, src, &res, what, st))
+        return false;
+    becomes_table(be, out);
+    rf_drel_move(ctx_of(be), &out->rel, &res);
+    impl_of(be)->dense_expands++;
+    stats->bytes_moved = rf_dset_bytes(&in->set) + rel_bytes(out);
+    *done = true;
+    return true;
+}
+
 static bool gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *out,
                     rf_dvar *in0, rf_dvar *in1, rf_kernel_stats *stats, rf_status *st)
 {
@@ -336,6 +526,12 @@ static bool gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf
         ok = dense_diff(be, k, out, in0, in1, what, &done, stats, st);
     else if (k->op == RF_K_UNION && in0->rel.arity == in1->rel.arity)
         ok = dense_union(be, out, in0, in1, what, &done, stats, st);
+    else if (k->op == RF_K_JOIN)
+        ok = dense_join(be, p, k, out, in0, in1, what, &done, stats, st);
+    else if (k->op == RF_K_SORT)
+        ok = sort_of_set(be, k, out, in0, what, &done, stats, st);
+    else if (k->op == RF_K_MAP)
+        ok = map_of_set(be, k, out, in0, what, &done, stats, st);
     if (ok && !done) {
         /* Every other kernel reads and writes tables. */
         ok = ensure_table(be, in0, st) && ensure_table(be, in1, st);
@@ -417,9 +613,10 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
     rf_cuda_join_counts(ctx, &nmerge, &nhash);
     fprintf(f, "  gpu: joins with keys: %zu merge (binary search), %zu hash\n", nmerge, nhash);
     gpu_impl *g = impl_of(be);
-    fprintf(f, "  gpu: dense sets (%s): %zu differences, %zu unions, %zu expansions, %zu unions fell back\n",
-            g->dense_mode == 0 ? "off" : g->dense_mode == 2 ? "always" : "auto", g->dense_diffs, g->dense_unions,
-            g->dense_expands, g->dense_fallbacks);
+    fprintf(f, "  gpu: dense sets (%s): %zu differences (%zu of two sets), %zu unions, %zu joins into a set, "
+               "%zu expansions, %zu unions fell back\n",
+            g->dense_mode == 0 ? "off" : g->dense_mode == 2 ? "always" : "auto", g->dense_diffs, g->dense_set_diffs,
+            g->dense_unions, g->dense_joins, g->dense_expands, g->dense_fallbacks);
     fprintf(f, "  gpu: NVRTC %s: %zu compiled (%.3f s), %zu disk-cache hits, %zu memory hits, %zu failures, load %.3f s\n",
             getenv("RF_CUDA_CODEGEN") && strcmp(getenv("RF_CUDA_CODEGEN"), "0") ? "on" : "off", cg.compiled,
             cg.compile_seconds, cg.cache_hits, cg.mem_hits, cg.failures, cg.load_seconds);
@@ -439,6 +636,7 @@ static void gpu_destroy(rf_backend *be)
     if (g) {
         rf_cuda_ctx_free(g->ctx);
         free(g->refused);
+        free(g->frames);
         free(g);
     }
     free(be);

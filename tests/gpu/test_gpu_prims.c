@@ -563,9 +563,106 @@ static void test_dense_sets(rf_cuda_ctx *c)
     printf("dense sets: %d cases (%d unions outside the frame, %d frames too wide)\n", runs, outside, too_wide);
 }
 
+/* rf_cuda_join_to_set against the reference rows of the same join, made
+ * distinct and sorted; then again in the frame of a set holding every
+ * other of those rows (the semi-naive DIFF's situation), whose difference
+ * of two sets must give the rest. */
+static void join_to_set_case(rf_cuda_ctx *c, int iter, const rf_drel *dl, const rf_drel *dr, int nk,
+                             const rf_code *fc, int nproj, const rf_code *pc, const rf_word *exp, size_t m,
+                             int *runs, int *hinted)
+{
+    int src[3];
+    for (int p = 0; p < nproj; p++)
+        src[p] = pc[p].ins[0].index;
+    rf_status st;
+    rf_status_init(&st);
+    rf_dset s, full, s2;
+    rf_dset_init(&s);
+    rf_dset_init(&full);
+    rf_dset_init(&s2);
+    rf_drel out, half;
+    rf_drel_init(&out, nproj);
+    rf_drel_init(&half, nproj);
+    bool fits = false;
+    bool ok = rf_dset_plan_join(c, dl, dr, nproj, src, NULL, RF_DSET_MAX_BITS, &s, &fits, &st);
+    CHECK(ok, "join-to-set %d: plan: %s", iter, st.message);
+    if (!ok || !fits)
+        return;
+    size_t nu = m;
+    rf_word *uniq = rf_malloc(rf_mul_size(m + 1, (size_t)nproj * 8));
+    memcpy(uniq, exp, m * (size_t)nproj * 8);
+    nu = ref_sort_unique(uniq, m, nproj);
+    ok = rf_cuda_join_to_set(c, dl, dr, nk, fc, src, &s, "join set", &st);
+    CHECK(ok, "join-to-set %d: %s", iter, st.message);
+    if (ok) {
+        CHECK(s.nrows == nu, "join-to-set %d: %zu rows counted, expected %zu", iter, s.nrows, nu);
+        if (rf_dset_expand(c, &s, &out, "join set expand", &st))
+            expect_rel(c, &out, uniq, nu, nproj, false, "join into a set");
+        /* Expanded into reversed columns (plus column 0 again): the rows in
+         * the set's order, projected. */
+        int rev[4];
+        for (int p = 0; p < nproj; p++)
+            rev[p] = nproj - 1 - p;
+        rev[nproj] = 0;
+        rf_word *proj = rf_malloc(rf_mul_size(nu + 1, (size_t)(nproj + 1) * 8));
+        for (size_t i = 0; i < nu; i++)
+            for (int p = 0; p <= nproj; p++)
+                proj[i * (nproj + 1) + p] = uniq[i * nproj + rev[p]];
+        rf_drel pr;
+        rf_drel_init(&pr, nproj + 1);
+        ok = rf_dset_expand_proj(c, &s, nproj + 1, rev, &pr, "projected expand", &st);
+        CHECK(ok, "join-to-set %d: projected expansion: %s", iter, st.message);
+        if (ok)
+            expect_rel(c, &pr, proj, nu, nproj + 1, false, "projected expansion of a set");
+        rf_drel_free(c, &pr);
+        free(proj);
+        (*runs)++;
+    }
+    /* The full relation: every other distinct row, in a frame that holds
+     * the join's (one bit wider in column 0 when there is room, so that it
+     * differs from the frame the join would plan for itself). */
+    rf_table th;
+    rf_table_init(&th, nproj);
+    for (size_t i = 0; i < nu; i += 2)
+        rf_table_append_row(&th, uniq + i * nproj);
+    full = s;
+    full.words = NULL;
+    full.nwords = 0;
+    full.nrows = 0;
+    if (full.total_bits < RF_DSET_MAX_BITS) {
+        full.bits[0]++;
+        full.total_bits++;
+    }
+    if (ok && nu > 0 && rf_drel_upload(c, &half, &th, "half", &st) && rf_dset_build(c, &half, &full, "full set", &st)) {
+        ok = rf_dset_plan_join(c, dl, dr, nproj, src, &full, RF_DSET_MAX_BITS, &s2, &fits, &st) && fits;
+        CHECK(ok && rf_dset_same_frame(&s2, &full), "join-to-set %d: the hint's frame was not adopted", iter);
+        if (ok && rf_cuda_join_to_set(c, dl, dr, nk, fc, src, &s2, "join set 2", &st)) {
+            size_t nrest = 0;
+            rf_word *rest = rf_malloc(rf_mul_size(nu / 2 + 1, (size_t)nproj * 8));
+            for (size_t i = 1; i < nu; i += 2)
+                memcpy(rest + (nrest++) * nproj, uniq + i * nproj, (size_t)nproj * 8);
+            ok = rf_dset_difference_sets(c, &s2, &full, &out, "set difference", &st);
+            CHECK(ok, "join-to-set %d: difference of sets: %s", iter, st.message);
+            if (ok)
+                expect_rel(c, &out, rest, nrest, nproj, false, "difference of two sets");
+            free(rest);
+            (*hinted)++;
+        } else {
+            CHECK(false, "join-to-set %d (in a hinted frame): %s", iter, st.message);
+        }
+    }
+    rf_table_free(&th);
+    free(uniq);
+    rf_dset_free(c, &s);
+    rf_dset_free(c, &s2);
+    rf_dset_free(c, &full);
+    rf_drel_free(c, &out);
+    rf_drel_free(c, &half);
+}
+
 static void test_join(rf_cuda_ctx *c, int iters)
 {
-    int runs = 0;
+    int runs = 0, set_runs = 0, hinted_runs = 0;
     for (int iter = 0; iter < iters; iter++) {
         int al = 1 + (int)(rnd() % 3), ar = 1 + (int)(rnd() % 3);
         int nk = (int)(rnd() % (unsigned)((al < ar ? al : ar) + 1));
@@ -582,9 +679,12 @@ static void test_join(rf_cuda_ctx *c, int iters)
         rf_expr *filter = rnd() % 2 ? gen(RF_TYPE_BOOL, 3) : NULL;
         int nproj = 1 + (int)(rnd() % 3);
         rf_expr *proj[3];
+        /* Every other case projects plain columns only: the join into a
+         * dense set takes those. */
+        bool cols_only = iter % 2 == 0;
         for (int p = 0; p < nproj; p++)
-            proj[p] = rnd() % 2 ? rf_expr_leaf(RF_EX_COL, RF_TYPE_INT64, (int)(rnd() % (unsigned)g_ncols))
-                                : gen(RF_TYPE_INT64, 2);
+            proj[p] = cols_only || rnd() % 2 ? rf_expr_leaf(RF_EX_COL, RF_TYPE_INT64, (int)(rnd() % (unsigned)g_ncols))
+                                             : gen(RF_TYPE_INT64, 2);
         rf_code fc = to_code(filter), pc[3];
         for (int p = 0; p < nproj; p++)
             pc[p] = to_code(proj[p]);
@@ -637,6 +737,8 @@ static void test_join(rf_cuda_ctx *c, int iters)
                 expect_rel(c, &out, exp, m, nproj, true, mode == 1 ? "merge join" : "hash join");
         }
         rf_cuda_set_join_mode(c, 0);
+        if (cols_only && ref_ok)
+            join_to_set_case(c, iter, &dl, &dr, nk, &fc, nproj, pc, exp, m, &set_runs, &hinted_runs);
         free(exp);
         free(fc.ins);
         rf_expr_free(filter);
@@ -651,7 +753,9 @@ static void test_join(rf_cuda_ctx *c, int iters)
         rf_table_free(&tr);
         runs++;
     }
-    printf("join: %d cases\n", runs);
+    CHECK(set_runs > iters / 8 && hinted_runs > iters / 16, "join into a set: only %d cases (%d hinted)", set_runs,
+          hinted_runs);
+    printf("join: %d cases, %d into a dense set (%d in a given frame)\n", runs, set_runs, hinted_runs);
 }
 
 static void test_aggregate(rf_cuda_ctx *c, const rf_word *strs, int nstrs)
