@@ -1,17 +1,23 @@
 #!/usr/bin/env python3
 """GPU benchmark: Red Fox's GPU backend against its CPU backend on the same
-host, over the shared graphs, with the device's two floors.
+host, over the shared graphs, with the device's floors.
 
     python3 bench/gpu_bench.py [--build DIR] [--graphs-dir DIR] [--graphs A,B]
                                [--queries tc,sg,triangles] [--threads 16]
+                               [--timeout S] [--no-cpu] [--count-only] [--log F]
 
 First it measures the device's copy bandwidth (device-to-device memcpy,
-bytes read + written) and its radix-sort rate (64-bit keys through the
-library's sort) with rf_gpu_floors. Then for every graph and query it runs
+bytes read + written), its radix-sort rate (64-bit keys through the
+library's sort) and its pinned PCIe download bandwidth with rf_gpu_floors.
+Then for every graph and query it runs
 `redfox run --stats` on --backend=gpu and on --backend=cpu --threads N and
 prints: result size, loop iterations, GPU time, CPU time, ratio, peak device
 memory, tuples/s, and the floors: bytes the kernels move / copy bandwidth,
-tuples sorted / sort rate, and how far the GPU's kernel time is from them.
+tuples sorted / sort rate, and how far the GPU's kernel time is from them;
+the download of the answers against answer bytes / PCIe bandwidth. Last,
+the three largest runs (by result size) that both backends finished.
+--count-only runs `redfox run --count` (no TSV files; the backends'
+answers are compared by the hash it prints).
 
 Times are "facts loaded to answers in host memory": from before reading the
 input file to the result rows downloaded and in typed order in host memory,
@@ -139,14 +145,16 @@ def main():
     device = re.search(r"device (.*)", fl).group(1)
     copy_gbs = float(re.search(r"copy_gbs ([\d.]+)", fl).group(1))
     sort_rate = float(re.search(r"sort_keys_per_s ([\d.e+]+)", fl).group(1))
+    m = re.search(r"pcie_d2h_gbs ([\d.]+)", fl)
+    d2h_gbs = float(m.group(1)) if m else 0.0
     print("# Red Fox GPU benchmark, %s, device %s, CPU backend --threads %d on %d host cores" % (
         datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), device, a.threads, os.cpu_count()))
-    print("# floors: device-to-device copy %.0f GB/s (read + write); radix sort %.2f G keys/s (64-bit keys)" % (
-        copy_gbs, sort_rate / 1e9))
+    print("# floors: device-to-device copy %.0f GB/s (read + write); radix sort %.2f G keys/s (64-bit keys); "
+          "pinned PCIe download %.1f GB/s" % (copy_gbs, sort_rate / 1e9, d2h_gbs))
     graphs = a.graphs.split(",") if a.graphs else sorted(f[:-4] for f in os.listdir(gdir) if f.endswith(".tsv"))
     log = open(a.log, "w") if a.log else open(os.devnull, "w")
     hdr = ("query", "graph", "result", "iter", "GPU s", "CPU s", "CPU/GPU", "GPU wall", "CPU wall", "write s",
-           "peak MiB", "tuples/s", "kern s", "bw floor", "sort floor", "kern/floor")
+           "peak MiB", "tuples/s", "kern s", "bw floor", "sort floor", "kern/floor", "download s", "dl floor")
     print("| " + " | ".join(hdr) + " |")
     print("|" + "---|" * len(hdr))
     done = []  # (result rows, query, graph, GPU s, CPU s) of runs that both backends finished
@@ -178,13 +186,16 @@ def main():
                    "%.2f" % gs.get("write", 0), "%.0f" % gs.get("peak_mib", 0),
                    "%.3g" % (gs["rows"] / gs["answers"]) if gs["answers"] > 0 else "n/a",
                    "%.4f" % kern, "%.4f" % bw_floor, "%.4f" % sort_floor,
-                   "%.1f" % (kern / floor) if floor > 0 else "n/a")
+                   "%.1f" % (kern / floor) if floor > 0 else "n/a",
+                   "%.4f" % gs.get("down_s", 0),
+                   "%.4f" % (gs.get("down_mb", 0) * 1e6 / (d2h_gbs * 1e9)) if d2h_gbs > 0 else "n/a")
             print("| " + " | ".join(row) + " |", flush=True)
             if cpu_s and gs["answers"] > 0 and not same:
                 done.append((gs["rows"], q, g, gs["answers"], cpu_s))
     print("# GPU s / CPU s: facts loaded to answers in host memory (no TSV writing, no process start);"
           " wall: whole process%s; kern s: sum of device-event kernel times;"
-          " bw floor: bytes the kernels read+write / copy bandwidth; sort floor: tuples into SORT / sort rate"
+          " bw floor: bytes the kernels read+write / copy bandwidth; sort floor: tuples into SORT / sort rate;"
+          " download s: answers device to host memory; dl floor: their bytes / pinned PCIe bandwidth"
           % (" (--count: no TSV written; answers compared by --count's hash)" if a.count_only
              else " incl. writing the TSV to /dev/shm (answers compared by SHA-1)"))
     if done:

@@ -1,7 +1,9 @@
-/* Prints the two floors the GPU benchmark compares against: device-to-device
- * copy bandwidth and the radix-sort rate of the library's sort (64-bit keys).
+/* Prints the floors the GPU benchmark compares against: device-to-device
+ * copy bandwidth, the radix-sort rate of the library's sort (64-bit keys)
+ * and the pinned PCIe bandwidth that bounds moving an answer to the host.
  *   rf_gpu_floors [COPY_MIB [SORT_MKEYS]]
- * Output (one line each): "device NAME", "copy_gbs X", "sort_keys_per_s Y". */
+ * Output (one line each): "device NAME", "copy_gbs X", "sort_keys_per_s Y",
+ * "pcie_d2h_gbs Z", "pcie_h2d_gbs W" (pinned memory, the downloads' chunks). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -28,7 +30,14 @@ int main(int argc, char **argv)
         rf_cuda_ctx_free(c);
         return 1;
     }
-    printf("device %s\ncopy_gbs %.1f\nsort_keys_per_s %.4g\n", rf_cuda_device_name(c), gbs, rate);
+    double d2h = 0, h2d = 0;
+    if (!rf_cuda_measure_pcie(c, mib << 20, &d2h, &h2d, &st)) {
+        fprintf(stderr, "rf_gpu_floors: %s\n", st.message);
+        rf_cuda_ctx_free(c);
+        return 1;
+    }
+    printf("device %s\ncopy_gbs %.1f\nsort_keys_per_s %.4g\npcie_d2h_gbs %.1f\npcie_h2d_gbs %.1f\n",
+           rf_cuda_device_name(c), gbs, rate, d2h, h2d);
     rf_cuda_ctx_free(c);
     return 0;
 }

@@ -1400,6 +1400,35 @@ fail:
     return ok;
 }
 
+bool rf_cuda_measure_pcie(rf_cuda_ctx *c, size_t bytes, double *d2h_gbs, double *h2d_gbs, rf_status *st)
+{
+    bytes = (bytes + RF_STAGE_CHUNK - 1) / RF_STAGE_CHUNK * RF_STAGE_CHUNK;
+    char *dev = rf_cuda_alloc(c, bytes, "PCIe floor", st);
+    bool ok = dev != NULL;
+    for (int dir = 0; ok && dir < 2; dir++) {
+        double best = 0;
+        for (int rep = 0; ok && rep < 3; rep++) {
+            ok = rf_cuda_sync(c, st);
+            double t0 = rf_now();
+            for (size_t off = 0; ok && off < bytes; off += RF_STAGE_CHUNK) {
+                char *buf = c->stage_region + (off / RF_STAGE_CHUNK % (size_t)c->nstage) * RF_STAGE_CHUNK;
+                ok = rf_cuda_check(c, dir == 0 ? cudaMemcpyAsync(buf, dev + off, RF_STAGE_CHUNK, cudaMemcpyDeviceToHost,
+                                                                 c->stream)
+                                               : cudaMemcpyAsync(dev + off, buf, RF_STAGE_CHUNK, cudaMemcpyHostToDevice,
+                                                                 c->stream),
+                                   "PCIe floor", st);
+            }
+            ok = ok && rf_cuda_sync(c, st);
+            double gbs = (double)bytes / (rf_now() - t0) / 1e9;
+            if (rep > 0 && gbs > best) /* the first run warms up */
+                best = gbs;
+        }
+        *(dir == 0 ? d2h_gbs : h2d_gbs) = best;
+    }
+    rf_cuda_free(c, dev, bytes);
+    return ok;
+}
+
 bool rf_drel_column_sign_uniform(rf_cuda_ctx *c, const rf_drel *r, int col)
 {
     if (col < 0 || col >= r->arity || r->nrows == 0)

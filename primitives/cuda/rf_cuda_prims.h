@@ -62,6 +62,9 @@ void rf_cuda_get_io_stats(const rf_cuda_ctx *c, rf_cuda_io_stats *out);
  * of the library's sort (64-bit keys, all bits, keys/s) over n keys. */
 bool rf_cuda_measure_floors(rf_cuda_ctx *c, size_t bytes, size_t n, double *copy_gbs,
                             double *sort_keys_per_s, rf_status *st);
+/* Host<->device bandwidth through pinned memory (GB/s), in chunks as the
+ * downloads use them: the floor of moving an answer to the host. */
+bool rf_cuda_measure_pcie(rf_cuda_ctx *c, size_t bytes, double *d2h_gbs, double *h2d_gbs, rf_status *st);
 /* Waits for all queued work. */
 bool rf_cuda_sync(rf_cuda_ctx *c, rf_status *st);
 

@@ -3,23 +3,27 @@
 # every generated random program on --backend=gpu, compared with the oracle,
 # the golden expectations and the CPU backend.
 #
-#   tests/gpu/run_gpu_suite.sh [--quick] [--sanitize] [--build DIR] [--graphs DIR] [--log DIR]
+#   tests/gpu/run_gpu_suite.sh [--quick] [--sanitize|--sanitize-only] [--count N] [--build DIR]
+#                              [--graphs DIR] [--log DIR]
 #
 # Builds DIR (default build-dev) when redfox is missing there. Without a CUDA
 # device (nvidia-smi fails or lists none) it prints a message and exits 0.
 #   --quick     100 random programs instead of 1000, no graph tests
 #   --sanitize  also run the primitive tests and a sample of programs under
 #               compute-sanitizer (memcheck; racecheck on the primitive tests)
+#   --sanitize-only  only those sanitizer steps
+#   --count N   N random programs (default 1000)
 #   --graphs    folder with the graph files (default .data/graphs, else
 #               ../shared/data/graphs); graph tests skip when missing
 # Exit status: 0 when everything passed (or skipped), 1 otherwise.
 set -u
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-BUILD="$ROOT/build-dev"; COUNT=1000; QUICK=0; SANITIZE=0; LOG=""; GRAPHS=""
+BUILD="$ROOT/build-dev"; COUNT=1000; QUICK=0; SANITIZE=0; SANONLY=0; LOG=""; GRAPHS=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1; COUNT=100 ;;
     --sanitize) SANITIZE=1 ;;
+    --sanitize-only) SANITIZE=1; SANONLY=1 ;;
     --build) BUILD="$2"; shift ;;
     --graphs) GRAPHS="$2"; shift ;;
     --log) LOG="$2"; shift ;;
@@ -59,6 +63,7 @@ step() { # name, command...
   fi
 }
 
+if [ "$SANONLY" = 0 ]; then
 # 1. ctest's GPU tests (the primitive tests against the CPU library).
 step ctest_gpu ctest --test-dir "$BUILD" -R '^gpu_' --output-on-failure
 
@@ -108,6 +113,8 @@ if [ "$QUICK" = 0 ]; then
       --test "$kind:$g" ${n:+--expect $n} --backend gpu
   done
 fi
+
+fi # SANONLY
 
 # 6. compute-sanitizer: primitive tests (memcheck, racecheck) and a sample
 #    of programs end to end (memcheck).
