@@ -164,6 +164,8 @@ def main():
             gpath = os.path.join(gdir, g + ".tsv")
             if not os.path.exists(gpath):
                 continue
+            with open(gpath, "rb") as f:  # page cache warm for both backends alike
+                f.read()
             gs = run(rf, prog, pred, gpath, "gpu", a.threads, a.timeout, log, a.count_only)
             if not gs or "error" in gs:
                 # No comparison to make: the CPU run is skipped (it would
