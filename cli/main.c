@@ -202,7 +202,7 @@ static int cmd_run(int argc, char **argv)
     if (!err && !prog_path)
         err = usage("run: no program given%s", "");
     if (!err && count_only && output_dir)
-        err = usage("--count prints counts to stdout; it does not go with --output %s", output_dir);
+        err = usage("--count prints counts and hashes to stdout; it does not go with --output %s", output_dir);
     if (!err && strcmp(backend, "auto") && strcmp(backend, "cpu") && strcmp(backend, "gpu"))
         err = usage("unknown backend '%s' (auto, cpu or gpu)", backend);
     if (!err && threads_s) {
