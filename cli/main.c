@@ -1,11 +1,15 @@
 /* The redfox command line (docs/design.md, "Command line"):
  *   redfox run PROG.lql|PROG.rfx [--input PRED=FILE]... [--output DIR]
  *              [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]
- *   redfox explain --plan|--ir PROG.lql
+ *              [--max-iterations N] [--progress]
+ *   redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx
  *   redfox compile PROG.lql -o PROG.rfx
- *   redfox check PROG.lql
+ *   redfox check PROG.lql|PROG.rfx
+ * A program is compiled (.rfx) when its first bytes are the .rfx magic or
+ * its name ends in .rfx; anything else is source text.
  * Exit status: 0 ok, 1 compile errors, 2 run-time error, 3 out of memory,
  * 64 usage, 70 internal error (the compiler produced an invalid program). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,30 +25,39 @@
 static const char usage_text[] =
     "usage: redfox run PROG.lql|PROG.rfx [--input PRED=FILE]... [--output DIR]\n"
     "                  [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]\n"
-    "       redfox explain --plan|--ir PROG.lql\n"
+    "                  [--max-iterations N] [--progress]\n"
+    "       redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx\n"
     "       redfox compile PROG.lql -o PROG.rfx\n"
-    "       redfox check PROG.lql\n"
+    "       redfox check PROG.lql|PROG.rfx\n"
     "       redfox --help | --version\n";
 
 static const char help_text[] =
     "\n"
     "commands:\n"
     "  run       compile a .lql program (or load a compiled .rfx) and run it\n"
-    "  explain   print the query plan (--plan) or the Harmony kernel IR (--ir)\n"
-    "  compile   write the kernel IR as a binary .rfx program\n"
-    "  check     parse and type-check only\n"
+    "  explain   print the query plan (--plan, needs source) or the Harmony kernel\n"
+    "            IR (--ir, source or .rfx)\n"
+    "  compile   write the kernel IR as a binary .rfx program (input files named\n"
+    "            by @input are stored relative to the .rfx's folder when inside it)\n"
+    "  check     parse and type-check a source program, or validate a .rfx\n"
     "\n"
     "run options:\n"
     "  --input PRED=FILE   read PRED's facts from FILE (TSV, or CSV if it ends in .csv);\n"
-    "                      replaces the program's @input file; repeatable\n"
+    "                      replaces the program's @input file; once per predicate\n"
     "  --output DIR        write each output predicate to DIR/PRED.tsv (all or none)\n"
-    "  --print PRED        also output PRED; repeatable\n"
+    "  --print PRED        output PRED too; repeatable. A program without @output\n"
+    "                      outputs every predicate defined by rules; --print replaces\n"
+    "                      that default with the named predicates\n"
     "  --count             print each output's tuple count and a hash of its rows, not\n"
     "                      the rows (the answers are still computed and brought to host\n"
     "                      memory; equal hashes: equal output files)\n"
     "  --stats             per-kernel times, rows, bytes, loop iterations, peak memory\n"
     "  --backend=B         auto (GPU if present, default), cpu or gpu\n"
     "  --threads N         CPU backend worker threads (default: one per core)\n"
+    "  --max-iterations N  fail (exit 2) when a recursive loop runs more than N\n"
+    "                      iterations without reaching its fixpoint\n"
+    "  --progress          print loop progress (a line a second after the first\n"
+    "                      second) even when stderr is not a terminal\n"
     "\n"
     "Without --output, outputs are printed sorted to stdout. Outputs are the\n"
     "@output predicates plus --print ones; with neither, every predicate defined\n"
@@ -63,9 +76,12 @@ static int usage(const char *fmt, const char *arg)
 }
 
 /* Run-time errors that already carry a location (FILE:LINE: error: ...)
- * are printed as they are, like compiler diagnostics. */
+ * are printed as they are, like compiler diagnostics; usage errors found
+ * late (an --input naming no predicate) get the usage too. */
 static int report(const rf_status *st)
 {
+    if (st->code == RF_EXIT_USAGE)
+        return usage("%s", st->message);
     if (strstr(st->message, ": error: "))
         fprintf(stderr, "%s\n", st->message);
     else
@@ -94,16 +110,34 @@ static bool opt_value(int argc, char **argv, int *i, const char *name, const cha
     return true;
 }
 
+/* A compiled program is recognised by content: its first bytes are the
+ * magic (a file of 4 to 7 bytes counts when they begin it, so that a
+ * truncated .rfx is reported as one), or by a .rfx name (so that an empty
+ * or damaged one gets the loader's one clear message, not a flood of
+ * syntax errors). */
 static bool is_rfx(const char *path)
 {
+    size_t n = strlen(path);
+    if (n >= 4 && strcmp(path + n - 4, ".rfx") == 0)
+        return true;
     FILE *f = fopen(path, "rb");
     if (!f)
         return false;
     char magic[sizeof RF_HIR_MAGIC];
-    bool yes = fread(magic, 1, sizeof magic, f) == sizeof magic &&
-               memcmp(magic, RF_HIR_MAGIC, sizeof magic) == 0;
+    size_t got = fread(magic, 1, sizeof magic, f);
     fclose(f);
-    return yes;
+    return got >= 4 && memcmp(magic, RF_HIR_MAGIC, got) == 0;
+}
+
+/* Loads a compiled program; NULL with the error printed. */
+static rf_hprogram *load_compiled(const char *path, int *rc)
+{
+    rf_status st;
+    rf_status_init(&st);
+    rf_hprogram *hp = rf_hir_load(path, &st);
+    if (!hp)
+        *rc = report(&st);
+    return hp;
 }
 
 static rf_program *compile(const char *path)
@@ -161,9 +195,10 @@ static rf_hprogram *lower(const rf_program *prog, rf_plan **plan_out)
 static int cmd_run(int argc, char **argv)
 {
     const char *prog_path = NULL, *output_dir = NULL, *backend = "auto", *threads_s = NULL;
+    const char *max_iter_s = NULL;
     RF_VEC(rf_input_override) inputs = {0};
     RF_VEC(const char *) prints = {0};
-    bool stats = false, count_only = false;
+    bool stats = false, count_only = false, progress = false;
     int err = 0, rc = RF_EXIT_OK;
     for (int i = 2; i < argc && !err; i++) {
         const char *v = NULL;
@@ -177,6 +212,11 @@ static int cmd_run(int argc, char **argv)
             }
             rf_input_override o = {rf_strndup(v, (size_t)(eq - v)), eq + 1};
             RF_PUSH(inputs, o);
+            for (size_t k = 0; k + 1 < inputs.len; k++)
+                if (strcmp(inputs.items[k].pred, o.pred) == 0) {
+                    err = usage("--input: '%s' is given more than once", o.pred);
+                    break;
+                }
         } else if (opt_value(argc, argv, &i, "--output", &v, &err)) {
             output_dir = v;
         } else if (opt_value(argc, argv, &i, "--print", &v, &err)) {
@@ -186,6 +226,10 @@ static int cmd_run(int argc, char **argv)
             backend = v;
         } else if (opt_value(argc, argv, &i, "--threads", &v, &err)) {
             threads_s = v;
+        } else if (opt_value(argc, argv, &i, "--max-iterations", &v, &err)) {
+            max_iter_s = v;
+        } else if (strcmp(argv[i], "--progress") == 0) {
+            progress = true;
         } else if (strcmp(argv[i], "--stats") == 0) {
             stats = true;
         } else if (strcmp(argv[i], "--count") == 0) {
@@ -212,6 +256,15 @@ static int cmd_run(int argc, char **argv)
             err = usage("--threads expects a number from 1 to 1024, not '%s'", threads_s);
         threads = (int)t;
     }
+    size_t max_iterations = 0;
+    if (!err && max_iter_s) {
+        char *end;
+        errno = 0;
+        unsigned long long m = strtoull(max_iter_s, &end, 10);
+        if (!*max_iter_s || *end || max_iter_s[0] == '-' || m < 1 || errno)
+            err = usage("--max-iterations expects a positive number, not '%s'", max_iter_s);
+        max_iterations = (size_t)m;
+    }
     rf_program *prog = NULL;
     rf_hprogram *hp = NULL;
     rf_backend *be = NULL;
@@ -222,11 +275,8 @@ static int cmd_run(int argc, char **argv)
         goto done;
     }
     if (is_rfx(prog_path)) {
-        hp = rf_hir_load(prog_path, &st);
-        if (!hp) {
-            rc = report(&st);
+        if (!(hp = load_compiled(prog_path, &rc)))
             goto done;
-        }
     } else {
         if (!(prog = compile(prog_path))) {
             rc = RF_EXIT_COMPILE_ERROR;
@@ -234,14 +284,14 @@ static int cmd_run(int argc, char **argv)
         }
         for (size_t i = 0; i < inputs.len; i++)
             if (rf_program_find_pred(prog, inputs.items[i].pred) < 0) {
-                rf_fail(&st, RF_EXIT_RUNTIME_ERROR, "--input: unknown predicate '%s'", inputs.items[i].pred);
+                rf_fail(&st, RF_EXIT_USAGE, "--input: unknown predicate '%s'", inputs.items[i].pred);
                 rc = report(&st);
                 goto done;
             }
         for (size_t i = 0; i < prints.len; i++) {
             int p = rf_program_find_pred(prog, prints.items[i]);
             if (p < 0) {
-                rf_fail(&st, RF_EXIT_RUNTIME_ERROR, "--print: unknown predicate '%s'", prints.items[i]);
+                rf_fail(&st, RF_EXIT_USAGE, "--print: unknown predicate '%s'", prints.items[i]);
                 rc = report(&st);
                 goto done;
             }
@@ -276,7 +326,8 @@ static int cmd_run(int argc, char **argv)
         .print = prints.items,
         .stats = stats,
         .count_only = count_only,
-        .progress = true,
+        .progress = progress ? RF_PROGRESS_ALWAYS : RF_PROGRESS_TERMINAL,
+        .max_iterations = max_iterations,
     };
     if (!rf_run(hp, &ro, &st))
         rc = report(&st);
@@ -309,6 +360,18 @@ static int cmd_explain(int argc, char **argv)
     }
     if (!mode || !path)
         return usage("explain needs --plan or --ir and a program%s", "");
+    if (is_rfx(path)) {
+        if (strcmp(mode, "--plan") == 0)
+            return usage("explain --plan needs the program's source: '%s' is compiled (explain --ir shows "
+                         "its kernels)", path);
+        int rc = RF_EXIT_OK;
+        rf_hprogram *hp = load_compiled(path, &rc);
+        if (hp) {
+            rf_hir_print(hp, stdout);
+            rf_hir_free(hp);
+        }
+        return rc;
+    }
     rf_program *prog = compile(path);
     if (!prog)
         return RF_EXIT_COMPILE_ERROR;
@@ -357,6 +420,8 @@ static int cmd_compile(int argc, char **argv)
     }
     if (!path || !out)
         return usage("compile needs a program and -o FILE%s", "");
+    if (is_rfx(path))
+        return usage("compile needs a source program: '%s' is already compiled", path);
     rf_program *prog = compile(path);
     if (!prog)
         return RF_EXIT_COMPILE_ERROR;
@@ -376,6 +441,13 @@ static int cmd_check(int argc, char **argv)
 {
     if (argc != 3 || argv[2][0] == '-')
         return usage("check needs exactly one program%s", "");
+    if (is_rfx(argv[2])) {
+        /* The loader validates every field and runs the verifier. */
+        int rc = RF_EXIT_OK;
+        rf_hprogram *hp = load_compiled(argv[2], &rc);
+        rf_hir_free(hp);
+        return rc;
+    }
     rf_program *prog = compile(argv[2]);
     if (!prog)
         return RF_EXIT_COMPILE_ERROR;

@@ -408,10 +408,12 @@ static void directive(checker *ck, const ast_clause *c)
         rf_pred *p = &ck->prog->preds[idx];
         if (p->input_path) {
             rf_diag_error(ck->diag, c->dargs[0]->loc, "duplicate @input for '%s'", p->name);
+            rf_diag_note(ck->diag, p->input_loc, "the first @input for '%s' is here", p->name);
             return;
         }
         p->input_path = resolve_path(ck->prog->source->path, file->text);
         p->input_format = format;
+        p->input_loc = c->dir_loc;
     } else if (strcmp(c->dir_name, "output") == 0) {
         if (c->nargs != 1) {
             rf_diag_error(ck->diag, c->dir_loc, "@output takes one predicate name");

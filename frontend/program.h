@@ -28,6 +28,7 @@ typedef struct rf_pred {
     char *input_path;        /* from the @input directive, resolved relative
                                 to the program's directory; NULL if none */
     rf_file_format input_format;
+    rf_loc input_loc;        /* of the @input directive (its run-time errors) */
     bool is_output;          /* @output directive */
     bool has_rules;          /* defined by at least one rule (IDB) */
     size_t nfacts;

@@ -96,6 +96,7 @@ typedef struct rf_kernel {
     int nfree;
     int *frees;
     char *comment;           /* provenance (plan command), may be NULL */
+    rf_origin origin;        /* the rule it computes, for run-time errors */
 } rf_kernel;
 
 typedef enum rf_term {
@@ -131,6 +132,8 @@ typedef struct rf_hvar {
     char *input_path;        /* LOAD: default input file or NULL */
     rf_file_format input_format;
     bool is_output;          /* value at HALT is the output of `pred` */
+    char *input_where;       /* LOAD: "prog.lql:3:1", the @input directive
+                                that named input_path (for its errors) */
 } rf_hvar;
 
 typedef struct rf_hprogram {
@@ -158,7 +161,8 @@ bool rf_hir_verify(const rf_hprogram *p, rf_status *st);
  * so the output is whole or absent. The reader validates every field and
  * then runs rf_hir_verify; it never trusts a length or an index. */
 #define RF_HIR_MAGIC "RFOXHIR"
-#define RF_HIR_VERSION 2   /* 2: RF_K_CHECK_KEYS */
+#define RF_HIR_VERSION 3   /* 2: RF_K_CHECK_KEYS; 3: origins, input paths
+                              relative to the .rfx */
 bool rf_hir_save(const rf_hprogram *p, const char *path, rf_status *st);
 uint8_t *rf_hir_serialize(const rf_hprogram *p, size_t *len_out);
 rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st);

@@ -40,6 +40,7 @@ typedef struct lower {
     int ntemps;
     const char *comment;     /* for the first kernel of the current command */
     kvec *cur;               /* the block being lowered (comments go there) */
+    const rf_origin *origin; /* of the command being lowered: every kernel */
 } lower;
 
 /* ---- variables ---- */
@@ -110,6 +111,8 @@ static rf_kernel *emit(lower *L, kvec *kv, rf_kop op, int out, int in0, int in1)
         k.comment = rf_strdup(L->comment);
         L->comment = NULL;
     }
+    if (L->origin)
+        k.origin = rf_origin_dup(*L->origin);
     RF_PUSH(*kv, k);
     return &kv->items[kv->len - 1];
 }
@@ -599,6 +602,7 @@ static void lower_cmd(lower *L, int b, const rf_plan_cmd *c)
         return;
     }
     L->comment = c->comment;
+    L->origin = &c->origin;
     L->cur = &L->body[b];
     switch (c->kind) {
     case RF_CMD_LOAD: emit(L, &L->body[b], RF_K_LOAD, c->dst, -1, -1); break;
@@ -617,6 +621,7 @@ static void lower_cmd(lower *L, int b, const rf_plan_cmd *c)
     default: break;
     }
     L->comment = NULL;
+    L->origin = NULL;
     invalidate(L, b, c->dst);
 }
 
@@ -658,6 +663,7 @@ rf_hprogram *rf_hir_lower(const rf_plan *plan)
             memcpy(hv->facts, r->facts, n * sizeof *hv->facts);
         }
         hv->input_path = r->input_path ? rf_strdup(r->input_path) : NULL;
+        hv->input_where = r->input_where ? rf_strdup(r->input_where) : NULL;
         hv->input_format = r->input_format;
         hv->is_output = r->is_output;
     }
@@ -791,6 +797,7 @@ static void free_kernel(rf_kernel *k)
     rf_code_free(&k->agg_arg);
     free(k->frees);
     free(k->comment);
+    rf_origin_release(&k->origin);
 }
 
 void rf_hir_free(rf_hprogram *p)
@@ -804,6 +811,7 @@ void rf_hir_free(rf_hprogram *p)
         free(v->pred);
         free(v->facts);
         free(v->input_path);
+        free(v->input_where);
     }
     free(p->vars);
     for (int b = 0; b < p->nblocks && p->blocks; b++) {

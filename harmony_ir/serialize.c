@@ -6,16 +6,24 @@
  *                                                 ids 0..nstrings-1)
  *   u32 nvars, each:   str name, u32 arity, u8 types[arity], u8 sorted,
  *                      str pred, u64 nfacts, u64 facts[nfacts*arity],
- *                      str input_path, u8 format, u8 is_output
+ *                      str input_path, u8 format, u8 is_output,
+ *                      str input_where
  *   u32 nblocks, each: str label, u32 nkernels, kernel..., u8 term,
  *                      i32 target, i32 target_else, u32 nconds, i32...,
  *                      u32 nfree_entry, i32...
  *   kernel: u8 op, i32 out, i32 in0, i32 in1, i32 nkeys, u8 partition,
  *           u8 gather, u8 aggfn, code filter, u32 nproj, code...,
- *           code agg_arg, u32 nfree, i32..., str comment
+ *           code agg_arg, u32 nfree, i32..., str comment,
+ *           str origin.where, str origin.what
  *   code:   u32 n, each: u8 op, u8 type, u8 arg_type, u8 0, i32 index,
  *           u64 value
  *   str:    u32 len (0xffffffff = absent), bytes (no NUL)
+ *
+ * Input paths: rf_hir_save stores a path inside the .rfx file's folder
+ * relative to that folder, any other one absolute; rf_hir_load resolves
+ * relative ones against the folder of the .rfx it reads. So a compiled
+ * program runs from any working directory, and a folder holding the .rfx
+ * with its data can be moved as a whole.
  *
  * String values (facts, constants) are dictionary ids of the writing
  * process; the reader interns the file's dictionary into its own process
@@ -25,6 +33,8 @@
  * remain before anything is allocated, every enum against its range, and
  * the result must pass rf_hir_verify. */
 #include "hir.h"
+#include "rf_outfile.h"
+#include "rf_path.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -94,7 +104,20 @@ static void put_ints(buf *b, int n, const int *v)
         put_i32(b, v[i]);
 }
 
-uint8_t *rf_hir_serialize(const rf_hprogram *p, size_t *len_out)
+/* Input paths as stored: relative to base_dir when inside it (see the top
+ * of this file); as they are when base_dir is NULL. */
+static char *stored_input_path(const char *path, const char *base_dir)
+{
+    if (!base_dir)
+        return rf_strdup(path);
+    char *abs = rf_path_absolute(path);
+    const char *rel = rf_path_inside(abs, base_dir);
+    char *s = rf_strdup(rel ? rel : abs);
+    free(abs);
+    return s;
+}
+
+static uint8_t *serialize(const rf_hprogram *p, const char *base_dir, size_t *len_out)
 {
     buf b = {0};
     put_bytes(&b, RF_HIR_MAGIC, sizeof RF_HIR_MAGIC); /* includes the NUL */
@@ -121,9 +144,12 @@ uint8_t *rf_hir_serialize(const rf_hprogram *p, size_t *len_out)
         size_t nw = v->arity > 0 ? v->nfacts * (size_t)v->arity : 0;
         for (size_t j = 0; j < nw; j++)
             put_u64(&b, v->facts[j]);
-        put_str(&b, v->input_path);
+        char *input = v->input_path ? stored_input_path(v->input_path, base_dir) : NULL;
+        put_str(&b, input);
+        free(input);
         put_u8(&b, (uint8_t)v->input_format);
         put_u8(&b, v->is_output);
+        put_str(&b, v->input_where);
     }
 
     put_u32(&b, (uint32_t)p->nblocks);
@@ -148,6 +174,8 @@ uint8_t *rf_hir_serialize(const rf_hprogram *p, size_t *len_out)
             put_code(&b, &kn->agg_arg);
             put_ints(&b, kn->nfree, kn->frees);
             put_str(&b, kn->comment);
+            put_str(&b, kn->origin.where);
+            put_str(&b, kn->origin.what);
         }
         put_u8(&b, (uint8_t)hb->term);
         put_i32(&b, hb->target);
@@ -158,6 +186,8 @@ uint8_t *rf_hir_serialize(const rf_hprogram *p, size_t *len_out)
     *len_out = b.len;
     return b.items;
 }
+
+uint8_t *rf_hir_serialize(const rf_hprogram *p, size_t *len_out) { return serialize(p, NULL, len_out); }
 
 /* ---- reader ---- */
 
@@ -323,6 +353,8 @@ static void get_kernel(rd *r, rf_kernel *k)
     get_code(r, &k->agg_arg, "aggregate code");
     k->frees = get_ints(r, &k->nfree, "kernel free list");
     k->comment = get_str(r, "kernel comment");
+    k->origin.where = get_str(r, "kernel origin");
+    k->origin.what = get_str(r, "kernel origin");
 }
 
 /* Renumbers a string id from the file's dictionary to this process's. */
@@ -347,18 +379,25 @@ static bool remap_code(rd *r, rf_code *c, const rf_word *map, size_t nmap)
 rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st)
 {
     rd r = {data, data ? len : 0, 0, st, false};
-    if (r.len < sizeof RF_HIR_MAGIC + 4) {
-        truncated(&r, "header");
+    if (r.len == 0) {
+        rf_fail(st, RF_EXIT_RUNTIME_ERROR, "empty file, not a compiled Red Fox program");
         return NULL;
     }
-    if (memcmp(data, RF_HIR_MAGIC, sizeof RF_HIR_MAGIC) != 0) {
-        malformed(&r, "not a Red Fox program (bad magic)");
+    size_t head = r.len < sizeof RF_HIR_MAGIC ? r.len : sizeof RF_HIR_MAGIC;
+    if (memcmp(data, RF_HIR_MAGIC, head) != 0) {
+        rf_fail(st, RF_EXIT_RUNTIME_ERROR, "not a compiled Red Fox program (its first bytes are not \"%s\")",
+                RF_HIR_MAGIC);
+        return NULL;
+    }
+    if (r.len < sizeof RF_HIR_MAGIC + 4) {
+        truncated(&r, "header");
         return NULL;
     }
     r.pos = sizeof RF_HIR_MAGIC;
     uint32_t version = get_u32(&r, "version");
     if (version != RF_HIR_VERSION) {
-        rf_fail(st, RF_EXIT_RUNTIME_ERROR, "unsupported format version %u (this redfox reads %d)",
+        rf_fail(st, RF_EXIT_RUNTIME_ERROR,
+                "compiled by another version of redfox (format %u, this one reads %d): compile it again",
                 version, RF_HIR_VERSION);
         return NULL;
     }
@@ -377,7 +416,7 @@ rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st)
     }
 
     rf_hprogram *p = rf_calloc(1, sizeof *p);
-    int nv = get_count(&r, 27, "variable");
+    int nv = get_count(&r, 31, "variable");
     if (!r.failed && nv > 0) {
         p->vars = rf_calloc((size_t)nv, sizeof *p->vars);
         p->nvars = nv;
@@ -416,6 +455,7 @@ rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st)
         v->input_path = get_str(&r, "input path");
         v->input_format = (rf_file_format)get_enum(&r, RF_FORMAT_CSV, "input format");
         v->is_output = get_bool(&r, "output flag");
+        v->input_where = get_str(&r, "input origin");
     }
 
     int nb = get_count(&r, 25, "block");
@@ -426,7 +466,7 @@ rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st)
     for (int b = 0; b < nb && !r.failed; b++) {
         rf_hblock *hb = &p->blocks[b];
         hb->label = get_str(&r, "block label");
-        int nk = get_count(&r, 40, "kernel");
+        int nk = get_count(&r, 48, "kernel");
         if (!r.failed && nk > 0) {
             hb->kernels = rf_calloc((size_t)nk, sizeof *hb->kernels);
             hb->nkernels = nk;
@@ -488,41 +528,14 @@ rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st)
 
 bool rf_hir_save(const rf_hprogram *p, const char *path, rf_status *st)
 {
+    char *abs = rf_path_absolute(path);
+    char *dir = rf_path_dirname(abs);
     size_t len;
-    uint8_t *data = rf_hir_serialize(p, &len);
-    char *tmp = rf_sprintf("%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot write %s: %s", path, strerror(errno));
-        free(tmp);
-        free(data);
-        return false;
-    }
-    bool ok = true;
-    size_t done = 0;
-    while (ok && done < len) {
-        ssize_t n = write(fd, data + done, len - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot write %s: %s", path,
-                         n < 0 ? strerror(errno) : "short write");
-        else
-            done += (size_t)n;
-    }
-    /* mkstemp makes the file private; a compiled program is not secret. */
-    if (ok && fchmod(fd, 0644) != 0)
-        ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot write %s: %s", path, strerror(errno));
-    if (ok && fsync(fd) != 0)
-        ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot write %s: %s", path, strerror(errno));
-    if (close(fd) != 0 && ok)
-        ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot write %s: %s", path, strerror(errno));
-    if (ok && rename(tmp, path) != 0)
-        ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot write %s: %s", path, strerror(errno));
-    if (!ok)
-        unlink(tmp);
-    free(tmp);
+    uint8_t *data = serialize(p, dir, &len);
+    bool ok = rf_write_file_whole(path, data, len, st);
     free(data);
+    free(dir);
+    free(abs);
     return ok;
 }
 
@@ -536,7 +549,22 @@ rf_hprogram *rf_hir_load(const char *path, rf_status *st)
     rf_status_init(&local);
     rf_hprogram *p = rf_hir_deserialize((const uint8_t *)data, len, &local);
     free(data);
-    if (!p)
+    if (!p) {
         rf_fail(st, local.code, "%s: %s", path, local.message);
+        return NULL;
+    }
+    /* Relative input paths are relative to the .rfx file's folder. */
+    char *abs = rf_path_absolute(path);
+    char *dir = rf_path_dirname(abs);
+    for (int i = 0; i < p->nvars; i++) {
+        rf_hvar *v = &p->vars[i];
+        if (v->input_path && v->input_path[0] != '/') {
+            char *resolved = rf_sprintf("%s/%s", dir, v->input_path);
+            free(v->input_path);
+            v->input_path = resolved;
+        }
+    }
+    free(dir);
+    free(abs);
     return p;
 }

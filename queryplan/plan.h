@@ -39,6 +39,7 @@ typedef struct rf_plan_rel {
     rf_word *facts;          /* inline facts, row-major */
     char *input_path;        /* default input file or NULL */
     rf_file_format input_format;
+    char *input_where;       /* "prog.lql:3:1": the @input naming it, or NULL */
     bool is_output;
 } rf_plan_rel;
 
@@ -68,6 +69,18 @@ typedef enum rf_cmdkind {
                            functional predicate after its stratum */
 } rf_cmdkind;
 
+/* Where a command comes from, so that a run-time error can name it:
+ * `where` is "prog.lql:5:1" (the rule, or the declaration of a checked
+ * predicate), `what` says what stands there ("rule q(z) <- p(x, y), ...").
+ * Both NULL when a command serves no single rule (unions, loop control). */
+typedef struct rf_origin {
+    char *where;
+    char *what;
+} rf_origin;
+
+rf_origin rf_origin_dup(rf_origin o);
+void rf_origin_release(rf_origin *o);
+
 typedef struct rf_plan_cmd {
     rf_cmdkind kind;
     int dst;                 /* relation index, -1 for control commands */
@@ -85,6 +98,7 @@ typedef struct rf_plan_cmd {
     int nconds;
     int *conds;              /* BRANCH_EMPTY: relation indices */
     char *comment;           /* why the command exists (rule text), or NULL */
+    rf_origin origin;        /* for run-time errors (division by zero, ...) */
 } rf_plan_cmd;
 
 typedef struct rf_plan_block {

@@ -33,6 +33,7 @@ typedef struct builder {
     int *fresh;         /* per predicate: "new" relation or -1 */
     int next_temp;
     int unit;           /* the one-empty-tuple relation, -1 until needed */
+    rf_origin origin;   /* given to every command emitted (the current rule) */
 } builder;
 
 /* ---- Relations and commands ---- */
@@ -103,6 +104,7 @@ static rf_plan_cmd *emit(builder *b, rf_cmdkind kind, int dst, int s0, int s1)
     c.src[0] = s0;
     c.src[1] = s1;
     c.target = c.target_else = -1;
+    c.origin = rf_origin_dup(b->origin);
     bblock *blk = &b->blocks.items[b->blocks.len - 1];
     RF_PUSH(blk->cmds, c);
     return &blk->cmds.items[blk->cmds.len - 1];
@@ -114,6 +116,15 @@ static int *int_dup(const int *a, int n)
     if (n > 0)
         memcpy(d, a, (size_t)n * sizeof *a);
     return d;
+}
+
+/* The origin of the commands emitted next; `what` is taken over. */
+static void set_origin(builder *b, rf_loc loc, char *what)
+{
+    rf_origin_release(&b->origin);
+    if (loc.src && loc.line > 0)
+        b->origin.where = rf_sprintf("%s:%d:%d", loc.src->path, loc.line, loc.col);
+    b->origin.what = what;
 }
 
 /* ---- Rule text for comments ---- */
@@ -705,6 +716,9 @@ static void compile_rule(builder *b, int ri, int delta_lit, int dst)
     c.r = r;
     c.delta_lit = delta_lit;
     c.comment = rule_text(p, r, delta_lit);
+    char *text = rule_text(p, r, -1);
+    set_origin(b, r->loc, rf_sprintf("rule %s", text));
+    free(text);
     size_t nv = (size_t)r->nvars + 1;
     c.done = rf_calloc((size_t)r->nbody + 1, sizeof *c.done);
     c.bound = rf_calloc(nv, sizeof *c.bound);
@@ -787,6 +801,7 @@ static void compile_rule(builder *b, int ri, int delta_lit, int dst)
     free(final_types);
     free(aggvars);
     free(c.comment);
+    rf_origin_release(&b->origin);
     free(c.done);
     free(c.bound);
     free(c.assign);
@@ -835,9 +850,37 @@ static bool needs_key_check(const rf_program *p, int pr)
     return !(nrules == 1 && agg);
 }
 
+/* "where f's tuples come from": what a violation's message points to. */
+static char *key_check_sources(const rf_program *p, int pr)
+{
+    const rf_pred *pd = &p->preds[pr];
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        rf_out_of_memory(0);
+    fprintf(f, "functional predicate %s declared here; its tuples come from", pd->name);
+    const char *sep = " ";
+    for (int i = 0; i < p->nrules; i++)
+        if (p->rules[i].head == pr) {
+            fprintf(f, "%sthe rule at line %d", sep, p->rules[i].loc.line);
+            sep = ", ";
+        }
+    if (pd->nfacts > 0) {
+        fprintf(f, "%sfacts", sep);
+        sep = ", ";
+    }
+    if (pd->input_path)
+        fprintf(f, "%sits input file", sep);
+    fclose(f);
+    return buf;
+}
+
 static void emit_key_check(builder *b, int pr)
 {
+    set_origin(b, b->prog->preds[pr].loc, key_check_sources(b->prog, pr));
     rf_plan_cmd *cmd = emit(b, RF_CMD_CHECK_KEYS, -1, b->full[pr], -1);
+    rf_origin_release(&b->origin);
     cmd->nkeys = b->prog->preds[pr].arity - 1;
     cmd->comment = rf_sprintf("functional dependency of %s", b->prog->preds[pr].name);
 }
@@ -1018,6 +1061,9 @@ rf_plan *rf_plan_build(const rf_program *prog, const rf_plan_options *opt)
             memcpy(r->facts, pr->facts, words * sizeof *r->facts);
         r->input_path = pr->input_path ? rf_strdup(pr->input_path) : NULL;
         r->input_format = pr->input_format;
+        if (pr->input_path && pr->input_loc.src)
+            r->input_where = rf_sprintf("%s:%d:%d", pr->input_loc.src->path, pr->input_loc.line,
+                                        pr->input_loc.col);
         r->is_output = pr->is_output;
     }
 

@@ -14,7 +14,21 @@ void rf_plan_cmd_release(rf_plan_cmd *c)
     rf_expr_free(c->agg_arg);
     free(c->conds);
     free(c->comment);
+    rf_origin_release(&c->origin);
     memset(c, 0, sizeof *c);
+}
+
+rf_origin rf_origin_dup(rf_origin o)
+{
+    rf_origin d = {o.where ? rf_strdup(o.where) : NULL, o.what ? rf_strdup(o.what) : NULL};
+    return d;
+}
+
+void rf_origin_release(rf_origin *o)
+{
+    free(o->where);
+    free(o->what);
+    o->where = o->what = NULL;
 }
 
 int rf_plan_cmd_nsrcs(rf_cmdkind k)
@@ -76,6 +90,7 @@ void rf_plan_free(rf_plan *plan)
         free(plan->rels[i].types);
         free(plan->rels[i].facts);
         free(plan->rels[i].input_path);
+        free(plan->rels[i].input_where);
     }
     free(plan->rels);
     for (int b = 0; b < plan->nblocks; b++) {

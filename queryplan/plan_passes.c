@@ -341,6 +341,7 @@ bool rf_plan_pass_dead_rels(rf_plan *plan)
             free(plan->rels[r].types);
             free(plan->rels[r].facts);
             free(plan->rels[r].input_path);
+            free(plan->rels[r].input_where);
         }
     }
     changed = changed || m != n;

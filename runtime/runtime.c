@@ -3,6 +3,7 @@
  * move when the source dies), runs LOADs itself and hands every other
  * kernel to the backend; then writes the outputs. See runtime.h. */
 #include "runtime.h"
+#include "rf_outfile.h"
 #include "rf_prims.h"
 
 #include <errno.h>
@@ -30,7 +31,9 @@ typedef struct rt {
     size_t *entries;         /* [block] times entered */
     bool *loop_header;       /* [block] target of a back edge */
     double *loop_start;      /* [block] when the loop was entered */
+    size_t *loop_iter;       /* [block] iterations since the loop was entered */
     bool progress_shown;
+    double progress_last;    /* when the last progress line was printed */
     double output_seconds;   /* download, typed sort and writing at HALT */
     double write_seconds;    /* of which writing the TSV text */
     rf_run_info info;
@@ -52,11 +55,38 @@ static void free_var(rt *r, int v)
     r->dv[v] = NULL;
 }
 
+static const char *var_label(const rf_hvar *v) { return v->pred ? v->pred : v->name ? v->name : "?"; }
+
 static rf_dvar *ensure_var(rt *r, int v, rf_status *st)
 {
     if (!r->dv[v])
         r->dv[v] = r->be->var_new(r->be, r->p->vars[v].arity, st);
     return r->dv[v];
+}
+
+/* Gives an error that has no place yet (a message without "FILE:LINE:")
+ * the place it comes from: `where` becomes its location, `note` a second
+ * line. Messages that already carry a location (a bad row of a fact file)
+ * are kept as they are. */
+static void locate_error(rf_status *st, const char *where, const char *note)
+{
+    if (!st->code || strstr(st->message, ": error: "))
+        return;
+    char *msg;
+    if (where && note)
+        msg = rf_sprintf("%s: error: %s\n%s: note: %s", where, st->message, where, note);
+    else if (where)
+        msg = rf_sprintf("%s: error: %s", where, st->message);
+    else if (note)
+        msg = rf_sprintf("%s (%s)", st->message, note);
+    else
+        return;
+    size_t n = strlen(msg);
+    if (n >= sizeof st->message)
+        n = sizeof st->message - 1;
+    memcpy(st->message, msg, n);
+    st->message[n] = '\0';
+    free(msg);
 }
 
 /* LOAD: inline facts ∪ the input file (--input overrides the directive's),
@@ -68,14 +98,25 @@ static bool run_load(rt *r, int v, rf_status *st)
     rf_table_from_rows(&t, hv->arity, hv->facts, hv->nfacts);
     const char *path = hv->input_path;
     rf_file_format fmt = hv->input_format;
+    const rf_input_override *option = NULL;
     for (int i = 0; i < r->opt->ninputs; i++)
         if (hv->pred && strcmp(r->opt->inputs[i].pred, hv->pred) == 0) {
-            path = r->opt->inputs[i].path;
+            option = &r->opt->inputs[i];
+            path = option->path;
             fmt = rf_format_from_path(path);
         }
     bool ok = true;
     if (path)
         ok = rf_read_facts(path, fmt, hv->arity, hv->types, &t, st);
+    if (!ok && option) {
+        char *note = rf_sprintf("from --input %s=%s", option->pred, option->path);
+        locate_error(st, NULL, note);
+        free(note);
+    } else if (!ok) {
+        char *note = rf_sprintf("the @input file of '%s'", var_label(hv));
+        locate_error(st, hv->input_where, note);
+        free(note);
+    }
     if (ok) {
         rf_prim_sort_unique(&t);
         ok = ensure_var(r, v, st) && r->be->upload(r->be, r->dv[v], &t, st);
@@ -136,8 +177,10 @@ static bool run_kernel(rt *r, const rf_kernel *k, kstat *ks, rf_status *st)
     memset(&s, 0, sizeof s);
     r->info.kernels_run++;
     if (k->op == RF_K_CHECK_KEYS) {
-        if (!run_check_keys(r, k, &s, st))
+        if (!run_check_keys(r, k, &s, st)) {
+            locate_error(st, k->origin.where, k->origin.what);
             return false;
+        }
     } else if (k->op == RF_K_LOAD) {
         if (!run_load(r, k->out, st))
             return false;
@@ -158,8 +201,10 @@ static bool run_kernel(rt *r, const rf_kernel *k, kstat *ks, rf_status *st)
             return false;
         rf_dvar *a = k->in[0] >= 0 ? r->dv[k->in[0]] : NULL;
         rf_dvar *b = k->in[1] >= 0 ? r->dv[k->in[1]] : NULL;
-        if (!r->be->run(r->be, r->p, k, r->dv[k->out], a, b, &s, st))
+        if (!r->be->run(r->be, r->p, k, r->dv[k->out], a, b, &s, st)) {
+            locate_error(st, k->origin.where, k->origin.what ? k->origin.what : k->comment);
             return false;
+        }
     }
     ks->calls++;
     ks->rows_in[0] += s.rows_in[0];
@@ -183,21 +228,22 @@ static bool all_empty(rt *r, const rf_hblock *b)
     return true;
 }
 
-static void show_progress(rt *r, const rf_hblock *b, int header)
+static void show_progress(rt *r, const rf_hblock *b, int header, bool terminal)
 {
-    double el = rf_now() - r->loop_start[header];
-    if (el < 1.0)
+    double now = rf_now(), el = now - r->loop_start[header];
+    if (el < 1.0 || (!terminal && now - r->progress_last < 1.0))
         return;
-    fprintf(r->err, "\rredfox: %s: iteration %zu (%.1fs)", r->p->blocks[header].label ? r->p->blocks[header].label : "loop",
-            r->entries[header], el);
+    r->progress_last = now;
+    fprintf(r->err, "%sredfox: %s: iteration %zu (%.1fs)", terminal ? "\r" : "",
+            r->p->blocks[header].label ? r->p->blocks[header].label : "loop", r->loop_iter[header], el);
     for (int i = 0; i < b->nconds; i++) {
         int v = b->conds[i];
         fprintf(r->err, " %s=%zu", r->p->vars[v].name ? r->p->vars[v].name : "?",
                 r->dv[v] ? r->be->var_rows(r->be, r->dv[v]) : (size_t)0);
     }
-    fputs("    ", r->err);
+    fputs(terminal ? "    " : "\n", r->err);
     fflush(r->err);
-    r->progress_shown = true;
+    r->progress_shown = terminal;
 }
 
 static void end_progress(rt *r)
@@ -211,13 +257,23 @@ static void end_progress(rt *r)
 static bool interpret(rt *r, rf_status *st)
 {
     const rf_hprogram *p = r->p;
-    bool progress = r->opt->progress && isatty(fileno(r->err));
+    bool terminal = isatty(fileno(r->err));
+    bool progress = r->opt->progress == RF_PROGRESS_ALWAYS ||
+                    (r->opt->progress == RF_PROGRESS_TERMINAL && terminal);
     int b = 0, from = -1;
     while (b >= 0 && b < p->nblocks) {
         const rf_hblock *blk = &p->blocks[b];
         r->entries[b]++;
-        if (r->loop_header[b] && !(from >= b)) /* entered from outside the loop */
+        if (r->loop_header[b] && !(from >= b)) { /* entered from outside the loop */
             r->loop_start[b] = rf_now();
+            r->loop_iter[b] = 0;
+        }
+        if (r->loop_header[b] && ++r->loop_iter[b] > r->opt->max_iterations && r->opt->max_iterations) {
+            end_progress(r);
+            return rf_fail(st, RF_EXIT_RUNTIME_ERROR,
+                           "loop '%s' did not reach a fixpoint within %zu iterations (--max-iterations %zu)",
+                           blk->label ? blk->label : "?", r->opt->max_iterations, r->opt->max_iterations);
+        }
         for (int i = 0; i < blk->nfree_entry; i++)
             free_var(r, blk->free_entry[i]);
         for (int i = 0; i < blk->nkernels; i++)
@@ -234,7 +290,7 @@ static bool interpret(rt *r, rf_status *st)
         case RF_TERM_BRANCH_EMPTY:
             b = all_empty(r, blk) ? blk->target : blk->target_else;
             if (progress && b <= from && r->loop_header[b])
-                show_progress(r, blk, b);
+                show_progress(r, blk, b, terminal);
             else if (b > from)
                 end_progress(r);
             break;
@@ -247,7 +303,6 @@ static bool interpret(rt *r, rf_status *st)
     return true;
 }
 
-static const char *var_label(const rf_hvar *v) { return v->pred ? v->pred : v->name ? v->name : "?"; }
 
 /* The variable that holds predicate `name` for --print: the output one, else
  * the one named like the predicate, else the first with that predicate. */
@@ -267,31 +322,55 @@ static int find_pred_var(const rf_hprogram *p, const char *name)
     return named >= 0 ? named : first;
 }
 
-static bool make_dir(const char *dir, rf_status *st)
+/* mkdir -p DIR. *created is set to the outermost folder this made (NULL
+ * when DIR existed), so that a failed run can remove what it made. */
+static bool make_dir(const char *dir, char **created, rf_status *st)
 {
+    *created = NULL;
     struct stat sb;
     if (stat(dir, &sb) == 0) {
         if (S_ISDIR(sb.st_mode))
             return true;
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "output '%s' is not a directory", dir);
     }
-    /* Create missing parents too (mkdir -p). */
     char *d = rf_strdup(dir);
-    for (char *s = d + 1; *s; s++) {
-        if (*s != '/')
+    size_t n = strlen(d);
+    for (size_t i = 1; i <= n; i++) {
+        if (d[i] != '/' && d[i] != '\0')
             continue;
-        *s = '\0';
-        if (mkdir(d, 0777) != 0 && errno != EEXIST) {
-            *s = '/';
-            break;
+        char c = d[i];
+        d[i] = '\0';
+        if (mkdir(d, 0777) == 0) {
+            if (!*created)
+                *created = rf_strdup(d);
+        } else if (errno != EEXIST) {
+            rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot create directory '%s': %s", d, strerror(errno));
+            d[i] = c;
+            free(d);
+            return false;
         }
-        *s = '/';
+        d[i] = c;
     }
-    bool ok = mkdir(d, 0777) == 0 || errno == EEXIST;
-    if (!ok)
-        rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot create directory '%s': %s", dir, strerror(errno));
     free(d);
-    return ok;
+    return true;
+}
+
+/* Undoes make_dir: removes dir and its parents up to `created` (each only
+ * if empty, which they are: nothing was written). */
+static void unmake_dir(const char *dir, const char *created)
+{
+    if (!created)
+        return;
+    char *d = rf_strdup(dir);
+    size_t stop = strlen(created);
+    for (;;) {
+        rmdir(d);
+        char *slash = strrchr(d, '/');
+        if (strlen(d) <= stop || !slash)
+            break;
+        *slash = '\0';
+    }
+    free(d);
 }
 
 /* A sorted variable is already in typed order when every column is of an
@@ -363,12 +442,26 @@ static uint64_t answer_hash(const rf_table *t, const rf_type *types)
     return h;
 }
 
+/* Writes the outputs. With --output DIR, whole or not at all: every file
+ * is opened (each path validated: a directory in the way fails here,
+ * before anything is written), then written, then all are committed
+ * together; on failure no file is changed and a DIR this run created is
+ * removed again. */
 static bool write_outputs(rt *r, const int *outs, int nouts, rf_status *st)
 {
     const rf_hprogram *p = r->p;
     const char *dir = r->opt->output_dir;
-    char **tmp = rf_calloc((size_t)nouts + 1, sizeof *tmp), **fin = rf_calloc((size_t)nouts + 1, sizeof *fin);
-    bool ok = !dir || make_dir(dir, st);
+    rf_outfile *files = rf_calloc((size_t)nouts + 1, sizeof *files);
+    char *created = NULL;
+    bool ok = !dir || make_dir(dir, &created, st);
+    int opened = 0;
+    for (; dir && ok && opened < nouts; opened++) {
+        char *path = rf_sprintf("%s/%s.tsv", dir, var_label(&p->vars[outs[opened]]));
+        ok = rf_outfile_open(&files[opened], path, st);
+        free(path);
+        if (!ok)
+            break;
+    }
     for (int i = 0; i < nouts && ok; i++) {
         const rf_hvar *hv = &p->vars[outs[i]];
         rf_table t;
@@ -380,16 +473,9 @@ static bool write_outputs(rt *r, const int *outs, int nouts, rf_status *st)
                 rf_sort_typed(&t, hv->types);
             double w0 = rf_now();
             if (dir) {
-                fin[i] = rf_sprintf("%s/%s.tsv", dir, var_label(hv));
-                tmp[i] = rf_sprintf("%s/.%s.tsv.tmp%ld", dir, var_label(hv), (long)getpid());
-                FILE *f = fopen(tmp[i], "wb");
-                if (!f) {
-                    ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot write '%s': %s", tmp[i], strerror(errno));
-                } else {
-                    bool w = rf_write_tsv(f, &t, hv->types);
-                    if (fclose(f) != 0 || !w)
-                        ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot write '%s': %s", fin[i], strerror(errno));
-                }
+                if (!rf_write_tsv(files[i].f, &t, hv->types))
+                    ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot write '%s': %s", files[i].path,
+                                 strerror(errno));
             } else if (r->opt->count_only) {
                 fprintf(r->out, "# %s (%zu tuples, hash %016" PRIx64 ")\n", var_label(hv), t.nrows,
                         answer_hash(&t, hv->types));
@@ -402,24 +488,20 @@ static bool write_outputs(rt *r, const int *outs, int nouts, rf_status *st)
         }
         rf_table_free(&t);
     }
-    /* Whole or not at all: rename only once every file was written. */
-    for (int i = 0; i < nouts && dir; i++) {
-        if (!tmp[i])
-            continue;
-        if (ok && rename(tmp[i], fin[i]) != 0)
-            ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot rename '%s' to '%s': %s", tmp[i], fin[i],
-                         strerror(errno));
+    if (dir) {
+        if (ok) {
+            ok = rf_outfile_commit_all(files, opened, st);
+        } else {
+            for (int i = 0; i < opened; i++)
+                rf_outfile_abort(&files[i]);
+        }
         if (!ok)
-            unlink(tmp[i]);
-    }
-    if (!dir)
+            unmake_dir(dir, created);
+    } else {
         fflush(r->out);
-    for (int i = 0; i < nouts; i++) {
-        free(tmp[i]);
-        free(fin[i]);
     }
-    free(tmp);
-    free(fin);
+    free(created);
+    free(files);
     return ok;
 }
 
@@ -470,7 +552,7 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
     /* --input and --print must name predicates of the program. */
     for (int i = 0; i < opt->ninputs; i++)
         if (find_pred_var(p, opt->inputs[i].pred) < 0)
-            return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "--input: unknown predicate '%s'", opt->inputs[i].pred);
+            return rf_fail(st, RF_EXIT_USAGE, "--input: unknown predicate '%s'", opt->inputs[i].pred);
     r.keep = rf_calloc((size_t)p->nvars + 1, sizeof *r.keep);
     for (int v = 0; v < p->nvars; v++)
         r.keep[v] = p->vars[v].is_output;
@@ -478,7 +560,7 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
         int v = find_pred_var(p, opt->print[i]);
         if (v < 0) {
             free(r.keep);
-            return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "--print: unknown predicate '%s'", opt->print[i]);
+            return rf_fail(st, RF_EXIT_USAGE, "--print: unknown predicate '%s'", opt->print[i]);
         }
         r.keep[v] = true;
     }
@@ -487,6 +569,7 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
     r.entries = rf_calloc((size_t)p->nblocks + 1, sizeof *r.entries);
     r.loop_header = rf_calloc((size_t)p->nblocks + 1, sizeof *r.loop_header);
     r.loop_start = rf_calloc((size_t)p->nblocks + 1, sizeof *r.loop_start);
+    r.loop_iter = rf_calloc((size_t)p->nblocks + 1, sizeof *r.loop_iter);
     for (int b = 0; b < p->nblocks; b++) {
         const rf_hblock *blk = &p->blocks[b];
         r.ks[b] = rf_calloc((size_t)blk->nkernels + 1, sizeof **r.ks);
@@ -528,6 +611,7 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
     free(r.entries);
     free(r.loop_header);
     free(r.loop_start);
+    free(r.loop_iter);
     if (info)
         *info = r.info;
     return ok;

@@ -22,6 +22,14 @@ typedef struct rf_input_override {
     const char *path;        /* file; format from the extension (.csv = CSV) */
 } rf_input_override;
 
+/* Progress of long loops (over 1 s): on a terminal one line rewritten in
+ * place each iteration; elsewhere (RF_PROGRESS_ALWAYS) a line a second. */
+typedef enum rf_progress {
+    RF_PROGRESS_NONE = 0,
+    RF_PROGRESS_TERMINAL,    /* only when `err` is a terminal (the default) */
+    RF_PROGRESS_ALWAYS       /* --progress */
+} rf_progress;
+
 typedef struct rf_run_options {
     rf_backend *backend;     /* required */
     int ninputs;
@@ -33,8 +41,9 @@ typedef struct rf_run_options {
     const char *const *print;/* --print PRED: also output these predicates */
     bool stats;              /* --stats: per-kernel table on `err` */
     bool count_only;         /* --count: print "# pred (N tuples, hash H)" lines only */
-    bool progress;           /* per-iteration progress line when `err` is a
-                                terminal and a loop runs longer than 1 s */
+    rf_progress progress;    /* loop progress lines on `err` */
+    size_t max_iterations;   /* > 0: a loop running more iterations than this
+                                fails the run (--max-iterations) */
 } rf_run_options;
 
 /* Counters of one run (for tests and tools); all optional. */
@@ -47,8 +56,11 @@ typedef struct rf_run_info {
 } rf_run_info;
 
 /* Runs p. Returns false with st filled (bad input row, division by zero,
- * unknown predicate in --input/--print, unwritable output). On failure with
- * output_dir set, no output file is left behind. */
+ * unwritable output; an unknown predicate in --input/--print has code
+ * RF_EXIT_USAGE). Errors of a kernel name its rule ("prog.lql:5:1: error:
+ * division by zero" and a note with the rule), errors of an input file the
+ * @input directive or the --input option. On failure with output_dir set,
+ * no output file is left behind and DIR is as it was. */
 bool rf_run(const rf_hprogram *p, const rf_run_options *opt, rf_status *st);
 bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *info, rf_status *st);
 

@@ -37,17 +37,23 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 jobs="$(nproc 2>/dev/null || echo 2)"
-log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+mkdir -p "$build"
+# Stamped before building, so that a source saved during the build still
+# counts as newer than the build.
+touch "$build/.up-to-date.new"
+log="$build/build.log"
 if [ ! -f "$build/CMakeCache.txt" ]; then
+  echo "redfox: building Red Fox in $build (first use, about a minute; log: $log)" >&2
   if ! cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release ${RF_CMAKE_ARGS:-} >"$log" 2>&1; then
     cat "$log" >&2
-    echo "redfox: error: configuring the build failed" >&2
+    echo "redfox: error: configuring the build failed (log: $log)" >&2
     exit 1
   fi
 fi
-if ! cmake --build "$build" -j "$jobs" ${RF_BUILD_TARGET:+--target $RF_BUILD_TARGET} >"$log" 2>&1; then
+if ! cmake --build "$build" -j "$jobs" ${RF_BUILD_TARGET:+--target $RF_BUILD_TARGET} >>"$log" 2>&1; then
   cat "$log" >&2
-  echo "redfox: error: the build failed" >&2
+  echo "redfox: error: the build failed (log: $log)" >&2
   exit 1
 fi
+# ./redfox skips this script while no source is newer than this stamp.
+mv -f "$build/.up-to-date.new" "$build/.up-to-date"

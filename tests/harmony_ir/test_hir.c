@@ -2,6 +2,7 @@
  * sequences, hoisting, sharing, layouts), liveness, the verifier, the text
  * dump, and the binary form (round trips, truncation, corruption). Plans are
  * built by hand so these tests do not depend on the query planner. */
+#define _GNU_SOURCE /* memmem */
 #include "hir.h"
 
 #include <CUnit/Basic.h>
@@ -752,16 +753,18 @@ static void test_roundtrip(void)
     data[0] = 'X';
     rf_status_init(&st);
     CU_ASSERT_PTR_NULL(rf_hir_deserialize(data, len, &st));
-    CU_ASSERT_PTR_NOT_NULL(strstr(st.message, "bad magic"));
+    CU_ASSERT_STRING_EQUAL(st.message, "not a compiled Red Fox program (its first bytes are not \"RFOXHIR\")");
     data[0] = 'R';
     data[8] = 9;
     rf_status_init(&st);
     CU_ASSERT_PTR_NULL(rf_hir_deserialize(data, len, &st));
-    CU_ASSERT_STRING_EQUAL(st.message, "unsupported format version 9 (this redfox reads 2)");
-    data[8] = 1; /* the format before CHECK_KEYS */
+    CU_ASSERT_STRING_EQUAL(st.message,
+                           "compiled by another version of redfox (format 9, this one reads 3): compile it again");
+    data[8] = 2; /* the format before origins */
     rf_status_init(&st);
     CU_ASSERT_PTR_NULL(rf_hir_deserialize(data, len, &st));
-    CU_ASSERT_STRING_EQUAL(st.message, "unsupported format version 1 (this redfox reads 2)");
+    CU_ASSERT_STRING_EQUAL(st.message,
+                           "compiled by another version of redfox (format 2, this one reads 3): compile it again");
     data[8] = RF_HIR_VERSION;
     uint8_t *longer = rf_calloc(len + 1, 1);
     memcpy(longer, data, len);
@@ -770,13 +773,17 @@ static void test_roundtrip(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(st.message, "trailing"));
     free(longer);
 
-    /* every truncation is rejected */
+    /* every truncation is rejected, an empty file by name */
     for (size_t n = 0; n < len; n++) {
         rf_status_init(&st);
         rf_hprogram *x = rf_hir_deserialize(data, n, &st);
         CU_ASSERT_PTR_NULL(x);
-        CU_ASSERT_TRUE(strncmp(st.message, "truncated .rfx file", 19) == 0 ||
-                       strncmp(st.message, "malformed .rfx file", 19) == 0);
+        if (n == 0) {
+            CU_ASSERT_STRING_EQUAL(st.message, "empty file, not a compiled Red Fox program");
+        } else {
+            CU_ASSERT_TRUE(strncmp(st.message, "truncated .rfx file", 19) == 0 ||
+                           strncmp(st.message, "malformed .rfx file", 19) == 0);
+        }
         rf_hir_free(x);
     }
     free(data);
@@ -903,17 +910,55 @@ static void test_save_load(void)
     CU_ASSERT_TRUE(rf_hir_save(h, path, &st));
     rf_hprogram *back = rf_hir_load(path, &st);
     CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    /* "edge.tsv" was relative to the working directory: stored resolved */
+    int edge = -1;
+    for (int v = 0; v < back->nvars; v++)
+        if (back->vars[v].input_path)
+            edge = v;
+    CU_ASSERT_FATAL(edge >= 0);
+    char *cwd = getcwd(NULL, 0);
+    char *expect = rf_sprintf("%s/edge.tsv", cwd);
+    CU_ASSERT_STRING_EQUAL(back->vars[edge].input_path, expect);
+    free(back->vars[edge].input_path);
+    back->vars[edge].input_path = rf_strdup("edge.tsv");
     char *a = dump(h), *b = dump(back);
     CU_ASSERT_STRING_EQUAL(a, b);
     free(a);
     free(b);
     rf_hir_free(back);
+    /* a file inside the .rfx's folder is stored relative to it, so the
+     * folder can move: the bytes name "data/edge.tsv", not the folder */
+    char *saved_input = h->vars[edge].input_path;
+    h->vars[edge].input_path = rf_sprintf("%s/./data/../data/edge.tsv", dir);
+    CU_ASSERT_TRUE(rf_hir_save(h, path, &st));
+    size_t flen;
+    char *bytes = rf_read_file(path, &flen, &st);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bytes);
+    CU_ASSERT_PTR_NOT_NULL(memmem(bytes, flen, "data/edge.tsv", 13));
+    CU_ASSERT_PTR_NULL(memmem(bytes, flen, dir, strlen(dir)));
+    free(bytes);
+    char *moved_dir = rf_sprintf("%s.moved", dir);
+    CU_ASSERT_EQUAL(rename(dir, moved_dir), 0);
+    char *moved = rf_sprintf("%s/tc.rfx", moved_dir);
+    back = rf_hir_load(moved, &st);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    free(expect);
+    expect = rf_sprintf("%s/data/edge.tsv", moved_dir);
+    CU_ASSERT_STRING_EQUAL(back->vars[edge].input_path, expect);
+    rf_hir_free(back);
+    CU_ASSERT_EQUAL(rename(moved_dir, dir), 0);
+    free(h->vars[edge].input_path);
+    h->vars[edge].input_path = saved_input;
+    free(moved);
+    free(moved_dir);
+    free(expect);
+    free(cwd);
     /* only the file itself is left: no temporaries */
     DIR *d = opendir(dir);
     int entries = 0;
     struct dirent *e;
     while ((e = readdir(d)))
-        if (e->d_name[0] != '.')
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
             entries++;
     closedir(d);
     CU_ASSERT_EQUAL(entries, 1);
@@ -923,7 +968,7 @@ static void test_save_load(void)
     fclose(f);
     rf_status_init(&st);
     CU_ASSERT_PTR_NULL(rf_hir_load(path, &st));
-    CU_ASSERT_PTR_NOT_NULL(strstr(st.message, "tc.rfx: truncated .rfx file"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.message, "tc.rfx: not a compiled Red Fox program"));
     /* an unwritable place fails cleanly */
     char *bad = rf_sprintf("%s/no/such/dir/x.rfx", dir);
     rf_status_init(&st);

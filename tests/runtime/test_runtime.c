@@ -443,14 +443,16 @@ static void test_output_atomicity(void)
     CU_ASSERT_STRING_EQUAL(st.message, msg);
     free(msg);
     CU_ASSERT_EQUAL(count_entries(outdir), 0);
-    /* Failure 2: the second output cannot be written (its temporary name is
-     * taken by a directory): the first, already written, must not appear. */
-    char *block = rf_sprintf("%s/.path.tsv.tmp%ld", outdir, (long)getpid());
+    /* Failure 2: the second output cannot be written (a directory stands
+     * at its name): the first must not appear either, nor any temporary. */
+    char *block = rf_sprintf("%s/path.tsv", outdir);
     CU_ASSERT_EQUAL(mkdir(block, 0777), 0);
     rf_run_options o2 = {.output_dir = outdir};
     rf_status_init(&st);
     CU_ASSERT_PTR_NULL(run_to_string(p, &o2, NULL, &st));
-    CU_ASSERT_TRUE(strstr(st.message, "cannot write") != NULL);
+    msg = rf_sprintf("cannot write '%s': is a directory", block);
+    CU_ASSERT_STRING_EQUAL(st.message, msg);
+    free(msg);
     CU_ASSERT_EQUAL(count_entries(outdir), 1); /* only the planted directory */
     rmdir(block);
     /* And then it works, writing both. */
