@@ -49,6 +49,26 @@ static bool has_line(const char *line)
     return false;
 }
 
+/* Does the diagnostic output hold this text (several lines at once)? */
+static bool has_text(const char *text)
+{
+    bool found = g_diag_text && strstr(g_diag_text, text);
+    if (!found)
+        fprintf(stderr, "\nwanted diagnostics to hold:\n%s\ngot:\n%s", text, g_diag_text ? g_diag_text : "");
+    return found;
+}
+
+/* No control byte other than '\n' reaches the terminal. */
+static bool no_control_bytes(void)
+{
+    for (const char *p = g_diag_text; p && *p; p++)
+        if (((unsigned char)*p < 0x20 && *p != '\n') || *p == 0x7f) {
+            fprintf(stderr, "\ncontrol byte 0x%02x in diagnostics:\n%s", (unsigned char)*p, g_diag_text);
+            return false;
+        }
+    return true;
+}
+
 /* The program must fail with exactly `nerrors` errors, one of which is
  * `expected` (a whole "t.lql:L:C: error: ..." line). */
 static void expect_errors(const char *text, int nerrors, const char *expected)
@@ -806,6 +826,74 @@ static void test_many_errors(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(g_diag_text, "@output(zz).\n        ^~\n"));
 }
 
+/* ----------------------------------------------------------- diagnostics */
+
+/* Columns count characters (UTF-8 code points), not bytes, and the caret
+ * lines up under the character in the echoed line. */
+static void test_utf8_columns(void)
+{
+    expect_error("p(x, y) -> string(x), int32(y).\np(\"h\xc3\xa9llo\", x).",
+                 "t.lql:2:12: error: fact arguments must be constants");
+    CU_ASSERT_TRUE(has_text("p(\"h\xc3\xa9llo\", x).\n           ^\n"));
+    /* a caret run counts characters too */
+    expect_error("p(x) -> int32(x).\np(\"h\xc3\xa9llo\").",
+                 "t.lql:2:3: error: type mismatch: expected int32, found string");
+    CU_ASSERT_TRUE(has_text("p(\"h\xc3\xa9llo\").\n  ^~~~~~~\n"));
+    /* three-byte characters */
+    expect_error("q(x) -> string(x).\nq(\"\xe6\x97\xa5\xe6\x9c\xac\") q.",
+                 "t.lql:2:9: error: syntax error: unexpected 'q', expected '->', '.' or '<-'");
+    CU_ASSERT_TRUE(has_text("q(\"\xe6\x97\xa5\xe6\x9c\xac\") q.\n        ^\n"));
+    /* a byte that is not UTF-8 is one column, echoed escaped, and the
+     * caret still lines up */
+    expect_error("q(x) -> string(x).\nq(\"\xff\") q.",
+                 "t.lql:2:8: error: syntax error: unexpected 'q', expected '->', '.' or '<-'");
+    CU_ASSERT_TRUE(has_text("q(\"\\xff\") q.\n          ^\n"));
+    /* a tab is one column and is kept in the caret line */
+    expect_error("p(x) -> int32(x).\n\tp(y).", "t.lql:2:4: error: fact arguments must be constants");
+    CU_ASSERT_TRUE(has_text("\tp(y).\n\t  ^\n"));
+    /* lexical errors after a multibyte character */
+    expect_errors("p(x) -> int32(x).\np(1) <- \xc3\xa9 #.", 3, "t.lql:2:11: error: unexpected character '#'");
+    CU_ASSERT_TRUE(has_text("p(1) <- \xc3\xa9 #.\n          ^\n"));
+}
+
+/* Control characters that reach a diagnostic (through a decoded string
+ * escape, or whitespace the lexer allows) are printed escaped. */
+static void test_escaped_diagnostics(void)
+{
+    expect_error("p(x) -> int32(x).\n@input(p, \"p.tsv\", \"a\\tb\\nc\").",
+                 "t.lql:2:20: error: unknown input format 'a\\x09b\\x0ac' (expected tsv or csv)");
+    CU_ASSERT_TRUE(no_control_bytes());
+    expect_error("f[x] = y -> string(x), int32(y).\nf[\"a\\nb\"] = 1.\nf[\"a\\nb\"] = 2.",
+                 "t.lql:3:1: error: functional dependency violated: f[\"a\\x0ab\"] already has value 1");
+    CU_ASSERT_TRUE(no_control_bytes());
+    /* the echoed line: a vertical tab, a form feed and a stray CR are shown
+     * escaped (4 columns wide), a CR before the newline is dropped */
+    expect_error("p(x) -> int32(x).\np(\v1)\r\f q.\r\n",
+                 "t.lql:2:9: error: syntax error: unexpected 'q', expected '->', '.' or '<-'");
+    CU_ASSERT_TRUE(has_text("\np(\\x0b1)\\x0d\\x0c q.\n" "                 ^\n"));
+    CU_ASSERT_TRUE(no_control_bytes());
+    /* C1 controls (U+0080..U+009F) are escaped as their UTF-8 bytes */
+    expect_error("q(x) -> string(x).\nq(\"\xc2\x9b\") q.",
+                 "t.lql:2:8: error: syntax error: unexpected 'q', expected '->', '.' or '<-'");
+    CU_ASSERT_TRUE(has_text("q(\"\\xc2\\x9b\") q.\n" "              ^\n"));
+
+    /* rf_diag itself, whatever text it is given */
+    char path[] = "b\x01.lql", text[] = "ab\x01 x\x7fy\x1b[0m z";
+    rf_source src = { path, text, strlen(text) };
+    free(g_diag_text);
+    g_diag_text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&g_diag_text, &len);
+    rf_diag diag;
+    rf_diag_init(&diag, out);
+    rf_diag_error(&diag, (rf_loc){ &src, 1, 8, 4 }, "bad \x07 thing '%s'", "\x1b[31m");
+    fclose(out);
+    CU_ASSERT_TRUE(has_text("b\\x01.lql:1:8: error: bad \\x07 thing '\\x1b[31m'\n"
+                            "ab\\x01 x\\x7fy\\x1b[0m z\n"
+                            "             ^~~~~~~\n"));
+    CU_ASSERT_TRUE(no_control_bytes());
+}
+
 /* ------------------------------------------------------------ robustness */
 
 static const char *const valid_programs[] = {
@@ -947,6 +1035,8 @@ int main(void)
     CU_add_test(s, "stratification errors", test_stratification_errors);
     CU_add_test(s, "aggregation errors", test_aggregation_errors);
     CU_add_test(s, "many errors", test_many_errors);
+    CU_add_test(s, "UTF-8 columns", test_utf8_columns);
+    CU_add_test(s, "escaped diagnostics", test_escaped_diagnostics);
     CU_add_test(s, "prefixes", test_prefixes);
     CU_add_test(s, "mutations", test_mutations);
     CU_add_test(s, "deep nesting", test_deep_nesting);
