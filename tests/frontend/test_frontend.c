@@ -856,6 +856,19 @@ static void test_utf8_columns(void)
     CU_ASSERT_TRUE(has_text("p(1) <- \xc3\xa9 #.\n          ^\n"));
 }
 
+/* A missing final '.' is reported just after the last token, whatever
+ * follows it (blanks, comments), not past the end of the file. */
+static void test_missing_final_dot(void)
+{
+    expect_error("p(x) -> int32(x).\np(1)\n\n// comment\n  \n",
+                 "t.lql:2:5: error: syntax error: unexpected end of input, expected '->', '.' or '<-'");
+    CU_ASSERT_TRUE(has_text("p(1)\n    ^\n"));
+    expect_error("p(x) -> int32(x).\np(x) <- p(x) /* c */  \n\n",
+                 "t.lql:2:13: error: syntax error: unexpected end of input, expected '.' or ','");
+    expect_error("p(x) -> int32(x).\np(1)", "t.lql:2:5: error: syntax error: unexpected end of input, "
+                 "expected '->', '.' or '<-'");
+}
+
 /* Control characters that reach a diagnostic (through a decoded string
  * escape, or whitespace the lexer allows) are printed escaped. */
 static void test_escaped_diagnostics(void)
@@ -1036,6 +1049,7 @@ int main(void)
     CU_add_test(s, "aggregation errors", test_aggregation_errors);
     CU_add_test(s, "many errors", test_many_errors);
     CU_add_test(s, "UTF-8 columns", test_utf8_columns);
+    CU_add_test(s, "missing final dot", test_missing_final_dot);
     CU_add_test(s, "escaped diagnostics", test_escaped_diagnostics);
     CU_add_test(s, "prefixes", test_prefixes);
     CU_add_test(s, "mutations", test_mutations);
