@@ -17,8 +17,9 @@ typedef struct rf_parse_state {
 } rf_parse_state;
 
 /* Parses the whole source into prog, reporting syntax and lexical errors;
- * after a syntax error it resumes at the next clause. Returns true if no
- * error was reported. */
+ * after a syntax error it skips the rest of the clause (one syntax error
+ * per clause) and resumes at the next one. Returns true if no error was
+ * reported. */
 bool rf_parse(const rf_source *src, rf_diag *diag, ast_program *prog);
 
 #endif

@@ -1,8 +1,7 @@
 /* The grammar (Lemon). Actions only build the syntax tree; every check
  * beyond syntax is the checker's (check.c). Finished clauses are appended
  * to the program as soon as they are reduced, so a syntax error loses only
- * the clause it is in (the driver in parse.c resynchronises at the next
- * '.'). */
+ * the clause it is in (the driver in parse.c skips to the clause's end). */
 
 %name rf_Parse
 %token_prefix TK_

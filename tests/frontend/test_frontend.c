@@ -869,6 +869,24 @@ static void test_missing_final_dot(void)
                  "expected '->', '.' or '<-'");
 }
 
+/* One syntax error per clause: after the first, the rest of the clause is
+ * skipped (up to its final '.', not a '.' inside brackets or a number). */
+static void test_one_syntax_error_per_clause(void)
+{
+    expect_error("agg(3.).", "t.lql:1:6: error: syntax error: unexpected '.', expected ')'");
+    expect_errors("p(x) -> int32(x).\np(3., 4).\np(x) <- p(x), .5 < x.\np(1 2).\np(3).", 3,
+                  "t.lql:2:4: error: syntax error: unexpected '.', expected ')'");
+    CU_ASSERT_TRUE(has_line("t.lql:3:15: error: syntax error: unexpected '.', expected '!' or an expression"));
+    CU_ASSERT_TRUE(has_line("t.lql:4:5: error: syntax error: unexpected '2', expected ')'"));
+    /* brackets left open at the end of a line: the clause ends there */
+    expect_error("p(x) -> int32(x).\np(1.\np(2).",
+                 "t.lql:2:4: error: syntax error: unexpected '.', expected ')'");
+    expect_error("p(x) -> int32(x).\np(x) <- p(x), x < (2 + 1.\np(2).",
+                 "t.lql:2:25: error: syntax error: unexpected '.', expected '+', '-', '*', '/', '%' or ')'");
+    /* lexical errors in the skipped part are still reported */
+    expect_errors("p(x) -> int32(x).\np(1 2 #).\n", 2, "t.lql:2:7: error: unexpected character '#'");
+}
+
 /* Control characters that reach a diagnostic (through a decoded string
  * escape, or whitespace the lexer allows) are printed escaped. */
 static void test_escaped_diagnostics(void)
@@ -1050,6 +1068,7 @@ int main(void)
     CU_add_test(s, "many errors", test_many_errors);
     CU_add_test(s, "UTF-8 columns", test_utf8_columns);
     CU_add_test(s, "missing final dot", test_missing_final_dot);
+    CU_add_test(s, "one syntax error per clause", test_one_syntax_error_per_clause);
     CU_add_test(s, "escaped diagnostics", test_escaped_diagnostics);
     CU_add_test(s, "prefixes", test_prefixes);
     CU_add_test(s, "mutations", test_mutations);
