@@ -52,6 +52,7 @@ bool rf_parse(const rf_source *src, rf_diag *diag, ast_program *prog)
             rf_lexer_next(&lx, &tok);
         have_next = false;
         depth = bracket_depth(depth, tok.type);
+        ps.cur_loc = tok.loc;
         rf_Parse(parser, tok.type, tok, &ps);
         if (ps.failed) {
             /* One error per clause: drop the rest of it, start afresh. */

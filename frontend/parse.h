@@ -12,6 +12,7 @@ typedef struct rf_parse_state {
     ast_program *prog;       /* clauses are appended as they are reduced */
     rf_diag *diag;
     const rf_source *src;
+    rf_loc cur_loc;          /* of the token being parsed */
     bool failed;             /* syntax error in the current clause */
     bool too_deep_reported;
 } rf_parse_state;

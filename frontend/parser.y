@@ -84,9 +84,10 @@ static ast_expr *string_literal(rf_token t)
     report_syntax_error(yypParser, yymajor, TOKEN);
 }
 
+/* Reported at the token that the full stack could not take. */
 %stack_overflow {
     if (!ps->failed)
-        rf_diag_error(ps->diag, (rf_loc){ ps->src, 0, 0, 0 }, "program nested too deeply");
+        rf_diag_error(ps->diag, ps->cur_loc, "program nested too deeply");
     ps->failed = true;
 }
 

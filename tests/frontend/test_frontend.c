@@ -887,6 +887,22 @@ static void test_one_syntax_error_per_clause(void)
     expect_errors("p(x) -> int32(x).\np(1 2 #).\n", 2, "t.lql:2:7: error: unexpected character '#'");
 }
 
+/* Stack overflow in the parser has a location: where the limit is hit. */
+static void test_nested_too_deeply_location(void)
+{
+    size_t n = 2000;
+    char *text = rf_malloc(2 * n + 64);
+    size_t len = (size_t)sprintf(text, "p(x) -> int32(x).\n\np(x) <- p(x), x < ");
+    for (size_t i = 0; i < n; i++)
+        text[len++] = '(';
+    text[len++] = '1';
+    for (size_t i = 0; i < n; i++)
+        text[len++] = ')';
+    strcpy(text + len, ".\np(1).\n");
+    expect_error(text, "t.lql:3:1011: error: program nested too deeply");
+    free(text);
+}
+
 /* Control characters that reach a diagnostic (through a decoded string
  * escape, or whitespace the lexer allows) are printed escaped. */
 static void test_escaped_diagnostics(void)
@@ -1069,6 +1085,7 @@ int main(void)
     CU_add_test(s, "UTF-8 columns", test_utf8_columns);
     CU_add_test(s, "missing final dot", test_missing_final_dot);
     CU_add_test(s, "one syntax error per clause", test_one_syntax_error_per_clause);
+    CU_add_test(s, "nested too deeply: location", test_nested_too_deeply_location);
     CU_add_test(s, "escaped diagnostics", test_escaped_diagnostics);
     CU_add_test(s, "prefixes", test_prefixes);
     CU_add_test(s, "mutations", test_mutations);
