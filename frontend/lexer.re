@@ -1,6 +1,8 @@
 /* The lexer: re2c turns this into lexer.c in the build folder. The source
  * text ends with a NUL at text[len]; a NUL before that is an unexpected
- * character, so embedded NULs cannot end the scan early. */
+ * character, so embedded NULs cannot end the scan early (rf_parse turns
+ * away text with control bytes before lexing, but the lexer does not
+ * count on it). */
 #include "lexer.h"
 #include "parser.h"
 

@@ -2,6 +2,7 @@
 #include "lexer.h"
 #include "parser.h"
 
+#include <limits.h>
 #include <stdlib.h>
 
 /* Lemon's entry points (parser.c, generated). */
@@ -10,6 +11,31 @@ void rf_Parse(void *parser, int major, rf_token minor, rf_parse_state *ps);
 void rf_ParseFree(void *parser, void (*dealloc)(void *));
 
 static void *parser_alloc(size_t n) { return rf_malloc(n); }
+
+/* A program is text: a control byte other than tab, line feed, vertical
+ * tab, form feed and carriage return means a binary file (or the wrong
+ * file), reported once rather than as one error per odd byte. */
+static bool is_text(const rf_source *src, rf_diag *diag)
+{
+    const unsigned char *t = (const unsigned char *)src->text;
+    int line = 1;
+    size_t line_start = 0;
+    for (size_t i = 0; i < src->len; i++) {
+        unsigned c = t[i];
+        if (c == '\n') {
+            line++;
+            line_start = i + 1;
+        } else if ((c < 0x20 && (c < '\t' || c > '\r')) || c == 0x7f) {
+            size_t col = i - line_start + 1;
+            rf_loc at = { src, line, col < INT_MAX ? (int)col : INT_MAX, 1 };
+            rf_diag_error(diag, (rf_loc){ src, 0, 0, 0 },
+                          "not a text file (contains byte 0x%02x at line %d, column %d)", c, line,
+                          rf_diag_column(at));
+            return false;
+        }
+    }
+    return true;
+}
 
 /* Brackets left open in the current clause after token `type`. */
 static int bracket_depth(int depth, int type)
@@ -37,6 +63,8 @@ static bool ends_clause(int depth, const rf_token *dot, const rf_token *next)
 
 bool rf_parse(const rf_source *src, rf_diag *diag, ast_program *prog)
 {
+    if (!is_text(src, diag))
+        return false;
     rf_parse_state ps = { .prog = prog, .diag = diag, .src = src };
     int errors_before = diag->errors;
     rf_lexer lx;

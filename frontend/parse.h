@@ -17,7 +17,8 @@ typedef struct rf_parse_state {
     bool too_deep_reported;
 } rf_parse_state;
 
-/* Parses the whole source into prog, reporting syntax and lexical errors;
+/* Parses the whole source into prog, reporting syntax and lexical errors
+ * (or, for text with control bytes, one "not a text file" error);
  * after a syntax error it skips the rest of the clause (one syntax error
  * per clause) and resumes at the next one. Returns true if no error was
  * reported. */

@@ -903,6 +903,49 @@ static void test_nested_too_deeply_location(void)
     free(text);
 }
 
+/* A file with control bytes is not a program: one message, no echo. */
+static void test_not_text(void)
+{
+    expect_error("p(x) -> int32(x).\np(1\x01).\n",
+                 "t.lql: error: not a text file (contains byte 0x01 at line 2, column 4)");
+    CU_ASSERT_TRUE(no_control_bytes());
+    /* the column counts characters */
+    expect_error("p(x) -> string(x).\np(\"\xc3\xa9\x1b[2J\").\n",
+                 "t.lql: error: not a text file (contains byte 0x1b at line 2, column 5)");
+    CU_ASSERT_TRUE(no_control_bytes());
+    expect_error("\x7f" "ELF\x02\x01\x01", "t.lql: error: not a text file (contains byte 0x7f at line 1, column 1)");
+    /* tabs, CR LF line ends, form feeds and vertical tabs are text */
+    rf_program *p = compile_ok("p(x)\t-> int32(x).\r\np(1).\f\v\r\n");
+    CU_ASSERT_PTR_NOT_NULL(p);
+    rf_program_free(p);
+
+    /* a binary file on disk */
+    char path[] = "/tmp/rf_frontend_binXXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_TRUE_FATAL(fd >= 0);
+    unsigned char bin[4096];
+    for (size_t i = 0; i < sizeof bin; i++)
+        bin[i] = (unsigned char)(i * 37 + (i >> 3));
+    memcpy(bin, "\x7f" "ELF", 4);
+    CU_ASSERT_EQUAL(write(fd, bin, sizeof bin), (ssize_t)sizeof bin);
+    close(fd);
+    free(g_diag_text);
+    g_diag_text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&g_diag_text, &len);
+    rf_diag diag;
+    rf_diag_init(&diag, out);
+    p = rf_compile_file(path, &diag);
+    fclose(out);
+    CU_ASSERT_PTR_NULL(p);
+    CU_ASSERT_EQUAL(diag.errors, 1);
+    char *want = rf_sprintf("%s: error: not a text file (contains byte 0x7f at line 1, column 1)", path);
+    CU_ASSERT_TRUE(has_line(want));
+    CU_ASSERT_TRUE(no_control_bytes());
+    free(want);
+    unlink(path);
+}
+
 /* Control characters that reach a diagnostic (through a decoded string
  * escape, or whitespace the lexer allows) are printed escaped. */
 static void test_escaped_diagnostics(void)
@@ -1053,7 +1096,9 @@ static void test_embedded_nul(void)
     rf_program *p = rf_compile_source(src, &diag);
     fclose(out);
     CU_ASSERT_PTR_NULL(p);
-    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "nul.lql:1:18: error: unexpected character '\\x00'"));
+    /* one error for the whole file, not one per NUL */
+    CU_ASSERT_EQUAL(diag.errors, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "nul.lql: error: not a text file (contains byte 0x00 at line 1, column 18)\n"));
     free(buf);
 }
 
@@ -1086,6 +1131,7 @@ int main(void)
     CU_add_test(s, "missing final dot", test_missing_final_dot);
     CU_add_test(s, "one syntax error per clause", test_one_syntax_error_per_clause);
     CU_add_test(s, "nested too deeply: location", test_nested_too_deeply_location);
+    CU_add_test(s, "not a text file", test_not_text);
     CU_add_test(s, "escaped diagnostics", test_escaped_diagnostics);
     CU_add_test(s, "prefixes", test_prefixes);
     CU_add_test(s, "mutations", test_mutations);
