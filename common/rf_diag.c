@@ -11,14 +11,16 @@ void rf_diag_init(rf_diag *d, FILE *out)
 }
 
 /* One character of text at p (< end): a whole UTF-8 sequence, or a single
- * byte that does not start one. Returns its length in bytes; *escape is set
- * for what must not reach a terminal as it is: C0 controls, DEL, the C1
- * controls U+0080..U+009F and bytes that are not UTF-8. */
-static size_t next_char(const unsigned char *p, const unsigned char *end, bool *escape)
+ * byte that does not start one. Returns its length in bytes and sets *cp to
+ * its code point (-1 for a byte that is not UTF-8); *escape is set for what
+ * must not reach a terminal as it is: C0 controls, DEL, the C1 controls
+ * U+0080..U+009F and bytes that are not UTF-8. */
+static size_t next_char(const unsigned char *p, const unsigned char *end, bool *escape, long *cp)
 {
     unsigned c = p[0];
     if (c < 0x80) {
         *escape = c < 0x20 || c == 0x7f;
+        *cp = (long)c;
         return 1;
     }
     size_t n = 0;
@@ -39,10 +41,37 @@ static size_t next_char(const unsigned char *p, const unsigned char *end, bool *
         ok = (p[i] & 0xc0) == 0x80;
     if (!ok) {
         *escape = true;
+        *cp = -1;
         return 1;
     }
-    *escape = c == 0xc2 && p[1] < 0xa0;
+    long v = (long)(c & (0xffu >> (n + 1)));
+    for (size_t i = 1; i < n; i++)
+        v = v << 6 | (long)(p[i] & 0x3f);
+    *cp = v;
+    *escape = v < 0xa0;
     return n;
+}
+
+/* Terminal columns of a printable code point: 0 for the common combining
+ * marks and zero-width characters, 2 for East Asian wide and fullwidth
+ * characters and emoji (after Markus Kuhn's wcwidth), 1 otherwise. An
+ * approximation: the caret lines up in common cases. */
+static int char_width(long cp)
+{
+    if ((cp >= 0x300 && cp <= 0x36f) || (cp >= 0x1ab0 && cp <= 0x1aff) ||
+        (cp >= 0x1dc0 && cp <= 0x1dff) || (cp >= 0x200b && cp <= 0x200f) ||
+        (cp >= 0x20d0 && cp <= 0x20ff) || (cp >= 0xfe00 && cp <= 0xfe0f) ||
+        (cp >= 0xfe20 && cp <= 0xfe2f) || cp == 0xfeff)
+        return 0;
+    if ((cp >= 0x1100 && cp <= 0x115f) || cp == 0x2329 || cp == 0x232a ||
+        (cp >= 0x2e80 && cp <= 0xa4cf && cp != 0x303f) || (cp >= 0xac00 && cp <= 0xd7a3) ||
+        (cp >= 0xf900 && cp <= 0xfaff) || (cp >= 0xfe10 && cp <= 0xfe19) ||
+        (cp >= 0xfe30 && cp <= 0xfe6f) || (cp >= 0xff00 && cp <= 0xff60) ||
+        (cp >= 0xffe0 && cp <= 0xffe6) || (cp >= 0x1f300 && cp <= 0x1f64f) ||
+        (cp >= 0x1f900 && cp <= 0x1f9ff) || (cp >= 0x20000 && cp <= 0x2fffd) ||
+        (cp >= 0x30000 && cp <= 0x3fffd))
+        return 2;
+    return 1;
 }
 
 /* Writes text with what next_char flags as \xNN, byte by byte; a tab is
@@ -52,7 +81,8 @@ static void put_text(FILE *out, const char *text, size_t len, bool keep_tab)
     const unsigned char *p = (const unsigned char *)text, *end = p + len;
     while (p < end) {
         bool escape;
-        size_t n = next_char(p, end, &escape);
+        long cp;
+        size_t n = next_char(p, end, &escape, &cp);
         if (escape && !(keep_tab && *p == '\t'))
             for (size_t i = 0; i < n; i++)
                 fprintf(out, "\\x%02x", p[i]);
@@ -89,7 +119,8 @@ int rf_diag_column(rf_loc loc)
     int col = 1;
     while (p < at) {
         bool escape;
-        p += next_char(p, end, &escape);
+        long cp;
+        p += next_char(p, end, &escape, &cp);
         col++;
     }
     if (off > linelen)   /* past the end of the line: one column a byte */
@@ -101,7 +132,7 @@ int rf_diag_column(rf_loc loc)
  * text. Control characters and bytes that are not UTF-8 are shown as \xNN
  * (four columns wide), a CR that ends the line is left out; tabs are kept,
  * in the caret line too, so the caret lines up in a terminal whatever its
- * tab stops. */
+ * tab stops; wide characters take two columns of the caret line. */
 static void show_line(FILE *out, rf_loc loc)
 {
     const char *start, *eol;
@@ -120,8 +151,9 @@ static void show_line(FILE *out, rf_loc loc)
     bool caret = false;
     while (p < end && p < run_end) {
         bool escape;
-        size_t n = next_char(p, end, &escape);
-        int width = escape ? 4 * (int)n : 1;
+        long cp;
+        size_t n = next_char(p, end, &escape, &cp);
+        int width = escape ? 4 * (int)n : char_width(cp);
         if (p + n <= at) {   /* before the offending text */
             if (*p == '\t')
                 fputc('\t', out);
@@ -131,10 +163,10 @@ static void show_line(FILE *out, rf_loc loc)
             fputc(caret ? '\t' : '^', out);
             caret = true;
         } else {
-            fputc(caret ? '~' : '^', out);
-            caret = true;
-            for (int i = 1; i < width; i++)
-                fputc('~', out);
+            for (int i = 0; i < width || !caret; i++) {
+                fputc(caret ? '~' : '^', out);
+                caret = true;
+            }
         }
         p += n;
     }

@@ -839,10 +839,18 @@ static void test_utf8_columns(void)
     expect_error("p(x) -> int32(x).\np(\"h\xc3\xa9llo\").",
                  "t.lql:2:3: error: type mismatch: expected int32, found string");
     CU_ASSERT_TRUE(has_text("p(\"h\xc3\xa9llo\").\n  ^~~~~~~\n"));
-    /* three-byte characters */
+    /* three-byte characters, each one column; these are wide (two
+     * terminal columns), so the caret line gives them two */
     expect_error("q(x) -> string(x).\nq(\"\xe6\x97\xa5\xe6\x9c\xac\") q.",
                  "t.lql:2:9: error: syntax error: unexpected 'q', expected '->', '.' or '<-'");
-    CU_ASSERT_TRUE(has_text("q(\"\xe6\x97\xa5\xe6\x9c\xac\") q.\n        ^\n"));
+    CU_ASSERT_TRUE(has_text("q(\"\xe6\x97\xa5\xe6\x9c\xac\") q.\n          ^\n"));
+    expect_error("p(x) -> int32(x).\np(\"\xe6\x97\xa5\").",
+                 "t.lql:2:3: error: type mismatch: expected int32, found string");
+    CU_ASSERT_TRUE(has_text("\n  ^~~~\n"));
+    /* a combining accent is a character (a column) of no width */
+    expect_error("p(x, y) -> string(x), int32(y).\np(\"e\xcc\x81\", x).",
+                 "t.lql:2:9: error: fact arguments must be constants");
+    CU_ASSERT_TRUE(has_text("\n       ^\n"));
     /* a byte that is not UTF-8 is one column, echoed escaped, and the
      * caret still lines up */
     expect_error("q(x) -> string(x).\nq(\"\xff\") q.",
