@@ -99,9 +99,10 @@ static bool find_line(const rf_source *src, int line, const char **start, const 
     if (!src || !src->text || line <= 0)
         return false;
     const char *p = src->text, *end = p + src->len;
-    for (int l = 1; l < line && p < end; p++)
-        if (*p == '\n')
-            l++;
+    for (int l = 1; l < line && p < end; l++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        p = nl ? nl + 1 : end;
+    }
     const char *e = memchr(p, '\n', (size_t)(end - p));
     *start = p;
     *eol = e ? e : end;
