@@ -1,6 +1,12 @@
 /* Compile-time diagnostics: `file:line:col: error: message`, then the source
  * line and a caret under the offending text. Errors are collected (the
- * front end keeps going after the first) and counted. */
+ * front end keeps going after the first) and counted.
+ *
+ * The printed column counts characters: UTF-8 code points, a byte that is
+ * not UTF-8 counting as one, a tab as one. Nothing printed holds a control
+ * character: in the file name, the message and the echoed line, C0 controls
+ * (but a tab in the echoed line), DEL, C1 controls and bytes that are not
+ * UTF-8 are written as \xNN. */
 #ifndef RF_DIAG_H
 #define RF_DIAG_H
 
@@ -15,8 +21,8 @@ typedef struct rf_source {
 
 typedef struct rf_loc {
     const rf_source *src;
-    int line, col;   /* 1-based; line 0 = no location */
-    int len;         /* length of the offending text, >= 1 for the caret run */
+    int line, col;   /* 1-based; line 0 = no location; col counts bytes */
+    int len;         /* bytes of the offending text, >= 1 for the caret run */
 } rf_loc;
 
 typedef struct rf_diag {
@@ -28,5 +34,7 @@ typedef struct rf_diag {
 void rf_diag_init(rf_diag *d, FILE *out);
 void rf_diag_error(rf_diag *d, rf_loc loc, const char *fmt, ...) RF_PRINTF(3, 4);
 void rf_diag_note(rf_diag *d, rf_loc loc, const char *fmt, ...) RF_PRINTF(3, 4);
+/* The column printed for loc: characters before loc.col's byte, plus one. */
+int rf_diag_column(rf_loc loc);
 
 #endif

@@ -19,12 +19,16 @@ typedef struct rf_lexer {
     const char *cur, *lim;    /* lim = text + len (a NUL is there) */
     const char *line_start;
     int line;
+    rf_loc last_end;          /* just after the last token (line 0: none yet) */
 } rf_lexer;
 
 void rf_lexer_init(rf_lexer *lx, const rf_source *src, rf_diag *diag);
 /* Scans the next token. Lexical errors (bad character, unclosed string or
  * comment, bad escape) are reported here and scanning goes on, so the
- * parser sees a plausible token stream. */
+ * parser sees a plausible token stream. The end-of-input token (type 0) is
+ * placed just after the last token, so that "unexpected end of input"
+ * points where the missing text belongs, not past trailing blanks and
+ * comments. */
 void rf_lexer_next(rf_lexer *lx, rf_token *tok);
 
 /* Decodes the body of a string token (without its quotes) whose escapes the

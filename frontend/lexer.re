@@ -1,6 +1,8 @@
 /* The lexer: re2c turns this into lexer.c in the build folder. The source
  * text ends with a NUL at text[len]; a NUL before that is an unexpected
- * character, so embedded NULs cannot end the scan early. */
+ * character, so embedded NULs cannot end the scan early (rf_parse turns
+ * away text with control bytes before lexing, but the lexer does not
+ * count on it). */
 #include "lexer.h"
 #include "parser.h"
 
@@ -15,6 +17,7 @@ void rf_lexer_init(rf_lexer *lx, const rf_source *src, rf_diag *diag)
     lx->lim = src->text + src->len;
     lx->line_start = src->text;
     lx->line = 1;
+    lx->last_end = (rf_loc){ src, 0, 0, 0 };
 }
 
 static rf_loc loc_at(const rf_lexer *lx, const char *p, int len)
@@ -31,6 +34,8 @@ static void make_token(rf_lexer *lx, rf_token *tok, int type, const char *start)
     tok->len = len > (1 << 20) ? 1 << 20 : (int)len;
     tok->loc = loc_at(lx, start, tok->len);
     tok->unterminated = false;
+    if (type != 0) /* tokens never span lines */
+        lx->last_end = loc_at(lx, lx->cur, 1);
 }
 
 static void newline(rf_lexer *lx, const char *after)
@@ -136,6 +141,8 @@ void rf_lexer_next(rf_lexer *lx, rf_token *tok)
                 lx->cur = start;
                 make_token(lx, tok, 0, start);
                 tok->loc.len = 1;
+                if (lx->last_end.line > 0)
+                    tok->loc = lx->last_end;
                 return;
             }
             bad_character(lx, start);

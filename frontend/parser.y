@@ -1,8 +1,7 @@
 /* The grammar (Lemon). Actions only build the syntax tree; every check
  * beyond syntax is the checker's (check.c). Finished clauses are appended
  * to the program as soon as they are reduced, so a syntax error loses only
- * the clause it is in (the driver in parse.c resynchronises at the next
- * '.'). */
+ * the clause it is in (the driver in parse.c skips to the clause's end). */
 
 %name rf_Parse
 %token_prefix TK_
@@ -85,9 +84,10 @@ static ast_expr *string_literal(rf_token t)
     report_syntax_error(yypParser, yymajor, TOKEN);
 }
 
+/* Reported at the token that the full stack could not take. */
 %stack_overflow {
     if (!ps->failed)
-        rf_diag_error(ps->diag, (rf_loc){ ps->src, 0, 0, 0 }, "program nested too deeply");
+        rf_diag_error(ps->diag, ps->cur_loc, "program nested too deeply");
     ps->failed = true;
 }
 

@@ -49,6 +49,26 @@ static bool has_line(const char *line)
     return false;
 }
 
+/* Does the diagnostic output hold this text (several lines at once)? */
+static bool has_text(const char *text)
+{
+    bool found = g_diag_text && strstr(g_diag_text, text);
+    if (!found)
+        fprintf(stderr, "\nwanted diagnostics to hold:\n%s\ngot:\n%s", text, g_diag_text ? g_diag_text : "");
+    return found;
+}
+
+/* No control byte other than '\n' reaches the terminal. */
+static bool no_control_bytes(void)
+{
+    for (const char *p = g_diag_text; p && *p; p++)
+        if (((unsigned char)*p < 0x20 && *p != '\n') || *p == 0x7f) {
+            fprintf(stderr, "\ncontrol byte 0x%02x in diagnostics:\n%s", (unsigned char)*p, g_diag_text);
+            return false;
+        }
+    return true;
+}
+
 /* The program must fail with exactly `nerrors` errors, one of which is
  * `expected` (a whole "t.lql:L:C: error: ..." line). */
 static void expect_errors(const char *text, int nerrors, const char *expected)
@@ -806,6 +826,172 @@ static void test_many_errors(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(g_diag_text, "@output(zz).\n        ^~\n"));
 }
 
+/* ----------------------------------------------------------- diagnostics */
+
+/* Columns count characters (UTF-8 code points), not bytes, and the caret
+ * lines up under the character in the echoed line. */
+static void test_utf8_columns(void)
+{
+    expect_error("p(x, y) -> string(x), int32(y).\np(\"h\xc3\xa9llo\", x).",
+                 "t.lql:2:12: error: fact arguments must be constants");
+    CU_ASSERT_TRUE(has_text("p(\"h\xc3\xa9llo\", x).\n           ^\n"));
+    /* a caret run counts characters too */
+    expect_error("p(x) -> int32(x).\np(\"h\xc3\xa9llo\").",
+                 "t.lql:2:3: error: type mismatch: expected int32, found string");
+    CU_ASSERT_TRUE(has_text("p(\"h\xc3\xa9llo\").\n  ^~~~~~~\n"));
+    /* three-byte characters, each one column; these are wide (two
+     * terminal columns), so the caret line gives them two */
+    expect_error("q(x) -> string(x).\nq(\"\xe6\x97\xa5\xe6\x9c\xac\") q.",
+                 "t.lql:2:9: error: syntax error: unexpected 'q', expected '->', '.' or '<-'");
+    CU_ASSERT_TRUE(has_text("q(\"\xe6\x97\xa5\xe6\x9c\xac\") q.\n          ^\n"));
+    expect_error("p(x) -> int32(x).\np(\"\xe6\x97\xa5\").",
+                 "t.lql:2:3: error: type mismatch: expected int32, found string");
+    CU_ASSERT_TRUE(has_text("\n  ^~~~\n"));
+    /* a combining accent is a character (a column) of no width */
+    expect_error("p(x, y) -> string(x), int32(y).\np(\"e\xcc\x81\", x).",
+                 "t.lql:2:9: error: fact arguments must be constants");
+    CU_ASSERT_TRUE(has_text("\n       ^\n"));
+    /* a byte that is not UTF-8 is one column, echoed escaped, and the
+     * caret still lines up */
+    expect_error("q(x) -> string(x).\nq(\"\xff\") q.",
+                 "t.lql:2:8: error: syntax error: unexpected 'q', expected '->', '.' or '<-'");
+    CU_ASSERT_TRUE(has_text("q(\"\\xff\") q.\n          ^\n"));
+    /* a tab is one column and is kept in the caret line */
+    expect_error("p(x) -> int32(x).\n\tp(y).", "t.lql:2:4: error: fact arguments must be constants");
+    CU_ASSERT_TRUE(has_text("\tp(y).\n\t  ^\n"));
+    /* lexical errors after a multibyte character */
+    expect_errors("p(x) -> int32(x).\np(1) <- \xc3\xa9 #.", 3, "t.lql:2:11: error: unexpected character '#'");
+    CU_ASSERT_TRUE(has_text("p(1) <- \xc3\xa9 #.\n          ^\n"));
+}
+
+/* A missing final '.' is reported just after the last token, whatever
+ * follows it (blanks, comments), not past the end of the file. */
+static void test_missing_final_dot(void)
+{
+    expect_error("p(x) -> int32(x).\np(1)\n\n// comment\n  \n",
+                 "t.lql:2:5: error: syntax error: unexpected end of input, expected '->', '.' or '<-'");
+    CU_ASSERT_TRUE(has_text("p(1)\n    ^\n"));
+    expect_error("p(x) -> int32(x).\np(x) <- p(x) /* c */  \n\n",
+                 "t.lql:2:13: error: syntax error: unexpected end of input, expected '.' or ','");
+    expect_error("p(x) -> int32(x).\np(1)", "t.lql:2:5: error: syntax error: unexpected end of input, "
+                 "expected '->', '.' or '<-'");
+}
+
+/* One syntax error per clause: after the first, the rest of the clause is
+ * skipped (up to its final '.', not a '.' inside brackets or a number). */
+static void test_one_syntax_error_per_clause(void)
+{
+    expect_error("agg(3.).", "t.lql:1:6: error: syntax error: unexpected '.', expected ')'");
+    expect_errors("p(x) -> int32(x).\np(3., 4).\np(x) <- p(x), .5 < x.\np(1 2).\np(3).", 3,
+                  "t.lql:2:4: error: syntax error: unexpected '.', expected ')'");
+    CU_ASSERT_TRUE(has_line("t.lql:3:15: error: syntax error: unexpected '.', expected '!' or an expression"));
+    CU_ASSERT_TRUE(has_line("t.lql:4:5: error: syntax error: unexpected '2', expected ')'"));
+    /* brackets left open at the end of a line: the clause ends there */
+    expect_error("p(x) -> int32(x).\np(1.\np(2).",
+                 "t.lql:2:4: error: syntax error: unexpected '.', expected ')'");
+    expect_error("p(x) -> int32(x).\np(x) <- p(x), x < (2 + 1.\np(2).",
+                 "t.lql:2:25: error: syntax error: unexpected '.', expected '+', '-', '*', '/', '%' or ')'");
+    /* lexical errors in the skipped part are still reported */
+    expect_errors("p(x) -> int32(x).\np(1 2 #).\n", 2, "t.lql:2:7: error: unexpected character '#'");
+}
+
+/* Stack overflow in the parser has a location: where the limit is hit. */
+static void test_nested_too_deeply_location(void)
+{
+    size_t n = 2000;
+    char *text = rf_malloc(2 * n + 64);
+    size_t len = (size_t)sprintf(text, "p(x) -> int32(x).\n\np(x) <- p(x), x < ");
+    for (size_t i = 0; i < n; i++)
+        text[len++] = '(';
+    text[len++] = '1';
+    for (size_t i = 0; i < n; i++)
+        text[len++] = ')';
+    strcpy(text + len, ".\np(1).\n");
+    expect_error(text, "t.lql:3:1011: error: program nested too deeply");
+    free(text);
+}
+
+/* A file with control bytes is not a program: one message, no echo. */
+static void test_not_text(void)
+{
+    expect_error("p(x) -> int32(x).\np(1\x01).\n",
+                 "t.lql: error: not a text file (contains byte 0x01 at line 2, column 4)");
+    CU_ASSERT_TRUE(no_control_bytes());
+    /* the column counts characters */
+    expect_error("p(x) -> string(x).\np(\"\xc3\xa9\x1b[2J\").\n",
+                 "t.lql: error: not a text file (contains byte 0x1b at line 2, column 5)");
+    CU_ASSERT_TRUE(no_control_bytes());
+    expect_error("\x7f" "ELF\x02\x01\x01", "t.lql: error: not a text file (contains byte 0x7f at line 1, column 1)");
+    /* tabs, CR LF line ends, form feeds and vertical tabs are text */
+    rf_program *p = compile_ok("p(x)\t-> int32(x).\r\np(1).\f\v\r\n");
+    CU_ASSERT_PTR_NOT_NULL(p);
+    rf_program_free(p);
+
+    /* a binary file on disk */
+    char path[] = "/tmp/rf_frontend_binXXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_TRUE_FATAL(fd >= 0);
+    unsigned char bin[4096];
+    for (size_t i = 0; i < sizeof bin; i++)
+        bin[i] = (unsigned char)(i * 37 + (i >> 3));
+    memcpy(bin, "\x7f" "ELF", 4);
+    CU_ASSERT_EQUAL(write(fd, bin, sizeof bin), (ssize_t)sizeof bin);
+    close(fd);
+    free(g_diag_text);
+    g_diag_text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&g_diag_text, &len);
+    rf_diag diag;
+    rf_diag_init(&diag, out);
+    p = rf_compile_file(path, &diag);
+    fclose(out);
+    CU_ASSERT_PTR_NULL(p);
+    CU_ASSERT_EQUAL(diag.errors, 1);
+    char *want = rf_sprintf("%s: error: not a text file (contains byte 0x7f at line 1, column 1)", path);
+    CU_ASSERT_TRUE(has_line(want));
+    CU_ASSERT_TRUE(no_control_bytes());
+    free(want);
+    unlink(path);
+}
+
+/* Control characters that reach a diagnostic (through a decoded string
+ * escape, or whitespace the lexer allows) are printed escaped. */
+static void test_escaped_diagnostics(void)
+{
+    expect_error("p(x) -> int32(x).\n@input(p, \"p.tsv\", \"a\\tb\\nc\").",
+                 "t.lql:2:20: error: unknown input format 'a\\x09b\\x0ac' (expected tsv or csv)");
+    CU_ASSERT_TRUE(no_control_bytes());
+    expect_error("f[x] = y -> string(x), int32(y).\nf[\"a\\nb\"] = 1.\nf[\"a\\nb\"] = 2.",
+                 "t.lql:3:1: error: functional dependency violated: f[\"a\\x0ab\"] already has value 1");
+    CU_ASSERT_TRUE(no_control_bytes());
+    /* the echoed line: a vertical tab, a form feed and a stray CR are shown
+     * escaped (4 columns wide), a CR before the newline is dropped */
+    expect_error("p(x) -> int32(x).\np(\v1)\r\f q.\r\n",
+                 "t.lql:2:9: error: syntax error: unexpected 'q', expected '->', '.' or '<-'");
+    CU_ASSERT_TRUE(has_text("\np(\\x0b1)\\x0d\\x0c q.\n" "                 ^\n"));
+    CU_ASSERT_TRUE(no_control_bytes());
+    /* C1 controls (U+0080..U+009F) are escaped as their UTF-8 bytes */
+    expect_error("q(x) -> string(x).\nq(\"\xc2\x9b\") q.",
+                 "t.lql:2:8: error: syntax error: unexpected 'q', expected '->', '.' or '<-'");
+    CU_ASSERT_TRUE(has_text("q(\"\\xc2\\x9b\") q.\n" "              ^\n"));
+
+    /* rf_diag itself, whatever text it is given */
+    char path[] = "b\x01.lql", text[] = "ab\x01 x\x7fy\x1b[0m z";
+    rf_source src = { path, text, strlen(text) };
+    free(g_diag_text);
+    g_diag_text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&g_diag_text, &len);
+    rf_diag diag;
+    rf_diag_init(&diag, out);
+    rf_diag_error(&diag, (rf_loc){ &src, 1, 8, 4 }, "bad \x07 thing '%s'", "\x1b[31m");
+    fclose(out);
+    CU_ASSERT_TRUE(has_text("b\\x01.lql:1:8: error: bad \\x07 thing '\\x1b[31m'\n"
+                            "ab\\x01 x\\x7fy\\x1b[0m z\n"
+                            "             ^~~~~~~\n"));
+    CU_ASSERT_TRUE(no_control_bytes());
+}
+
 /* ------------------------------------------------------------ robustness */
 
 static const char *const valid_programs[] = {
@@ -918,7 +1104,9 @@ static void test_embedded_nul(void)
     rf_program *p = rf_compile_source(src, &diag);
     fclose(out);
     CU_ASSERT_PTR_NULL(p);
-    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "nul.lql:1:18: error: unexpected character '\\x00'"));
+    /* one error for the whole file, not one per NUL */
+    CU_ASSERT_EQUAL(diag.errors, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "nul.lql: error: not a text file (contains byte 0x00 at line 1, column 18)\n"));
     free(buf);
 }
 
@@ -947,6 +1135,12 @@ int main(void)
     CU_add_test(s, "stratification errors", test_stratification_errors);
     CU_add_test(s, "aggregation errors", test_aggregation_errors);
     CU_add_test(s, "many errors", test_many_errors);
+    CU_add_test(s, "UTF-8 columns", test_utf8_columns);
+    CU_add_test(s, "missing final dot", test_missing_final_dot);
+    CU_add_test(s, "one syntax error per clause", test_one_syntax_error_per_clause);
+    CU_add_test(s, "nested too deeply: location", test_nested_too_deeply_location);
+    CU_add_test(s, "not a text file", test_not_text);
+    CU_add_test(s, "escaped diagnostics", test_escaped_diagnostics);
     CU_add_test(s, "prefixes", test_prefixes);
     CU_add_test(s, "mutations", test_mutations);
     CU_add_test(s, "deep nesting", test_deep_nesting);
