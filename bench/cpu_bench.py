@@ -8,6 +8,7 @@ written, as a user sees it), DuckDB's time for the same query (data loaded
 from the same TSV inside the timed region), and the ratio.
 
     python3 bench/cpu_bench.py [--graphs OL.cedge,cal.cedge] [--queries tc,triangles]
+    python3 bench/cpu_bench.py --graphs OL.cedge --queries tc,tc_eq   # equality join
 
 DuckDB is installed into bench/.venv with pip on first use (PyPI is the one
 registry this machine reaches); without it the baseline column says n/a.
@@ -28,6 +29,13 @@ VENV = os.path.join(ROOT, "bench", ".venv")
 # query -> (program, output predicate, DuckDB SQL over table edge(s, d))
 QUERIES = {
     "tc": ("programs/tc.lql", "path", """
+        WITH RECURSIVE path(s, d) AS (
+            SELECT s, d FROM edge
+            UNION
+            SELECT p.s, e.d FROM path p JOIN edge e ON p.d = e.s)
+        SELECT count(*) FROM path"""),
+    # tc with the join written as an equality (y = y2); same SQL as tc
+    "tc_eq": ("programs/tc_eq.lql", "path", """
         WITH RECURSIVE path(s, d) AS (
             SELECT s, d FROM edge
             UNION

@@ -117,7 +117,9 @@ typedef struct rf_plan {
 
 /* Builds the plan (strata in order, semi-naive loops) and runs the passes. */
 typedef struct rf_plan_options {
-    bool optimize;           /* run the passes (default true) */
+    bool optimize;           /* order joins, turn equalities into join keys,
+                                run the passes (default true); off, rules
+                                are planned as written (tests compare) */
 } rf_plan_options;
 
 rf_plan *rf_plan_build(const rf_program *prog, const rf_plan_options *opt);

@@ -7,7 +7,13 @@
  * A rule body is compiled left-deep: the first atom is scanned (constants
  * and repeated variables as filters), every further atom is scanned the
  * same way and joined on the variables it shares with what is bound so
- * far. After each command only the variables that something later still
+ * far. Equalities count as shared variables: variables of one type that a
+ * filter equates are unified before planning (unify_rule), and an equality
+ * between an expression of what is bound and an expression of the next
+ * atom's variables becomes a join key, on a computed column where a side
+ * is not a plain variable (eq_key, join_step);
+ * neither happens with optimize off, which plans the rule as written.
+ * After each command only the variables that something later still
  * needs are kept. Filters run in the first command where all their
  * variables are bound, assignments become computed projection columns,
  * negated atoms become anti-joins once their variables are bound, and the
@@ -273,6 +279,94 @@ static rf_expr *col_eq(rf_type t, int col, rf_expr *rhs)
     return rf_expr_binary(RF_EX_EQ, RF_TYPE_BOOL, rf_expr_leaf(RF_EX_COL, t, col), rhs);
 }
 
+/* Can e be computed from the columns colmap gives? Resolved assignments
+ * are expanded, as translate does. */
+static bool computable(const rule_ctx *c, const rf_expr *e, const int *colmap)
+{
+    if (!e)
+        return true;
+    if (e->op == RF_EX_VAR)
+        return colmap[e->index] >= 0 ||
+               (c->assign[e->index] && computable(c, c->assign[e->index], colmap));
+    return computable(c, e->a, colmap) && computable(c, e->b, colmap);
+}
+
+/* Can evaluating e (over colmap, as computable) never fail? Integer + - *
+ * and negation wrap, widening casts and comparisons are exact; division,
+ * float arithmetic (overflow) and narrowing casts can fail. Only such
+ * expressions are computed ahead of the filters that would have guarded
+ * them (as key columns, or as a filter moved into a scan). */
+static bool cannot_fail(const rule_ctx *c, const rf_expr *e, const int *colmap)
+{
+    if (!e)
+        return true;
+    switch (e->op) {
+    case RF_EX_VAR:
+        return colmap[e->index] >= 0 || cannot_fail(c, c->assign[e->index], colmap);
+    case RF_EX_CAST:
+        if (e->a->type != e->type && !(rf_type_is_integer(e->a->type) &&
+                                       (e->type == RF_TYPE_INT64 || e->type == RF_TYPE_FLOAT64)))
+            return false;
+        break;
+    case RF_EX_ADD:
+    case RF_EX_SUB:
+    case RF_EX_MUL:
+        if (!rf_type_is_integer(e->type))
+            return false;
+        break;
+    case RF_EX_DIV:
+    case RF_EX_MOD:
+        return false;
+    default:
+        break;
+    }
+    return cannot_fail(c, e->a, colmap) && cannot_fail(c, e->b, colmap);
+}
+
+/* Column of each variable of atom `lit` in its relation (the first
+ * occurrence), -1 for the other variables. */
+static void atom_colmap(const rule_ctx *c, int lit, int *acol)
+{
+    const rf_literal *l = &c->r->body[lit];
+    for (int v = 0; v < c->r->nvars; v++)
+        acol[v] = -1;
+    for (int j = l->nargs - 1; j >= 0; j--)
+        if (l->args[j] && l->args[j]->op == RF_EX_VAR)
+            acol[l->args[j]->index] = j;
+}
+
+/* An equality filter `a = b` that can join cur with an atom: one side
+ * computable from cur's columns, the other from the atom's alone (a filter
+ * over one side only runs in that side's scan instead), both of one type
+ * (words are canonical, so the typed equality is the equality of words)
+ * and neither able to fail. acol is atom_colmap's. */
+typedef struct eqkey {
+    int lit;
+    const rf_expr *cur_side, *atom_side;
+} eqkey;
+
+static bool eq_key(const rule_ctx *c, int i, const int *acol, eqkey *k)
+{
+    const rf_literal *l = &c->r->body[i];
+    if (c->done[i] || l->kind != RF_LIT_FILTER || l->expr->op != RF_EX_EQ ||
+        l->expr->a->type != l->expr->b->type)
+        return false;
+    if (computable(c, l->expr, acol) || computable(c, l->expr, c->col))
+        return false;
+    for (int side = 0; side < 2; side++) {
+        const rf_expr *x = side ? l->expr->b : l->expr->a;
+        const rf_expr *y = side ? l->expr->a : l->expr->b;
+        if (computable(c, x, c->col) && computable(c, y, acol) && cannot_fail(c, x, c->col) &&
+            cannot_fail(c, y, acol)) {
+            k->lit = i;
+            k->cur_side = x;
+            k->atom_side = y;
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Variables that something not yet done still needs. */
 static void compute_need(const rule_ctx *c, bool *need)
 {
@@ -464,8 +558,12 @@ static void first_step(rule_ctx *c, int lit, int rel)
 
 /* Scans atom `lit` on its own (constants, repeated variables, filters over
  * its variables alone) keeping the variables needed later or shared with
- * cur; returns the relation and its column variables. */
-static int prescan(rule_ctx *c, int lit, int rel, int *vars, int *nvars)
+ * cur; returns the relation and its column variables. The nkeyx
+ * expressions keyx (over the relation's columns; taken over) are join key
+ * columns: keycol[k] gets the column of the result holding keyx[k], either
+ * a kept variable's or a computed one after the nvars variable columns. */
+static int prescan(rule_ctx *c, int lit, int rel, int *vars, int *nvars, int nkeyx, rf_expr **keyx,
+                   int *keycol)
 {
     const rf_rule *r = c->r;
     const rf_literal *l = &r->body[lit];
@@ -482,10 +580,13 @@ static int prescan(rule_ctx *c, int lit, int rel, int *vars, int *nvars)
         mine[avars[k]] = true;
     }
     c->done[lit] = true;
-    /* Filters over this atom's variables alone run in its scan. */
+    /* Filters over this atom's variables alone run in its scan (with
+     * resolved assignments expanded where that cannot fail). */
     for (int i = 0; i < r->nbody; i++) {
         const rf_literal *f = &r->body[i];
-        if (!c->done[i] && f->kind == RF_LIT_FILTER && vars_bound(f->expr, mine)) {
+        if (!c->done[i] && f->kind == RF_LIT_FILTER &&
+            (vars_bound(f->expr, mine) ||
+             (c->b->optimize && computable(c, f->expr, colmap) && cannot_fail(c, f->expr, colmap)))) {
             c->done[i] = true;
             filter = and_expr(filter, translate(c, f->expr, colmap));
         }
@@ -494,14 +595,18 @@ static int prescan(rule_ctx *c, int lit, int rel, int *vars, int *nvars)
     compute_need(c, need);
     rf_plan_cmd cmd;
     memset(&cmd, 0, sizeof cmd);
-    cmd.proj = rf_malloc(((size_t)nv + 1) * sizeof *cmd.proj);
-    rf_type *types = rf_malloc(((size_t)nv + 1) * sizeof *types);
+    cmd.proj = rf_malloc(((size_t)nv + nkeyx + 1) * sizeof *cmd.proj);
+    rf_type *types = rf_malloc(((size_t)nv + nkeyx + 1) * sizeof *types);
     *nvars = 0;
     const rf_type *rtypes = c->b->rels.items[rel].types;
     bool identity = !filter && nv == l->nargs;
     for (int k = 0; k < nv; k++) {
         int v = avars[k];
-        if (!need[v] && c->col[v] < 0) {
+        /* (a key that is one of the atom's columns keeps its variable) */
+        bool key = false;
+        for (int x = 0; x < nkeyx && !key; x++)
+            key = keyx[x]->op == RF_EX_COL && keyx[x]->index == first[k];
+        if (!need[v] && c->col[v] < 0 && !key) {
             identity = false;
             continue;
         }
@@ -511,15 +616,30 @@ static int prescan(rule_ctx *c, int lit, int rel, int *vars, int *nvars)
         types[*nvars] = rtypes[first[k]];
         vars[(*nvars)++] = v;
     }
+    int ncols = *nvars;
+    for (int k = 0; k < nkeyx; k++) {
+        keycol[k] = -1;
+        for (int j = 0; j < ncols && keycol[k] < 0; j++)
+            if (rf_expr_equal(keyx[k], cmd.proj[j]))
+                keycol[k] = j;
+        if (keycol[k] >= 0) {
+            rf_expr_free(keyx[k]);
+            continue;
+        }
+        identity = false;
+        keycol[k] = ncols;
+        types[ncols] = keyx[k]->type;
+        cmd.proj[ncols++] = keyx[k];
+    }
     int result = rel;
     if (identity) {
-        for (int k = 0; k < *nvars; k++)
+        for (int k = 0; k < ncols; k++)
             rf_expr_free(cmd.proj[k]);
         free(cmd.proj);
     } else {
-        rf_plan_cmd *p = emit(c->b, RF_CMD_MAPFILTER, new_temp(c->b, *nvars, types), rel, -1);
+        rf_plan_cmd *p = emit(c->b, RF_CMD_MAPFILTER, new_temp(c->b, ncols, types), rel, -1);
         p->filter = filter;
-        p->nproj = *nvars;
+        p->nproj = ncols;
         p->proj = cmd.proj;
         give_comment(c, p);
         result = p->dst;
@@ -533,15 +653,70 @@ static int prescan(rule_ctx *c, int lit, int rel, int *vars, int *nvars)
     return result;
 }
 
+/* Joins cur with atom `lit` (read from rel) on the variables they share and
+ * on the equalities eq_key finds; a key side that is not a plain column is
+ * computed first, by the atom's scan or by a map of cur. */
 static void join_step(rule_ctx *c, int lit, int rel)
 {
     const rf_rule *r = c->r;
-    int *rvars = rf_malloc(((size_t)r->nvars + 1) * sizeof *rvars);
+    builder *b = c->b;
+    size_t nv = (size_t)r->nvars + 1;
+    int *acol = rf_malloc(nv * sizeof *acol);
+    eqkey *eq = rf_malloc(((size_t)r->nbody + 1) * sizeof *eq);
+    int neq = 0;
+    atom_colmap(c, lit, acol);
+    if (b->optimize)
+        for (int i = 0; i < r->nbody; i++)
+            neq += eq_key(c, i, acol, &eq[neq]);
+    rf_expr **keyx = rf_malloc(((size_t)neq + 1) * sizeof *keyx);
+    int *rkeyx = rf_malloc(((size_t)neq + 1) * sizeof *rkeyx);
+    int *lkeyx = rf_malloc(((size_t)neq + 1) * sizeof *lkeyx);
+    rf_expr **lx = rf_malloc(((size_t)neq + 1) * sizeof *lx);
+    int nlx = 0;
+    for (int k = 0; k < neq; k++) {
+        c->done[eq[k].lit] = true;
+        keyx[k] = translate(c, eq[k].atom_side, acol);
+        rf_expr *t = translate(c, eq[k].cur_side, c->col);
+        if (t->op == RF_EX_COL) {
+            lkeyx[k] = t->index;
+            rf_expr_free(t);
+        } else {
+            lkeyx[k] = c->ncur + nlx;
+            lx[nlx++] = t;
+        }
+    }
+
+    int *rvars = rf_malloc(nv * sizeof *rvars);
     int nr;
-    int right = prescan(c, lit, rel, rvars, &nr);
-    int *colmap = rf_malloc(((size_t)r->nvars + 1) * sizeof *colmap);
-    int *lkeys = rf_malloc(((size_t)nr + 1) * sizeof *lkeys);
-    int *rkeys = rf_malloc(((size_t)nr + 1) * sizeof *rkeys);
+    int right = prescan(c, lit, rel, rvars, &nr, neq, keyx, rkeyx);
+
+    /* Computed key columns of cur: a map appending them (the pushdown pass
+     * fuses it into the command that made cur). */
+    int left = c->cur, nleft = c->ncur;
+    if (nlx > 0) {
+        nleft = c->ncur + nlx;
+        rf_type *types = rf_malloc(((size_t)nleft + 1) * sizeof *types);
+        rf_expr **proj = rf_malloc(((size_t)nleft + 1) * sizeof *proj);
+        const rf_type *ct = b->rels.items[c->cur].types;
+        for (int j = 0; j < c->ncur; j++) {
+            types[j] = ct[j];
+            proj[j] = rf_expr_leaf(RF_EX_COL, ct[j], j);
+        }
+        for (int k = 0; k < nlx; k++) {
+            types[c->ncur + k] = lx[k]->type;
+            proj[c->ncur + k] = lx[k];
+        }
+        rf_plan_cmd *m = emit(b, RF_CMD_MAPFILTER, new_temp(b, nleft, types), c->cur, -1);
+        m->nproj = nleft;
+        m->proj = proj;
+        give_comment(c, m);
+        left = m->dst;
+        free(types);
+    }
+
+    int *colmap = rf_malloc(nv * sizeof *colmap);
+    int *lkeys = rf_malloc(((size_t)nr + neq + 1) * sizeof *lkeys);
+    int *rkeys = rf_malloc(((size_t)nr + neq + 1) * sizeof *rkeys);
     int nkeys = 0;
     for (int v = 0; v < r->nvars; v++)
         colmap[v] = c->col[v];
@@ -551,25 +726,35 @@ static void join_step(rule_ctx *c, int lit, int rel)
             lkeys[nkeys] = c->col[v];
             rkeys[nkeys++] = j;
         } else {
-            colmap[v] = c->ncur + j;
+            colmap[v] = nleft + j;
             c->bound[v] = true;
         }
     }
+    for (int k = 0; k < neq; k++) {
+        lkeys[nkeys] = lkeyx[k];
+        rkeys[nkeys++] = rkeyx[k];
+    }
     rf_expr *filter = ready_filters(c, colmap);
     bool final = !pending(c, RF_LIT_ATOM) && !pending(c, RF_LIT_NEGATED);
-    rf_plan_cmd *cmd = emit(c->b, RF_CMD_MAPJOIN, -1, c->cur, right);
+    rf_plan_cmd *cmd = emit(b, RF_CMD_MAPJOIN, -1, left, right);
     cmd->nkeys = nkeys;
     cmd->lkeys = lkeys;
     cmd->rkeys = rkeys;
     cmd->filter = filter;
     give_comment(c, cmd);
-    int *vars = rf_malloc(((size_t)r->nvars + 1) * sizeof *vars);
+    int *vars = rf_malloc(nv * sizeof *vars);
     int nout;
     project(c, cmd, colmap, final, vars, &nout);
     set_cur(c, cmd->dst, nout, vars);
     free(vars);
     free(colmap);
     free(rvars);
+    free(lx);
+    free(lkeyx);
+    free(rkeyx);
+    free(keyx);
+    free(eq);
+    free(acol);
     apply_negations(c);
 }
 
@@ -646,6 +831,14 @@ static int atom_score(const rule_ctx *c, int lit)
             if (l->args[k] && l->args[k]->op == RF_EX_VAR && l->args[k]->index == a->index)
                 repeats++;
     }
+    /* Equalities with what is bound join like shared variables. */
+    int *acol = rf_malloc(((size_t)c->r->nvars + 1) * sizeof *acol);
+    atom_colmap(c, lit, acol);
+    for (int i = 0; i < c->r->nbody; i++) {
+        eqkey k;
+        shared += eq_key(c, i, acol, &k);
+    }
+    free(acol);
     int score = 0;
     if (lit == c->delta_lit)
         score += 1 << 20;           /* deltas are small: drive the join */
@@ -703,6 +896,141 @@ static int unit_rel(builder *b)
     return b->unit;
 }
 
+/* ---- Equalities between variables ---- */
+
+/* A filter `a = b` between two variables that positive atoms bind and that
+ * have the same type says that the two are one variable: the rule is
+ * rewritten with every variable replaced by the representative of its class
+ * (union-find, so chains `y = y2, y2 = y3` collapse too), and the filters
+ * are dropped. Shared variables then become join keys (or, within one atom,
+ * a repeated-variable filter of its scan) like any other. The rewrite is
+ * exact: values are canonical words of one type, so `a = b` holds exactly
+ * when the words are equal. Variables of different types (`y = y2` with y
+ * int32 and y2 int64 compares CAST(y) = y2) are left to join_step's
+ * expression keys; assigned variables are not renamed either. */
+
+static int uf_root(int *parent, int v)
+{
+    while (parent[v] != v)
+        v = parent[v] = parent[parent[v]];
+    return v;
+}
+
+static void mark_atom_vars(const rf_rule *r, bool *set)
+{
+    for (int i = 0; i < r->nbody; i++)
+        if (r->body[i].kind == RF_LIT_ATOM)
+            for (int j = 0; j < r->body[i].nargs; j++)
+                mark_vars(r->body[i].args[j], set);
+}
+
+/* The filter literal l equates two atom-bound variables of one type: sets
+ * *x and *y to them. */
+static bool var_equality(const rf_rule *r, const rf_literal *l, const bool *in_atom, int *x, int *y)
+{
+    if (l->kind != RF_LIT_FILTER || l->expr->op != RF_EX_EQ)
+        return false;
+    const rf_expr *a = l->expr->a, *b = l->expr->b;
+    if (a->op != RF_EX_VAR || b->op != RF_EX_VAR || !in_atom[a->index] || !in_atom[b->index] ||
+        r->var_types[a->index] != r->var_types[b->index])
+        return false;
+    *x = a->index;
+    *y = b->index;
+    return true;
+}
+
+static void rename_leaf(rf_expr *leaf, void *ctx)
+{
+    const int *rep = ctx;
+    if (leaf->op == RF_EX_VAR)
+        leaf->index = rep[leaf->index];
+}
+
+static rf_expr *renamed(const rf_expr *e, int *rep)
+{
+    rf_expr *t = e ? rf_expr_clone(e) : NULL;
+    rf_expr_visit_leaves(t, rename_leaf, rep);
+    return t;
+}
+
+/* Returns r rewritten with equated variables unified, marking the dropped
+ * equalities in done[]; NULL (and done untouched) when r has none. The copy
+ * shares var_names and var_types with r; free it with free_unified. Body
+ * literals keep their indices (delta positions refer to them). */
+static rf_rule *unify_rule(const rf_rule *r, int head_arity, bool *done)
+{
+    size_t nv = (size_t)r->nvars + 1;
+    bool *in_atom = rf_calloc(nv, sizeof *in_atom);
+    int *rep = rf_malloc(nv * sizeof *rep);
+    mark_atom_vars(r, in_atom);
+    for (int v = 0; v < r->nvars; v++)
+        rep[v] = v;
+    bool any = false;
+    for (int i = 0; i < r->nbody; i++) {
+        int x, y;
+        if (!var_equality(r, &r->body[i], in_atom, &x, &y))
+            continue;
+        x = uf_root(rep, x);
+        y = uf_root(rep, y);
+        if (x < y)
+            rep[y] = x;
+        else
+            rep[x] = y;
+        any = true;
+    }
+    rf_rule *u = NULL;
+    if (any) {
+        for (int v = 0; v < r->nvars; v++)
+            rep[v] = uf_root(rep, v);
+        for (int i = 0; i < r->nbody; i++) {
+            int x, y;
+            if (var_equality(r, &r->body[i], in_atom, &x, &y))
+                done[i] = true;
+        }
+        u = rf_malloc(sizeof *u);
+        *u = *r;
+        u->body = rf_calloc((size_t)r->nbody + 1, sizeof *u->body);
+        for (int i = 0; i < r->nbody; i++) {
+            const rf_literal *l = &r->body[i];
+            rf_literal *m = &u->body[i];
+            *m = *l;
+            m->expr = renamed(l->expr, rep);
+            m->args = NULL;
+            if (l->kind == RF_LIT_ATOM || l->kind == RF_LIT_NEGATED) {
+                m->args = rf_calloc((size_t)l->nargs + 1, sizeof *m->args);
+                for (int j = 0; j < l->nargs; j++)
+                    m->args[j] = renamed(l->args[j], rep);
+            }
+        }
+        u->head_args = rf_calloc((size_t)head_arity + 1, sizeof *u->head_args);
+        for (int j = 0; j < head_arity; j++)
+            u->head_args[j] = renamed(r->head_args[j], rep);
+        u->agg_arg = renamed(r->agg_arg, rep);
+    }
+    free(in_atom);
+    free(rep);
+    return u;
+}
+
+static void free_unified(rf_rule *u, int head_arity)
+{
+    if (!u)
+        return;
+    for (int i = 0; i < u->nbody; i++) {
+        rf_literal *l = &u->body[i];
+        rf_expr_free(l->expr);
+        for (int j = 0; l->args && j < l->nargs; j++)
+            rf_expr_free(l->args[j]);
+        free(l->args);
+    }
+    free(u->body);
+    for (int j = 0; j < head_arity; j++)
+        rf_expr_free(u->head_args[j]);
+    free(u->head_args);
+    rf_expr_free(u->agg_arg);
+    free(u);
+}
+
 /* Compiles rule `ri` so that its result is written to dst (a relation of the
  * head's arity); lit delta_lit reads its predicate's delta. */
 static void compile_rule(builder *b, int ri, int delta_lit, int dst)
@@ -721,6 +1049,11 @@ static void compile_rule(builder *b, int ri, int delta_lit, int dst)
     free(text);
     size_t nv = (size_t)r->nvars + 1;
     c.done = rf_calloc((size_t)r->nbody + 1, sizeof *c.done);
+    /* The planner proper works on the rule with equated variables unified
+     * (the comment above keeps the rule as written). */
+    rf_rule *unified = b->optimize ? unify_rule(r, head->arity, c.done) : NULL;
+    if (unified)
+        r = c.r = unified;
     c.bound = rf_calloc(nv, sizeof *c.bound);
     c.assign = rf_calloc(nv, sizeof *c.assign);
     c.col = rf_malloc(nv * sizeof *c.col);
@@ -802,6 +1135,7 @@ static void compile_rule(builder *b, int ri, int delta_lit, int dst)
     free(aggvars);
     free(c.comment);
     rf_origin_release(&b->origin);
+    free_unified(unified, head->arity);
     free(c.done);
     free(c.bound);
     free(c.assign);

@@ -8,6 +8,7 @@ KIND is
   tc         programs/tc.lql; with --expect N the number of `path` rows
              must be N (the known sizes from the graphs' README); without,
              it is compared with SQLite's recursive closure;
+  tc_eq      programs/tc_eq.lql (the join written as `y = y2`), as tc;
   triangles  programs/triangles.lql; the triangle rows and the count must
              equal SQLite's (an independent engine);
   sg         programs/same_generation.lql; rows equal to SQLite's
@@ -30,6 +31,7 @@ SKIP = 77
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 PROGRAMS = {
     "tc": ("tc.lql", "path"),
+    "tc_eq": ("tc_eq.lql", "path"),
     "triangles": ("triangles.lql", "triangle"),
     "sg": ("same_generation.lql", "sg"),
     "cliques4": ("four_cliques.lql", "clique4"),

@@ -167,9 +167,13 @@ static void test_tc_random(void)
         "path(x, z) :- path(x, y), edge(y, z)",
         "path(x, z) :- edge(x, y), path(y, z)",
         "path(x, z) :- path(x, y), path(y, z)",
+        /* the join written as an equality */
+        "path(x, z) :- path(x, y), edge(y2, z), y = y2",
+        "path(x, z) :- path(x, y), path(y2, z), y2 = y",
     };
+    enum { NSHAPES = sizeof recursive / sizeof recursive[0] };
     unsigned seed = 12345;
-    for (int trial = 0; trial < 6; trial++) {
+    for (int trial = 0; trial < 2 * NSHAPES; trial++) {
         enum { N = 9 };
         bool reach[N][N] = { { false } };
         int64_t edges[40];
@@ -198,7 +202,7 @@ static void test_tc_random(void)
                 }
         tb *b = graph(edges, ne);
         tb_rule(b, "path(x, y) :- edge(x, y)");
-        tb_rule(b, recursive[trial % 3]);
+        tb_rule(b, recursive[trial % NSHAPES]);
         tb_stratum(b, "path");
         run r;
         run_start(&r, tb_finish(b));
@@ -844,6 +848,118 @@ static void test_check_keys(void)
     rf_program_free(bad);
 }
 
+/* Every MapJoin of p joins on at least one key pair. */
+static bool no_cross_products(const rf_plan *p)
+{
+    for (int bl = 0; bl < p->nblocks; bl++)
+        for (int i = 0; i < p->blocks[bl].ncmds; i++)
+            if (p->blocks[bl].cmds[i].kind == RF_CMD_MAPJOIN && p->blocks[bl].cmds[i].nkeys == 0)
+                return false;
+    return true;
+}
+
+static char *plan_text(const rf_plan *p)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    rf_plan_print(p, f);
+    fclose(f);
+    return text;
+}
+
+/* Equalities between variables (and between a variable and an expression
+ * of the other side) are join keys: no cross product in the optimised
+ * plan, same results as the plan of the rules as written (optimize off,
+ * cross products and filters) run by the reference interpreter. */
+static void test_equality_joins(void)
+{
+    static const char text[] =
+        "edge(x, y) -> int32(x), int32(y).\n"
+        "path(x, y) -> int32(x), int32(y).\n"
+        "path2(x, y) -> int32(x), int32(y).\n"
+        "p(x) -> int32(x).\n"
+        "q(x) -> int32(x).\n"
+        "big(x) -> int64(x).\n"
+        "tri(x, z, w) -> int32(x), int32(z), int32(w).\n"
+        "next(x, z) -> int32(x), int32(z).\n"
+        "twin(x) -> int32(x).\n"
+        "sq(x) -> int32(x).\n"
+        "wide(x) -> int32(x).\n"
+        "wide2(x) -> int64(x).\n"
+        "cnt[x] = n -> int32(x), int64(n).\n"
+        "edge(1, 2). edge(2, 3). edge(3, 4). edge(4, 2). edge(5, 6).\n"
+        "p(1). p(2). p(3). p(-1).\n"
+        "big(2). big(3). big(4294967298).\n"
+        "@output(path). @output(path2). @output(q). @output(tri). @output(next).\n"
+        "@output(twin). @output(sq). @output(wide). @output(wide2). @output(cnt).\n"
+        "path(x, y) <- edge(x, y).\n"
+        "path(x, z) <- path(x, y), edge(y2, z), y = y2.\n"
+        /* both atoms recursive: each reads the delta in turn */
+        "path2(x, y) <- edge(x, y).\n"
+        "path2(x, z) <- path2(x, y), path2(y2, z), y = y2.\n"
+        "q(x) <- p(x), p(y), y = x.\n"
+        /* a chain: y, y2, y3 are one variable */
+        "tri(x, z, w) <- edge(x, y), edge(y2, z), edge(y3, w), y2 = y3, y3 = y.\n"
+        /* an expression of the bound side against the next atom's variable */
+        "next(x, z) <- edge(x, y), edge(y2, z), y + 1 = y2.\n"
+        "twin(x) <- edge(x, y), edge(x2, y2), x = x2, y2 = y.\n"
+        "sq(x) <- p(x), p(y), y = x * x.\n"
+        /* int32 against int64: compared exactly in int64 (2 is not
+         * 4294967298 = 2^32 + 2), the cast computed on either side */
+        "wide(x) <- p(x), big(y), x = y.\n"
+        "wide2(y) <- big(y), p(x), y = x.\n"
+        /* count ranges over distinct bindings: (x, y) with y = x is one */
+        "cnt[x] = n <- agg<<n = count()>> p(x), p(y), x = y.\n";
+    rf_program *prog = compile_text(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    run r;
+    run_start(&r, prog);
+    expect_rel(&r, "path", 2, SMALL_PATHS);
+    expect_rel(&r, "path2", 2, SMALL_PATHS);
+    expect_rel(&r, "q", 1, ROWS(1, 2, 3, -1));
+    expect_rel(&r, "tri", 3, ROWS(1, 3, 3, 2, 4, 4, 3, 2, 2, 4, 3, 3));
+    expect_rel(&r, "next", 2, ROWS(1, 4, 2, 2, 3, 6, 4, 4));
+    expect_rel(&r, "twin", 1, ROWS(1, 2, 3, 4, 5));
+    expect_rel(&r, "sq", 1, ROWS(1, -1));
+    expect_rel(&r, "wide", 1, ROWS(2, 3));
+    expect_rel(&r, "wide2", 1, ROWS(2, 3));
+    expect_rel(&r, "cnt", 2, ROWS(1, 1, 2, 1, 3, 1, -1, 1));
+    /* The rules as written join without keys; planned, never. */
+    CU_ASSERT_FALSE(no_cross_products(r.plan[0]));
+    CU_ASSERT_TRUE(no_cross_products(r.plan[1]));
+    char *plan = plan_text(r.plan[1]);
+    CU_ASSERT_PTR_NOT_NULL(strstr(plan, "path.new := MapJoin path.delta, edge on ($1 = $2) project ($0, $3)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(plan, " := MapJoin p, p on ($0 = $1) project ($0)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(plan, "project ($0, $1, ($1 + 1))"));   /* next: the key column */
+    if (getenv("RF_SHOW_PLAN"))
+        fputs(plan, stderr);
+    free(plan);
+    run_end(&r);
+}
+
+/* A key side is computed for every row of its side, before the join, so
+ * only sides that cannot fail become keys: `y = 10 / w` stays a filter,
+ * and with pe empty nothing divides by zero (the rule as written has no
+ * pair to evaluate it on). */
+static void test_equality_that_can_fail(void)
+{
+    static const char text[] =
+        "z(w) -> int32(w).\n"
+        "pe(y) -> int32(y).\n"
+        "r(y) -> int32(y).\n"
+        "z(0). z(5).\n"
+        "@output(r).\n"
+        "r(y) <- z(w), pe(y), y = 10 / w.\n";
+    rf_program *prog = compile_text(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    run r;
+    run_start(&r, prog);
+    expect_rel(&r, "r", 1, NO_ROWS);
+    CU_ASSERT_FALSE(no_cross_products(r.plan[1]));
+    run_end(&r);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -867,6 +983,8 @@ int main(void)
     CU_add_test(s, "dead loop", test_dead_loop_is_skipped);
     CU_add_test(s, "common subexpressions", test_cse);
     CU_add_test(s, "join order", test_join_order);
+    CU_add_test(s, "equalities as join keys", test_equality_joins);
+    CU_add_test(s, "equalities that can fail stay filters", test_equality_that_can_fail);
     CU_add_test(s, "print", test_print);
     CU_add_test(s, "verify rejects broken plans", test_verify_rejects);
     CU_add_test(s, "from source (front end)", test_from_source);
