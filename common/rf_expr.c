@@ -44,6 +44,15 @@ rf_expr *rf_expr_binary(rf_exop op, rf_type t, rf_expr *a, rf_expr *b)
     return e;
 }
 
+rf_expr *rf_expr_ternary(rf_exop op, rf_type t, rf_expr *a, rf_expr *b, rf_expr *c)
+{
+    rf_expr *e = node(op, t);
+    e->a = a;
+    e->b = b;
+    e->c = c;
+    return e;
+}
+
 rf_expr *rf_expr_clone(const rf_expr *e)
 {
     if (!e)
@@ -52,6 +61,7 @@ rf_expr *rf_expr_clone(const rf_expr *e)
     *c = *e;
     c->a = rf_expr_clone(e->a);
     c->b = rf_expr_clone(e->b);
+    c->c = rf_expr_clone(e->c);
     return c;
 }
 
@@ -61,6 +71,7 @@ void rf_expr_free(rf_expr *e)
         return;
     rf_expr_free(e->a);
     rf_expr_free(e->b);
+    rf_expr_free(e->c);
     free(e);
 }
 
@@ -74,7 +85,7 @@ bool rf_expr_equal(const rf_expr *a, const rf_expr *b)
         return false;
     if ((a->op == RF_EX_VAR || a->op == RF_EX_COL) && a->index != b->index)
         return false;
-    return rf_expr_equal(a->a, b->a) && rf_expr_equal(a->b, b->b);
+    return rf_expr_equal(a->a, b->a) && rf_expr_equal(a->b, b->b) && rf_expr_equal(a->c, b->c);
 }
 
 int rf_expr_arity(rf_exop op)
@@ -87,7 +98,14 @@ int rf_expr_arity(rf_exop op)
     case RF_EX_NEG:
     case RF_EX_NOT:
     case RF_EX_CAST:
+    case RF_EX_YEAR:
+    case RF_EX_MONTH:
+    case RF_EX_DAY:
+    case RF_EX_STRLEN:
         return 1;
+    case RF_EX_IF:
+    case RF_EX_SUBSTR:
+        return 3;
     default:
         return 2;
     }
@@ -102,11 +120,17 @@ const char *rf_exop_symbol(rf_exop op)
         [RF_EX_DIV] = "/", [RF_EX_MOD] = "%", [RF_EX_EQ] = "=",
         [RF_EX_NE] = "!=", [RF_EX_LT] = "<", [RF_EX_LE] = "<=",
         [RF_EX_GT] = ">", [RF_EX_GE] = ">=", [RF_EX_AND] = "&&", [RF_EX_OR] = "||",
+        [RF_EX_IF] = "if", [RF_EX_YEAR] = "year", [RF_EX_MONTH] = "month", [RF_EX_DAY] = "day",
+        [RF_EX_ADD_MONTHS] = "add_months", [RF_EX_ADD_YEARS] = "add_years", [RF_EX_SUBSTR] = "substr",
+        [RF_EX_STRLEN] = "strlen", [RF_EX_CONCAT] = "concat", [RF_EX_LIKE] = "like",
+        [RF_EX_STARTS_WITH] = "starts_with", [RF_EX_ENDS_WITH] = "ends_with", [RF_EX_CONTAINS] = "contains",
     };
     return (unsigned)op < RF_EX_COUNT_ ? sym[op] : "?";
 }
 
 bool rf_exop_is_comparison(rf_exop op) { return op >= RF_EX_EQ && op <= RF_EX_GE; }
+
+bool rf_exop_is_function(rf_exop op) { return op >= RF_EX_IF && op < RF_EX_COUNT_; }
 
 void rf_expr_visit_leaves(rf_expr *e, void (*fn)(rf_expr *leaf, void *ctx), void *ctx)
 {
@@ -116,6 +140,7 @@ void rf_expr_visit_leaves(rf_expr *e, void (*fn)(rf_expr *leaf, void *ctx), void
         fn(e, ctx);
     rf_expr_visit_leaves(e->a, fn, ctx);
     rf_expr_visit_leaves(e->b, fn, ctx);
+    rf_expr_visit_leaves(e->c, fn, ctx);
 }
 
 int rf_expr_max_index(const rf_expr *e)
@@ -123,9 +148,10 @@ int rf_expr_max_index(const rf_expr *e)
     if (!e)
         return -1;
     int m = (e->op == RF_EX_VAR || e->op == RF_EX_COL) ? e->index : -1;
-    int x = rf_expr_max_index(e->a), y = rf_expr_max_index(e->b);
+    int x = rf_expr_max_index(e->a), y = rf_expr_max_index(e->b), z = rf_expr_max_index(e->c);
     if (x > m) m = x;
     if (y > m) m = y;
+    if (z > m) m = z;
     return m;
 }
 
@@ -151,6 +177,9 @@ void rf_expr_print(const rf_expr *e, FILE *out, const char *const *var_names)
                     fputc(*s, out);
             }
             fputc('"', out);
+        } else if (e->type == RF_TYPE_DATE) {
+            rf_value_format(e->type, e->value, buf, sizeof buf);
+            fprintf(out, "date(\"%s\")", buf);
         } else {
             rf_value_format(e->type, e->value, buf, sizeof buf);
             fputs(buf, out);
@@ -176,6 +205,20 @@ void rf_expr_print(const rf_expr *e, FILE *out, const char *const *var_names)
         fputc(')', out);
         return;
     default:
+        if (rf_exop_is_function(e->op)) {   /* name(a, b, c) */
+            fprintf(out, "%s(", rf_exop_symbol(e->op));
+            rf_expr_print(e->a, out, var_names);
+            if (e->b) {
+                fputs(", ", out);
+                rf_expr_print(e->b, out, var_names);
+            }
+            if (e->c) {
+                fputs(", ", out);
+                rf_expr_print(e->c, out, var_names);
+            }
+            fputc(')', out);
+            return;
+        }
         fputc('(', out);
         rf_expr_print(e->a, out, var_names);
         fprintf(out, " %s ", rf_exop_symbol(e->op));

@@ -28,6 +28,15 @@ typedef enum rf_exop {
     RF_EX_ADD, RF_EX_SUB, RF_EX_MUL, RF_EX_DIV, RF_EX_MOD,
     RF_EX_EQ, RF_EX_NE, RF_EX_LT, RF_EX_LE, RF_EX_GT, RF_EX_GE,
     RF_EX_AND, RF_EX_OR,
+    /* Business-query functions (docs/language.md, "Functions"): */
+    RF_EX_IF,          /* a ? b : c; b only where a holds, c only where not */
+    RF_EX_YEAR, RF_EX_MONTH, RF_EX_DAY,       /* date -> int32 */
+    RF_EX_ADD_MONTHS, RF_EX_ADD_YEARS,        /* date, int -> date */
+    RF_EX_SUBSTR,      /* string, int start (1-based), int len -> string */
+    RF_EX_STRLEN,      /* string -> int64 (bytes) */
+    RF_EX_CONCAT,      /* string, string -> string */
+    RF_EX_LIKE,        /* string, pattern -> bool (SQL LIKE: % and _) */
+    RF_EX_STARTS_WITH, RF_EX_ENDS_WITH, RF_EX_CONTAINS, /* string, string -> bool */
     RF_EX_COUNT_
 } rf_exop;
 
@@ -36,7 +45,7 @@ typedef struct rf_expr {
     rf_type type;        /* result type */
     rf_word value;       /* RF_EX_CONST */
     int index;           /* RF_EX_VAR / RF_EX_COL */
-    struct rf_expr *a, *b;
+    struct rf_expr *a, *b, *c;   /* operands; c only for arity 3 (IF, SUBSTR) */
     rf_loc loc;
 } rf_expr;
 
@@ -44,12 +53,14 @@ rf_expr *rf_expr_const(rf_type t, rf_word v);
 rf_expr *rf_expr_leaf(rf_exop op, rf_type t, int index); /* VAR or COL */
 rf_expr *rf_expr_unary(rf_exop op, rf_type t, rf_expr *a);
 rf_expr *rf_expr_binary(rf_exop op, rf_type t, rf_expr *a, rf_expr *b);
+rf_expr *rf_expr_ternary(rf_exop op, rf_type t, rf_expr *a, rf_expr *b, rf_expr *c);
 rf_expr *rf_expr_clone(const rf_expr *e);
 void rf_expr_free(rf_expr *e);
 bool rf_expr_equal(const rf_expr *a, const rf_expr *b);   /* structural */
-int rf_expr_arity(rf_exop op);                            /* 0, 1 or 2 */
+int rf_expr_arity(rf_exop op);                            /* 0, 1, 2 or 3 */
 const char *rf_exop_symbol(rf_exop op);                   /* "+", "<=", ... */
 bool rf_exop_is_comparison(rf_exop op);
+bool rf_exop_is_function(rf_exop op);   /* written name(args): IF and after */
 
 /* Calls fn on every VAR/COL leaf (e.g. to collect or renumber columns). */
 void rf_expr_visit_leaves(rf_expr *e, void (*fn)(rf_expr *leaf, void *ctx), void *ctx);

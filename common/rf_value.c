@@ -8,7 +8,10 @@
 #include <string.h>
 
 static const char *const type_names[RF_TYPE_COUNT_] = {
-    "invalid", "int32", "int64", "float64", "bool", "string",
+    "invalid", "int32", "int64", "float64", "bool", "string", "date",
+    "decimal[0]", "decimal[1]", "decimal[2]", "decimal[3]", "decimal[4]", "decimal[5]", "decimal[6]",
+    "decimal[7]", "decimal[8]", "decimal[9]", "decimal[10]", "decimal[11]", "decimal[12]",
+    "decimal[13]", "decimal[14]", "decimal[15]", "decimal[16]", "decimal[17]", "decimal[18]",
 };
 
 const char *rf_type_name(rf_type t)

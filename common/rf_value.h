@@ -11,8 +11,12 @@
  *   bool         : 0 or 1
  *   string       : an id in the global string dictionary (rf_strdict), so
  *                  joins and equality on strings are integer work
- * New scalar types (date, decimal) will be added here as further rf_type
- * values with their own word encoding. */
+ *   date         : signed day number, 0 = 1970-01-01 (proleptic Gregorian,
+ *                  years 1..9999)
+ *   decimal[s]   : exact fixed point, the value times 10^s as a signed
+ *                  int64; one rf_type per scale s = 0..18
+ *                  (RF_TYPE_DECIMAL0 + s)
+ * int32, int64, date and decimal words all order as signed int64. */
 #ifndef RF_VALUE_H
 #define RF_VALUE_H
 
@@ -27,8 +31,22 @@ typedef enum rf_type {
     RF_TYPE_FLOAT64,
     RF_TYPE_BOOL,
     RF_TYPE_STRING,
+    RF_TYPE_DATE,
+    RF_TYPE_DECIMAL0,                           /* decimal[0] .. decimal[18] */
+    RF_TYPE_DECIMAL18 = RF_TYPE_DECIMAL0 + 18,
     RF_TYPE_COUNT_
 } rf_type;
+
+#define RF_DECIMAL_MAX_SCALE 18
+
+static inline bool rf_type_is_decimal(rf_type t) { return t >= RF_TYPE_DECIMAL0 && t <= RF_TYPE_DECIMAL18; }
+static inline int rf_decimal_scale(rf_type t) { return (int)t - (int)RF_TYPE_DECIMAL0; }
+static inline rf_type rf_type_decimal(int scale) { return (rf_type)((int)RF_TYPE_DECIMAL0 + scale); }
+/* Words that order as signed int64: int32, int64, date, decimal[s]. */
+static inline bool rf_type_is_signed_word(rf_type t)
+{
+    return t == RF_TYPE_INT32 || t == RF_TYPE_INT64 || t == RF_TYPE_DATE || rf_type_is_decimal(t);
+}
 
 const char *rf_type_name(rf_type t);             /* "int32", ... */
 rf_type rf_type_from_name(const char *name);      /* RF_TYPE_INVALID if unknown */

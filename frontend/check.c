@@ -131,6 +131,7 @@ static void declare(checker *ck, const ast_clause *c)
     p->types = types;
     p->functional = h->functional;
     p->loc = h->name_loc;
+    p->limit = -1;
     ck->facts_cap[prog->npreds] = 0;
     prog->npreds++;
 }

@@ -36,6 +36,8 @@ void rf_program_free(rf_program *p)
         free(pr->types);
         free(pr->input_path);
         free(pr->facts);
+        free(pr->order_cols);
+        free(pr->order_desc);
     }
     free(p->preds);
     for (int i = 0; i < p->nstrata; i++) {

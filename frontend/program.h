@@ -8,14 +8,20 @@
 
 #include "../common/rf_expr.h"
 
-typedef enum rf_file_format { RF_FORMAT_TSV, RF_FORMAT_CSV } rf_file_format;
+typedef enum rf_file_format {
+    RF_FORMAT_TSV,
+    RF_FORMAT_CSV,
+    RF_FORMAT_TBL      /* dbgen's: '|'-separated, every line ending in '|' */
+} rf_file_format;
 
 typedef enum rf_aggfn {
     RF_AGG_NONE = 0,
     RF_AGG_COUNT,    /* int64 */
     RF_AGG_TOTAL,    /* sum; type of the argument (ints wrap like +) */
     RF_AGG_MIN,
-    RF_AGG_MAX
+    RF_AGG_MAX,
+    RF_AGG_AVG,            /* float64: total / count */
+    RF_AGG_COUNT_DISTINCT  /* int64: distinct values of the argument */
 } rf_aggfn;
 
 typedef struct rf_pred {
@@ -30,6 +36,13 @@ typedef struct rf_pred {
     rf_file_format input_format;
     rf_loc input_loc;        /* of the @input directive (its run-time errors) */
     bool is_output;          /* @output directive */
+    /* Output order (@order) and limit (@limit): rows sorted by the columns
+     * order_cols[0..norder) (descending where order_desc[i]), then by the
+     * remaining columns ascending; at most `limit` rows (-1: all). */
+    int norder;
+    int *order_cols;
+    bool *order_desc;
+    int64_t limit;
     bool has_rules;          /* defined by at least one rule (IDB) */
     size_t nfacts;
     rf_word *facts;          /* nfacts * arity words, row-major */

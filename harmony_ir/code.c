@@ -11,6 +11,7 @@ static void count_nodes(const rf_expr *e, int *n)
         return;
     count_nodes(e->a, n);
     count_nodes(e->b, n);
+    count_nodes(e->c, n);
     (*n)++;
 }
 
@@ -20,6 +21,7 @@ static void emit(const rf_expr *e, rf_instr *ins, int *pos)
         return;
     emit(e->a, ins, pos);
     emit(e->b, ins, pos);
+    emit(e->c, ins, pos);
     rf_instr *i = &ins[(*pos)++];
     memset(i, 0, sizeof *i);
     i->op = (uint8_t)e->op;
