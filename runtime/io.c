@@ -202,7 +202,9 @@ bool rf_parse_facts(const char *name, const char *text, size_t len, rf_file_form
         }
         for (int c = 0; c < arity && ok; c++) {
             field f = ps.fields.items[c];
-            const char *s = ps.offs.items[c] == SIZE_MAX ? f.s : ps.scratch + ps.offs.items[c];
+            const char *s = f.s;
+            if (ps.offs.items[c] != SIZE_MAX) /* a quoted CSV field; "" may find no scratch yet */
+                s = ps.scratch ? ps.scratch + ps.offs.items[c] : "";
             rf_word w;
             const char *why = "bad value";
             char whybuf[32];
