@@ -1,11 +1,14 @@
 #include "rf_value.h"
 
 #include <errno.h>
+#include <float.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static const char *const type_names[RF_TYPE_COUNT_] = {
     "invalid", "int32", "int64", "float64", "bool", "string", "date",
@@ -73,6 +76,59 @@ int rf_value_compare(rf_type t, rf_word a, rf_word b)
     }
 }
 
+bool rf_float64_parse(const char *text, size_t len, double *out, const char **why)
+{
+    char buf[128];
+    size_t i = 0;
+    if (i < len && (text[i] == '-' || text[i] == '+'))
+        i++;
+    size_t rest = len - i;
+    if ((rest == 3 && (strncasecmp(text + i, "nan", 3) == 0 || strncasecmp(text + i, "inf", 3) == 0)) ||
+        (rest == 8 && strncasecmp(text + i, "infinity", 8) == 0)) {
+        *why = "not a finite number";
+        return false;
+    }
+    if (rest >= 2 && text[i] == '0' && (text[i + 1] == 'x' || text[i + 1] == 'X')) {
+        *why = "hex floats are not accepted";
+        return false;
+    }
+    /* Decimal syntax; `nonzero` notes a nonzero digit in the mantissa. */
+    size_t digits = 0;
+    bool nonzero = false;
+    for (; i < len && text[i] >= '0' && text[i] <= '9'; i++, digits++)
+        nonzero |= text[i] != '0';
+    if (i < len && text[i] == '.')
+        for (i++; i < len && text[i] >= '0' && text[i] <= '9'; i++, digits++)
+            nonzero |= text[i] != '0';
+    if (digits && i < len && (text[i] == 'e' || text[i] == 'E')) {
+        i++;
+        if (i < len && (text[i] == '-' || text[i] == '+'))
+            i++;
+        size_t e0 = i;
+        while (i < len && text[i] >= '0' && text[i] <= '9')
+            i++;
+        if (i == e0)
+            digits = 0;
+    }
+    if (!digits || i != len) {
+        *why = "not a number";
+        return false;
+    }
+    if (len >= sizeof buf) {
+        *why = "field too long for a number";
+        return false;
+    }
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    double d = strtod(buf, NULL);
+    if (!isfinite(d) || (d == 0 && nonzero)) {
+        *why = "number out of range for float64";
+        return false;
+    }
+    *out = d;
+    return true;
+}
+
 bool rf_value_parse(rf_type t, const char *text, size_t len, rf_word *out, const char **why)
 {
     char buf[128];
@@ -84,20 +140,20 @@ bool rf_value_parse(rf_type t, const char *text, size_t len, rf_word *out, const
     while (len && (*text == ' ' || *text == '\r')) { text++; len--; }
     while (len && (text[len - 1] == ' ' || text[len - 1] == '\r')) len--;
     if (len == 0) { *why = "empty field"; return false; }
-    if (len >= sizeof buf) { *why = "field too long for a number"; return false; }
-    memcpy(buf, text, len);
-    buf[len] = '\0';
-    char *end = NULL;
-    errno = 0;
     switch (t) {
     case RF_TYPE_INT32:
     case RF_TYPE_INT64: {
+        if (len >= sizeof buf) { *why = "field too long for a number"; return false; }
+        memcpy(buf, text, len);
+        buf[len] = '\0';
         if (!(buf[0] == '-' || buf[0] == '+' || (buf[0] >= '0' && buf[0] <= '9'))) {
             *why = "not an integer";
             return false;
         }
+        char *end = NULL;
+        errno = 0;
         long long v = strtoll(buf, &end, 10);
-        if (*end != '\0') { *why = "not an integer"; return false; }
+        if (end != buf + len) { *why = "not an integer"; return false; }
         if (errno == ERANGE || (t == RF_TYPE_INT32 && (v < INT32_MIN || v > INT32_MAX))) {
             *why = t == RF_TYPE_INT32 ? "integer out of range for int32" : "integer out of range for int64";
             return false;
@@ -106,15 +162,16 @@ bool rf_value_parse(rf_type t, const char *text, size_t len, rf_word *out, const
         return true;
     }
     case RF_TYPE_FLOAT64: {
-        double d = strtod(buf, &end);
-        if (*end != '\0' || end == buf) { *why = "not a number"; return false; }
-        if (!isfinite(d)) { *why = "number out of range for float64"; return false; }
+        double d;
+        if (!rf_float64_parse(text, len, &d, why))
+            return false;
         *out = rf_word_from_double(d);
         return true;
     }
     case RF_TYPE_BOOL:
-        if (strcmp(buf, "true") == 0 || strcmp(buf, "1") == 0) { *out = 1; return true; }
-        if (strcmp(buf, "false") == 0 || strcmp(buf, "0") == 0) { *out = 0; return true; }
+        /* As in program text: no 1/0, no other spelling. */
+        if (len == 4 && memcmp(text, "true", 4) == 0) { *out = 1; return true; }
+        if (len == 5 && memcmp(text, "false", 5) == 0) { *out = 0; return true; }
         *why = "not a bool (true/false)";
         return false;
     default:
@@ -123,26 +180,102 @@ bool rf_value_parse(rf_type t, const char *text, size_t len, rf_word *out, const
     }
 }
 
+/* Shortest %.Ng (N <= 17) of d that reads back as d. A decimal of at most
+ * DBL_DIG (15) significant digits survives decimal -> double -> %.15g, so
+ * for a normal d, %.15g (which drops trailing zeros) already is the
+ * shortest when any form of <= 15 digits reads back; only 16 and 17 are
+ * left to try. Subnormals carry fewer bits (5e-324 is one), so for them
+ * every precision from 1 up is tried. */
+static int format_double(double d, char *buf, size_t cap)
+{
+    char tmp[40];
+    if (d == 0) /* also -0.0 */
+        return snprintf(buf, cap, "0");
+    for (int prec = fabs(d) < DBL_MIN ? 1 : DBL_DIG; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*g", prec, d);
+        if (prec == 17 || strtod(tmp, NULL) == d)
+            break;
+    }
+    return snprintf(buf, cap, "%s", tmp);
+}
+
+size_t rf_str_escape(const char *s, size_t len, char *dst)
+{
+    char *d = dst;
+    if (len == 0) {
+        *d++ = '\\';
+        *d++ = 'e';
+        return 2;
+    }
+    if (s[0] == '#')
+        *d++ = '\\';
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        switch (c) {
+        case '\t': *d++ = '\\'; c = 't'; break;
+        case '\n': *d++ = '\\'; c = 'n'; break;
+        case '\r': *d++ = '\\'; c = 'r'; break;
+        case '\\': *d++ = '\\'; break;
+        default: break;
+        }
+        *d++ = c;
+    }
+    return (size_t)(d - dst);
+}
+
+bool rf_str_unescape(const char *s, size_t len, char *dst, size_t *outlen, size_t *bad)
+{
+    size_t n = 0;
+    if (len == 2 && s[0] == '\\' && s[1] == 'e') {
+        *outlen = 0;
+        return true;
+    }
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (c == '\\') {
+            char e = i + 1 < len ? s[i + 1] : '\0';
+            switch (e) {
+            case 't': c = '\t'; break;
+            case 'n': c = '\n'; break;
+            case 'r': c = '\r'; break;
+            case '\\': c = '\\'; break;
+            case '#': c = '#'; break;
+            default:
+                *bad = i;
+                return false;
+            }
+            i++;
+        }
+        dst[n++] = c;
+    }
+    *outlen = n;
+    return true;
+}
+
 int rf_value_format(rf_type t, rf_word w, char *buf, size_t cap)
 {
     switch (t) {
     case RF_TYPE_INT32:
     case RF_TYPE_INT64:
         return snprintf(buf, cap, "%" PRId64, rf_word_to_int(w));
-    case RF_TYPE_FLOAT64: {
-        double d = rf_word_to_double(w);
-        /* Shortest of %.15g / %.16g / %.17g that reads back exactly. */
-        for (int prec = 15; prec <= 17; prec++) {
-            int n = snprintf(buf, cap, "%.*g", prec, d);
-            if (prec == 17 || (n > 0 && (size_t)n < cap && strtod(buf, NULL) == d))
-                return n;
-        }
-        return 0;
-    }
+    case RF_TYPE_FLOAT64:
+        return format_double(rf_word_to_double(w), buf, cap);
     case RF_TYPE_BOOL:
         return snprintf(buf, cap, "%s", w ? "true" : "false");
-    case RF_TYPE_STRING:
-        return snprintf(buf, cap, "%s", rf_str_get(w));
+    case RF_TYPE_STRING: {
+        size_t len = rf_str_len(w);
+        char small[256];
+        char *tmp = RF_STR_ESCAPED_MAX(len) <= sizeof small ? small : rf_malloc(RF_STR_ESCAPED_MAX(len));
+        size_t n = rf_str_escape(rf_str_get(w), len, tmp);
+        if (cap) {
+            size_t k = n < cap ? n : cap - 1;
+            memcpy(buf, tmp, k);
+            buf[k] = '\0';
+        }
+        if (tmp != small)
+            free(tmp);
+        return n > INT_MAX ? INT_MAX : (int)n;
+    }
     default:
         return snprintf(buf, cap, "?");
     }

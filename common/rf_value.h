@@ -62,14 +62,41 @@ double rf_word_to_double(rf_word w);
  * the order used for printing and for min/max. Returns <0, 0, >0. */
 int rf_value_compare(rf_type t, rf_word a, rf_word b);
 
-/* Parses text as a value of type t (used for fact files). Returns false on
- * bad syntax or a value out of range; *why explains (static string). */
+/* Parses text as a value of type t (a field of a fact file; docs/design.md
+ * "Input files"). Strings are taken as they are (unescaping is the file
+ * format's business: rf_str_unescape). Numbers may have blanks around them;
+ * ints are decimal, floats as rf_float64_parse, bools exactly true/false.
+ * Returns false on bad syntax or a value out of range; *why explains
+ * (static string). */
 bool rf_value_parse(rf_type t, const char *text, size_t len, rf_word *out, const char **why);
 
-/* Formats a value for output: ints in decimal, doubles with the shortest
- * representation that reads back exactly, bools as true/false, strings raw.
- * Returns number of chars written (like snprintf). */
+/* A decimal float64: [+-] digits [. digits] [(e|E) [+-] digits], where
+ * either side of the '.' may be empty but not both. Hex floats, nan and inf
+ * are refused with their own message; a value that overflows, or a nonzero
+ * one that underflows to zero, is "number out of range for float64"
+ * (subnormals are in range). The front end converts float literals with it
+ * too, so program text and input files agree. */
+bool rf_float64_parse(const char *text, size_t len, double *out, const char **why);
+
+/* Formats a value as the output writes it (docs/design.md "Output format"):
+ * ints in decimal, doubles in the shortest %.Ng form that reads back exactly
+ * (-0.0 as 0), bools as true/false, strings escaped as rf_str_escape.
+ * Returns the length of the whole text, writes at most cap-1 chars and a NUL
+ * (like snprintf). */
 int rf_value_format(rf_type t, rf_word w, char *buf, size_t cap);
+
+/* The text form of a string in TSV files and printed output: tab, newline,
+ * carriage return and backslash as \t \n \r \\, a '#' that begins the
+ * string as \# (a line starting with '#' is a comment), and the empty string
+ * as \e (an empty line is skipped). Writes at most RF_STR_ESCAPED_MAX(len)
+ * bytes to dst, no NUL; returns the count. */
+#define RF_STR_ESCAPED_MAX(len) (2 * (len) + 2)
+size_t rf_str_escape(const char *s, size_t len, char *dst);
+
+/* The inverse: \t \n \r \\ \# anywhere, \e only as the whole text.
+ * Writes at most len bytes to dst and sets *outlen. On a bad escape returns
+ * false with *bad = the offset of its backslash. */
+bool rf_str_unescape(const char *s, size_t len, char *dst, size_t *outlen, size_t *bad);
 
 /* ---- String dictionary: one per process, ids are dense from 0. ---- */
 rf_word rf_str_intern(const char *s, size_t len);

@@ -23,7 +23,7 @@ typedef struct ast_expr {
     rf_exop op;               /* AST_UNARY, AST_BINARY */
     uint64_t magnitude;       /* AST_INT */
     bool negative;            /* AST_INT: written with a leading minus */
-    bool too_big;             /* AST_INT: more than 2^64-1 */
+    bool too_big;             /* AST_INT: more than 2^64-1; AST_FLOAT: out of range */
     double fval;              /* AST_FLOAT */
     bool bval;                /* AST_BOOL */
     char *text;               /* AST_VAR name; AST_STRING decoded bytes */

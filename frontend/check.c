@@ -187,7 +187,7 @@ static bool literal_word(checker *ck, const ast_expr *e, rf_type t, rf_word *out
         break;
     case AST_FLOAT:
         if (t == RF_TYPE_FLOAT64) {
-            if (!isfinite(e->fval)) {
+            if (e->too_big || !isfinite(e->fval)) {
                 rf_diag_error(ck->diag, e->loc, "float literal out of range for float64");
                 return false;
             }

@@ -61,7 +61,9 @@ static ast_expr *float_literal(rf_token t)
 {
     ast_expr *e = leaf(AST_FLOAT, t);
     char *text = token_text(t);
-    e->fval = strtod(text, NULL);
+    const char *why;
+    /* As input files read floats; out of range (1e400, 1e-400) is reported by the checks. */
+    e->too_big = !rf_float64_parse(text, strlen(text), &e->fval, &why);
     free(text);
     return e;
 }

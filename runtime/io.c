@@ -1,12 +1,15 @@
-/* Fact files: TSV (tab separated; \t \n \\ escapes in string fields, as
- * written by the output) and CSV (comma separated, "..." quoting with ""
- * for a quote, quoted fields may span lines). Blank lines and lines
- * starting with '#' are skipped. The whole file is read at once and parsed
- * in place; integers take a hand-written fast path (no strtoll, no copy), so
- * large files parse at memory speed. */
+/* Fact files (docs/design.md "Input files"): TSV (tab separated; string
+ * fields unescape \t \n \r \\ \# and \e, exactly what the output writes,
+ * any other escape is an error) and CSV (comma separated, "..." quoting
+ * with "" for a quote, quoted fields may span lines; no backslash escapes).
+ * Blank lines and lines starting with '#' are skipped, except that a blank
+ * line is the empty tuple of a zero-arity relation. The whole file is read
+ * at once and parsed in place; integers take a hand-written fast path (no
+ * strtoll, no copy), so large files parse at memory speed. */
 #include "runtime.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -27,6 +30,7 @@ typedef struct parser {
     const char *p, *end;
     int line;
     rf_file_format fmt;
+    bool zero_arity;        /* a blank line is the tuple () */
     char *scratch;          /* unescaped/unquoted text of the current record */
     size_t scratch_cap, scratch_len;
     RF_VEC(field) fields;
@@ -63,35 +67,28 @@ static int next_record(parser *ps, int *line_out, rf_status *st)
         if (len && line[len - 1] == '\r')
             len--;
         int lineno = ps->line;
+        ps->fields.len = ps->offs.len = 0;
+        ps->scratch_len = 0;
+        if (len == 0 && ps->zero_arity) { /* the empty tuple, as the output writes it */
+            *line_out = lineno;
+            ps->p = nl ? nl + 1 : ps->end;
+            ps->line++;
+            return 1;
+        }
         if (len == 0 || line[0] == '#') {
             ps->p = nl ? nl + 1 : ps->end;
             ps->line++;
             continue;
         }
-        ps->fields.len = ps->offs.len = 0;
-        ps->scratch_len = 0;
         *line_out = lineno;
         if (ps->fmt == RF_FORMAT_TSV) {
+            /* Fields stay raw here: string fields are unescaped by their
+             * column (rf_parse_facts), numbers never contain a backslash. */
             const char *s = line, *e = line + len;
             for (;;) {
                 const char *tab = memchr(s, '\t', (size_t)(e - s));
                 const char *fe = tab ? tab : e;
-                if (memchr(s, '\\', (size_t)(fe - s))) {
-                    size_t off = ps->scratch_len;
-                    for (const char *q = s; q < fe; q++) {
-                        char c = *q;
-                        if (c == '\\' && q + 1 < fe) {
-                            char d = *++q;
-                            c = d == 't' ? '\t' : d == 'n' ? '\n' : d == '\\' ? '\\' : d;
-                            if (d != 't' && d != 'n' && d != '\\')
-                                scratch_put(ps, '\\');
-                        }
-                        scratch_put(ps, c);
-                    }
-                    add_field(ps, NULL, ps->scratch_len - off, off);
-                } else {
-                    add_field(ps, s, (size_t)(fe - s), SIZE_MAX);
-                }
+                add_field(ps, s, (size_t)(fe - s), SIZE_MAX);
                 if (!tab)
                     break;
                 s = tab + 1;
@@ -184,7 +181,9 @@ static bool fast_int(const char *s, size_t len, rf_type t, rf_word *out)
 bool rf_parse_facts(const char *name, const char *text, size_t len, rf_file_format fmt, int arity,
                     const rf_type *types, rf_table *t, rf_status *st)
 {
-    parser ps = {.name = name, .p = text, .end = text + len, .line = 1, .fmt = fmt};
+    parser ps = {.name = name, .p = text, .end = text + len, .line = 1, .fmt = fmt, .zero_arity = arity == 0};
+    char *unesc = NULL; /* an unescaped TSV string field */
+    size_t unesc_cap = 0;
     bool ok = true;
     int lineno = 0, r;
     while ((r = next_record(&ps, &lineno, st)) == 1) {
@@ -203,10 +202,33 @@ bool rf_parse_facts(const char *name, const char *text, size_t len, rf_file_form
         }
         for (int c = 0; c < arity && ok; c++) {
             field f = ps.fields.items[c];
-            const char *s = ps.offs.items[c] == SIZE_MAX ? f.s : ps.scratch + ps.offs.items[c];
+            const char *s = f.s;
+            if (ps.offs.items[c] != SIZE_MAX) /* a quoted CSV field; "" may find no scratch yet */
+                s = ps.scratch ? ps.scratch + ps.offs.items[c] : "";
             rf_word w;
             const char *why = "bad value";
-            if (rf_type_is_integer(types[c]) && fast_int(s, f.len, types[c], &w)) {
+            char whybuf[32];
+            size_t bad;
+            if (types[c] == RF_TYPE_STRING && fmt == RF_FORMAT_TSV && memchr(s, '\\', f.len)) {
+                if (f.len > unesc_cap) {
+                    unesc_cap = f.len > 2 * unesc_cap ? f.len : 2 * unesc_cap;
+                    unesc = rf_realloc(unesc, unesc_cap);
+                }
+                size_t n;
+                if (rf_str_unescape(s, f.len, unesc, &n, &bad)) {
+                    t->cols[c][row] = rf_str_intern(unesc, n);
+                } else {
+                    why = whybuf;
+                    if (bad + 1 >= f.len)
+                        why = "bad escape: '\\' at the end of the field";
+                    else if (s[bad + 1] == 'e')
+                        why = "bad escape '\\e' ('\\e' stands alone for the empty string)";
+                    else
+                        snprintf(whybuf, sizeof whybuf, "bad escape '\\%c'", s[bad + 1]);
+                    ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s:%d: error: field %d: %s: '%.*s'", name,
+                                 lineno, c + 1, why, (int)(f.len > 200 ? 200 : f.len), s);
+                }
+            } else if (rf_type_is_integer(types[c]) && fast_int(s, f.len, types[c], &w)) {
                 t->cols[c][row] = w;
             } else if (rf_value_parse(types[c], s, f.len, &w, &why)) {
                 t->cols[c][row] = w;
@@ -222,6 +244,7 @@ bool rf_parse_facts(const char *name, const char *text, size_t len, rf_file_form
     if (r < 0)
         ok = false;
     free(ps.scratch);
+    free(unesc);
     RF_VEC_FREE(ps.fields);
     RF_VEC_FREE(ps.offs);
     return ok;

@@ -123,18 +123,8 @@ static void put_value(wbuf *w, rf_type t, rf_word v)
         return;
     }
     if (t == RF_TYPE_STRING) {
-        const char *s = rf_str_get(v);
         size_t n = rf_str_len(v);
-        char *d = wreserve(w, 2 * n + 1), *d0 = d;
-        for (size_t i = 0; i < n; i++) {
-            char c = s[i];
-            if (c == '\t' || c == '\n' || c == '\\') {
-                *d++ = '\\';
-                c = c == '\t' ? 't' : c == '\n' ? 'n' : '\\';
-            }
-            *d++ = c;
-        }
-        w->len += (size_t)(d - d0);
+        w->len += rf_str_escape(rf_str_get(v), n, wreserve(w, RF_STR_ESCAPED_MAX(n)));
         return;
     }
     char *d = wreserve(w, 64);

@@ -67,9 +67,12 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
 /* ---- Input files (io.c) ---- */
 /* .csv (case-insensitive) = CSV, anything else TSV. */
 rf_file_format rf_format_from_path(const char *path);
-/* Appends the rows of a fact file to t (initialised with `arity`). Errors:
+/* Appends the rows of a fact file to t (initialised with `arity`); field
+ * syntax and escapes as in docs/design.md "Input files", so that every file
+ * rf_write_tsv writes reads back as the same rows. Errors:
  * "PATH:LINE: error: expected 2 fields, found 3",
  * "PATH:LINE: error: field 2: not an integer: 'abc'",
+ * "PATH:LINE: error: field 1: bad escape '\q': 'x\qy'",
  * "cannot open 'PATH': REASON". */
 bool rf_read_facts(const char *path, rf_file_format fmt, int arity, const rf_type *types,
                    rf_table *t, rf_status *st);
@@ -81,7 +84,8 @@ bool rf_parse_facts(const char *name, const char *text, size_t len, rf_file_form
 /* Sorts rows in typed value order (rf_value_compare column by column) and
  * drops duplicates. */
 void rf_sort_typed(rf_table *t, const rf_type *types);
-/* Writes rows as TSV (values escaped as in design.md). */
+/* Writes rows as TSV, values as rf_value_format writes them (design.md
+ * "Output format"). */
 bool rf_write_tsv(FILE *f, const rf_table *t, const rf_type *types);
 
 #endif

@@ -52,7 +52,11 @@ def string_literal(s):
 def format_value(value, typ):
     """One field as design.md's output format writes it."""
     if typ == "string":
-        return value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
+        if value == "":
+            return "\\e"
+        text = (value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
+                .replace("\r", "\\r"))
+        return "\\" + text if text.startswith("#") else text
     if typ == "bool":
         return "true" if value else "false"
     return str(value)
@@ -73,14 +77,16 @@ def parse_field(text, typ):
         return text == "true"
     if typ == "float64":
         return float(text)
+    if text == "\\e":
+        return ""
     out, i = [], 0
     while i < len(text):
         ch = text[i]
         if ch == "\\":
             nxt = text[i + 1:i + 2]
-            if nxt not in ("\\", "t", "n"):
+            if nxt not in ("\\", "t", "n", "r", "#"):
                 raise ValueError("bad escape in string field %r" % text)
-            out.append({"\\": "\\", "t": "\t", "n": "\n"}[nxt])
+            out.append({"\\": "\\", "t": "\t", "n": "\n", "r": "\r", "#": "#"}[nxt])
             i += 2
         else:
             out.append(ch)

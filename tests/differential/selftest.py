@@ -135,6 +135,9 @@ check("expr text", expr_text(e), "x - (y - (-3))")
 check("expr text 2", expr_text(Bin("*", Bin("+", x, y), z)), "(x + y) * z")
 check("output escape", format_value('a\tb\\c\n', "string"), "a\\tb\\\\c\\n")
 check("output parse", parse_field("a\\tb\\\\c\\n", "string"), 'a\tb\\c\n')
+for v, t in [("", "\\e"), ("#x#", "\\#x#"), ("\r", "\\r"), ("\\e", "\\\\e")]:
+    check("output escape %r" % v, format_value(v, "string"), t)
+    check("output parse %r" % t, parse_field(t, "string"), v)
 
 # The generator's programs are all stratified and safe (oracle agrees).
 for seed in range(300):

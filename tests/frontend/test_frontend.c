@@ -756,6 +756,18 @@ static void test_range_errors(void)
                  "t.lql:1:21: error: integer literal out of range for int64");
     expect_error("b(x) -> float64(x). b(1e999).",
                  "t.lql:1:23: error: float literal out of range for float64");
+    /* Underflow to zero is out of range too; subnormals and zero are not. */
+    expect_error("b(x) -> float64(x). b(1e-400).",
+                 "t.lql:1:23: error: float literal out of range for float64");
+    expect_error("b(x) -> float64(x). b(-2e-324).",
+                 "t.lql:1:23: error: float literal out of range for float64");
+    expect_error("b(x) -> float64(x). b(x) <- b(x), x > 1e-400.",
+                 "t.lql:1:39: error: float literal out of range for float64");
+    rf_program *p = compile_ok("b(x) -> float64(x). b(5e-324). b(-4.9e-324). b(0e-999). b(0.0e999).");
+    CU_ASSERT_PTR_NOT_NULL(p);
+    rf_program_free(p);
+    /* Hex floats are not literals (as in input files, where they are refused). */
+    expect_error("b(x) -> float64(x). b(0x1p3).", "t.lql:1:24: error: syntax error: unexpected 'x1p3', expected ')'");
 }
 
 static void test_binding_errors(void)
