@@ -222,3 +222,16 @@ void rf_diag_note(rf_diag *d, rf_loc loc, const char *fmt, ...)
     report(d, "note", loc, fmt, ap);
     va_end(ap);
 }
+
+rf_origin rf_origin_dup(rf_origin o)
+{
+    rf_origin d = {o.where ? rf_strdup(o.where) : NULL, o.what ? rf_strdup(o.what) : NULL};
+    return d;
+}
+
+void rf_origin_release(rf_origin *o)
+{
+    free(o->where);
+    free(o->what);
+    o->where = o->what = NULL;
+}

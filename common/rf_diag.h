@@ -25,6 +25,19 @@ typedef struct rf_loc {
     int len;         /* bytes of the offending text, >= 1 for the caret run */
 } rf_loc;
 
+/* Where a compiled command comes from, so that a run-time error can name
+ * it like a compile error: `where` is "prog.lql:5:1" (a rule, or the
+ * declaration of a checked predicate), `what` says what stands there
+ * ("rule q(z) <- p(x, y), ..."). Both NULL when unknown. Plain strings, as
+ * they outlive the source text (they travel in .rfx files). */
+typedef struct rf_origin {
+    char *where;
+    char *what;
+} rf_origin;
+
+rf_origin rf_origin_dup(rf_origin o);
+void rf_origin_release(rf_origin *o);
+
 typedef struct rf_diag {
     FILE *out;       /* stderr normally; tests use a memstream */
     int errors;

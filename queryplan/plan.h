@@ -69,18 +69,6 @@ typedef enum rf_cmdkind {
                            functional predicate after its stratum */
 } rf_cmdkind;
 
-/* Where a command comes from, so that a run-time error can name it:
- * `where` is "prog.lql:5:1" (the rule, or the declaration of a checked
- * predicate), `what` says what stands there ("rule q(z) <- p(x, y), ...").
- * Both NULL when a command serves no single rule (unions, loop control). */
-typedef struct rf_origin {
-    char *where;
-    char *what;
-} rf_origin;
-
-rf_origin rf_origin_dup(rf_origin o);
-void rf_origin_release(rf_origin *o);
-
 typedef struct rf_plan_cmd {
     rf_cmdkind kind;
     int dst;                 /* relation index, -1 for control commands */
@@ -98,7 +86,8 @@ typedef struct rf_plan_cmd {
     int nconds;
     int *conds;              /* BRANCH_EMPTY: relation indices */
     char *comment;           /* why the command exists (rule text), or NULL */
-    rf_origin origin;        /* for run-time errors (division by zero, ...) */
+    rf_origin origin;        /* for run-time errors (division by zero, ...);
+                                empty for unions and loop control */
 } rf_plan_cmd;
 
 typedef struct rf_plan_block {

@@ -18,18 +18,6 @@ void rf_plan_cmd_release(rf_plan_cmd *c)
     memset(c, 0, sizeof *c);
 }
 
-rf_origin rf_origin_dup(rf_origin o)
-{
-    rf_origin d = {o.where ? rf_strdup(o.where) : NULL, o.what ? rf_strdup(o.what) : NULL};
-    return d;
-}
-
-void rf_origin_release(rf_origin *o)
-{
-    free(o->where);
-    free(o->what);
-    o->where = o->what = NULL;
-}
 
 int rf_plan_cmd_nsrcs(rf_cmdkind k)
 {
