@@ -106,7 +106,7 @@ def load_tpch_extension(con, duckdb):
     path = os.path.join(pkg, "extensions", "v" + duckdb.__version__, "tpch.duckdb_extension")
     if not os.path.isfile(path):
         sys.exit(f"tpch_reference: error: no tpch extension for duckdb {duckdb.__version__} at {path}")
-    con.execute(f"LOAD '{path}'")
+    con.execute(f"LOAD '{sql_str(path)}'")
     return path
 
 
@@ -124,11 +124,15 @@ def load_tables(con, data_dir):
         csv_cols[f"c{len(cols)}"] = "VARCHAR"
         spec = "{" + ", ".join(f"'{k}': '{v}'" for k, v in csv_cols.items()) + "}"
         select = ", ".join(f"c{i}" for i in range(len(cols)))
-        con.execute(f"""INSERT INTO {table} SELECT {select} FROM read_csv('{path}',
+        con.execute(f"""INSERT INTO {table} SELECT {select} FROM read_csv('{sql_str(path)}',
             delim='|', header=false, quote='', escape='', auto_detect=false,
             columns={spec}, dateformat='%Y-%m-%d')""")
         counts[table] = con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
     return counts
+
+
+def sql_str(s):
+    return s.replace("'", "''")
 
 
 def escape(s):
@@ -198,8 +202,12 @@ def main():
 
     wanted = list(range(1, 23))
     if args.queries:
-        wanted = sorted({int(q) for q in args.queries.split(",") if q.strip()})
-        if not all(1 <= q <= 22 for q in wanted):
+        try:
+            wanted = sorted({int(q.strip().lower().lstrip("q")) for q in args.queries.split(",")
+                             if q.strip()})
+        except ValueError:
+            wanted = [0]
+        if not wanted or not all(1 <= q <= 22 for q in wanted):
             sys.exit("tpch_reference: error: query numbers are 1..22")
 
     if args.db:
