@@ -1014,8 +1014,12 @@ static void resolve_literal_vars(rule_ctx *rc, body_item *items, int n, const rf
     if (head)
         for (int i = 0; i < head->arity; i++)
             constrain(rc, c->head->args[i], head->types[i]);
-    if (head && r->agg != RF_AGG_NONE && c->agg_arg)
-        constrain(rc, c->agg_arg, head->types[head->arity - 1]);
+    for (int j = 0; head && j < r->naggs; j++)
+        if (c->aggs[j]->nargs > 0) {
+            rf_aggfn fn = r->aggs[j];
+            bool own = fn == RF_AGG_AVG || fn == RF_AGG_COUNT_DISTINCT;
+            constrain(rc, c->aggs[j]->args[0], own ? RF_TYPE_INVALID : head->types[head->arity - r->naggs + j]);
+        }
     /* Merge the wishes into the groups' roots. */
     for (size_t i = 0; i < rc->vars.len; i++) {
         rule_var *v = &rc->vars.items[i];
@@ -1136,72 +1140,143 @@ static rf_aggfn agg_from_name(const char *name)
     if (strcmp(name, "total") == 0) return RF_AGG_TOTAL;
     if (strcmp(name, "min") == 0) return RF_AGG_MIN;
     if (strcmp(name, "max") == 0) return RF_AGG_MAX;
+    if (strcmp(name, "avg") == 0) return RF_AGG_AVG;
+    if (strcmp(name, "count_distinct") == 0) return RF_AGG_COUNT_DISTINCT;
     return RF_AGG_NONE;
 }
 
-/* Aggregation: checks agg<<v = fn(arg)>>, binds v (the head's value) and
- * types arg. Returns false after an error. */
+/* The type an aggregate's argument is lowered to: the result column's for
+ * total/min/max, its own for avg and count_distinct (an integer literal
+ * alone: int64). */
+static rf_type agg_arg_type(rf_aggfn fn, int arg_type, rf_type column)
+{
+    if (fn != RF_AGG_AVG && fn != RF_AGG_COUNT_DISTINCT)
+        return column;
+    return arg_type == TY_INTLIT ? RF_TYPE_INT64 : (rf_type)arg_type;
+}
+
+/* Aggregation: checks agg<<v1 = f1(a1), ...>>, binds v1..vn (the head's
+ * last n arguments, in order) and types the arguments. Returns false after
+ * an error. */
 static bool check_aggregate(rule_ctx *rc, rf_rule *r, const rf_pred *head)
 {
     const ast_clause *c = rc->clause;
     checker *ck = rc->ck;
     bool ok = true;
-    r->agg = agg_from_name(c->agg_fn);
-    if (r->agg == RF_AGG_NONE) {
-        rf_diag_error(ck->diag, c->agg_fn_loc,
-                      "unknown aggregate function '%s' (expected count, total, min or max)", c->agg_fn);
-        return false;
-    }
-    if (r->agg == RF_AGG_COUNT && c->agg_arg) {
-        rf_diag_error(ck->diag, c->agg_arg->loc, "count() takes no argument");
-        return false;
-    }
-    if (r->agg != RF_AGG_COUNT && !c->agg_arg) {
-        rf_diag_error(ck->diag, c->agg_fn_loc, "%s() needs an argument", c->agg_fn);
-        return false;
-    }
-    const ast_atom *h = c->head;
-    const ast_expr *last = h->nargs > 0 ? h->args[h->nargs - 1] : NULL;
-    if (!last || last->kind != AST_VAR || strcmp(last->text, c->agg_var) != 0) {
-        rf_diag_error(ck->diag, last ? last->loc : h->loc,
-                      "the last head argument must be the aggregate's result '%s'", c->agg_var);
-        return false;
-    }
-    if (find_var(rc, c->agg_var) >= 0) {
-        /* Point at the body literal that uses it. */
-        rf_loc at = c->agg_var_loc;
-        for (int i = 0; i < c->nbody; i++)
-            if (literal_mentions(c->body[i], c->agg_var)) {
-                at = c->body[i]->loc;
-                break;
-            }
-        rf_diag_error(ck->diag, at, "aggregate result '%s' must not appear in the body", c->agg_var);
-        return false;
-    }
-    rf_type want = head->types[head->arity - 1];
-    if (r->agg == RF_AGG_COUNT) {
-        if (want != RF_TYPE_INT64) {
-            rf_diag_error(ck->diag, last->loc, "type mismatch: count() produces int64, but '%s' is %s",
-                          c->agg_var, rf_type_name(want));
+    int n = c->naggs;
+    r->naggs = n;
+    r->aggs = rf_calloc((size_t)n, sizeof *r->aggs);
+    r->agg_args = rf_calloc((size_t)n, sizeof *r->agg_args);
+    for (int j = 0; j < n; j++) {
+        const ast_agg *g = c->aggs[j];
+        rf_aggfn fn = r->aggs[j] = agg_from_name(g->fn);
+        if (fn == RF_AGG_NONE) {
+            rf_diag_error(ck->diag, g->fn_loc,
+                          "unknown aggregate function '%s' (expected count, total, min, max, avg or "
+                          "count_distinct)", g->fn);
+            ok = false;
+        } else if (fn == RF_AGG_COUNT && g->nargs > 0) {
+            rf_diag_error(ck->diag, g->args[0]->loc, "count() takes no argument");
+            ok = false;
+        } else if (fn != RF_AGG_COUNT && g->nargs == 0) {
+            rf_diag_error(ck->diag, g->fn_loc, "%s() needs an argument", g->fn);
+            ok = false;
+        } else if (g->nargs > 1) {
+            rf_diag_error(ck->diag, g->args[1]->loc, "%s() takes one argument", g->fn);
             ok = false;
         }
-    } else {
-        ast_expr *arg = c->agg_arg;
+        for (int i = 0; i < j; i++)
+            if (strcmp(c->aggs[i]->var, g->var) == 0) {
+                rf_diag_error(ck->diag, g->var_loc, "duplicate aggregate result '%s'", g->var);
+                ok = false;
+                break;
+            }
+    }
+    if (!ok)
+        return false;
+    /* The head ends with the results, in order. */
+    const ast_atom *h = c->head;
+    int nkeys = h->nargs - n;
+    for (int j = 0; j < n; j++) {
+        const ast_agg *g = c->aggs[j];
+        const ast_expr *at = nkeys + j >= 0 ? h->args[nkeys + j] : NULL;
+        if (at && at->kind == AST_VAR && strcmp(at->text, g->var) == 0)
+            continue;
+        if (n == 1) {
+            rf_diag_error(ck->diag, at ? at->loc : h->loc,
+                          "the last head argument must be the aggregate's result '%s'", g->var);
+        } else {
+            char list[512] = "";
+            for (int i = 0; i < n; i++) {
+                size_t len = strlen(list);
+                snprintf(list + len, sizeof list - len, "%s'%s'", i ? ", " : "", c->aggs[i]->var);
+            }
+            rf_diag_error(ck->diag, at ? at->loc : h->loc,
+                          "the last %d head arguments must be the aggregates' results %s, in this order", n,
+                          list);
+        }
+        return false;
+    }
+    for (int j = 0; j < n; j++) {
+        const ast_agg *g = c->aggs[j];
+        if (find_var(rc, g->var) >= 0) {
+            /* Point at the body literal that uses it. */
+            rf_loc at = g->var_loc;
+            for (int i = 0; i < c->nbody; i++)
+                if (literal_mentions(c->body[i], g->var)) {
+                    at = c->body[i]->loc;
+                    break;
+                }
+            rf_diag_error(ck->diag, at, "aggregate result '%s' must not appear in the body", g->var);
+            return false;
+        }
+        for (int i = 0; i < nkeys; i++)
+            if (expr_mentions(h->args[i], g->var)) {
+                rf_diag_error(ck->diag, h->args[i]->loc, "aggregate result '%s' cannot be a group key",
+                              g->var);
+                return false;
+            }
+    }
+    for (int j = 0; j < n; j++) {
+        const ast_agg *g = c->aggs[j];
+        rf_aggfn fn = r->aggs[j];
+        rf_type want = head->types[nkeys + j];
+        const ast_expr *res = h->args[nkeys + j];
+        if (fn == RF_AGG_COUNT || fn == RF_AGG_COUNT_DISTINCT || fn == RF_AGG_AVG) {
+            rf_type makes = fn == RF_AGG_AVG ? RF_TYPE_FLOAT64 : RF_TYPE_INT64;
+            if (want != makes) {
+                rf_diag_error(ck->diag, res->loc, "type mismatch: %s() produces %s, but '%s' is %s", g->fn,
+                              rf_type_name(makes), g->var, rf_type_name(want));
+                ok = false;
+            }
+        }
+        if (fn == RF_AGG_COUNT)
+            continue;
+        ast_expr *arg = g->args[0];
         const ast_expr *u = first_unbound(rc, arg);
         if (u && u->kind == AST_VAR) {
             unbound_error(rc, u, "variable '%s' is not bound by a positive atom");
-            return false;
+            ok = false;
+            continue;
         }
-        if (infer(rc, arg) == RF_TYPE_INVALID)
-            return false;
-        if (r->agg == RF_AGG_TOTAL && !rf_type_is_numeric(want)) {
-            rf_diag_error(ck->diag, last->loc, "type mismatch: total() needs numbers, but '%s' is %s",
-                          c->agg_var, rf_type_name(want));
-            return false;
+        int t = infer(rc, arg);
+        if (t == RF_TYPE_INVALID) {
+            ok = false;
+            continue;
+        }
+        if (fn == RF_AGG_TOTAL && !rf_type_is_numeric(want)) {
+            rf_diag_error(ck->diag, res->loc, "type mismatch: total() needs numbers, but '%s' is %s", g->var,
+                          rf_type_name(want));
+            ok = false;
+        }
+        if (fn == RF_AGG_AVG && !numeric_or_lit(t)) {
+            rf_diag_error(ck->diag, arg->loc, "type mismatch: avg() needs numbers, found %s", type_desc(t));
+            ok = false;
         }
         /* lowered by add_rule once variables of literal type are typed */
     }
-    add_var(rc, rf_strdup(c->agg_var), want, false);
+    for (int j = 0; j < n; j++)
+        add_var(rc, rf_strdup(c->aggs[j]->var), head->types[nkeys + j], false);
     return ok;
 }
 
@@ -1360,8 +1435,13 @@ static void add_rule(checker *ck, const ast_clause *c)
             if (e->type != RF_TYPE_INVALID && infer(&rc, e) != RF_TYPE_INVALID)
                 r.head_args[i] = lower_as(&rc, e, hp->types[i]);
         }
-        if (r.agg != RF_AGG_NONE && c->agg_arg && infer(&rc, c->agg_arg) != RF_TYPE_INVALID)
-            r.agg_arg = lower_as(&rc, c->agg_arg, hp->types[hp->arity - 1]);
+        for (int j = 0; j < r.naggs; j++) {
+            ast_expr *arg = c->aggs[j]->nargs ? c->aggs[j]->args[0] : NULL;
+            int t = arg ? infer(&rc, arg) : RF_TYPE_INVALID;
+            if (t != RF_TYPE_INVALID)
+                r.agg_args[j] = lower_as(&rc, arg, agg_arg_type(r.aggs[j], t,
+                                                                hp->types[hp->arity - r.naggs + j]));
+        }
     }
 
     if (ck->diag->errors == errors_before) {
@@ -1382,7 +1462,10 @@ static void add_rule(checker *ck, const ast_clause *c)
             for (int i = 0; i < ck->prog->preds[r.head].arity; i++)
                 rf_expr_free(r.head_args[i]);
         free(r.head_args);
-        rf_expr_free(r.agg_arg);
+        for (int j = 0; j < r.naggs; j++)
+            rf_expr_free(r.agg_args[j]);
+        free(r.aggs);
+        free(r.agg_args);
         for (size_t i = 0; i < rc.vars.len; i++)
             free(rc.vars.items[i].name);
     }

@@ -560,8 +560,13 @@ static void lower_aggregate(lower *L, int b, const rf_plan_cmd *c)
     int v = rekey(L, b, src, perm, n, nk, false, c->filter);
     rf_kernel *k = emit_into(L, b, RF_K_AGG, c->dst, v, -1);
     k->nkeys = nk;
-    k->aggfn = c->aggfn;
-    code_mapped(&k->agg_arg, c->agg_arg, pos, a);
+    k->naggs = c->naggs;
+    k->aggfn = rf_malloc((size_t)c->naggs * sizeof *k->aggfn);
+    k->agg_arg = rf_calloc((size_t)c->naggs, sizeof *k->agg_arg);
+    for (int j = 0; j < c->naggs; j++) {
+        k->aggfn[j] = c->aggfn[j];
+        code_mapped(&k->agg_arg[j], c->agg_arg[j], pos, a);
+    }
     free(perm);
     free(pos);
 }
@@ -794,7 +799,10 @@ static void free_kernel(rf_kernel *k)
     for (int i = 0; i < k->nproj && k->proj; i++)
         rf_code_free(&k->proj[i]);
     free(k->proj);
-    rf_code_free(&k->agg_arg);
+    for (int i = 0; i < k->naggs && k->agg_arg; i++)
+        rf_code_free(&k->agg_arg[i]);
+    free(k->agg_arg);
+    free(k->aggfn);
     free(k->frees);
     free(k->comment);
     rf_origin_release(&k->origin);

@@ -12,8 +12,9 @@
  *                      i32 target, i32 target_else, u32 nconds, i32...,
  *                      u32 nfree_entry, i32...
  *   kernel: u8 op, i32 out, i32 in0, i32 in1, i32 nkeys, u8 partition,
- *           u8 gather, u8 aggfn, code filter, u32 nproj, code...,
- *           code agg_arg, u32 nfree, i32..., str comment,
+ *           u8 gather, code filter, u32 nproj, code...,
+ *           u32 naggs, each: u8 aggfn, code agg_arg;
+ *           u32 nfree, i32..., str comment,
  *           str origin.where, str origin.what
  *   code:   u32 n, each: u8 op, u8 type, u8 arg_type, u8 0, i32 index,
  *           u64 value
@@ -166,12 +167,15 @@ static uint8_t *serialize(const rf_hprogram *p, const char *base_dir, size_t *le
             put_i32(&b, kn->nkeys);
             put_u8(&b, (uint8_t)kn->partition);
             put_u8(&b, (uint8_t)kn->gather);
-            put_u8(&b, (uint8_t)kn->aggfn);
             put_code(&b, &kn->filter);
             put_u32(&b, (uint32_t)kn->nproj);
             for (int i = 0; i < kn->nproj; i++)
                 put_code(&b, &kn->proj[i]);
-            put_code(&b, &kn->agg_arg);
+            put_u32(&b, (uint32_t)kn->naggs);
+            for (int i = 0; i < kn->naggs; i++) {
+                put_u8(&b, (uint8_t)kn->aggfn[i]);
+                put_code(&b, &kn->agg_arg[i]);
+            }
             put_ints(&b, kn->nfree, kn->frees);
             put_str(&b, kn->comment);
             put_str(&b, kn->origin.where);
@@ -341,7 +345,6 @@ static void get_kernel(rd *r, rf_kernel *k)
     k->nkeys = get_i32(r, "kernel key count");
     k->partition = (rf_partition)get_enum(r, RF_PART_GROUP, "partition stage");
     k->gather = (rf_gather)get_enum(r, RF_GATHER_MERGE, "gather stage");
-    k->aggfn = (rf_aggfn)get_enum(r, RF_AGG_MAX, "aggregate function");
     get_code(r, &k->filter, "filter code");
     int np = get_count(r, 4, "projection");
     if (!r->failed && np > 0) {
@@ -350,7 +353,16 @@ static void get_kernel(rd *r, rf_kernel *k)
         for (int i = 0; i < np && !r->failed; i++)
             get_code(r, &k->proj[i], "projection code");
     }
-    get_code(r, &k->agg_arg, "aggregate code");
+    int na = get_count(r, 5, "aggregate");
+    if (!r->failed && na > 0) {
+        k->aggfn = rf_calloc((size_t)na, sizeof *k->aggfn);
+        k->agg_arg = rf_calloc((size_t)na, sizeof *k->agg_arg);
+        k->naggs = na;
+        for (int i = 0; i < na && !r->failed; i++) {
+            k->aggfn[i] = (rf_aggfn)get_enum(r, RF_AGG_LAST, "aggregate function");
+            get_code(r, &k->agg_arg[i], "aggregate code");
+        }
+    }
     k->frees = get_ints(r, &k->nfree, "kernel free list");
     k->comment = get_str(r, "kernel comment");
     k->origin.where = get_str(r, "kernel origin");
@@ -466,7 +478,7 @@ rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st)
     for (int b = 0; b < nb && !r.failed; b++) {
         rf_hblock *hb = &p->blocks[b];
         hb->label = get_str(&r, "block label");
-        int nk = get_count(&r, 48, "kernel");
+        int nk = get_count(&r, 47, "kernel");
         if (!r.failed && nk > 0) {
             hb->kernels = rf_calloc((size_t)nk, sizeof *hb->kernels);
             hb->nkernels = nk;
@@ -501,8 +513,8 @@ rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st)
                 remap_code(&r, &kn->filter, map, (size_t)nstr);
                 for (int i = 0; i < kn->nproj && !r.failed; i++)
                     remap_code(&r, &kn->proj[i], map, (size_t)nstr);
-                if (!r.failed)
-                    remap_code(&r, &kn->agg_arg, map, (size_t)nstr);
+                for (int i = 0; i < kn->naggs && !r.failed; i++)
+                    remap_code(&r, &kn->agg_arg[i], map, (size_t)nstr);
             }
     }
     free(map);

@@ -87,10 +87,13 @@ static void print_cmd(const rf_plan *plan, const rf_plan_cmd *c, FILE *out)
         fprintf(f, "%s := Aggregate %s by (", dst, s0);
         for (int i = 0; i < c->nkeys; i++)
             fprintf(f, "%s$%d", i ? ", " : "", c->lkeys[i]);
-        fprintf(f, ") %s(", rf_plan_aggfn_name(c->aggfn));
-        if (c->agg_arg)
-            rf_expr_print(c->agg_arg, f, NULL);
         fputc(')', f);
+        for (int i = 0; i < c->naggs; i++) {
+            fprintf(f, "%s%s(", i ? ", " : " ", rf_plan_aggfn_name(c->aggfn[i]));
+            if (c->agg_arg[i])
+                rf_expr_print(c->agg_arg[i], f, NULL);
+            fputc(')', f);
+        }
         break;
     case RF_CMD_COPY:
         fprintf(f, "%s := Copy %s", dst, s0);

@@ -275,7 +275,7 @@ static void test_recursion(void)
     const rf_rule *r = &p->rules[0];
     CU_ASSERT_EQUAL(r->head, pred(p, "path"));
     CU_ASSERT_EQUAL(r->nvars, 3);
-    CU_ASSERT_EQUAL(r->agg, RF_AGG_NONE);
+    CU_ASSERT_EQUAL(r->naggs, 0);
     check_expr(r, r->head_args[0], "x");
     check_expr(r, r->head_args[1], "z");
     CU_ASSERT_EQUAL(r->var_types[2], RF_TYPE_INT32);
@@ -518,21 +518,22 @@ static void test_aggregation(void)
         "lo[x] = m <- agg<<m = max(y)>> edge(x, y), y > 0.\n");
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     const rf_rule *r = &p->rules[0];
-    CU_ASSERT_EQUAL(r->agg, RF_AGG_COUNT);
-    CU_ASSERT_PTR_NULL(r->agg_arg);
+    CU_ASSERT_EQUAL_FATAL(r->naggs, 1);
+    CU_ASSERT_EQUAL(r->aggs[0], RF_AGG_COUNT);
+    CU_ASSERT_PTR_NULL(r->agg_args[0]);
     check_body(p, 0, "atom edge(x, _1)");
     CU_ASSERT_EQUAL(r->nvars, 3);
     check_expr(r, r->head_args[1], "n");
     CU_ASSERT_EQUAL(r->var_types[r->head_args[1]->index], RF_TYPE_INT64);
     r = &p->rules[1];
-    CU_ASSERT_EQUAL(r->agg, RF_AGG_TOTAL);
-    check_expr(r, r->agg_arg, "v");
+    CU_ASSERT_EQUAL(r->aggs[0], RF_AGG_TOTAL);
+    check_expr(r, r->agg_args[0], "v");
     check_body(p, 1, "atom deg(_1, v)");
     r = &p->rules[2];
-    CU_ASSERT_EQUAL(r->agg, RF_AGG_MIN);
-    check_expr(r, r->agg_arg, "float64((y * 2))");
+    CU_ASSERT_EQUAL(r->aggs[0], RF_AGG_MIN);
+    check_expr(r, r->agg_args[0], "float64((y * 2))");
     r = &p->rules[3];
-    CU_ASSERT_EQUAL(r->agg, RF_AGG_MAX);
+    CU_ASSERT_EQUAL(r->aggs[0], RF_AGG_MAX);
     check_body(p, 3, "atom edge(x, y); filter (y > 0)");
     check_strata(p, "edge | deg | sum | lo");
     rf_program_free(p);
@@ -791,8 +792,9 @@ static void test_aggregation_errors(void)
     const char *decl = "e(x, y) -> int32(x), int32(y).\nc[x] = n -> int32(x), int64(n).\n";
     char buf[512];
 #define AGG(rule) (snprintf(buf, sizeof buf, "%s%s", decl, rule), buf)
-    expect_error(AGG("c[x] = n <- agg<<n = avg(y)>> e(x, y)."),
-                 "t.lql:3:22: error: unknown aggregate function 'avg' (expected count, total, min or max)");
+    expect_error(AGG("c[x] = n <- agg<<n = mean(y)>> e(x, y)."),
+                 "t.lql:3:22: error: unknown aggregate function 'mean' (expected count, total, min, max, avg or "
+                 "count_distinct)");
     expect_error(AGG("c[x] = n <- agg<<n = count(y)>> e(x, y)."),
                  "t.lql:3:28: error: count() takes no argument");
     expect_error(AGG("c[x] = n <- agg<<n = total()>> e(x, y)."),

@@ -487,6 +487,16 @@ static void test_antijoin(void)
     rf_plan_free(p);
 }
 
+/* One aggregate fn(arg) on an AGGREGATE command. */
+static void set_agg(rf_plan_cmd *c, rf_aggfn fn, rf_expr *arg)
+{
+    c->naggs = 1;
+    c->aggfn = rf_malloc(sizeof *c->aggfn);
+    c->agg_arg = rf_malloc(sizeof *c->agg_arg);
+    c->aggfn[0] = fn;
+    c->agg_arg[0] = arg;
+}
+
 static void test_aggregate(void)
 {
     rf_plan *p = plan_new();
@@ -498,14 +508,12 @@ static void test_aggregate(void)
     add_cmd(p, b0, RF_CMD_LOAD, a, -1, -1);
     rf_plan_cmd *c = add_cmd(p, b0, RF_CMD_AGGREGATE, s, a, -1);
     set_keys(c, 1, (int[]){2}, NULL);
-    c->aggfn = RF_AGG_TOTAL;
-    c->agg_arg = bin(RF_EX_MUL, col(0), col(1));
+    set_agg(c, RF_AGG_TOTAL, bin(RF_EX_MUL, col(0), col(1)));
     c = add_cmd(p, b0, RF_CMD_AGGREGATE, n, a, -1); /* keyless count */
-    c->aggfn = RF_AGG_COUNT;
+    set_agg(c, RF_AGG_COUNT, NULL);
     c = add_cmd(p, b0, RF_CMD_AGGREGATE, m, a, -1); /* keys already first */
     set_keys(c, 1, (int[]){0}, NULL);
-    c->aggfn = RF_AGG_MIN;
-    c->agg_arg = col(2);
+    set_agg(c, RF_AGG_MIN, col(2));
     add_cmd(p, b0, RF_CMD_HALT, -1, -1, -1);
     rf_hprogram *h = rf_hir_lower(p);
     check_verifies(h);
@@ -514,12 +522,13 @@ static void test_aggregate(void)
     CU_ASSERT_EQUAL(k[3].in[0], var(h, "a.by2"));
     CU_ASSERT_EQUAL(k[3].out, s);
     CU_ASSERT_EQUAL(k[3].nkeys, 1);
-    CU_ASSERT_EQUAL(k[3].aggfn, RF_AGG_TOTAL);
+    CU_ASSERT_EQUAL(k[3].naggs, 1);
+    CU_ASSERT_EQUAL(k[3].aggfn[0], RF_AGG_TOTAL);
     CU_ASSERT_EQUAL(k[3].partition, RF_PART_GROUP);
     CU_ASSERT_EQUAL(k[3].gather, RF_GATHER_COMPACT);
     CU_ASSERT_EQUAL(k[4].in[0], a);
     CU_ASSERT_EQUAL(k[4].nkeys, 0);
-    CU_ASSERT_EQUAL(k[4].agg_arg.n, 0);
+    CU_ASSERT_EQUAL(k[4].agg_arg[0].n, 0);
     CU_ASSERT_EQUAL(k[5].in[0], a);
     char *text = dump(h);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "  s := AGG[keys=1] a.by2  partition=group "

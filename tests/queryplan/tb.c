@@ -353,18 +353,28 @@ void tb_rule(tb *b, const char *text)
     RF_PUSH(b->rules, r);
 }
 
-void tb_agg_rule(tb *b, const char *text, rf_aggfn fn, const char *arg)
+void tb_aggs_rule(tb *b, const char *text, int naggs, const rf_aggfn *fns, const char *const *args)
 {
     rf_rule r;
     parse_rule(b, text, &r);
-    r.agg = fn;
-    if (arg) {
-        bool bound[64] = { false };
-        parser p = { b, arg, arg, &r, bound };
-        r.agg_arg = parse_expr(&p);
-        type_expr(&r, r.agg_arg);
+    r.naggs = naggs;
+    r.aggs = rf_malloc(((size_t)naggs + 1) * sizeof *r.aggs);
+    r.agg_args = rf_calloc((size_t)naggs + 1, sizeof *r.agg_args);
+    for (int j = 0; j < naggs; j++) {
+        r.aggs[j] = fns[j];
+        if (args && args[j]) {
+            bool bound[64] = { false };
+            parser p = { b, args[j], args[j], &r, bound };
+            r.agg_args[j] = parse_expr(&p);
+            type_expr(&r, r.agg_args[j]);
+        }
     }
     RF_PUSH(b->rules, r);
+}
+
+void tb_agg_rule(tb *b, const char *text, rf_aggfn fn, const char *arg)
+{
+    tb_aggs_rule(b, text, 1, &fn, &arg);
 }
 
 static void add_stratum(tb *b, int *preds, int n)

@@ -92,7 +92,10 @@ static void prog_free(rf_hprogram *p)
                 rf_code_free(&k->proj[j]);
             free(k->proj);
             rf_code_free(&k->filter);
-            rf_code_free(&k->agg_arg);
+            for (int j = 0; j < k->naggs; j++)
+                rf_code_free(&k->agg_arg[j]);
+            free(k->agg_arg);
+            free(k->aggfn);
             free(k->frees);
         }
         free(p->blocks[b].kernels);
