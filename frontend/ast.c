@@ -164,6 +164,7 @@ void ast_darg_free_any(void *p)
     ast_darg *d = p;
     if (d) {
         free(d->text);
+        free(d->wrapper);
         free(d);
     }
 }

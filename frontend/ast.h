@@ -53,12 +53,16 @@ typedef struct ast_literal {
     rf_loc loc;
 } ast_literal;
 
-/* A directive argument: a bare name or a string. */
+/* A directive argument: a bare name, a string, a number (its text, with
+ * a leading '-' when written so) or a name wrapped in another, as in
+ * @order(q, desc(c)): text "c", wrapper "desc". */
 typedef struct ast_darg {
     bool is_string;
+    bool is_number;
     char *text;
     size_t textlen;
-    rf_loc loc;
+    char *wrapper;            /* NULL unless written wrapper(text) */
+    rf_loc loc;               /* the whole argument */
 } ast_darg;
 
 /* One aggregate of agg<<var = fn(args), ...>>. */

@@ -28,6 +28,8 @@ typedef struct checker {
     rf_diag *diag;
     int preds_cap;
     size_t *facts_cap;     /* [npreds] */
+    const ast_clause **decls; /* [npreds]: the declaration (column names) */
+    rf_loc *order_loc, *limit_loc; /* [npreds]: the @order / @limit, line 0: none */
     RF_VEC(fact_ref) ffacts; /* facts of functional predicates, source order */
 } checker;
 
@@ -123,6 +125,9 @@ static void declare(checker *ck, const ast_clause *c)
         ck->preds_cap = ck->preds_cap ? 2 * ck->preds_cap : 16;
         prog->preds = rf_realloc(prog->preds, rf_mul_size((size_t)ck->preds_cap, sizeof *prog->preds));
         ck->facts_cap = rf_realloc(ck->facts_cap, rf_mul_size((size_t)ck->preds_cap, sizeof(size_t)));
+        ck->decls = rf_realloc(ck->decls, rf_mul_size((size_t)ck->preds_cap, sizeof *ck->decls));
+        ck->order_loc = rf_realloc(ck->order_loc, rf_mul_size((size_t)ck->preds_cap, sizeof(rf_loc)));
+        ck->limit_loc = rf_realloc(ck->limit_loc, rf_mul_size((size_t)ck->preds_cap, sizeof(rf_loc)));
     }
     rf_pred *p = &prog->preds[prog->npreds];
     memset(p, 0, sizeof *p);
@@ -133,6 +138,9 @@ static void declare(checker *ck, const ast_clause *c)
     p->loc = h->name_loc;
     p->limit = -1;
     ck->facts_cap[prog->npreds] = 0;
+    ck->decls[prog->npreds] = c;
+    memset(&ck->order_loc[prog->npreds], 0, sizeof(rf_loc));
+    memset(&ck->limit_loc[prog->npreds], 0, sizeof(rf_loc));
     prog->npreds++;
 }
 
@@ -371,10 +379,125 @@ static int directive_pred(checker *ck, const ast_darg *d, const char *dir)
         rf_diag_error(ck->diag, d->loc, "@%s expects a predicate name, not a string", dir);
         return -1;
     }
+    if (d->is_number || d->wrapper) {
+        rf_diag_error(ck->diag, d->loc, "@%s expects a predicate name", dir);
+        return -1;
+    }
     int idx = rf_program_find_pred(ck->prog, d->text);
     if (idx < 0)
         rf_diag_error(ck->diag, d->loc, "unknown predicate '%s'", d->text);
     return idx;
+}
+
+/* A second @order / @limit for one predicate: an error with a note at the
+ * first. *first has line 0 when there was none (then it becomes this one). */
+static bool first_directive(checker *ck, const ast_clause *c, int idx, rf_loc *first)
+{
+    const char *name = ck->prog->preds[idx].name;
+    if (first->line > 0) {
+        rf_diag_error(ck->diag, c->dir_loc, "duplicate @%s for '%s'", c->dir_name, name);
+        rf_diag_note(ck->diag, *first, "the first @%s for '%s' is here", c->dir_name, name);
+        return false;
+    }
+    *first = c->dir_loc;
+    return true;
+}
+
+/* @order(PRED, col, desc(col2), asc(col3)): columns named by the variables
+ * of PRED's declaration; rf_pred.order_cols / order_desc. */
+static void order_directive(checker *ck, const ast_clause *c)
+{
+    if (c->nargs < 2) {
+        rf_diag_error(ck->diag, c->dir_loc, "@order takes a predicate and one or more columns");
+        return;
+    }
+    int idx = directive_pred(ck, c->dargs[0], "order");
+    if (idx < 0)
+        return;
+    rf_pred *p = &ck->prog->preds[idx];
+    const ast_atom *decl = ck->decls[idx]->head;
+    int n = c->nargs - 1;
+    int *cols = rf_calloc((size_t)n, sizeof *cols);
+    bool *desc = rf_calloc((size_t)n, sizeof *desc);
+    bool ok = true;
+    for (int i = 0; i < n; i++) {
+        const ast_darg *d = c->dargs[i + 1];
+        if (d->is_string || d->is_number) {
+            rf_diag_error(ck->diag, d->loc, "@order expects a column name, asc(column) or desc(column)");
+            ok = false;
+            continue;
+        }
+        if (d->wrapper && strcmp(d->wrapper, "asc") != 0 && strcmp(d->wrapper, "desc") != 0) {
+            rf_diag_error(ck->diag, d->loc, "unknown order '%s' (expected asc or desc)", d->wrapper);
+            ok = false;
+            continue;
+        }
+        int col = -1;
+        for (int j = 0; j < decl->nargs && col < 0; j++)
+            if (strcmp(decl->args[j]->text, d->text) == 0)
+                col = j;
+        if (col < 0) {
+            char list[512] = "";
+            for (int j = 0; j < decl->nargs; j++) {
+                size_t len = strlen(list);
+                snprintf(list + len, sizeof list - len, "%s%s", j ? ", " : "", decl->args[j]->text);
+            }
+            rf_diag_error(ck->diag, d->loc, "unknown column '%s' of '%s' (columns: %s)", d->text, p->name,
+                          decl->nargs ? list : "none");
+            ok = false;
+            continue;
+        }
+        for (int j = 0; j < i; j++)
+            if (ok && cols[j] == col) {
+                rf_diag_error(ck->diag, d->loc, "column '%s' of '%s' is named twice in @order", d->text,
+                              p->name);
+                ok = false;
+            }
+        cols[i] = col;
+        desc[i] = d->wrapper && strcmp(d->wrapper, "desc") == 0;
+    }
+    if (ok && first_directive(ck, c, idx, &ck->order_loc[idx])) {
+        p->norder = n;
+        p->order_cols = cols;
+        p->order_desc = desc;
+        return;
+    }
+    free(cols);
+    free(desc);
+}
+
+/* @limit(PRED, N): at most N >= 0 rows of PRED's output (after @order). */
+static void limit_directive(checker *ck, const ast_clause *c)
+{
+    if (c->nargs != 2) {
+        rf_diag_error(ck->diag, c->dir_loc, "@limit takes a predicate and a row count");
+        return;
+    }
+    int idx = directive_pred(ck, c->dargs[0], "limit");
+    const ast_darg *d = c->dargs[1];
+    bool digits = d->is_number && d->textlen > 0;
+    for (size_t i = d->text[0] == '-'; digits && i < d->textlen; i++)
+        digits = d->text[i] >= '0' && d->text[i] <= '9';
+    if (!digits) {
+        rf_diag_error(ck->diag, d->loc, "@limit expects a row count (an integer of 0 or more), found %s%s%s",
+                      d->is_string ? "a string" : "'", d->is_string ? "" : d->text, d->is_string ? "" : "'");
+        return;
+    }
+    if (d->text[0] == '-') {
+        rf_diag_error(ck->diag, d->loc, "@limit row count must not be negative, found %s", d->text);
+        return;
+    }
+    int64_t n = 0;
+    for (size_t i = 0; i < d->textlen; i++) {
+        int digit = d->text[i] - '0';
+        if (n > (INT64_MAX - digit) / 10) {
+            rf_diag_error(ck->diag, d->loc, "@limit row count %s is out of range", d->text);
+            return;
+        }
+        n = n * 10 + digit;
+    }
+    if (idx >= 0 && first_directive(ck, c, idx, &ck->limit_loc[idx]))
+        ck->prog->preds[idx].limit = n;
 }
 
 static void directive(checker *ck, const ast_clause *c)
@@ -423,9 +546,13 @@ static void directive(checker *ck, const ast_clause *c)
         int idx = directive_pred(ck, c->dargs[0], "output");
         if (idx >= 0)
             ck->prog->preds[idx].is_output = true;
+    } else if (strcmp(c->dir_name, "order") == 0) {
+        order_directive(ck, c);
+    } else if (strcmp(c->dir_name, "limit") == 0) {
+        limit_directive(ck, c);
     } else {
-        rf_diag_error(ck->diag, c->dir_loc, "unknown directive '@%s' (expected @input or @output)",
-                      c->dir_name);
+        rf_diag_error(ck->diag, c->dir_loc,
+                      "unknown directive '@%s' (expected @input, @output, @order or @limit)", c->dir_name);
     }
 }
 
@@ -1479,7 +1606,7 @@ static void add_rule(checker *ck, const ast_clause *c)
 bool rf_check(rf_program *prog, const ast_program *ast, rf_diag *diag)
 {
     int errors_before = diag->errors;
-    checker ck = { prog, diag, 0, NULL, { NULL, 0, 0 } };
+    checker ck = { prog, diag, 0, NULL, NULL, NULL, NULL, { NULL, 0, 0 } };
     for (int i = 0; i < ast->nclauses; i++)
         if (ast->clauses[i]->kind == AST_DECL)
             declare(&ck, ast->clauses[i]);
@@ -1495,5 +1622,8 @@ bool rf_check(rf_program *prog, const ast_program *ast, rf_diag *diag)
     check_fact_keys(&ck);
     RF_VEC_FREE(ck.ffacts);
     free(ck.facts_cap);
+    free(ck.decls);
+    free(ck.order_loc);
+    free(ck.limit_loc);
     return diag->errors == errors_before;
 }

@@ -192,6 +192,43 @@ darg(D) ::= IDENT(N). {
     D->textlen = (size_t)N.len;
     D->loc = N.loc;
 }
+/* @order(q, desc(c)) */
+darg(D) ::= IDENT(W) LPAREN IDENT(N) RPAREN(R). {
+    D = rf_calloc(1, sizeof *D);
+    D->text = token_text(N);
+    D->textlen = (size_t)N.len;
+    D->wrapper = token_text(W);
+    D->loc = ast_loc_span(W.loc, R.loc);
+}
+/* @limit(q, 10) */
+darg(D) ::= INT(N). {
+    D = rf_calloc(1, sizeof *D);
+    D->is_number = true;
+    D->text = token_text(N);
+    D->textlen = (size_t)N.len;
+    D->loc = N.loc;
+}
+darg(D) ::= FLOAT(N). {
+    D = rf_calloc(1, sizeof *D);
+    D->is_number = true;
+    D->text = token_text(N);
+    D->textlen = (size_t)N.len;
+    D->loc = N.loc;
+}
+darg(D) ::= MINUS(M) INT(N). {
+    D = rf_calloc(1, sizeof *D);
+    D->is_number = true;
+    D->text = rf_sprintf("-%.*s", N.len, N.start);
+    D->textlen = strlen(D->text);
+    D->loc = ast_loc_span(M.loc, N.loc);
+}
+darg(D) ::= MINUS(M) FLOAT(N). {
+    D = rf_calloc(1, sizeof *D);
+    D->is_number = true;
+    D->text = rf_sprintf("-%.*s", N.len, N.start);
+    D->textlen = strlen(D->text);
+    D->loc = ast_loc_span(M.loc, N.loc);
+}
 darg(D) ::= STRING(S). {
     D = rf_calloc(1, sizeof *D);
     D->is_string = true;

@@ -141,6 +141,13 @@ typedef struct rf_hvar {
     bool is_output;          /* value at HALT is the output of `pred` */
     char *input_where;       /* LOAD: "prog.lql:3:1", the @input directive
                                 that named input_path (for its errors) */
+    /* Output order and limit (@order / @limit): the runtime writes the
+     * rows sorted by order_cols (descending where order_desc), then by the
+     * other columns ascending, in typed order; at most `limit` (-1: all). */
+    int norder;
+    int *order_cols;         /* [norder] */
+    bool *order_desc;        /* [norder] */
+    int64_t limit;
 } rf_hvar;
 
 typedef struct rf_hprogram {
@@ -170,7 +177,7 @@ bool rf_hir_verify(const rf_hprogram *p, rf_status *st);
 #define RF_HIR_MAGIC "RFOXHIR"
 #define RF_HIR_VERSION 3   /* 2: RF_K_CHECK_KEYS; 3: origins, input paths
                               relative to the .rfx, several aggregates per
-                              AGG */
+                              AGG, output order and limit */
 bool rf_hir_save(const rf_hprogram *p, const char *path, rf_status *st);
 uint8_t *rf_hir_serialize(const rf_hprogram *p, size_t *len_out);
 rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st);

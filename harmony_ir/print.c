@@ -6,6 +6,7 @@
  * binary form must print identically), so the output is deterministic. */
 #include "hir.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -187,6 +188,13 @@ static void print_var(FILE *out, const rf_hvar *v)
     }
     if (v->is_output)
         fputs(", output", out);
+    if (v->norder > 0) {
+        fputs(", order by ", out);
+        for (int k = 0; k < v->norder; k++)
+            fprintf(out, "%s$%d%s", k ? ", " : "", v->order_cols[k], v->order_desc[k] ? " desc" : "");
+    }
+    if (v->limit >= 0)
+        fprintf(out, ", limit %" PRId64, v->limit);
     fputc('\n', out);
 }
 

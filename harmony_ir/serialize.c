@@ -7,7 +7,8 @@
  *   u32 nvars, each:   str name, u32 arity, u8 types[arity], u8 sorted,
  *                      str pred, u64 nfacts, u64 facts[nfacts*arity],
  *                      str input_path, u8 format, u8 is_output,
- *                      str input_where
+ *                      str input_where, u32 norder, each: i32 column,
+ *                      u8 desc; i64 limit (-1: none)
  *   u32 nblocks, each: str label, u32 nkernels, kernel..., u8 term,
  *                      i32 target, i32 target_else, u32 nconds, i32...,
  *                      u32 nfree_entry, i32...
@@ -151,6 +152,12 @@ static uint8_t *serialize(const rf_hprogram *p, const char *base_dir, size_t *le
         put_u8(&b, (uint8_t)v->input_format);
         put_u8(&b, v->is_output);
         put_str(&b, v->input_where);
+        put_u32(&b, (uint32_t)v->norder);
+        for (int j = 0; j < v->norder; j++) {
+            put_i32(&b, v->order_cols[j]);
+            put_u8(&b, v->order_desc[j]);
+        }
+        put_u64(&b, (uint64_t)v->limit);
     }
 
     put_u32(&b, (uint32_t)p->nblocks);
@@ -428,7 +435,7 @@ rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st)
     }
 
     rf_hprogram *p = rf_calloc(1, sizeof *p);
-    int nv = get_count(&r, 31, "variable");
+    int nv = get_count(&r, 43, "variable");
     if (!r.failed && nv > 0) {
         p->vars = rf_calloc((size_t)nv, sizeof *p->vars);
         p->nvars = nv;
@@ -468,6 +475,17 @@ rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st)
         v->input_format = (rf_file_format)get_enum(&r, RF_FORMAT_CSV, "input format");
         v->is_output = get_bool(&r, "output flag");
         v->input_where = get_str(&r, "input origin");
+        int no = get_count(&r, 5, "order column");
+        if (!r.failed && no > 0) {
+            v->order_cols = rf_calloc((size_t)no, sizeof *v->order_cols);
+            v->order_desc = rf_calloc((size_t)no, sizeof *v->order_desc);
+            v->norder = no;
+            for (int j = 0; j < no && !r.failed; j++) {
+                v->order_cols[j] = get_i32(&r, "order column");
+                v->order_desc[j] = get_bool(&r, "order direction");
+            }
+        }
+        v->limit = (int64_t)get_u64(&r, "output limit");
     }
 
     int nb = get_count(&r, 25, "block");

@@ -74,6 +74,16 @@ static bool check_var(vctx *c, int i)
                     return bad(c, "variable %s: fact %zu column %d is not a valid %s", v->name, r, j,
                                rf_type_name(v->types[j]));
     }
+    if (v->limit < -1 || v->norder < 0 || v->norder > v->arity ||
+        (v->norder > 0 && (!v->order_cols || !v->order_desc)))
+        return bad(c, "variable %s: bad output order or limit", v->name);
+    for (int j = 0; j < v->norder; j++) {
+        if (v->order_cols[j] < 0 || v->order_cols[j] >= v->arity)
+            return bad(c, "variable %s: order column %d out of range", v->name, v->order_cols[j]);
+        for (int k = 0; k < j; k++)
+            if (v->order_cols[k] == v->order_cols[j])
+                return bad(c, "variable %s: order column %d named twice", v->name, v->order_cols[j]);
+    }
     return true;
 }
 

@@ -41,6 +41,13 @@ typedef struct rf_plan_rel {
     rf_file_format input_format;
     char *input_where;       /* "prog.lql:3:1": the @input naming it, or NULL */
     bool is_output;
+    /* Output order and limit (from @order / @limit, rf_pred): rows sorted
+     * by order_cols (descending where order_desc), then by the other
+     * columns ascending, in typed order; at most `limit` rows (-1: all). */
+    int norder;
+    int *order_cols;         /* [norder] */
+    bool *order_desc;        /* [norder] */
+    int64_t limit;
 } rf_plan_rel;
 
 typedef enum rf_cmdkind {

@@ -64,6 +64,7 @@ static int add_rel(builder *b, char *name, int arity, const rf_type *types,
         memcpy(r.types, types, (size_t)arity * sizeof *types);
     r.kind = kind;
     r.pred = pred;
+    r.limit = -1;
     RF_PUSH(b->rels, r);
     return (int)b->rels.len - 1;
 }
@@ -1412,6 +1413,14 @@ rf_plan *rf_plan_build(const rf_program *prog, const rf_plan_options *opt)
             r->input_where = rf_sprintf("%s:%d:%d", pr->input_loc.src->path, pr->input_loc.line,
                                         pr->input_loc.col);
         r->is_output = pr->is_output;
+        r->norder = pr->norder;
+        if (pr->norder > 0) {
+            r->order_cols = rf_malloc((size_t)pr->norder * sizeof *r->order_cols);
+            r->order_desc = rf_malloc((size_t)pr->norder * sizeof *r->order_desc);
+            memcpy(r->order_cols, pr->order_cols, (size_t)pr->norder * sizeof *r->order_cols);
+            memcpy(r->order_desc, pr->order_desc, (size_t)pr->norder * sizeof *r->order_desc);
+        }
+        r->limit = pr->limit;
     }
 
     /* Every relation starts empty; block 0 loads the initial tuples. An

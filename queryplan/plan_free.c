@@ -95,6 +95,8 @@ void rf_plan_free(rf_plan *plan)
         free(plan->rels[i].facts);
         free(plan->rels[i].input_path);
         free(plan->rels[i].input_where);
+        free(plan->rels[i].order_cols);
+        free(plan->rels[i].order_desc);
     }
     free(plan->rels);
     for (int b = 0; b < plan->nblocks; b++) {

@@ -345,6 +345,8 @@ bool rf_plan_pass_dead_rels(rf_plan *plan)
             free(plan->rels[r].facts);
             free(plan->rels[r].input_path);
             free(plan->rels[r].input_where);
+            free(plan->rels[r].order_cols);
+            free(plan->rels[r].order_desc);
         }
     }
     changed = changed || m != n;

@@ -231,6 +231,16 @@ bool rf_plan_verify(const rf_plan *plan, rf_status *st)
                         rf_plan_relkind_name(r->kind), r->pred);
         if (r->nfacts > 0 && r->arity > 0 && !r->facts)
             return FAIL(&v, "relation %s has facts but no storage", r->name);
+        if (r->limit < -1 || r->norder < 0 || r->norder > r->arity ||
+            (r->norder > 0 && (!r->order_cols || !r->order_desc)))
+            return FAIL(&v, "relation %s: bad output order or limit", r->name);
+        for (int j = 0; j < r->norder; j++) {
+            if (r->order_cols[j] < 0 || r->order_cols[j] >= r->arity)
+                return FAIL(&v, "relation %s: order column %d out of range", r->name, r->order_cols[j]);
+            for (int k = 0; k < j; k++)
+                if (r->order_cols[k] == r->order_cols[j])
+                    return FAIL(&v, "relation %s: order column %d named twice", r->name, r->order_cols[j]);
+        }
         for (int j = 0; j < i; j++)
             if (strcmp(plan->rels[j].name, r->name) == 0)
                 return FAIL(&v, "two relations named %s", r->name);

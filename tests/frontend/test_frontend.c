@@ -651,7 +651,8 @@ static void test_name_errors(void)
     expect_error(DECL "@output(r).", "t.lql:3:9: error: unknown predicate 'r'");
     expect_error(DECL "@input(p, \"p.tsv\", xml).",
                  "t.lql:3:20: error: unknown input format 'xml' (expected tsv or csv)");
-    expect_error(DECL "@print(p).", "t.lql:3:1: error: unknown directive '@print' (expected @input or @output)");
+    expect_error(DECL "@print(p).",
+                 "t.lql:3:1: error: unknown directive '@print' (expected @input, @output, @order or @limit)");
     expect_error(DECL "@input(p, \"a.tsv\").\n@input(p, \"b.tsv\").",
                  "t.lql:4:8: error: duplicate @input for 'p'");
     expect_error("r(x) -> int8(x).", "t.lql:1:9: error: unknown type 'int8'");

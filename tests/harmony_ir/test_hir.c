@@ -29,6 +29,7 @@ static int add_rel_t(rf_plan *p, const char *name, int arity, const rf_type *typ
     r->kind = kind;
     r->pred = kind == RF_REL_TEMP ? -1 : 0;
     r->is_output = output;
+    r->limit = -1;
     return p->nrels++;
 }
 

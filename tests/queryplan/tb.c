@@ -42,6 +42,7 @@ int tb_pred(tb *b, const char *name, const char *types)
     p.name = rf_strdup(name);
     p.arity = (int)strlen(types);
     p.types = rf_malloc(((size_t)p.arity + 1) * sizeof *p.types);
+    p.limit = -1;
     for (int i = 0; i < p.arity; i++) {
         switch (types[i]) {
         case 'i': p.types[i] = RF_TYPE_INT64; break;
@@ -57,6 +58,22 @@ int tb_pred(tb *b, const char *name, const char *types)
 }
 
 void tb_output(tb *b, const char *name) { pred(b, name)->is_output = true; }
+
+void tb_order(tb *b, const char *name, int n, const int *cols, const bool *desc)
+{
+    rf_pred *p = pred(b, name);
+    free(p->order_cols);
+    free(p->order_desc);
+    p->norder = n;
+    p->order_cols = rf_malloc(((size_t)n + 1) * sizeof *p->order_cols);
+    p->order_desc = rf_malloc(((size_t)n + 1) * sizeof *p->order_desc);
+    for (int i = 0; i < n; i++) {
+        p->order_cols[i] = cols[i];
+        p->order_desc[i] = desc ? desc[i] : false;
+    }
+}
+
+void tb_limit(tb *b, const char *name, int64_t limit) { pred(b, name)->limit = limit; }
 
 void tb_facts(tb *b, const char *name, int nrows, const int64_t *rows)
 {

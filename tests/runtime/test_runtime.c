@@ -28,6 +28,7 @@ static int add_var(rf_hprogram *p, const char *name, int arity, rf_type ty, bool
         v->types[c] = ty;
     v->sorted = sorted;
     v->pred = pred ? rf_strdup(pred) : NULL;
+    v->limit = -1;
     return p->nvars++;
 }
 
