@@ -1346,17 +1346,7 @@ static bool check_aggregate(rule_ctx *rc, rf_rule *r, const rf_pred *head)
     }
     for (int j = 0; j < n; j++) {
         const ast_agg *g = c->aggs[j];
-        if (find_var(rc, g->var) >= 0) {
-            /* Point at the body literal that uses it. */
-            rf_loc at = g->var_loc;
-            for (int i = 0; i < c->nbody; i++)
-                if (literal_mentions(c->body[i], g->var)) {
-                    at = c->body[i]->loc;
-                    break;
-                }
-            rf_diag_error(ck->diag, at, "aggregate result '%s' must not appear in the body", g->var);
-            return false;
-        }
+        /* (not in the body either: agg_result_in_body) */
         for (int i = 0; i < nkeys; i++)
             if (expr_mentions(h->args[i], g->var)) {
                 rf_diag_error(ck->diag, h->args[i]->loc, "aggregate result '%s' cannot be a group key",
@@ -1423,8 +1413,24 @@ static bool is_expression(const ast_expr *e)
     return e->kind == AST_UNARY || e->kind == AST_BINARY;
 }
 
+/* An aggregate's result used in the body (an error at the first literal
+ * that mentions it): true after reporting it. */
+static bool agg_result_in_body(checker *ck, const ast_clause *c)
+{
+    for (int j = 0; j < c->naggs; j++)
+        for (int i = 0; i < c->nbody; i++)
+            if (literal_mentions(c->body[i], c->aggs[j]->var)) {
+                rf_diag_error(ck->diag, c->body[i]->loc, "aggregate result '%s' must not appear in the body",
+                              c->aggs[j]->var);
+                return true;
+            }
+    return false;
+}
+
 static void add_rule(checker *ck, const ast_clause *c)
 {
+    if (c->has_agg && agg_result_in_body(ck, c))
+        return;   /* its other errors would be echoes ("not bound") */
     int errors_before = ck->diag->errors;
     rule_ctx rc = { ck, c, { 0 }, NULL, 0, 0, false };
     rf_rule r;

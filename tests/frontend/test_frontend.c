@@ -866,6 +866,8 @@ static void test_multi_aggregation_errors(void)
                  "in this order");
     expect_error(AGG("c(x, n, m) <- agg<<n = count(), m = count()>> e(x, m)."),
                  "t.lql:3:47: error: aggregate result 'm' must not appear in the body");
+    expect_error(AGG("c(x, n, m) <- agg<<n = count(), m = count()>> e(x, y), m > 1."),
+                 "t.lql:3:56: error: aggregate result 'm' must not appear in the body");
     expect_error(AGG("c(x, n, m) <- agg<<n = count(), m = total(y, y)>> e(x, y)."),
                  "t.lql:3:46: error: total() takes one argument");
     expect_error(AGG("c(x, n, m) <- agg<<n = count(), m = median(y)>> e(x, y)."),
