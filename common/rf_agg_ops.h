@@ -2,12 +2,13 @@
  * primitive (primitives/cpu/agg.c) and the CUDA kernels
  * (primitives/cuda/kernels.cu) include this file, so that both compute the
  * same float64 from the same total bit for bit. Written in the common
- * subset of C11 and CUDA C++; the includer provides uint64_t and int64_t.
+ * subset of C11 and CUDA C++; the includer provides uint64_t, int64_t and
+ * bool.
  *
  * avg(e) = total / count in float64:
  *  - integer and decimal[s] arguments: the total is exact (a 128-bit sum of
- *    the scaled words, which cannot overflow), converted to float64 once
- *    (rf_sum128_to_double), then divided by count * 10^s when that product
+ *    the scaled words, which cannot overflow), rounded to the nearest
+ *    float64 once (rf_sum128_to_double), then divided by count * 10^s when that product
  *    is exact in a double (count <= 2^53 / 10^s), else by count and then by
  *    10^s. So an average that is a short decimal (1.5, 0.25) comes out as
  *    the double nearest to it.
@@ -26,6 +27,7 @@
 #define RF_AGG_DDIV(x, y) __ddiv_rn((x), (y))
 #define RF_AGG_I2D(v) __ll2double_rn((long long)(v))
 #define RF_AGG_U2D(v) __ull2double_rn((unsigned long long)(v))
+#define RF_AGG_CLZ64(v) __clzll((long long)(v))
 #else
 #define RF_AGG_HD static inline
 #define RF_AGG_DADD(x, y) ((x) + (y))
@@ -33,6 +35,7 @@
 #define RF_AGG_DDIV(x, y) ((x) / (y))
 #define RF_AGG_I2D(v) ((double)(int64_t)(v))
 #define RF_AGG_U2D(v) ((double)(uint64_t)(v))
+#define RF_AGG_CLZ64(v) __builtin_clzll((unsigned long long)(v))
 #endif
 
 /* A signed 128-bit sum: hi * 2^64 + lo. */
@@ -48,13 +51,31 @@ RF_AGG_HD void rf_sum128_add(rf_sum128 *s, int64_t v)
     s->lo = lo;
 }
 
-/* Rounded to nearest when the sum fits int64; beyond, hi * 2^64 (exact)
- * plus lo rounded, rounded again. */
+/* The sum rounded to the nearest double (ties to even), like a conversion
+ * of the exact integer: beyond 2^64 in magnitude, the top 64 bits with the
+ * lower ones ORed into their last bit (which lies below the rounding
+ * position, so round-to-nearest-even sees the right sticky bit), converted,
+ * then scaled by a power of two (exact). */
 RF_AGG_HD double rf_sum128_to_double(rf_sum128 s)
 {
     if ((s.hi == 0 && (int64_t)s.lo >= 0) || (s.hi == -1 && (int64_t)s.lo < 0))
         return RF_AGG_I2D((int64_t)s.lo);
-    return RF_AGG_DADD(RF_AGG_DMUL(RF_AGG_I2D(s.hi), 18446744073709551616.0), RF_AGG_U2D(s.lo));
+    bool neg = s.hi < 0;
+    uint64_t lo = s.lo, hi = (uint64_t)s.hi;
+    if (neg) {                                /* magnitude: two's complement */
+        lo = ~lo + 1;
+        hi = ~hi + (lo == 0 ? 1 : 0);
+    }
+    double d;
+    if (hi == 0) {
+        d = RF_AGG_U2D(lo);
+    } else {
+        int k = 64 - RF_AGG_CLZ64(hi);        /* 1..63: |sum| < 2^127 */
+        uint64_t top = (hi << (64 - k)) | (lo >> k);
+        top |= (lo & (((uint64_t)1 << k) - 1)) != 0 ? 1 : 0;
+        d = RF_AGG_DMUL(RF_AGG_U2D(top), RF_AGG_U2D((uint64_t)1 << k));
+    }
+    return neg ? -d : d;
 }
 
 /* avg of `count` (>= 1) integer or decimal[scale] words summing to s. */

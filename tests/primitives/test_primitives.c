@@ -768,6 +768,19 @@ static void test_sum128(void)
     CU_ASSERT_EQUAL(s.lo, 0);
     CU_ASSERT_EQUAL(rf_sum128_to_double(s), -36893488147419103232.0);   /* -2^65 */
     CU_ASSERT_EQUAL(rf_avg_exact(s, 4, 0), -9223372036854775808.0);
+    /* Rounded once, to nearest, ties to even (as Python's float(int)). */
+    rf_sum128 u = {4097, 2};                                 /* 2^65 + 4097 */
+    CU_ASSERT_EQUAL(rf_sum128_to_double(u), 36893488147419111424.0);   /* 2^65 + 8192 */
+    u.lo = 4096;                                             /* a tie: even */
+    CU_ASSERT_EQUAL(rf_sum128_to_double(u), 36893488147419103232.0);
+    u.lo = 1;
+    u.hi = 1;                                                /* 2^64 + 1 */
+    CU_ASSERT_EQUAL(rf_sum128_to_double(u), 18446744073709551616.0);
+    rf_sum128 w = {0, 0};                                    /* -(2^65 + 4097) */
+    for (int i = 0; i < 4; i++)
+        rf_sum128_add(&w, INT64_MIN);
+    rf_sum128_add(&w, -4097);
+    CU_ASSERT_EQUAL(rf_sum128_to_double(w), -36893488147419111424.0);
     rf_sum128 t = {7, 0};
     CU_ASSERT_EQUAL(rf_avg_exact(t, 2, 1), 0.35);
     CU_ASSERT_EQUAL(rf_avg_float(1.0, 4), 0.25);
