@@ -164,8 +164,22 @@ void ast_darg_free_any(void *p)
     ast_darg *d = p;
     if (d) {
         free(d->text);
+        free(d->wrapper);
         free(d);
     }
+}
+
+void ast_agg_free_any(void *p)
+{
+    ast_agg *a = p;
+    if (!a)
+        return;
+    free(a->var);
+    free(a->fn);
+    for (int i = 0; i < a->nargs; i++)
+        ast_expr_free(a->args[i]);
+    free(a->args);
+    free(a);
 }
 
 void ast_clause_free(ast_clause *c)
@@ -181,9 +195,9 @@ void ast_clause_free(ast_clause *c)
             ast_literal_free(c->body[i]);
     free(c->types);
     free(c->body);
-    free(c->agg_var);
-    free(c->agg_fn);
-    ast_expr_free(c->agg_arg);
+    for (int i = 0; i < c->naggs; i++)
+        ast_agg_free_any(c->aggs[i]);
+    free(c->aggs);
     free(c->dir_name);
     for (int i = 0; i < c->nargs; i++)
         ast_darg_free_any(c->dargs[i]);

@@ -53,13 +53,25 @@ typedef struct ast_literal {
     rf_loc loc;
 } ast_literal;
 
-/* A directive argument: a bare name or a string. */
+/* A directive argument: a bare name, a string, a number (its text, with
+ * a leading '-' when written so) or a name wrapped in another, as in
+ * @order(q, desc(c)): text "c", wrapper "desc". */
 typedef struct ast_darg {
     bool is_string;
+    bool is_number;
     char *text;
     size_t textlen;
-    rf_loc loc;
+    char *wrapper;            /* NULL unless written wrapper(text) */
+    rf_loc loc;               /* the whole argument */
 } ast_darg;
+
+/* One aggregate of agg<<var = fn(args), ...>>. */
+typedef struct ast_agg {
+    char *var, *fn;
+    rf_loc var_loc, fn_loc;
+    int nargs;
+    ast_expr **args;
+} ast_agg;
 
 typedef enum ast_clause_kind { AST_DECL, AST_FACT, AST_RULE, AST_DIRECTIVE } ast_clause_kind;
 
@@ -70,11 +82,10 @@ typedef struct ast_clause {
     int nbody;                /* DECL: the type atoms; RULE: the body */
     ast_atom **types;         /* DECL */
     ast_literal **body;       /* RULE */
-    /* RULE with agg<<var = fn(arg)>> */
+    /* RULE with agg<<v1 = f1(args), ...>> (has_agg: naggs > 0) */
     bool has_agg;
-    char *agg_var, *agg_fn;
-    rf_loc agg_var_loc, agg_fn_loc;
-    ast_expr *agg_arg;        /* NULL when written fn() */
+    int naggs;
+    ast_agg **aggs;
     /* DIRECTIVE: @name(args) */
     char *dir_name;
     rf_loc dir_loc;
@@ -121,5 +132,6 @@ void ast_expr_free_any(void *e);
 void ast_atom_free_any(void *a);
 void ast_literal_free_any(void *l);
 void ast_darg_free_any(void *d);
+void ast_agg_free_any(void *a);
 
 #endif

@@ -28,6 +28,8 @@ typedef struct checker {
     rf_diag *diag;
     int preds_cap;
     size_t *facts_cap;     /* [npreds] */
+    const ast_clause **decls; /* [npreds]: the declaration (column names) */
+    rf_loc *order_loc, *limit_loc; /* [npreds]: the @order / @limit, line 0: none */
     RF_VEC(fact_ref) ffacts; /* facts of functional predicates, source order */
 } checker;
 
@@ -123,6 +125,9 @@ static void declare(checker *ck, const ast_clause *c)
         ck->preds_cap = ck->preds_cap ? 2 * ck->preds_cap : 16;
         prog->preds = rf_realloc(prog->preds, rf_mul_size((size_t)ck->preds_cap, sizeof *prog->preds));
         ck->facts_cap = rf_realloc(ck->facts_cap, rf_mul_size((size_t)ck->preds_cap, sizeof(size_t)));
+        ck->decls = rf_realloc(ck->decls, rf_mul_size((size_t)ck->preds_cap, sizeof *ck->decls));
+        ck->order_loc = rf_realloc(ck->order_loc, rf_mul_size((size_t)ck->preds_cap, sizeof(rf_loc)));
+        ck->limit_loc = rf_realloc(ck->limit_loc, rf_mul_size((size_t)ck->preds_cap, sizeof(rf_loc)));
     }
     rf_pred *p = &prog->preds[prog->npreds];
     memset(p, 0, sizeof *p);
@@ -133,6 +138,9 @@ static void declare(checker *ck, const ast_clause *c)
     p->loc = h->name_loc;
     p->limit = -1;
     ck->facts_cap[prog->npreds] = 0;
+    ck->decls[prog->npreds] = c;
+    memset(&ck->order_loc[prog->npreds], 0, sizeof(rf_loc));
+    memset(&ck->limit_loc[prog->npreds], 0, sizeof(rf_loc));
     prog->npreds++;
 }
 
@@ -371,10 +379,125 @@ static int directive_pred(checker *ck, const ast_darg *d, const char *dir)
         rf_diag_error(ck->diag, d->loc, "@%s expects a predicate name, not a string", dir);
         return -1;
     }
+    if (d->is_number || d->wrapper) {
+        rf_diag_error(ck->diag, d->loc, "@%s expects a predicate name", dir);
+        return -1;
+    }
     int idx = rf_program_find_pred(ck->prog, d->text);
     if (idx < 0)
         rf_diag_error(ck->diag, d->loc, "unknown predicate '%s'", d->text);
     return idx;
+}
+
+/* A second @order / @limit for one predicate: an error with a note at the
+ * first. *first has line 0 when there was none (then it becomes this one). */
+static bool first_directive(checker *ck, const ast_clause *c, int idx, rf_loc *first)
+{
+    const char *name = ck->prog->preds[idx].name;
+    if (first->line > 0) {
+        rf_diag_error(ck->diag, c->dir_loc, "duplicate @%s for '%s'", c->dir_name, name);
+        rf_diag_note(ck->diag, *first, "the first @%s for '%s' is here", c->dir_name, name);
+        return false;
+    }
+    *first = c->dir_loc;
+    return true;
+}
+
+/* @order(PRED, col, desc(col2), asc(col3)): columns named by the variables
+ * of PRED's declaration; rf_pred.order_cols / order_desc. */
+static void order_directive(checker *ck, const ast_clause *c)
+{
+    if (c->nargs < 2) {
+        rf_diag_error(ck->diag, c->dir_loc, "@order takes a predicate and one or more columns");
+        return;
+    }
+    int idx = directive_pred(ck, c->dargs[0], "order");
+    if (idx < 0)
+        return;
+    rf_pred *p = &ck->prog->preds[idx];
+    const ast_atom *decl = ck->decls[idx]->head;
+    int n = c->nargs - 1;
+    int *cols = rf_calloc((size_t)n, sizeof *cols);
+    bool *desc = rf_calloc((size_t)n, sizeof *desc);
+    bool ok = true;
+    for (int i = 0; i < n; i++) {
+        const ast_darg *d = c->dargs[i + 1];
+        if (d->is_string || d->is_number) {
+            rf_diag_error(ck->diag, d->loc, "@order expects a column name, asc(column) or desc(column)");
+            ok = false;
+            continue;
+        }
+        if (d->wrapper && strcmp(d->wrapper, "asc") != 0 && strcmp(d->wrapper, "desc") != 0) {
+            rf_diag_error(ck->diag, d->loc, "unknown order '%s' (expected asc or desc)", d->wrapper);
+            ok = false;
+            continue;
+        }
+        int col = -1;
+        for (int j = 0; j < decl->nargs && col < 0; j++)
+            if (strcmp(decl->args[j]->text, d->text) == 0)
+                col = j;
+        if (col < 0) {
+            char list[512] = "";
+            for (int j = 0; j < decl->nargs; j++) {
+                size_t len = strlen(list);
+                snprintf(list + len, sizeof list - len, "%s%s", j ? ", " : "", decl->args[j]->text);
+            }
+            rf_diag_error(ck->diag, d->loc, "unknown column '%s' of '%s' (columns: %s)", d->text, p->name,
+                          decl->nargs ? list : "none");
+            ok = false;
+            continue;
+        }
+        for (int j = 0; j < i; j++)
+            if (ok && cols[j] == col) {
+                rf_diag_error(ck->diag, d->loc, "column '%s' of '%s' is named twice in @order", d->text,
+                              p->name);
+                ok = false;
+            }
+        cols[i] = col;
+        desc[i] = d->wrapper && strcmp(d->wrapper, "desc") == 0;
+    }
+    if (ok && first_directive(ck, c, idx, &ck->order_loc[idx])) {
+        p->norder = n;
+        p->order_cols = cols;
+        p->order_desc = desc;
+        return;
+    }
+    free(cols);
+    free(desc);
+}
+
+/* @limit(PRED, N): at most N >= 0 rows of PRED's output (after @order). */
+static void limit_directive(checker *ck, const ast_clause *c)
+{
+    if (c->nargs != 2) {
+        rf_diag_error(ck->diag, c->dir_loc, "@limit takes a predicate and a row count");
+        return;
+    }
+    int idx = directive_pred(ck, c->dargs[0], "limit");
+    const ast_darg *d = c->dargs[1];
+    bool digits = d->is_number && d->textlen > 0;
+    for (size_t i = d->text[0] == '-'; digits && i < d->textlen; i++)
+        digits = d->text[i] >= '0' && d->text[i] <= '9';
+    if (!digits) {
+        rf_diag_error(ck->diag, d->loc, "@limit expects a row count (an integer of 0 or more), found %s%s%s",
+                      d->is_string ? "a string" : "'", d->is_string ? "" : d->text, d->is_string ? "" : "'");
+        return;
+    }
+    if (d->text[0] == '-') {
+        rf_diag_error(ck->diag, d->loc, "@limit row count must not be negative, found %s", d->text);
+        return;
+    }
+    int64_t n = 0;
+    for (size_t i = 0; i < d->textlen; i++) {
+        int digit = d->text[i] - '0';
+        if (n > (INT64_MAX - digit) / 10) {
+            rf_diag_error(ck->diag, d->loc, "@limit row count %s is out of range", d->text);
+            return;
+        }
+        n = n * 10 + digit;
+    }
+    if (idx >= 0 && first_directive(ck, c, idx, &ck->limit_loc[idx]))
+        ck->prog->preds[idx].limit = n;
 }
 
 static void directive(checker *ck, const ast_clause *c)
@@ -423,9 +546,13 @@ static void directive(checker *ck, const ast_clause *c)
         int idx = directive_pred(ck, c->dargs[0], "output");
         if (idx >= 0)
             ck->prog->preds[idx].is_output = true;
+    } else if (strcmp(c->dir_name, "order") == 0) {
+        order_directive(ck, c);
+    } else if (strcmp(c->dir_name, "limit") == 0) {
+        limit_directive(ck, c);
     } else {
-        rf_diag_error(ck->diag, c->dir_loc, "unknown directive '@%s' (expected @input or @output)",
-                      c->dir_name);
+        rf_diag_error(ck->diag, c->dir_loc,
+                      "unknown directive '@%s' (expected @input, @output, @order or @limit)", c->dir_name);
     }
 }
 
@@ -1014,8 +1141,12 @@ static void resolve_literal_vars(rule_ctx *rc, body_item *items, int n, const rf
     if (head)
         for (int i = 0; i < head->arity; i++)
             constrain(rc, c->head->args[i], head->types[i]);
-    if (head && r->agg != RF_AGG_NONE && c->agg_arg)
-        constrain(rc, c->agg_arg, head->types[head->arity - 1]);
+    for (int j = 0; head && j < r->naggs; j++)
+        if (c->aggs[j]->nargs > 0) {
+            rf_aggfn fn = r->aggs[j];
+            bool own = fn == RF_AGG_AVG || fn == RF_AGG_COUNT_DISTINCT;
+            constrain(rc, c->aggs[j]->args[0], own ? RF_TYPE_INVALID : head->types[head->arity - r->naggs + j]);
+        }
     /* Merge the wishes into the groups' roots. */
     for (size_t i = 0; i < rc->vars.len; i++) {
         rule_var *v = &rc->vars.items[i];
@@ -1136,72 +1267,133 @@ static rf_aggfn agg_from_name(const char *name)
     if (strcmp(name, "total") == 0) return RF_AGG_TOTAL;
     if (strcmp(name, "min") == 0) return RF_AGG_MIN;
     if (strcmp(name, "max") == 0) return RF_AGG_MAX;
+    if (strcmp(name, "avg") == 0) return RF_AGG_AVG;
+    if (strcmp(name, "count_distinct") == 0) return RF_AGG_COUNT_DISTINCT;
     return RF_AGG_NONE;
 }
 
-/* Aggregation: checks agg<<v = fn(arg)>>, binds v (the head's value) and
- * types arg. Returns false after an error. */
+/* The type an aggregate's argument is lowered to: the result column's for
+ * total/min/max, its own for avg and count_distinct (an integer literal
+ * alone: int64). */
+static rf_type agg_arg_type(rf_aggfn fn, int arg_type, rf_type column)
+{
+    if (fn != RF_AGG_AVG && fn != RF_AGG_COUNT_DISTINCT)
+        return column;
+    return arg_type == TY_INTLIT ? RF_TYPE_INT64 : (rf_type)arg_type;
+}
+
+/* Aggregation: checks agg<<v1 = f1(a1), ...>>, binds v1..vn (the head's
+ * last n arguments, in order) and types the arguments. Returns false after
+ * an error. */
 static bool check_aggregate(rule_ctx *rc, rf_rule *r, const rf_pred *head)
 {
     const ast_clause *c = rc->clause;
     checker *ck = rc->ck;
     bool ok = true;
-    r->agg = agg_from_name(c->agg_fn);
-    if (r->agg == RF_AGG_NONE) {
-        rf_diag_error(ck->diag, c->agg_fn_loc,
-                      "unknown aggregate function '%s' (expected count, total, min or max)", c->agg_fn);
-        return false;
-    }
-    if (r->agg == RF_AGG_COUNT && c->agg_arg) {
-        rf_diag_error(ck->diag, c->agg_arg->loc, "count() takes no argument");
-        return false;
-    }
-    if (r->agg != RF_AGG_COUNT && !c->agg_arg) {
-        rf_diag_error(ck->diag, c->agg_fn_loc, "%s() needs an argument", c->agg_fn);
-        return false;
-    }
-    const ast_atom *h = c->head;
-    const ast_expr *last = h->nargs > 0 ? h->args[h->nargs - 1] : NULL;
-    if (!last || last->kind != AST_VAR || strcmp(last->text, c->agg_var) != 0) {
-        rf_diag_error(ck->diag, last ? last->loc : h->loc,
-                      "the last head argument must be the aggregate's result '%s'", c->agg_var);
-        return false;
-    }
-    if (find_var(rc, c->agg_var) >= 0) {
-        /* Point at the body literal that uses it. */
-        rf_loc at = c->agg_var_loc;
-        for (int i = 0; i < c->nbody; i++)
-            if (literal_mentions(c->body[i], c->agg_var)) {
-                at = c->body[i]->loc;
-                break;
-            }
-        rf_diag_error(ck->diag, at, "aggregate result '%s' must not appear in the body", c->agg_var);
-        return false;
-    }
-    rf_type want = head->types[head->arity - 1];
-    if (r->agg == RF_AGG_COUNT) {
-        if (want != RF_TYPE_INT64) {
-            rf_diag_error(ck->diag, last->loc, "type mismatch: count() produces int64, but '%s' is %s",
-                          c->agg_var, rf_type_name(want));
+    int n = c->naggs;
+    r->naggs = n;
+    r->aggs = rf_calloc((size_t)n, sizeof *r->aggs);
+    r->agg_args = rf_calloc((size_t)n, sizeof *r->agg_args);
+    for (int j = 0; j < n; j++) {
+        const ast_agg *g = c->aggs[j];
+        rf_aggfn fn = r->aggs[j] = agg_from_name(g->fn);
+        if (fn == RF_AGG_NONE) {
+            rf_diag_error(ck->diag, g->fn_loc,
+                          "unknown aggregate function '%s' (expected count, total, min, max, avg or "
+                          "count_distinct)", g->fn);
+            ok = false;
+        } else if (fn == RF_AGG_COUNT && g->nargs > 0) {
+            rf_diag_error(ck->diag, g->args[0]->loc, "count() takes no argument");
+            ok = false;
+        } else if (fn != RF_AGG_COUNT && g->nargs == 0) {
+            rf_diag_error(ck->diag, g->fn_loc, "%s() needs an argument", g->fn);
+            ok = false;
+        } else if (g->nargs > 1) {
+            rf_diag_error(ck->diag, g->args[1]->loc, "%s() takes one argument", g->fn);
             ok = false;
         }
-    } else {
-        ast_expr *arg = c->agg_arg;
+        for (int i = 0; i < j; i++)
+            if (strcmp(c->aggs[i]->var, g->var) == 0) {
+                rf_diag_error(ck->diag, g->var_loc, "duplicate aggregate result '%s'", g->var);
+                ok = false;
+                break;
+            }
+    }
+    if (!ok)
+        return false;
+    /* The head ends with the results, in order. */
+    const ast_atom *h = c->head;
+    int nkeys = h->nargs - n;
+    for (int j = 0; j < n; j++) {
+        const ast_agg *g = c->aggs[j];
+        const ast_expr *at = nkeys + j >= 0 ? h->args[nkeys + j] : NULL;
+        if (at && at->kind == AST_VAR && strcmp(at->text, g->var) == 0)
+            continue;
+        if (n == 1) {
+            rf_diag_error(ck->diag, at ? at->loc : h->loc,
+                          "the last head argument must be the aggregate's result '%s'", g->var);
+        } else {
+            char list[512] = "";
+            for (int i = 0; i < n; i++) {
+                size_t len = strlen(list);
+                snprintf(list + len, sizeof list - len, "%s'%s'", i ? ", " : "", c->aggs[i]->var);
+            }
+            rf_diag_error(ck->diag, at ? at->loc : h->loc,
+                          "the last %d head arguments must be the aggregates' results %s, in this order", n,
+                          list);
+        }
+        return false;
+    }
+    for (int j = 0; j < n; j++) {
+        const ast_agg *g = c->aggs[j];
+        /* (not in the body either: agg_result_in_body) */
+        for (int i = 0; i < nkeys; i++)
+            if (expr_mentions(h->args[i], g->var)) {
+                rf_diag_error(ck->diag, h->args[i]->loc, "aggregate result '%s' cannot be a group key",
+                              g->var);
+                return false;
+            }
+    }
+    for (int j = 0; j < n; j++) {
+        const ast_agg *g = c->aggs[j];
+        rf_aggfn fn = r->aggs[j];
+        rf_type want = head->types[nkeys + j];
+        const ast_expr *res = h->args[nkeys + j];
+        if (fn == RF_AGG_COUNT || fn == RF_AGG_COUNT_DISTINCT || fn == RF_AGG_AVG) {
+            rf_type makes = fn == RF_AGG_AVG ? RF_TYPE_FLOAT64 : RF_TYPE_INT64;
+            if (want != makes) {
+                rf_diag_error(ck->diag, res->loc, "type mismatch: %s() produces %s, but '%s' is %s", g->fn,
+                              rf_type_name(makes), g->var, rf_type_name(want));
+                ok = false;
+            }
+        }
+        if (fn == RF_AGG_COUNT)
+            continue;
+        ast_expr *arg = g->args[0];
         const ast_expr *u = first_unbound(rc, arg);
         if (u && u->kind == AST_VAR) {
             unbound_error(rc, u, "variable '%s' is not bound by a positive atom");
-            return false;
+            ok = false;
+            continue;
         }
-        if (infer(rc, arg) == RF_TYPE_INVALID)
-            return false;
-        if (r->agg == RF_AGG_TOTAL && !rf_type_is_numeric(want)) {
-            rf_diag_error(ck->diag, last->loc, "type mismatch: total() needs numbers, but '%s' is %s",
-                          c->agg_var, rf_type_name(want));
-            return false;
+        int t = infer(rc, arg);
+        if (t == RF_TYPE_INVALID) {
+            ok = false;
+            continue;
+        }
+        if (fn == RF_AGG_TOTAL && !rf_type_is_numeric(want)) {
+            rf_diag_error(ck->diag, res->loc, "type mismatch: total() needs numbers, but '%s' is %s", g->var,
+                          rf_type_name(want));
+            ok = false;
+        }
+        if (fn == RF_AGG_AVG && !numeric_or_lit(t)) {
+            rf_diag_error(ck->diag, arg->loc, "type mismatch: avg() needs numbers, found %s", type_desc(t));
+            ok = false;
         }
         /* lowered by add_rule once variables of literal type are typed */
     }
-    add_var(rc, rf_strdup(c->agg_var), want, false);
+    for (int j = 0; j < n; j++)
+        add_var(rc, rf_strdup(c->aggs[j]->var), head->types[nkeys + j], false);
     return ok;
 }
 
@@ -1221,8 +1413,24 @@ static bool is_expression(const ast_expr *e)
     return e->kind == AST_UNARY || e->kind == AST_BINARY;
 }
 
+/* An aggregate's result used in the body (an error at the first literal
+ * that mentions it): true after reporting it. */
+static bool agg_result_in_body(checker *ck, const ast_clause *c)
+{
+    for (int j = 0; j < c->naggs; j++)
+        for (int i = 0; i < c->nbody; i++)
+            if (literal_mentions(c->body[i], c->aggs[j]->var)) {
+                rf_diag_error(ck->diag, c->body[i]->loc, "aggregate result '%s' must not appear in the body",
+                              c->aggs[j]->var);
+                return true;
+            }
+    return false;
+}
+
 static void add_rule(checker *ck, const ast_clause *c)
 {
+    if (c->has_agg && agg_result_in_body(ck, c))
+        return;   /* its other errors would be echoes ("not bound") */
     int errors_before = ck->diag->errors;
     rule_ctx rc = { ck, c, { 0 }, NULL, 0, 0, false };
     rf_rule r;
@@ -1360,8 +1568,13 @@ static void add_rule(checker *ck, const ast_clause *c)
             if (e->type != RF_TYPE_INVALID && infer(&rc, e) != RF_TYPE_INVALID)
                 r.head_args[i] = lower_as(&rc, e, hp->types[i]);
         }
-        if (r.agg != RF_AGG_NONE && c->agg_arg && infer(&rc, c->agg_arg) != RF_TYPE_INVALID)
-            r.agg_arg = lower_as(&rc, c->agg_arg, hp->types[hp->arity - 1]);
+        for (int j = 0; j < r.naggs; j++) {
+            ast_expr *arg = c->aggs[j]->nargs ? c->aggs[j]->args[0] : NULL;
+            int t = arg ? infer(&rc, arg) : RF_TYPE_INVALID;
+            if (t != RF_TYPE_INVALID)
+                r.agg_args[j] = lower_as(&rc, arg, agg_arg_type(r.aggs[j], t,
+                                                                hp->types[hp->arity - r.naggs + j]));
+        }
     }
 
     if (ck->diag->errors == errors_before) {
@@ -1382,7 +1595,10 @@ static void add_rule(checker *ck, const ast_clause *c)
             for (int i = 0; i < ck->prog->preds[r.head].arity; i++)
                 rf_expr_free(r.head_args[i]);
         free(r.head_args);
-        rf_expr_free(r.agg_arg);
+        for (int j = 0; j < r.naggs; j++)
+            rf_expr_free(r.agg_args[j]);
+        free(r.aggs);
+        free(r.agg_args);
         for (size_t i = 0; i < rc.vars.len; i++)
             free(rc.vars.items[i].name);
     }
@@ -1396,7 +1612,7 @@ static void add_rule(checker *ck, const ast_clause *c)
 bool rf_check(rf_program *prog, const ast_program *ast, rf_diag *diag)
 {
     int errors_before = diag->errors;
-    checker ck = { prog, diag, 0, NULL, { NULL, 0, 0 } };
+    checker ck = { prog, diag, 0, NULL, NULL, NULL, NULL, { NULL, 0, 0 } };
     for (int i = 0; i < ast->nclauses; i++)
         if (ast->clauses[i]->kind == AST_DECL)
             declare(&ck, ast->clauses[i]);
@@ -1412,5 +1628,8 @@ bool rf_check(rf_program *prog, const ast_program *ast, rf_diag *diag)
     check_fact_keys(&ck);
     RF_VEC_FREE(ck.ffacts);
     free(ck.facts_cap);
+    free(ck.decls);
+    free(ck.order_loc);
+    free(ck.limit_loc);
     return diag->errors == errors_before;
 }

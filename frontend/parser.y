@@ -107,14 +107,16 @@ static ast_expr *string_literal(rf_token t)
 %destructor arglist { ast_list_free($$, ast_expr_free_any); }
 %type expr { ast_expr * }
 %destructor expr { ast_expr_free($$); }
-%type optexpr { ast_expr * }
-%destructor optexpr { ast_expr_free($$); }
 %type literal { ast_literal * }
 %destructor literal { ast_literal_free($$); }
 %type body { ast_list * }
 %destructor body { ast_list_free($$, ast_literal_free_any); }
 %type aggspec { ast_clause * }
 %destructor aggspec { ast_clause_free($$); }
+%type aggdef { ast_agg * }
+%destructor aggdef { ast_agg_free_any($$); }
+%type aggdefs { ast_list * }
+%destructor aggdefs { ast_list_free($$, ast_agg_free_any); }
 %type darg { ast_darg * }
 %destructor darg { ast_darg_free_any($$); }
 %type dargs { ast_list * }
@@ -167,17 +169,22 @@ clause ::= AT(A) IDENT(N) LPAREN dargs(L) RPAREN DOT. {
     ast_program_add(ps->prog, c);
 }
 
-aggspec(A) ::= AGG LAGG IDENT(V) EQ IDENT(F) LPAREN optexpr(E) RPAREN RAGG. {
-    A = ast_clause_new(AST_RULE, V.loc);
+/* agg<<s = total(x), n = count()>> */
+aggspec(A) ::= AGG LAGG aggdefs(L) RAGG. {
+    A = ast_clause_new(AST_RULE, ((ast_agg *)L->items[0])->var_loc);
     A->has_agg = true;
-    A->agg_var = token_text(V);
-    A->agg_var_loc = V.loc;
-    A->agg_fn = token_text(F);
-    A->agg_fn_loc = F.loc;
-    A->agg_arg = E;
+    A->aggs = (ast_agg **)ast_list_take(L, &A->naggs);
 }
-optexpr(E) ::= . { E = NULL; }
-optexpr(E) ::= expr(X). { E = X; }
+aggdefs(L) ::= aggdef(D). { L = ast_list_new(); ast_list_push(L, D); }
+aggdefs(L) ::= aggdefs(X) COMMA aggdef(D). { L = X; ast_list_push(L, D); }
+aggdef(D) ::= IDENT(V) EQ IDENT(F) LPAREN args(L) RPAREN. {
+    D = rf_calloc(1, sizeof *D);
+    D->var = token_text(V);
+    D->var_loc = V.loc;
+    D->fn = token_text(F);
+    D->fn_loc = F.loc;
+    D->args = (ast_expr **)ast_list_take(L, &D->nargs);
+}
 
 dargs(L) ::= darg(D). { L = ast_list_new(); ast_list_push(L, D); }
 dargs(L) ::= dargs(X) COMMA darg(D). { L = X; ast_list_push(L, D); }
@@ -186,6 +193,43 @@ darg(D) ::= IDENT(N). {
     D->text = token_text(N);
     D->textlen = (size_t)N.len;
     D->loc = N.loc;
+}
+/* @order(q, desc(c)) */
+darg(D) ::= IDENT(W) LPAREN IDENT(N) RPAREN(R). {
+    D = rf_calloc(1, sizeof *D);
+    D->text = token_text(N);
+    D->textlen = (size_t)N.len;
+    D->wrapper = token_text(W);
+    D->loc = ast_loc_span(W.loc, R.loc);
+}
+/* @limit(q, 10) */
+darg(D) ::= INT(N). {
+    D = rf_calloc(1, sizeof *D);
+    D->is_number = true;
+    D->text = token_text(N);
+    D->textlen = (size_t)N.len;
+    D->loc = N.loc;
+}
+darg(D) ::= FLOAT(N). {
+    D = rf_calloc(1, sizeof *D);
+    D->is_number = true;
+    D->text = token_text(N);
+    D->textlen = (size_t)N.len;
+    D->loc = N.loc;
+}
+darg(D) ::= MINUS(M) INT(N). {
+    D = rf_calloc(1, sizeof *D);
+    D->is_number = true;
+    D->text = rf_sprintf("-%.*s", N.len, N.start);
+    D->textlen = strlen(D->text);
+    D->loc = ast_loc_span(M.loc, N.loc);
+}
+darg(D) ::= MINUS(M) FLOAT(N). {
+    D = rf_calloc(1, sizeof *D);
+    D->is_number = true;
+    D->text = rf_sprintf("-%.*s", N.len, N.start);
+    D->textlen = strlen(D->text);
+    D->loc = ast_loc_span(M.loc, N.loc);
 }
 darg(D) ::= STRING(S). {
     D = rf_calloc(1, sizeof *D);

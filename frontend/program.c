@@ -27,7 +27,8 @@ void rf_program_free(rf_program *p)
             free(r->var_names[j]);
         free(r->var_names);
         free(r->var_types);
-        rf_expr_free(r->agg_arg);
+        free_args(r->naggs, r->agg_args);
+        free(r->aggs);
     }
     free(p->rules);
     for (int i = 0; i < p->npreds; i++) {

@@ -17,12 +17,13 @@ typedef enum rf_file_format {
 typedef enum rf_aggfn {
     RF_AGG_NONE = 0,
     RF_AGG_COUNT,    /* int64 */
-    RF_AGG_TOTAL,    /* sum; type of the argument (ints wrap like +) */
+    RF_AGG_TOTAL,    /* sum; type of the argument (ints: rf_scalar_binary's +) */
     RF_AGG_MIN,
     RF_AGG_MAX,
-    RF_AGG_AVG,            /* float64: total / count */
+    RF_AGG_AVG,            /* float64: total / count (see docs/language.md) */
     RF_AGG_COUNT_DISTINCT  /* int64: distinct values of the argument */
 } rf_aggfn;
+#define RF_AGG_LAST RF_AGG_COUNT_DISTINCT   /* the largest valid rf_aggfn */
 
 typedef struct rf_pred {
     char *name;
@@ -74,17 +75,24 @@ typedef struct rf_rule {
     int nvars;
     char **var_names;        /* [nvars], for messages and explain */
     rf_type *var_types;      /* [nvars] */
-    /* Aggregation rule: head = key vars ++ result; the result column is
-     * agg(agg_arg) over the body's solutions grouped by the key columns
-     * (head_args[0..arity-1)). agg_arg is NULL for count(). For count and
-     * total the body's solutions are the distinct bindings of all body
-     * variables; in aggregation rules the front end replaces each wildcard
-     * by a fresh variable, so `agg<<n = count()>> edge(x, _)` is x's
-     * out-degree. min/max/total of an empty group produce no tuple; a keyless
-     * aggregate (`t[] = s`) over an empty body produces count 0 and no tuple
-     * for total/min/max. */
-    rf_aggfn agg;
-    rf_expr *agg_arg;
+    /* Aggregation rule (naggs > 0): agg<<v1 = f1(e1), ..., vn = fn(en)>>.
+     * The head is the group keys (head_args[0 .. arity-naggs)) followed by
+     * the n results v1..vn in that order (head_args[arity-naggs+j] is the
+     * VAR of vj; none of them is a body variable). aggs[j] is fj and
+     * agg_args[j] its argument (NULL for count()): typed as the result
+     * column for total/min/max, in its own type for avg (a numeric type)
+     * and count_distinct (any type). count, total and avg range over the
+     * distinct bindings of all body variables (in aggregation rules the
+     * front end replaces each wildcard of a positive atom by a fresh
+     * variable, so `agg<<n = count()>> edge(x, _)` is x's out-degree);
+     * min, max and count_distinct over the values of their argument. A
+     * keyed group exists only where the body has a solution; a keyless rule
+     * over an empty body gives one row (all zeros) only when every
+     * aggregate is count or count_distinct, else no row.
+     * naggs = 0, aggs = agg_args = NULL for other rules. */
+    int naggs;
+    rf_aggfn *aggs;          /* [naggs] */
+    rf_expr **agg_args;      /* [naggs]; NULL entries for count() */
     rf_loc loc;
 } rf_rule;
 

@@ -50,7 +50,7 @@ static void build_graph(graph *g, const rf_program *p)
             dep_edge *e = &g->edges[g->nedges++];
             e->from = rule->head;
             e->to = l->pred;
-            e->aggregate = rule->agg != RF_AGG_NONE;
+            e->aggregate = rule->naggs > 0;
             e->negative = l->kind == RF_LIT_NEGATED || e->aggregate;
             e->loc = l->kind == RF_LIT_NEGATED ? l->loc : rule->loc;
         }

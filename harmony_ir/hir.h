@@ -49,9 +49,15 @@ typedef enum rf_kop {
     RF_K_UNION,    /* in0, in1 sorted; out := in0 ∪ in1; sorted */
     RF_K_DIFF,     /* in0, in1 sorted; out := in0 − in1; sorted */
     RF_K_AGG,      /* in0 sorted; groups = equal first nkeys columns;
-                      out row := keys ++ aggfn(agg_arg(row)); sorted.
-                      nkeys = 0 (one group): an empty input gives the row
-                      (0) for count and no row for total/min/max */
+                      out row := keys ++ aggfn[0](agg_arg[0]) ++ ... ++
+                      aggfn[naggs-1](agg_arg[naggs-1]) over the group's
+                      rows; sorted. count/total/avg take every row,
+                      count_distinct the distinct argument values; float64
+                      sums add in row order (the sorted order), integer and
+                      decimal sums are exact (avg: from a 128-bit total).
+                      nkeys = 0 (one group): an empty input gives one row
+                      of zeros when every aggfn is count or count_distinct,
+                      else no row */
     RF_K_COPY,     /* out := in0 (same layout) */
     RF_K_CLEAR,    /* out := ∅ */
     RF_K_CHECK_KEYS, /* in0 sorted; fails the run if two rows agree on their
@@ -88,8 +94,9 @@ typedef struct rf_kernel {
     rf_code filter;          /* MAP, JOIN */
     int nproj;               /* MAP, JOIN: == arity(out) */
     rf_code *proj;
-    rf_aggfn aggfn;          /* AGG */
-    rf_code agg_arg;         /* AGG: absent for count */
+    int naggs;               /* AGG: aggregates (>= 1); arity(out) = nkeys + naggs */
+    rf_aggfn *aggfn;         /* AGG: [naggs] */
+    rf_code *agg_arg;        /* AGG: [naggs], absent (n = 0) for count */
     rf_gather gather;
     /* Liveness: variables whose last use is this kernel; the runtime frees
      * them right after it runs. */
@@ -134,6 +141,13 @@ typedef struct rf_hvar {
     bool is_output;          /* value at HALT is the output of `pred` */
     char *input_where;       /* LOAD: "prog.lql:3:1", the @input directive
                                 that named input_path (for its errors) */
+    /* Output order and limit (@order / @limit): the runtime writes the
+     * rows sorted by order_cols (descending where order_desc), then by the
+     * other columns ascending, in typed order; at most `limit` (-1: all). */
+    int norder;
+    int *order_cols;         /* [norder] */
+    bool *order_desc;        /* [norder] */
+    int64_t limit;
 } rf_hvar;
 
 typedef struct rf_hprogram {
@@ -162,7 +176,8 @@ bool rf_hir_verify(const rf_hprogram *p, rf_status *st);
  * then runs rf_hir_verify; it never trusts a length or an index. */
 #define RF_HIR_MAGIC "RFOXHIR"
 #define RF_HIR_VERSION 3   /* 2: RF_K_CHECK_KEYS; 3: origins, input paths
-                              relative to the .rfx */
+                              relative to the .rfx, several aggregates per
+                              AGG, output order and limit */
 bool rf_hir_save(const rf_hprogram *p, const char *path, rf_status *st);
 uint8_t *rf_hir_serialize(const rf_hprogram *p, size_t *len_out);
 rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st);

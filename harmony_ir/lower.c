@@ -78,6 +78,7 @@ static int new_var(lower *L, char *name, int arity, const rf_type *types, bool s
     v.name = name;
     v.arity = arity;
     v.types = rf_calloc(arity > 0 ? (size_t)arity : 1, sizeof *v.types);
+    v.limit = -1;
     if (arity > 0)
         memcpy(v.types, types, (size_t)arity * sizeof *types);
     v.sorted = sorted;
@@ -560,8 +561,13 @@ static void lower_aggregate(lower *L, int b, const rf_plan_cmd *c)
     int v = rekey(L, b, src, perm, n, nk, false, c->filter);
     rf_kernel *k = emit_into(L, b, RF_K_AGG, c->dst, v, -1);
     k->nkeys = nk;
-    k->aggfn = c->aggfn;
-    code_mapped(&k->agg_arg, c->agg_arg, pos, a);
+    k->naggs = c->naggs;
+    k->aggfn = rf_malloc((size_t)c->naggs * sizeof *k->aggfn);
+    k->agg_arg = rf_calloc((size_t)c->naggs, sizeof *k->agg_arg);
+    for (int j = 0; j < c->naggs; j++) {
+        k->aggfn[j] = c->aggfn[j];
+        code_mapped(&k->agg_arg[j], c->agg_arg[j], pos, a);
+    }
     free(perm);
     free(pos);
 }
@@ -666,6 +672,14 @@ rf_hprogram *rf_hir_lower(const rf_plan *plan)
         hv->input_where = r->input_where ? rf_strdup(r->input_where) : NULL;
         hv->input_format = r->input_format;
         hv->is_output = r->is_output;
+        hv->norder = r->norder;
+        if (r->norder > 0) {
+            hv->order_cols = rf_malloc((size_t)r->norder * sizeof *hv->order_cols);
+            hv->order_desc = rf_malloc((size_t)r->norder * sizeof *hv->order_desc);
+            memcpy(hv->order_cols, r->order_cols, (size_t)r->norder * sizeof *hv->order_cols);
+            memcpy(hv->order_desc, r->order_desc, (size_t)r->norder * sizeof *hv->order_desc);
+        }
+        hv->limit = r->limit;
     }
 
     analyse_cfg(&L);
@@ -794,7 +808,10 @@ static void free_kernel(rf_kernel *k)
     for (int i = 0; i < k->nproj && k->proj; i++)
         rf_code_free(&k->proj[i]);
     free(k->proj);
-    rf_code_free(&k->agg_arg);
+    for (int i = 0; i < k->naggs && k->agg_arg; i++)
+        rf_code_free(&k->agg_arg[i]);
+    free(k->agg_arg);
+    free(k->aggfn);
     free(k->frees);
     free(k->comment);
     rf_origin_release(&k->origin);
@@ -812,6 +829,8 @@ void rf_hir_free(rf_hprogram *p)
         free(v->facts);
         free(v->input_path);
         free(v->input_where);
+        free(v->order_cols);
+        free(v->order_desc);
     }
     free(p->vars);
     for (int b = 0; b < p->nblocks && p->blocks; b++) {

@@ -6,6 +6,7 @@
  * binary form must print identically), so the output is deterministic. */
 #include "hir.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -107,7 +108,7 @@ static void print_code(FILE *out, const rf_code *c, const char *absent)
 
 static const char *const part_names[] = {"none", "even", "key-range", "group"};
 static const char *const gather_names[] = {"none", "compact", "merge"};
-static const char *const agg_names[] = {"none", "count", "total", "min", "max"};
+static const char *const agg_names[] = {"none", "count", "total", "min", "max", "avg", "count_distinct"};
 
 static void print_kernel(FILE *out, const rf_hprogram *p, const rf_kernel *k)
 {
@@ -137,9 +138,14 @@ static void print_kernel(FILE *out, const rf_hprogram *p, const rf_kernel *k)
         }
         fputs("}", out);
     } else if (k->op == RF_K_AGG) {
-        fprintf(out, " compute={%s(", (unsigned)k->aggfn <= RF_AGG_MAX ? agg_names[k->aggfn] : "?");
-        print_code(out, &k->agg_arg, "");
-        fputs(")}", out);
+        fputs(" compute={", out);
+        for (int j = 0; j < k->naggs && k->aggfn && k->agg_arg; j++) {
+            fprintf(out, "%s%s(", j ? ", " : "",
+                    (unsigned)k->aggfn[j] <= RF_AGG_LAST ? agg_names[k->aggfn[j]] : "?");
+            print_code(out, &k->agg_arg[j], "");
+            fputc(')', out);
+        }
+        fputs("}", out);
     }
     fprintf(out, " gather=%s",
             (unsigned)k->gather <= RF_GATHER_MERGE ? gather_names[k->gather] : "?");
@@ -182,6 +188,13 @@ static void print_var(FILE *out, const rf_hvar *v)
     }
     if (v->is_output)
         fputs(", output", out);
+    if (v->norder > 0) {
+        fputs(", order by ", out);
+        for (int k = 0; k < v->norder; k++)
+            fprintf(out, "%s$%d%s", k ? ", " : "", v->order_cols[k], v->order_desc[k] ? " desc" : "");
+    }
+    if (v->limit >= 0)
+        fprintf(out, ", limit %" PRId64, v->limit);
     fputc('\n', out);
 }
 

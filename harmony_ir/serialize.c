@@ -7,13 +7,15 @@
  *   u32 nvars, each:   str name, u32 arity, u8 types[arity], u8 sorted,
  *                      str pred, u64 nfacts, u64 facts[nfacts*arity],
  *                      str input_path, u8 format, u8 is_output,
- *                      str input_where
+ *                      str input_where, u32 norder, each: i32 column,
+ *                      u8 desc; i64 limit (-1: none)
  *   u32 nblocks, each: str label, u32 nkernels, kernel..., u8 term,
  *                      i32 target, i32 target_else, u32 nconds, i32...,
  *                      u32 nfree_entry, i32...
  *   kernel: u8 op, i32 out, i32 in0, i32 in1, i32 nkeys, u8 partition,
- *           u8 gather, u8 aggfn, code filter, u32 nproj, code...,
- *           code agg_arg, u32 nfree, i32..., str comment,
+ *           u8 gather, code filter, u32 nproj, code...,
+ *           u32 naggs, each: u8 aggfn, code agg_arg;
+ *           u32 nfree, i32..., str comment,
  *           str origin.where, str origin.what
  *   code:   u32 n, each: u8 op, u8 type, u8 arg_type, u8 0, i32 index,
  *           u64 value
@@ -150,6 +152,12 @@ static uint8_t *serialize(const rf_hprogram *p, const char *base_dir, size_t *le
         put_u8(&b, (uint8_t)v->input_format);
         put_u8(&b, v->is_output);
         put_str(&b, v->input_where);
+        put_u32(&b, (uint32_t)v->norder);
+        for (int j = 0; j < v->norder; j++) {
+            put_i32(&b, v->order_cols[j]);
+            put_u8(&b, v->order_desc[j]);
+        }
+        put_u64(&b, (uint64_t)v->limit);
     }
 
     put_u32(&b, (uint32_t)p->nblocks);
@@ -166,12 +174,15 @@ static uint8_t *serialize(const rf_hprogram *p, const char *base_dir, size_t *le
             put_i32(&b, kn->nkeys);
             put_u8(&b, (uint8_t)kn->partition);
             put_u8(&b, (uint8_t)kn->gather);
-            put_u8(&b, (uint8_t)kn->aggfn);
             put_code(&b, &kn->filter);
             put_u32(&b, (uint32_t)kn->nproj);
             for (int i = 0; i < kn->nproj; i++)
                 put_code(&b, &kn->proj[i]);
-            put_code(&b, &kn->agg_arg);
+            put_u32(&b, (uint32_t)kn->naggs);
+            for (int i = 0; i < kn->naggs; i++) {
+                put_u8(&b, (uint8_t)kn->aggfn[i]);
+                put_code(&b, &kn->agg_arg[i]);
+            }
             put_ints(&b, kn->nfree, kn->frees);
             put_str(&b, kn->comment);
             put_str(&b, kn->origin.where);
@@ -341,7 +352,6 @@ static void get_kernel(rd *r, rf_kernel *k)
     k->nkeys = get_i32(r, "kernel key count");
     k->partition = (rf_partition)get_enum(r, RF_PART_GROUP, "partition stage");
     k->gather = (rf_gather)get_enum(r, RF_GATHER_MERGE, "gather stage");
-    k->aggfn = (rf_aggfn)get_enum(r, RF_AGG_MAX, "aggregate function");
     get_code(r, &k->filter, "filter code");
     int np = get_count(r, 4, "projection");
     if (!r->failed && np > 0) {
@@ -350,7 +360,16 @@ static void get_kernel(rd *r, rf_kernel *k)
         for (int i = 0; i < np && !r->failed; i++)
             get_code(r, &k->proj[i], "projection code");
     }
-    get_code(r, &k->agg_arg, "aggregate code");
+    int na = get_count(r, 5, "aggregate");
+    if (!r->failed && na > 0) {
+        k->aggfn = rf_calloc((size_t)na, sizeof *k->aggfn);
+        k->agg_arg = rf_calloc((size_t)na, sizeof *k->agg_arg);
+        k->naggs = na;
+        for (int i = 0; i < na && !r->failed; i++) {
+            k->aggfn[i] = (rf_aggfn)get_enum(r, RF_AGG_LAST, "aggregate function");
+            get_code(r, &k->agg_arg[i], "aggregate code");
+        }
+    }
     k->frees = get_ints(r, &k->nfree, "kernel free list");
     k->comment = get_str(r, "kernel comment");
     k->origin.where = get_str(r, "kernel origin");
@@ -416,7 +435,7 @@ rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st)
     }
 
     rf_hprogram *p = rf_calloc(1, sizeof *p);
-    int nv = get_count(&r, 31, "variable");
+    int nv = get_count(&r, 43, "variable");
     if (!r.failed && nv > 0) {
         p->vars = rf_calloc((size_t)nv, sizeof *p->vars);
         p->nvars = nv;
@@ -456,6 +475,17 @@ rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st)
         v->input_format = (rf_file_format)get_enum(&r, RF_FORMAT_CSV, "input format");
         v->is_output = get_bool(&r, "output flag");
         v->input_where = get_str(&r, "input origin");
+        int no = get_count(&r, 5, "order column");
+        if (!r.failed && no > 0) {
+            v->order_cols = rf_calloc((size_t)no, sizeof *v->order_cols);
+            v->order_desc = rf_calloc((size_t)no, sizeof *v->order_desc);
+            v->norder = no;
+            for (int j = 0; j < no && !r.failed; j++) {
+                v->order_cols[j] = get_i32(&r, "order column");
+                v->order_desc[j] = get_bool(&r, "order direction");
+            }
+        }
+        v->limit = (int64_t)get_u64(&r, "output limit");
     }
 
     int nb = get_count(&r, 25, "block");
@@ -466,7 +496,7 @@ rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st)
     for (int b = 0; b < nb && !r.failed; b++) {
         rf_hblock *hb = &p->blocks[b];
         hb->label = get_str(&r, "block label");
-        int nk = get_count(&r, 48, "kernel");
+        int nk = get_count(&r, 47, "kernel");
         if (!r.failed && nk > 0) {
             hb->kernels = rf_calloc((size_t)nk, sizeof *hb->kernels);
             hb->nkernels = nk;
@@ -501,8 +531,8 @@ rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st)
                 remap_code(&r, &kn->filter, map, (size_t)nstr);
                 for (int i = 0; i < kn->nproj && !r.failed; i++)
                     remap_code(&r, &kn->proj[i], map, (size_t)nstr);
-                if (!r.failed)
-                    remap_code(&r, &kn->agg_arg, map, (size_t)nstr);
+                for (int i = 0; i < kn->naggs && !r.failed; i++)
+                    remap_code(&r, &kn->agg_arg[i], map, (size_t)nstr);
             }
     }
     free(map);

@@ -74,6 +74,16 @@ static bool check_var(vctx *c, int i)
                     return bad(c, "variable %s: fact %zu column %d is not a valid %s", v->name, r, j,
                                rf_type_name(v->types[j]));
     }
+    if (v->limit < -1 || v->norder < 0 || v->norder > v->arity ||
+        (v->norder > 0 && (!v->order_cols || !v->order_desc)))
+        return bad(c, "variable %s: bad output order or limit", v->name);
+    for (int j = 0; j < v->norder; j++) {
+        if (v->order_cols[j] < 0 || v->order_cols[j] >= v->arity)
+            return bad(c, "variable %s: order column %d out of range", v->name, v->order_cols[j]);
+        for (int k = 0; k < j; k++)
+            if (v->order_cols[k] == v->order_cols[j])
+                return bad(c, "variable %s: order column %d named twice", v->name, v->order_cols[j]);
+    }
     return true;
 }
 
@@ -130,8 +140,6 @@ static bool check_kernel(vctx *c, const rf_kernel *k)
     const char *name = rf_kop_name(k->op);
     if ((unsigned)k->partition > RF_PART_GROUP || (unsigned)k->gather > RF_GATHER_MERGE)
         return bad(c, "%s: bad partition/gather stage", name);
-    if ((unsigned)k->aggfn > RF_AGG_MAX)
-        return bad(c, "%s: bad aggregate function", name);
     bool check = k->op == RF_K_CHECK_KEYS;   /* the one op without an output */
     if (check ? k->out != -1 : !valid_var(p, k->out))
         return bad(c, "%s: output variable %d out of range", name, k->out);
@@ -161,8 +169,10 @@ static bool check_kernel(vctx *c, const rf_kernel *k)
     bool uses_proj = k->op == RF_K_MAP || k->op == RF_K_JOIN;
     if (!uses_proj && (k->nproj != 0 || k->filter.n != 0))
         return bad(c, "%s: has a filter or projection", name);
-    if (k->op != RF_K_AGG && (k->agg_arg.n != 0 || k->aggfn != RF_AGG_NONE))
+    if (k->op != RF_K_AGG && (k->naggs != 0 || k->aggfn || k->agg_arg))
         return bad(c, "%s: has an aggregate", name);
+    if (k->op == RF_K_AGG && (k->naggs < 1 || !k->aggfn || !k->agg_arg))
+        return bad(c, "%s: no aggregate", name);
     bool keyed = k->op == RF_K_JOIN || k->op == RF_K_ANTIJOIN || k->op == RF_K_AGG || check;
     if (k->nkeys < 0 || (!keyed && k->nkeys != 0))
         return bad(c, "%s: bad key count %d", name, k->nkeys);
@@ -231,25 +241,36 @@ static bool check_kernel(vctx *c, const rf_kernel *k)
                        in0->name, in1->name);
         break;
     case RF_K_AGG: {
-        if (out->arity != k->nkeys + 1 || !same_types(out, in0, k->nkeys))
-            return bad(c, "AGG: %s must be the %d key columns of %s plus the result", out->name,
-                       k->nkeys, in0->name);
-        rf_type rt = out->types[k->nkeys];
-        if (k->aggfn == RF_AGG_NONE)
-            return bad(c, "AGG: no aggregate function");
-        if (k->aggfn == RF_AGG_COUNT) {
-            if (rt != RF_TYPE_INT64)
-                return bad(c, "AGG: count produces int64");
-            if (k->agg_arg.n != 0 && !check_code(c, &k->agg_arg, in0->arity, in0->types,
-                                                 RF_TYPE_INVALID, "aggregate argument"))
-                return false;
-        } else {
-            if (k->agg_arg.n == 0)
+        if (k->naggs > out->arity || out->arity != k->nkeys + k->naggs || !same_types(out, in0, k->nkeys))
+            return bad(c, "AGG: %s must be the %d key columns of %s plus %d results", out->name,
+                       k->nkeys, in0->name, k->naggs);
+        for (int j = 0; j < k->naggs; j++) {
+            rf_aggfn fn = k->aggfn[j];
+            const rf_code *arg = &k->agg_arg[j];
+            rf_type rt = out->types[k->nkeys + j];
+            if (fn < RF_AGG_COUNT || fn > RF_AGG_LAST)
+                return bad(c, "AGG: bad aggregate function %d", (int)fn);
+            if (fn == RF_AGG_COUNT) {
+                if (rt != RF_TYPE_INT64)
+                    return bad(c, "AGG: count produces int64");
+                if (arg->n != 0)
+                    return bad(c, "AGG: count takes no argument");
+                continue;
+            }
+            if (arg->n == 0)
                 return bad(c, "AGG: aggregate argument missing");
-            if (k->aggfn == RF_AGG_TOTAL && !rf_type_is_numeric(rt))
+            if (fn == RF_AGG_TOTAL && !rf_type_is_numeric(rt))
                 return bad(c, "AGG: total of a %s", rf_type_name(rt));
-            if (!check_code(c, &k->agg_arg, in0->arity, in0->types, rt, "aggregate argument"))
+            if (fn == RF_AGG_AVG && rt != RF_TYPE_FLOAT64)
+                return bad(c, "AGG: avg produces float64");
+            if (fn == RF_AGG_COUNT_DISTINCT && rt != RF_TYPE_INT64)
+                return bad(c, "AGG: count_distinct produces int64");
+            bool own = fn == RF_AGG_AVG || fn == RF_AGG_COUNT_DISTINCT;
+            if (!check_code(c, arg, in0->arity, in0->types, own ? RF_TYPE_INVALID : rt, "aggregate argument"))
                 return false;
+            rf_type at = (rf_type)arg->ins[arg->n - 1].type;
+            if (fn == RF_AGG_AVG && !rf_type_is_numeric(at))
+                return bad(c, "AGG: avg of a %s", rf_type_name(at));
         }
         break;
     }

@@ -33,7 +33,13 @@ bool rf_prim_join(const rf_table *l, const rf_table *r, int nkeys,
 void rf_prim_antijoin(const rf_table *l, const rf_table *r, int nkeys, rf_table *out);
 void rf_prim_union(const rf_table *a, const rf_table *b, rf_table *out);
 void rf_prim_difference(const rf_table *a, const rf_table *b, rf_table *out);
-/* in sorted; group on first nkeys columns. */
+/* in sorted; group on first nkeys columns; out := keys ++ one column per
+ * aggregate (fns[j] of args[j], result type result_types[j]; count's arg
+ * absent). Semantics: hir.h, RF_K_AGG; avg's arithmetic: rf_agg_ops.h. */
+bool rf_prim_aggregate_multi(const rf_table *in, int nkeys, int naggs, const rf_aggfn *fns,
+                             const rf_type *result_types, const rf_code *args, rf_table *out,
+                             rf_status *st);
+/* The same with one aggregate. */
 bool rf_prim_aggregate(const rf_table *in, int nkeys, rf_aggfn fn, rf_type result_type,
                        const rf_code *arg, rf_table *out, rf_status *st);
 

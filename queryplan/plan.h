@@ -41,6 +41,13 @@ typedef struct rf_plan_rel {
     rf_file_format input_format;
     char *input_where;       /* "prog.lql:3:1": the @input naming it, or NULL */
     bool is_output;
+    /* Output order and limit (from @order / @limit, rf_pred): rows sorted
+     * by order_cols (descending where order_desc), then by the other
+     * columns ascending, in typed order; at most `limit` rows (-1: all). */
+    int norder;
+    int *order_cols;         /* [norder] */
+    bool *order_desc;        /* [norder] */
+    int64_t limit;
 } rf_plan_rel;
 
 typedef enum rf_cmdkind {
@@ -54,8 +61,13 @@ typedef enum rf_cmdkind {
                            with l[lkeys[i]] = r[rkeys[i]] for all i } */
     RF_CMD_UNION,       /* dst := src0 ∪ src1 (same arity; dst may be src0) */
     RF_CMD_DIFFERENCE,  /* dst := src0 − src1 (same arity) */
-    RF_CMD_AGGREGATE,   /* dst := group src0 by columns keys[0..nkeys); dst row
-                           = key values ++ aggfn(agg_arg(t)) over the group */
+    RF_CMD_AGGREGATE,   /* dst := group src0 by columns lkeys[0..nkeys); dst
+                           row = key values ++ aggfn[0](agg_arg[0]) ++ ... ++
+                           aggfn[naggs-1](agg_arg[naggs-1]) over the group's
+                           rows (count/total/avg count every row of the set
+                           src0, count_distinct distinct values); keyless
+                           over an empty src0: one row of zeros if every
+                           aggfn is count or count_distinct, else none */
     RF_CMD_COPY,        /* dst := src0 */
     RF_CMD_CLEAR,       /* dst := ∅ */
     RF_CMD_JUMP,        /* goto target */
@@ -80,8 +92,9 @@ typedef struct rf_plan_cmd {
     rf_expr *filter;         /* NULL = true */
     int nproj;               /* == arity(dst) for MAPFILTER/MAPJOIN/ANTIJOIN */
     rf_expr **proj;
-    rf_aggfn aggfn;          /* AGGREGATE */
-    rf_expr *agg_arg;        /* AGGREGATE: NULL for count */
+    int naggs;               /* AGGREGATE: aggregates (>= 1); dst arity = nkeys + naggs */
+    rf_aggfn *aggfn;         /* AGGREGATE: [naggs] */
+    rf_expr **agg_arg;       /* AGGREGATE: [naggs], NULL entries for count */
     int target, target_else; /* JUMP, BRANCH_EMPTY: block indices */
     int nconds;
     int *conds;              /* BRANCH_EMPTY: relation indices */

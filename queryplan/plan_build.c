@@ -64,6 +64,7 @@ static int add_rel(builder *b, char *name, int arity, const rf_type *types,
         memcpy(r.types, types, (size_t)arity * sizeof *types);
     r.kind = kind;
     r.pred = pred;
+    r.limit = -1;
     RF_PUSH(b->rels, r);
     return (int)b->rels.len - 1;
 }
@@ -157,13 +158,11 @@ static char *rule_text(const rf_program *p, const rf_rule *r, int delta_lit)
     const char *const *names = (const char *const *)r->var_names;
     const rf_pred *head = &p->preds[r->head];
     fprintf(f, "%s(", head->name);
-    if (r->agg == RF_AGG_NONE) {
-        print_args(f, head->arity, r->head_args, names);
-    } else {
-        print_args(f, head->arity - 1, r->head_args, names);
-        fprintf(f, "%s%s(", head->arity > 1 ? ", " : "", rf_plan_aggfn_name(r->agg));
-        if (r->agg_arg)
-            rf_expr_print(r->agg_arg, f, names);
+    print_args(f, head->arity - r->naggs, r->head_args, names);
+    for (int j = 0; j < r->naggs; j++) {
+        fprintf(f, "%s%s(", head->arity - r->naggs + j > 0 ? ", " : "", rf_plan_aggfn_name(r->aggs[j]));
+        if (r->agg_args[j])
+            rf_expr_print(r->agg_args[j], f, names);
         fputc(')', f);
     }
     fputs(") <-", f);
@@ -1005,7 +1004,9 @@ static rf_rule *unify_rule(const rf_rule *r, int head_arity, bool *done)
         u->head_args = rf_calloc((size_t)head_arity + 1, sizeof *u->head_args);
         for (int j = 0; j < head_arity; j++)
             u->head_args[j] = renamed(r->head_args[j], rep);
-        u->agg_arg = renamed(r->agg_arg, rep);
+        u->agg_args = rf_calloc((size_t)r->naggs + 1, sizeof *u->agg_args);
+        for (int j = 0; j < r->naggs; j++)
+            u->agg_args[j] = renamed(r->agg_args[j], rep);
     }
     free(in_atom);
     free(rep);
@@ -1027,7 +1028,9 @@ static void free_unified(rf_rule *u, int head_arity)
     for (int j = 0; j < head_arity; j++)
         rf_expr_free(u->head_args[j]);
     free(u->head_args);
-    rf_expr_free(u->agg_arg);
+    for (int j = 0; j < u->naggs; j++)
+        rf_expr_free(u->agg_args[j]);
+    free(u->agg_args);
     free(u);
 }
 
@@ -1061,10 +1064,10 @@ static void compile_rule(builder *b, int ri, int delta_lit, int dst)
         c.col[v] = -1;
 
     /* The body's output: the head, or for aggregation the group keys
-     * followed by the variables the aggregate ranges over. */
+     * followed by the variables the aggregates range over. */
     rf_type *final_types = NULL;
     int *aggvars = NULL, naggvars = 0;
-    if (r->agg == RF_AGG_NONE) {
+    if (r->naggs == 0) {
         c.nfinal = head->arity;
         c.final = rf_malloc(((size_t)c.nfinal + 1) * sizeof *c.final);
         for (int i = 0; i < c.nfinal; i++)
@@ -1072,11 +1075,17 @@ static void compile_rule(builder *b, int ri, int delta_lit, int dst)
         c.final_types = head->types;
         c.final_dst = dst;
     } else {
-        int nkeys = head->arity - 1;
+        int nkeys = head->arity - r->naggs;
         bool *use = rf_calloc(nv, sizeof *use);
-        mark_vars(r->agg_arg, use);
-        /* count and total range over distinct bindings of every variable. */
-        if (r->agg == RF_AGG_COUNT || r->agg == RF_AGG_TOTAL)
+        bool bag = false;
+        for (int j = 0; j < r->naggs; j++) {
+            mark_vars(r->agg_args[j], use);
+            bag |= r->aggs[j] == RF_AGG_COUNT || r->aggs[j] == RF_AGG_TOTAL || r->aggs[j] == RF_AGG_AVG;
+        }
+        /* count, total and avg range over distinct bindings of every
+         * variable (one of them makes the rows those bindings: min, max and
+         * count_distinct are the same over them as over their values). */
+        if (bag)
             for (int i = 0; i < r->nbody; i++)
                 if (r->body[i].kind == RF_LIT_ATOM)
                     for (int j = 0; j < r->body[i].nargs; j++)
@@ -1110,10 +1119,12 @@ static void compile_rule(builder *b, int ri, int delta_lit, int dst)
     for (int lit; (lit = pick_atom(&c)) >= 0;)
         join_step(&c, lit, atom_rel(&c, lit));
 
-    if (r->agg != RF_AGG_NONE) {
-        int nkeys = head->arity - 1;
+    if (r->naggs > 0) {
+        int nkeys = head->arity - r->naggs;
         rf_plan_cmd *cmd = emit(b, RF_CMD_AGGREGATE, dst, c.final_dst, -1);
-        cmd->aggfn = r->agg;
+        cmd->naggs = r->naggs;
+        cmd->aggfn = rf_malloc((size_t)r->naggs * sizeof *cmd->aggfn);
+        cmd->agg_arg = rf_calloc((size_t)r->naggs, sizeof *cmd->agg_arg);
         cmd->nkeys = nkeys;
         cmd->lkeys = rf_malloc(((size_t)nkeys + 1) * sizeof *cmd->lkeys);
         for (int i = 0; i < nkeys; i++)
@@ -1123,7 +1134,10 @@ static void compile_rule(builder *b, int ri, int delta_lit, int dst)
             colmap[v] = -1;
         for (int k = 0; k < naggvars; k++)
             colmap[aggvars[k]] = nkeys + k;
-        cmd->agg_arg = translate(&c, r->agg_arg, colmap);
+        for (int j = 0; j < r->naggs; j++) {
+            cmd->aggfn[j] = r->aggs[j];
+            cmd->agg_arg[j] = translate(&c, r->agg_args[j], colmap);
+        }
         free(colmap);
         give_comment(&c, cmd);
     }
@@ -1179,7 +1193,7 @@ static bool needs_key_check(const rf_program *p, int pr)
     for (int i = 0; i < p->nrules; i++)
         if (p->rules[i].head == pr) {
             nrules++;
-            agg = p->rules[i].agg != RF_AGG_NONE;
+            agg = p->rules[i].naggs > 0;
         }
     return !(nrules == 1 && agg);
 }
@@ -1399,6 +1413,14 @@ rf_plan *rf_plan_build(const rf_program *prog, const rf_plan_options *opt)
             r->input_where = rf_sprintf("%s:%d:%d", pr->input_loc.src->path, pr->input_loc.line,
                                         pr->input_loc.col);
         r->is_output = pr->is_output;
+        r->norder = pr->norder;
+        if (pr->norder > 0) {
+            r->order_cols = rf_malloc((size_t)pr->norder * sizeof *r->order_cols);
+            r->order_desc = rf_malloc((size_t)pr->norder * sizeof *r->order_desc);
+            memcpy(r->order_cols, pr->order_cols, (size_t)pr->norder * sizeof *r->order_cols);
+            memcpy(r->order_desc, pr->order_desc, (size_t)pr->norder * sizeof *r->order_desc);
+        }
+        r->limit = pr->limit;
     }
 
     /* Every relation starts empty; block 0 loads the initial tuples. An

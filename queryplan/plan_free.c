@@ -11,7 +11,10 @@ void rf_plan_cmd_release(rf_plan_cmd *c)
     for (int i = 0; i < c->nproj; i++)
         rf_expr_free(c->proj[i]);
     free(c->proj);
-    rf_expr_free(c->agg_arg);
+    for (int i = 0; i < c->naggs; i++)
+        rf_expr_free(c->agg_arg[i]);
+    free(c->agg_arg);
+    free(c->aggfn);
     free(c->conds);
     free(c->comment);
     rf_origin_release(&c->origin);
@@ -64,9 +67,10 @@ const char *rf_plan_aggfn_name(rf_aggfn f)
 {
     static const char *const names[] = {
         [RF_AGG_NONE] = "none", [RF_AGG_COUNT] = "count", [RF_AGG_TOTAL] = "total",
-        [RF_AGG_MIN] = "min", [RF_AGG_MAX] = "max",
+        [RF_AGG_MIN] = "min", [RF_AGG_MAX] = "max", [RF_AGG_AVG] = "avg",
+        [RF_AGG_COUNT_DISTINCT] = "count_distinct",
     };
-    return (unsigned)f <= RF_AGG_MAX ? names[f] : "?";
+    return (unsigned)f <= RF_AGG_LAST ? names[f] : "?";
 }
 
 void rf_plan_free(rf_plan *plan)
@@ -79,6 +83,8 @@ void rf_plan_free(rf_plan *plan)
         free(plan->rels[i].facts);
         free(plan->rels[i].input_path);
         free(plan->rels[i].input_where);
+        free(plan->rels[i].order_cols);
+        free(plan->rels[i].order_desc);
     }
     free(plan->rels);
     for (int b = 0; b < plan->nblocks; b++) {

@@ -205,13 +205,16 @@ static bool same_ints(const int *a, const int *b, int n)
 static bool same_cmd(const rf_plan_cmd *a, const rf_plan_cmd *b)
 {
     if (a->kind != b->kind || a->src[0] != b->src[0] || a->src[1] != b->src[1] ||
-        a->nkeys != b->nkeys || a->nproj != b->nproj || a->aggfn != b->aggfn)
+        a->nkeys != b->nkeys || a->nproj != b->nproj || a->naggs != b->naggs)
         return false;
+    for (int i = 0; i < a->naggs; i++)
+        if (a->aggfn[i] != b->aggfn[i] || !rf_expr_equal(a->agg_arg[i], b->agg_arg[i]))
+            return false;
     if (!same_ints(a->lkeys, b->lkeys, a->nkeys))
         return false;
     if ((a->kind == RF_CMD_MAPJOIN || a->kind == RF_CMD_ANTIJOIN) && !same_ints(a->rkeys, b->rkeys, a->nkeys))
         return false;
-    if (!rf_expr_equal(a->filter, b->filter) || !rf_expr_equal(a->agg_arg, b->agg_arg))
+    if (!rf_expr_equal(a->filter, b->filter))
         return false;
     for (int i = 0; i < a->nproj; i++)
         if (!rf_expr_equal(a->proj[i], b->proj[i]))
@@ -342,6 +345,8 @@ bool rf_plan_pass_dead_rels(rf_plan *plan)
             free(plan->rels[r].facts);
             free(plan->rels[r].input_path);
             free(plan->rels[r].input_where);
+            free(plan->rels[r].order_cols);
+            free(plan->rels[r].order_desc);
         }
     }
     changed = changed || m != n;

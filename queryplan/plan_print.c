@@ -4,6 +4,7 @@
  *   t3 := MapJoin path.delta, edge on ($1 = $0) project ($0, $3)  // rule */
 #include "plan_internal.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,10 +88,13 @@ static void print_cmd(const rf_plan *plan, const rf_plan_cmd *c, FILE *out)
         fprintf(f, "%s := Aggregate %s by (", dst, s0);
         for (int i = 0; i < c->nkeys; i++)
             fprintf(f, "%s$%d", i ? ", " : "", c->lkeys[i]);
-        fprintf(f, ") %s(", rf_plan_aggfn_name(c->aggfn));
-        if (c->agg_arg)
-            rf_expr_print(c->agg_arg, f, NULL);
         fputc(')', f);
+        for (int i = 0; i < c->naggs; i++) {
+            fprintf(f, "%s%s(", i ? ", " : " ", rf_plan_aggfn_name(c->aggfn[i]));
+            if (c->agg_arg[i])
+                rf_expr_print(c->agg_arg[i], f, NULL);
+            fputc(')', f);
+        }
         break;
     case RF_CMD_COPY:
         fprintf(f, "%s := Copy %s", dst, s0);
@@ -153,6 +157,13 @@ void rf_plan_print(const rf_plan *plan, FILE *out)
                     r->input_format == RF_FORMAT_CSV ? "csv" : "tsv");
         if (r->is_output)
             fputs("  output", out);
+        if (r->norder > 0) {
+            fputs("  order by ", out);
+            for (int k = 0; k < r->norder; k++)
+                fprintf(out, "%s$%d%s", k ? ", " : "", r->order_cols[k], r->order_desc[k] ? " desc" : "");
+        }
+        if (r->limit >= 0)
+            fprintf(out, "  limit %" PRId64, r->limit);
         fputc('\n', out);
     }
     for (int b = 0; b < plan->nblocks; b++) {

@@ -147,29 +147,48 @@ static bool cmd_ok(vctx *v, const rf_plan_cmd *c, bool last)
     case RF_CMD_CLEAR:
         return true;
     case RF_CMD_AGGREGATE:
-        if (c->aggfn < RF_AGG_COUNT || c->aggfn > RF_AGG_MAX)
-            return FAIL(v, "bad aggregate function");
-        if (d->arity != c->nkeys + 1)
-            return FAIL(v, "aggregate into %s of arity %d with %d keys", d->name, d->arity, c->nkeys);
+        if (c->naggs < 1 || !c->aggfn || !c->agg_arg)
+            return FAIL(v, "aggregate without aggregates");
+        if (d->arity != c->nkeys + c->naggs)
+            return FAIL(v, "aggregate into %s of arity %d with %d keys and %d aggregates", d->name, d->arity,
+                        c->nkeys, c->naggs);
         for (int i = 0; i < c->nkeys; i++) {
             if (c->lkeys[i] < 0 || c->lkeys[i] >= s0->arity)
                 return FAIL(v, "group key $%d out of range", c->lkeys[i]);
             if (s0->types[c->lkeys[i]] != d->types[i])
                 return FAIL(v, "group key %d type differs from %s", i, d->name);
         }
-        if (c->aggfn == RF_AGG_COUNT) {
-            if (c->agg_arg)
-                return FAIL(v, "count takes no argument");
-            if (d->types[c->nkeys] != RF_TYPE_INT64)
-                return FAIL(v, "count into a column of type %s", rf_type_name(d->types[c->nkeys]));
-            return true;
+        for (int j = 0; j < c->naggs; j++) {
+            rf_aggfn fn = c->aggfn[j];
+            const rf_expr *arg = c->agg_arg[j];
+            rf_type rt = d->types[c->nkeys + j];
+            if (fn < RF_AGG_COUNT || fn > RF_AGG_LAST)
+                return FAIL(v, "bad aggregate function");
+            if (fn == RF_AGG_COUNT) {
+                if (arg)
+                    return FAIL(v, "count takes no argument");
+                if (rt != RF_TYPE_INT64)
+                    return FAIL(v, "count into a column of type %s", rf_type_name(rt));
+                continue;
+            }
+            if (!arg)
+                return FAIL(v, "%s needs an argument", rf_plan_aggfn_name(fn));
+            if (fn == RF_AGG_COUNT_DISTINCT || fn == RF_AGG_AVG) {
+                rf_type want = fn == RF_AGG_AVG ? RF_TYPE_FLOAT64 : RF_TYPE_INT64;
+                if (rt != want)
+                    return FAIL(v, "%s into a column of type %s", rf_plan_aggfn_name(fn), rf_type_name(rt));
+                if (fn == RF_AGG_AVG && !rf_type_is_numeric(arg->type))
+                    return FAIL(v, "avg of a %s", rf_type_name(arg->type));
+            } else if (arg->type != rt) {
+                return FAIL(v, "aggregate argument is %s, result column is %s", rf_type_name(arg->type),
+                            rf_type_name(rt));
+            } else if (fn == RF_AGG_TOTAL && !rf_type_is_numeric(rt)) {
+                return FAIL(v, "total of a %s", rf_type_name(rt));
+            }
+            if (!expr_ok(v, arg, s0->arity, s0->types, "aggregate argument"))
+                return false;
         }
-        if (!c->agg_arg)
-            return FAIL(v, "%s needs an argument", rf_plan_aggfn_name(c->aggfn));
-        if (c->agg_arg->type != d->types[c->nkeys])
-            return FAIL(v, "aggregate argument is %s, result column is %s",
-                        rf_type_name(c->agg_arg->type), rf_type_name(d->types[c->nkeys]));
-        return expr_ok(v, c->agg_arg, s0->arity, s0->types, "aggregate argument");
+        return true;
     case RF_CMD_JUMP:
         if (c->target < 0 || c->target >= p->nblocks)
             return FAIL(v, "jump target %d out of range", c->target);
@@ -212,6 +231,16 @@ bool rf_plan_verify(const rf_plan *plan, rf_status *st)
                         rf_plan_relkind_name(r->kind), r->pred);
         if (r->nfacts > 0 && r->arity > 0 && !r->facts)
             return FAIL(&v, "relation %s has facts but no storage", r->name);
+        if (r->limit < -1 || r->norder < 0 || r->norder > r->arity ||
+            (r->norder > 0 && (!r->order_cols || !r->order_desc)))
+            return FAIL(&v, "relation %s: bad output order or limit", r->name);
+        for (int j = 0; j < r->norder; j++) {
+            if (r->order_cols[j] < 0 || r->order_cols[j] >= r->arity)
+                return FAIL(&v, "relation %s: order column %d out of range", r->name, r->order_cols[j]);
+            for (int k = 0; k < j; k++)
+                if (r->order_cols[k] == r->order_cols[j])
+                    return FAIL(&v, "relation %s: order column %d named twice", r->name, r->order_cols[j]);
+        }
         for (int j = 0; j < i; j++)
             if (strcmp(plan->rels[j].name, r->name) == 0)
                 return FAIL(&v, "two relations named %s", r->name);

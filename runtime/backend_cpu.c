@@ -665,8 +665,8 @@ static bool cpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf
             rf_prim_difference(a, b, &res);
         break;
     case RF_K_AGG:
-        ok = rf_prim_aggregate(a, k->nkeys, k->aggfn, p->vars[k->out].types[k->nkeys], &k->agg_arg,
-                               &res, st);
+        ok = rf_prim_aggregate_multi(a, k->nkeys, k->naggs, k->aggfn, p->vars[k->out].types + k->nkeys,
+                                     k->agg_arg, &res, st);
         break;
     case RF_K_COPY: /* of an undefined variable: empty */
         rf_table_init(&res, a->arity);

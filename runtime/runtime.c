@@ -410,6 +410,96 @@ static bool backend_says_word_order(rt *r, int v, const rf_hvar *hv)
     return true;
 }
 
+/* @order: rows compared on the order columns (descending where asked),
+ * then on the other columns ascending, all in typed order. */
+typedef struct row_order {
+    const rf_table *t;
+    const rf_type *types;
+    int ncols;
+    int *cols;
+    bool *desc;
+} row_order;
+
+static int row_order_cmp(const row_order *o, size_t a, size_t b)
+{
+    for (int k = 0; k < o->ncols; k++) {
+        int c = o->cols[k];
+        rf_word x = o->t->cols[c][a], y = o->t->cols[c][b];
+        if (x == y)   /* words are canonical: equal words, equal values */
+            continue;
+        int r = rf_value_compare(o->types[c], x, y);
+        if (r)
+            return o->desc[k] ? -r : r;
+    }
+    return 0;
+}
+
+/* Sorts t's rows by @order (hv->order_cols / order_desc), dropping
+ * duplicate rows: a merge sort of row indices, then the columns gathered. */
+static void order_rows(rf_table *t, const rf_hvar *hv)
+{
+    size_t n = t->nrows;
+    int ar = t->arity;
+    row_order o = { t, hv->types, 0, rf_malloc(((size_t)ar + 1) * sizeof(int)),
+                    rf_calloc((size_t)ar + 1, sizeof(bool)) };
+    bool *named = rf_calloc((size_t)ar + 1, sizeof *named);
+    for (int k = 0; k < hv->norder; k++) {
+        o.cols[o.ncols] = hv->order_cols[k];
+        o.desc[o.ncols++] = hv->order_desc[k];
+        named[hv->order_cols[k]] = true;
+    }
+    for (int c = 0; c < ar; c++)
+        if (!named[c])
+            o.cols[o.ncols++] = c;
+    size_t *idx = rf_malloc(rf_mul_size(n + 1, sizeof *idx));
+    size_t *tmp = rf_malloc(rf_mul_size(n + 1, sizeof *tmp));
+    for (size_t i = 0; i < n; i++)
+        idx[i] = i;
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                tmp[k++] = row_order_cmp(&o, idx[j], idx[i]) < 0 ? idx[j++] : idx[i++];
+            while (i < mid)
+                tmp[k++] = idx[i++];
+            while (j < hi)
+                tmp[k++] = idx[j++];
+        }
+        size_t *s = idx;
+        idx = tmp;
+        tmp = s;
+    }
+    size_t m = 0;   /* distinct rows, in order */
+    for (size_t i = 0; i < n; i++)
+        if (m == 0 || row_order_cmp(&o, idx[m - 1], idx[i]) != 0)
+            idx[m++] = idx[i];
+    rf_word *col = rf_malloc(rf_mul_size(m + 1, sizeof *col));
+    for (int c = 0; c < ar; c++) {
+        for (size_t i = 0; i < m; i++)
+            col[i] = t->cols[c][idx[i]];
+        memcpy(t->cols[c], col, m * sizeof *col);
+    }
+    t->nrows = m;
+    free(col);
+    free(idx);
+    free(tmp);
+    free(named);
+    free(o.cols);
+    free(o.desc);
+}
+
+/* Typed order (or @order's), then @limit: the rows an output shows. */
+static void output_rows(rt *r, int v, rf_table *t, const rf_hvar *hv)
+{
+    if (hv->norder > 0)
+        order_rows(t, hv);
+    else if (!backend_says_word_order(r, v, hv) && !typed_order_is_word_order(t, hv))
+        rf_sort_typed(t, hv->types);
+    if (hv->limit >= 0 && t->nrows > (size_t)hv->limit)
+        t->nrows = (size_t)hv->limit;
+}
+
 /* --count's fingerprint of an answer: a 64-bit hash of its rows in output
  * order, strings by their text (dictionary ids differ between processes),
  * other values by their word. Two runs print the same hash exactly when
@@ -469,8 +559,7 @@ static bool write_outputs(rt *r, const int *outs, int nouts, rf_status *st)
         if (r->dv[outs[i]])
             ok = r->be->download(r->be, r->dv[outs[i]], &t, st);
         if (ok) {
-            if (!backend_says_word_order(r, outs[i], hv) && !typed_order_is_word_order(&t, hv))
-                rf_sort_typed(&t, hv->types);
+            output_rows(r, outs[i], &t, hv);
             double w0 = rf_now();
             if (dir) {
                 if (!rf_write_tsv(files[i].f, &t, hv->types))

@@ -8,8 +8,9 @@
  * every other kernel goes to be->run. After each kernel its `frees` are released, and on entry
  * to a block its `free_entry`; a COPY whose source is freed right after it
  * is executed as a move (the storage changes hands, nothing is copied).
- * At HALT every output variable is downloaded, sorted in typed order and
- * written (design.md, "Output format"). */
+ * At HALT every output variable is downloaded, sorted in typed order (or
+ * by its @order: rf_hvar.order_cols), cut to its @limit and written
+ * (design.md, "Output format"). */
 #ifndef RF_RUNTIME_H
 #define RF_RUNTIME_H
 

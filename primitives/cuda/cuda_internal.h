@@ -249,6 +249,16 @@ cudaError_t rf_k_seg_count(cudaStream_t s, const uint64_t *starts, size_t g, uin
 /* Float64 sum per segment, in row order, one thread a segment. */
 cudaError_t rf_k_seg_fsum(cudaStream_t s, const uint64_t *vals, const uint64_t *starts, size_t g,
                           rf_derr *err, uint64_t *out);
+/* avg per segment (rf_agg_ops.h): of float64 values (in-order sum, as
+ * rf_k_seg_fsum), of integer or decimal[scale] words (exact sum). */
+cudaError_t rf_k_seg_favg(cudaStream_t s, const uint64_t *vals, const uint64_t *starts, size_t g,
+                          rf_derr *err, uint64_t *out);
+cudaError_t rf_k_seg_iavg(cudaStream_t s, const uint64_t *vals, const uint64_t *starts, size_t g,
+                          int scale, uint64_t *out);
+/* gid[i] = the segment of row i (starts[gid] <= i < starts[gid + 1]). */
+cudaError_t rf_k_row_groups(cudaStream_t s, const uint64_t *starts, size_t g, size_t n, uint64_t *gid);
+/* out[gid[i]] += 1 for every i (out zeroed by the caller). */
+cudaError_t rf_k_count_by_group(cudaStream_t s, const uint64_t *gid, size_t n, uint64_t *out);
 /* Sign-extends the low 32 bits (int32 totals). */
 cudaError_t rf_k_wrap32(cudaStream_t s, uint64_t *v, size_t n);
 cudaError_t rf_k_gather_rows(cudaStream_t s, rf_cols src, int ncols, const uint64_t *rows,

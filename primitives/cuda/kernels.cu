@@ -94,6 +94,7 @@ __device__ __forceinline__ uint64_t col_value(const RowView &rv, int c)
 
 typedef rf_derr RfErr;
 #include "rf_scalar.cuh"
+#include "../../common/rf_agg_ops.h"
 
 // Runs instructions [begin, end) over one row; false after a fault.
 __device__ bool eval(const rf_dprog &prog, int begin, int end, const RowView &rv, uint64_t *out)
@@ -512,6 +513,52 @@ __global__ void k_seg_fsum(const uint64_t *vals, const uint64_t *starts, uint64_
     }
 }
 
+// avg of float64 values: the in-order sum of k_seg_fsum, then / count
+// (rf_agg_ops.h), one thread a segment.
+__global__ void k_seg_favg(const uint64_t *vals, const uint64_t *starts, uint64_t g, rf_derr *err,
+                           uint64_t *out)
+{
+    RF_GRID_LOOP(s, g)
+    {
+        uint64_t b = starts[s], e = starts[s + 1];
+        double acc = rf_sops_to_f(vals[b]);
+        bool ok = true;
+        for (uint64_t i = b + 1; i < e; i++) {
+            acc = __dadd_rn(acc, rf_sops_to_f(vals[i]));
+            if (!isfinite(acc)) {
+                ok = fail(err, RF_SERR_FLOAT_OVERFLOW, 0, 0);
+                break;
+            }
+        }
+        out[s] = ok ? rf_sops_from_f(rf_avg_float(acc, e - b)) : 0;
+    }
+}
+
+// avg of integer or decimal[scale] words: exact 128-bit sum, then
+// rf_avg_exact, one thread a segment.
+__global__ void k_seg_iavg(const uint64_t *vals, const uint64_t *starts, uint64_t g, int scale,
+                           uint64_t *out)
+{
+    RF_GRID_LOOP(s, g)
+    {
+        uint64_t b = starts[s], e = starts[s + 1];
+        rf_sum128 sum = {0, 0};
+        for (uint64_t i = b; i < e; i++)
+            rf_sum128_add(&sum, (int64_t)vals[i]);
+        out[s] = rf_sops_from_f(rf_avg_exact(sum, e - b, scale));
+    }
+}
+
+__global__ void k_row_groups(const uint64_t *starts, uint64_t g, uint64_t n, uint64_t *gid)
+{
+    RF_GRID_LOOP(i, n) gid[i] = owner(starts, g, i);
+}
+
+__global__ void k_count_by_group(const uint64_t *gid, uint64_t n, uint64_t *out)
+{
+    RF_GRID_LOOP(i, n) atomicAdd((unsigned long long *)&out[gid[i]], 1ull);
+}
+
 __global__ void k_wrap32(uint64_t *v, uint64_t n)
 {
     RF_GRID_LOOP(i, n) v[i] = rf_sops_wrap_int(RF_TYPE_INT32, v[i]);
@@ -700,6 +747,28 @@ cudaError_t rf_k_seg_fsum(cudaStream_t s, const uint64_t *vals, const uint64_t *
                           rf_derr *err, uint64_t *out)
 {
     LAUNCH(k_seg_fsum, g, s, vals, starts, g, err, out);
+}
+
+cudaError_t rf_k_seg_favg(cudaStream_t s, const uint64_t *vals, const uint64_t *starts, size_t g,
+                          rf_derr *err, uint64_t *out)
+{
+    LAUNCH(k_seg_favg, g, s, vals, starts, g, err, out);
+}
+
+cudaError_t rf_k_seg_iavg(cudaStream_t s, const uint64_t *vals, const uint64_t *starts, size_t g,
+                          int scale, uint64_t *out)
+{
+    LAUNCH(k_seg_iavg, g, s, vals, starts, g, scale, out);
+}
+
+cudaError_t rf_k_row_groups(cudaStream_t s, const uint64_t *starts, size_t g, size_t n, uint64_t *gid)
+{
+    LAUNCH(k_row_groups, n, s, starts, g, n, gid);
+}
+
+cudaError_t rf_k_count_by_group(cudaStream_t s, const uint64_t *gid, size_t n, uint64_t *out)
+{
+    LAUNCH(k_count_by_group, n, s, gid, n, out);
 }
 
 cudaError_t rf_k_wrap32(cudaStream_t s, uint64_t *v, size_t n) { LAUNCH(k_wrap32, n, s, v, n); }

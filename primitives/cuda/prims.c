@@ -1232,29 +1232,56 @@ fail:
 
 /* ---- AGGREGATE ---- */
 
-bool rf_cuda_aggregate(rf_cuda_ctx *c, const rf_drel *in, int nkeys, rf_aggfn fn,
-                       rf_type result_type, const rf_code *arg, rf_drel *out,
-                       const char *what, rf_status *st)
+/* count_distinct: the distinct (group, value) pairs, sorted on the device,
+ * counted per group. */
+static bool count_distinct(rf_cuda_ctx *c, const uint64_t *v, size_t n, const uint64_t *starts, size_t g,
+                           uint64_t *result, const char *what, rf_status *st)
+{
+    rf_drel pairs;
+    rf_drel_init(&pairs, 2);
+    if (!rf_drel_alloc(c, &pairs, n, "count_distinct pairs", st))
+        return false;
+    CK(rf_k_row_groups(c->stream, starts, g, n, pairs.data), "count_distinct");
+    CK(cudaMemcpyAsync(pairs.data + pairs.cap, v, n * 8, cudaMemcpyDeviceToDevice, c->stream),
+       "count_distinct");
+    if (!rf_cuda_sort_unique(c, &pairs, &pairs, what, st))
+        goto fail;
+    CK(rf_k_fill(c->stream, result, g, 0), "count_distinct");
+    CK(rf_k_count_by_group(c->stream, pairs.data, pairs.nrows, result), "count_distinct");
+    rf_drel_free(c, &pairs);
+    return true;
+fail:
+    rf_drel_free(c, &pairs);
+    return false;
+}
+
+bool rf_cuda_aggregate_multi(rf_cuda_ctx *c, const rf_drel *in, int nkeys, int naggs, const rf_aggfn *fns,
+                             const rf_type *result_types, const rf_code *args, rf_drel *out,
+                             const char *what, rf_status *st)
 {
     tmpbuf flags = {0}, pos = {0}, starts = {0}, vals = {0};
     rf_drel res;
-    rf_drel_init(&res, nkeys + 1);
+    rf_drel_init(&res, nkeys + naggs);
     if (!check_arity(in, what, st))
         return false;
-    if (nkeys + 1 > RF_CUDA_MAX_COLS || nkeys > in->arity)
-        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "aggregate with %d keys over arity %d", nkeys, in->arity);
-    bool counting = fn == RF_AGG_COUNT;
-    if (!counting && (!arg || arg->n == 0))
-        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "aggregate without an argument");
-    rf_dprog prog;
-    if (!counting && !upload_prog(c, NULL, 1, arg, in->arity, &prog, st))
-        return false;
+    if (naggs < 1 || nkeys + naggs > RF_CUDA_MAX_COLS || nkeys > in->arity)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "aggregate with %d keys and %d aggregates over arity %d",
+                       nkeys, naggs, in->arity);
+    bool counts_only = true;
+    for (int j = 0; j < naggs; j++) {
+        if (fns[j] != RF_AGG_COUNT && (!args || args[j].n == 0))
+            return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "aggregate without an argument");
+        counts_only &= fns[j] == RF_AGG_COUNT || fns[j] == RF_AGG_COUNT_DISTINCT;
+    }
     size_t n = in->nrows;
     if (n == 0) {
-        if (nkeys == 0 && counting) {
+        /* Keyless over nothing: one row of zeros when every aggregate is a
+         * count, else no row. */
+        if (nkeys == 0 && counts_only) {
             if (!rf_drel_alloc(c, &res, 1, what, st))
                 return false;
-            CK(rf_k_fill(c->stream, res.data, 1, 0), "aggregate");
+            for (int j = 0; j < naggs; j++)
+                CK(rf_k_fill(c->stream, res.data + (size_t)j * res.cap, 1, 0), "aggregate");
         }
         goto done;
     }
@@ -1276,16 +1303,23 @@ bool rf_cuda_aggregate(rf_cuda_ctx *c, const rf_drel *in, int nkeys, rf_aggfn fn
         goto fail;
     rf_wcols oc = rf_wcols_of(&res);
     CK(rf_k_gather_rows(c->stream, rf_cols_of(in), nkeys, starts.p, g, oc), "aggregate keys");
-    uint64_t *result = oc.c[nkeys];
-    if (counting) {
-        CK(rf_k_seg_count(c->stream, starts.p, g, result), "count");
-    } else {
+    for (int j = 0; j < naggs; j++) {
+        rf_aggfn fn = fns[j];
+        const rf_code *arg = &args[j];
+        uint64_t *result = oc.c[nkeys + j];
+        if (fn == RF_AGG_COUNT) {
+            CK(rf_k_seg_count(c->stream, starts.p, g, result), "count");
+            continue;
+        }
         const uint64_t *v;
         int col = rf_code_as_column_(arg);
         if (col >= 0) {
             v = in->data + (size_t)col * in->cap;
         } else {
-            if (!tmp_get(c, &vals, n * 8, "aggregate values", st))
+            rf_dprog prog;
+            if (!upload_prog(c, NULL, 1, arg, in->arity, &prog, st))
+                goto fail;
+            if (!vals.p && !tmp_get(c, &vals, n * 8, "aggregate values", st))
                 goto fail;
             CK(rf_k_eval(c->stream, rf_cols_of(in), n, prog, vals.p), "aggregate argument");
             if (!check_fault(c, st))
@@ -1293,7 +1327,17 @@ bool rf_cuda_aggregate(rf_cuda_ctx *c, const rf_drel *in, int nkeys, rf_aggfn fn
             v = vals.p;
         }
         rf_type t = (rf_type)arg->ins[arg->n - 1].type;
-        if (fn == RF_AGG_TOTAL && t == RF_TYPE_FLOAT64) {
+        if (fn == RF_AGG_COUNT_DISTINCT) {
+            if (!count_distinct(c, v, n, starts.p, g, result, what, st))
+                goto fail;
+        } else if (fn == RF_AGG_AVG && t == RF_TYPE_FLOAT64) {
+            CK(rf_k_seg_favg(c->stream, v, starts.p, g, c->err, result), "avg");
+            if (!check_fault(c, st))
+                goto fail;
+        } else if (fn == RF_AGG_AVG) {
+            CK(rf_k_seg_iavg(c->stream, v, starts.p, g, rf_type_is_decimal(t) ? rf_decimal_scale(t) : 0,
+                             result), "avg");
+        } else if (fn == RF_AGG_TOTAL && t == RF_TYPE_FLOAT64) {
             CK(rf_k_seg_fsum(c->stream, v, starts.p, g, c->err, result), "total");
             if (!check_fault(c, st))
                 goto fail;
@@ -1302,7 +1346,7 @@ bool rf_cuda_aggregate(rf_cuda_ctx *c, const rf_drel *in, int nkeys, rf_aggfn fn
             bool mn = fn == RF_AGG_MIN;
             if (fn == RF_AGG_TOTAL)
                 kind = RF_RED_SUM_U64;
-            else if (t == RF_TYPE_INT32 || t == RF_TYPE_INT64)
+            else if (rf_type_is_signed_word(t))
                 kind = mn ? RF_RED_MIN_I64 : RF_RED_MAX_I64;
             else if (t == RF_TYPE_FLOAT64)
                 kind = mn ? RF_RED_MIN_F64 : RF_RED_MAX_F64;
@@ -1312,7 +1356,7 @@ bool rf_cuda_aggregate(rf_cuda_ctx *c, const rf_drel *in, int nkeys, rf_aggfn fn
                 kind = mn ? RF_RED_MIN_U64 : RF_RED_MAX_U64;
             if (!rf_cub_segmented_reduce(c, kind, v, g, starts.p, result, st))
                 goto fail;
-            if (fn == RF_AGG_TOTAL && (t == RF_TYPE_INT32 || result_type == RF_TYPE_INT32))
+            if (fn == RF_AGG_TOTAL && (t == RF_TYPE_INT32 || result_types[j] == RF_TYPE_INT32))
                 CK(rf_k_wrap32(c->stream, result, g), "total");
         }
     }
@@ -1322,7 +1366,7 @@ done:
     tmp_put(c, &starts);
     tmp_put(c, &vals);
     rf_drel_move(c, out, &res);
-    out->arity = nkeys + 1;
+    out->arity = nkeys + naggs;
     return true;
 fail:
     tmp_put(c, &flags);
@@ -1331,6 +1375,14 @@ fail:
     tmp_put(c, &vals);
     rf_drel_free(c, &res);
     return false;
+}
+
+bool rf_cuda_aggregate(rf_cuda_ctx *c, const rf_drel *in, int nkeys, rf_aggfn fn,
+                       rf_type result_type, const rf_code *arg, rf_drel *out,
+                       const char *what, rf_status *st)
+{
+    rf_code none = {0, NULL};
+    return rf_cuda_aggregate_multi(c, in, nkeys, 1, &fn, &result_type, arg ? arg : &none, out, what, st);
 }
 
 /* ---- Floors for the benchmarks ---- */

@@ -121,10 +121,17 @@ bool rf_cuda_union(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *b, rf_drel *
                    const char *what, rf_status *st);
 bool rf_cuda_difference(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *b, rf_drel *out,
                         const char *what, rf_status *st);
-/* in sorted; groups of equal first nkeys columns; out row := keys ++
- * fn(arg(row)) with arg's type as the operand type (count: int64, no arg).
- * nkeys = 0 and empty input: (0) for count, nothing otherwise. Sums of
- * float64 add in row order (bit-identical to a sequential host sum). */
+/* in sorted; groups of equal first nkeys columns; out row := keys ++ one
+ * column per aggregate: fns[j] of args[j] (count: int64, args[j] absent),
+ * result type result_types[j]; the semantics of rf_prim_aggregate_multi
+ * (hir.h, RF_K_AGG). nkeys = 0 and empty input: one row of zeros when
+ * every aggregate is count or count_distinct, else nothing. Sums of
+ * float64 add in row order (bit-identical to a sequential host sum), avg
+ * follows rf_agg_ops.h. */
+bool rf_cuda_aggregate_multi(rf_cuda_ctx *c, const rf_drel *in, int nkeys, int naggs, const rf_aggfn *fns,
+                             const rf_type *result_types, const rf_code *args, rf_drel *out,
+                             const char *what, rf_status *st);
+/* The same with one aggregate. */
 bool rf_cuda_aggregate(rf_cuda_ctx *c, const rf_drel *in, int nkeys, rf_aggfn fn,
                        rf_type result_type, const rf_code *arg, rf_drel *out,
                        const char *what, rf_status *st);

@@ -162,10 +162,15 @@ static bool needs_string_order(const rf_kernel *k)
     for (int i = 0; i < k->nproj; i++)
         if (code_compares_strings(&k->proj[i]))
             return true;
-    if (k->op == RF_K_AGG && (k->aggfn == RF_AGG_MIN || k->aggfn == RF_AGG_MAX) && k->agg_arg.n > 0 &&
-        k->agg_arg.ins[k->agg_arg.n - 1].type == RF_TYPE_STRING)
-        return true;
-    return code_compares_strings(&k->agg_arg);
+    for (int j = 0; k->op == RF_K_AGG && j < k->naggs; j++) {
+        const rf_code *arg = &k->agg_arg[j];
+        if ((k->aggfn[j] == RF_AGG_MIN || k->aggfn[j] == RF_AGG_MAX) && arg->n > 0 &&
+            arg->ins[arg->n - 1].type == RF_TYPE_STRING)
+            return true;
+        if (code_compares_strings(arg))
+            return true;
+    }
+    return false;
 }
 
 /* The dictionary only grows (facts are loaded before kernels run), so the
@@ -560,10 +565,13 @@ static bool gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf
                 ok = rf_cuda_difference(ctx, &in0->rel, &in1->rel, &out->rel, what, st);
                 break;
             case RF_K_AGG: {
-                rf_type rt = RF_TYPE_INT64;
-                if (k->out >= 0 && k->out < p->nvars && p->vars[k->out].types && k->nkeys < p->vars[k->out].arity)
-                    rt = p->vars[k->out].types[k->nkeys];
-                ok = rf_cuda_aggregate(ctx, &in0->rel, k->nkeys, k->aggfn, rt, &k->agg_arg, &out->rel, what, st);
+                if (k->out < 0 || k->out >= p->nvars || !p->vars[k->out].types ||
+                    k->nkeys + k->naggs != p->vars[k->out].arity) {
+                    ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "aggregate into %s of another arity", what);
+                    break;
+                }
+                ok = rf_cuda_aggregate_multi(ctx, &in0->rel, k->nkeys, k->naggs, k->aggfn,
+                                             p->vars[k->out].types + k->nkeys, k->agg_arg, &out->rel, what, st);
                 break;
             }
             case RF_K_COPY:

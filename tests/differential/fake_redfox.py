@@ -48,7 +48,7 @@ def main(argv):
     for p in program.preds:
         if not p.output:
             continue
-        rows = sorted(rels[p.name], key=lql.sort_key)
+        rows = lql.output_rows(p, rels[p.name])
         if bug == "drop" and rows:
             rows = rows[:-1]
         if bug == "unsorted":

@@ -14,6 +14,13 @@ Shape: level 0 holds the input (EDB) predicates with inline facts or an
 @input file; levels 1..3 hold derived predicates. A rule for a level-L head
 reads predicates of level <= L positively (same level = possible recursion,
 mutual or non-linear) and of level < L under negation or aggregation.
+
+Aggregation predicates have one rule with one to four aggregates (count,
+total, min, max, avg, count_distinct); with one aggregate the predicate is
+functional (f[k] = v) and later levels may read it, with several it is a
+relation that only is output (avg's float64 column is never read: float
+comparisons with ints are not what this suite checks). Output predicates
+get an @order (some columns, asc or desc) and/or an @limit now and then.
 """
 
 import random
@@ -246,8 +253,8 @@ class Generator:
 
     def readable(self, level, strict):
         return [p for p in self.program.preds
-                if not p.functional and (self.level[p.name] < level or
-                                         (not strict and self.level[p.name] == level))]
+                if not p.functional and "float64" not in p.types and
+                (self.level[p.name] < level or (not strict and self.level[p.name] == level))]
 
     def make_rule(self, head, base=False):
         """base: read only lower levels (every derived predicate gets one
@@ -268,7 +275,8 @@ class Generator:
                 pred = rng.choice(lower)
             b.add_atom(pred)
         # Aggregation results of lower levels, read as f[k] = v.
-        funcs = [p for p in prog.preds if p.functional and self.level[p.name] < L]
+        funcs = [p for p in prog.preds if p.functional and self.level[p.name] < L
+                 and "float64" not in p.types]
         if funcs and rng.random() < 0.3:
             b.add_atom(rng.choice(funcs), allow_wild=False)
         # Make sure every head column type has a bound variable to take.
@@ -327,7 +335,8 @@ class Generator:
                 body.insert(rng.randrange(len(body) + 1), lit)
 
     def make_agg(self, index, level):
-        """An aggregation predicate and its single rule."""
+        """An aggregation predicate and its single rule: one aggregate
+        (functional predicate) or several (a relation)."""
         rng = self.rng
         b = RuleBuilder(self)
         lower = self.readable(level, True)
@@ -335,22 +344,40 @@ class Generator:
             b.add_atom(rng.choice(lower))
         if rng.random() < 0.3:
             b.add_compare()
-        fn = rng.choice(["count", "count", "total", "min", "max"])
-        if fn == "total":
-            cands = [v for v, t in b.var_types.items() if t in INT_TYPES]
-        else:
-            cands = sorted(b.var_types)
-        if fn != "count" and not cands:
-            fn = "count"
-        arg = Var(rng.choice(sorted(cands))) if fn != "count" else None
         nkeys = rng.choice([0, 1, 1, 2])
         keys = [Var(v) for v in rng.sample(sorted(b.var_types), min(nkeys, len(b.var_types)))]
-        result = Var("res")
-        rtype = "int64" if fn == "count" else b.var_types[arg.name]
-        p = Pred("g%d" % index, [b.var_types[k.name] for k in keys] + [rtype], functional=True)
+        naggs = rng.choice([1, 1, 1, 2, 3, 4])
+        aggs, rtypes = [], []
+        for j in range(naggs):
+            fn = rng.choice(["count", "count", "total", "min", "max", "avg", "count_distinct"])
+            if fn in ("total", "avg"):
+                cands = [v for v, t in b.var_types.items() if t in INT_TYPES]
+            else:
+                cands = sorted(b.var_types)
+            if fn != "count" and not cands:
+                fn = "count"
+            arg = Var(rng.choice(sorted(cands))) if fn != "count" else None
+            result = Var("res" if naggs == 1 else "res%d" % j)
+            rtype = "int64" if fn in ("count", "count_distinct") else \
+                "float64" if fn == "avg" else b.var_types[arg.name]
+            aggs.append((fn, result, arg))
+            rtypes.append(rtype)
+        p = Pred("g%d" % index, [b.var_types[k.name] for k in keys] + rtypes, functional=naggs == 1)
         p.output = True
         self.level[p.name] = level
-        return p, Rule(p.name, keys + [result], b.body, agg=(fn, result, arg))
+        return p, Rule(p.name, keys + [r for _, r, _ in aggs], b.body, agg=aggs)
+
+    def order_outputs(self):
+        """@order / @limit on some outputs."""
+        rng = self.rng
+        for p in self.program.preds:
+            if not p.output or p.arity == 0:
+                continue
+            if rng.random() < 0.3:
+                cols = rng.sample(range(p.arity), rng.randint(1, p.arity))
+                p.order = [(c, rng.random() < 0.5) for c in cols]
+            if rng.random() < 0.25:
+                p.limit = rng.choice([0, 1, 2, 3, 5, 100])
 
     # -- whole programs ------------------------------------------------------
 
@@ -396,6 +423,7 @@ class Generator:
                 prog.rules.append(Rule("tc", [x, z], [Atom("tc", [x, y]), Atom("tc", [y, z])]))
             else:
                 prog.rules.append(Rule("tc", [x, z], [Atom("tc", [x, y]), Atom(e.name, [y, z])]))
+        self.order_outputs()
         roll = rng.random()
         if roll < 0.06:
             self.mutate(rng.choice(MUTATIONS))

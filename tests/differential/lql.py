@@ -9,8 +9,11 @@ Also here: the value semantics shared by oracle and output comparison
 (integer wrapping, typed ordering, the TSV output escaping of design.md).
 """
 
+import functools
+
 INT_TYPES = ("int32", "int64")
 TYPES = ("int32", "int64", "string")
+AGG_FUNCTIONS = ("count", "total", "min", "max", "avg", "count_distinct")
 BITS = {"int32": 32, "int64": 64}
 
 
@@ -59,6 +62,8 @@ def format_value(value, typ):
         return "\\" + text if text.startswith("#") else text
     if typ == "bool":
         return "true" if value else "false"
+    if typ == "float64":
+        return repr(float(value))   # shortest round trip (parses back exactly)
     return str(value)
 
 
@@ -95,9 +100,30 @@ def parse_field(text, typ):
 
 
 def sort_key(row):
-    """Typed value order: ints numerically, strings bytewise (UTF-8 byte
-    order equals code point order, so Python's str order is right)."""
+    """Typed value order: ints and floats numerically, strings bytewise
+    (UTF-8 byte order equals code point order, so Python's str order is
+    right)."""
     return tuple(row)
+
+
+def output_rows(pred, rows):
+    """The rows of an output as written: by the predicate's @order (its
+    columns with their directions, then the other columns ascending) or
+    else in typed order, then cut to its @limit."""
+    order = list(pred.order or [])
+    named = set(c for c, _ in order)
+    order += [(c, False) for c in range(pred.arity) if c not in named]
+
+    def cmp(a, b):
+        for c, desc in order:
+            if a[c] != b[c]:
+                r = -1 if a[c] < b[c] else 1
+                return -r if desc else r
+        return 0
+    out = sorted(set(rows), key=functools.cmp_to_key(cmp))
+    if pred.limit is not None:
+        out = out[:pred.limit]
+    return out
 
 
 # ---------------------------------------------------------------- program model
@@ -115,6 +141,8 @@ class Pred:
         self.file_format = "tsv"  # "tsv" or "csv"
         self.output = False
         self.var_names = None     # declaration variable names (printing only)
+        self.order = None         # @order: [(column, descending)], or None
+        self.limit = None         # @limit: rows, or None
 
     @property
     def arity(self):
@@ -177,13 +205,17 @@ class Assign:
 
 
 class Rule:
-    """head(args) <- body.  For aggregation rules `agg` = (fn, result_var,
-    arg_var_or_None); the head's last argument is the result variable."""
+    """head(args) <- body.  For aggregation rules `agg` is a list of
+    aggregates (fn, result_var, arg_var_or_None) (one tuple alone is
+    accepted too); the head's last len(agg) arguments are the result
+    variables in that order, the others the group keys."""
 
     def __init__(self, head, head_args, body, agg=None):
         self.head = head
         self.head_args = list(head_args)
         self.body = list(body)
+        if isinstance(agg, tuple):
+            agg = [agg]
         self.agg = agg
 
 
@@ -264,8 +296,8 @@ def rule_text(rule, program):
         head = "%s(%s)" % (rule.head, ", ".join(args))
     body = ", ".join(literal_text(l, program) for l in rule.body)
     if rule.agg:
-        fn, result, arg = rule.agg
-        body = "agg<<%s = %s(%s)>> %s" % (result.name, fn, arg.name if arg else "", body)
+        body = "agg<<%s>> %s" % (", ".join("%s = %s(%s)" % (result.name, fn, arg.name if arg else "")
+                                           for fn, result, arg in rule.agg), body)
     return "%s <- %s." % (head, body)
 
 
@@ -308,6 +340,16 @@ def to_text(program):
     for p in program.preds:
         if p.output:
             lines.append("@output(%s)." % p.name)
+        names = p.var_names or ["v%d" % i for i in range(p.arity)]
+        if p.order:
+            specs = []
+            for c, desc in p.order:
+                # asc(...) written out now and then: the same as bare.
+                specs.append("desc(%s)" % names[c] if desc else
+                             "asc(%s)" % names[c] if (c + len(specs)) % 3 == 2 else names[c])
+            lines.append("@order(%s, %s)." % (p.name, ", ".join(specs)))
+        if p.limit is not None:
+            lines.append("@limit(%s, %d)." % (p.name, p.limit))
     rule_lines = []
     for r in program.rules:
         lines.append(rule_text(r, program))

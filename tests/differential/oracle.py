@@ -232,11 +232,12 @@ def eval_rule(rule, program, rels):
         for env in envs:
             out.add(tuple(eval_expr(a, env, var_types) for a in rule.head_args))
         return out
-    fn, result, arg = rule.agg
-    keys = rule.head_args[:-1]
-    # Distinct bindings of all body variables (solve_body already yields each
-    # binding once per distinct combination, since relations are sets and
-    # wildcards are variables; dedup anyway for safety).
+    aggs = rule.agg
+    keys = rule.head_args[:len(rule.head_args) - len(aggs)]
+    # count, total and avg range over the distinct bindings of all body
+    # variables (solve_body yields each binding once per distinct
+    # combination, since relations are sets and wildcards are variables;
+    # dedup anyway for safety); min, max and count_distinct over values.
     seen = set()
     groups = {}
     for env in envs:
@@ -245,19 +246,30 @@ def eval_rule(rule, program, rels):
             continue
         seen.add(ident)
         k = tuple(env[v.name] for v in keys)
-        groups.setdefault(k, []).append(env[arg.name] if arg else None)
-    if not keys and not groups and fn == "count":
-        return {(0,)}
-    for k, vals in groups.items():
-        if fn == "count":
-            r = len(vals)
-        elif fn == "total":
-            r = wrap(sum(vals), var_types[arg.name])
-        elif fn == "min":
-            r = min(vals)
-        else:
-            r = max(vals)
-        out.add(k + (r,))
+        groups.setdefault(k, []).append(tuple(env[arg.name] if arg else None for _, _, arg in aggs))
+    if not keys and not groups and all(fn in ("count", "count_distinct") for fn, _, _ in aggs):
+        return {tuple(0 for _ in aggs)}
+    for k, rows in groups.items():
+        res = []
+        for j, (fn, result, arg) in enumerate(aggs):
+            vals = [r[j] for r in rows]
+            if fn == "count":
+                res.append(len(vals))
+            elif fn == "total":
+                res.append(wrap(sum(vals), var_types[arg.name]))
+            elif fn == "min":
+                res.append(min(vals))
+            elif fn == "max":
+                res.append(max(vals))
+            elif fn == "avg":
+                # the exact total rounded to a double once, then divided
+                # (docs/language.md, "Aggregation")
+                res.append(float(sum(vals)) / len(vals))
+            elif fn == "count_distinct":
+                res.append(len(set(vals)))
+            else:
+                raise ValueError("unknown aggregate %s" % fn)
+        out.add(k + tuple(res))
     return out
 
 

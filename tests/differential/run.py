@@ -12,7 +12,8 @@ failure reproduces with --program-seed. For each program: generate it
 `REDFOX run prog.lql --output DIR`, then check
   - valid program: exit 0, exactly one DIR/PRED.tsv per output predicate,
     rows equal to the oracle's as sorted lists of typed values, and written
-    in typed order;
+    in typed order (by the predicate's @order where it has one) and cut to
+    its @limit (lql.output_rows);
   - deliberately invalid program: exit 1, a `FILE:LINE:COL: error:` line on
     stderr (naming the broken line where there is exactly one), no files;
   - division by zero on purpose: exit 2, an error on stderr, no files.
@@ -187,7 +188,8 @@ def run_program(redfox, seed, program, work, extra):
                 except ValueError as e:
                     problems.append("%s.tsv: unparsable: %s" % (p.name, e))
                     continue
-                want = sorted(expected[p.name], key=lql.sort_key)
+                want_written = lql.output_rows(p, expected[p.name])
+                want = sorted(want_written, key=lql.sort_key)
                 got_sorted = sorted(got, key=lql.sort_key)
                 if got_sorted != want:
                     missing = sorted(set(want) - set(got))
@@ -203,8 +205,9 @@ def run_program(redfox, seed, program, work, extra):
                     if len(missing) + len(surplus) > 2 * MAX_DIFF_ROWS:
                         msg.append("  ... (%d missing, %d extra in all)" % (len(missing), len(surplus)))
                     problems.append("\n".join(msg))
-                elif got != want:
-                    problems.append("%s.tsv: right rows but not in typed sort order" % p.name)
+                elif got != want_written:
+                    problems.append("%s.tsv: right rows but not in %s order" %
+                                    (p.name, "@order's" if p.order else "typed sort"))
     elif expect == "compile_error":
         if rc != 1:
             problems.append("exit status %s, expected 1 (invalid program: %s)" % (rc, program.error_kind))

@@ -9,6 +9,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lql import (Pred, Var, Const, Wild, Bin, Atom, Compare, Assign, Rule,  # noqa: E402
                  Program, to_text, format_value, parse_field)
+import lql     # noqa: E402
 import gen     # noqa: E402
 import oracle  # noqa: E402
 
@@ -83,7 +84,52 @@ r = oracle.evaluate(prog([wt, sm, mx], [
 check("total distinct bindings", r["sm"], {(1, 20), (2, 5)})
 check("min", r["mx"], {(1, 2), (2, 2)})
 
-# int32 wrapping, C division and remainder, INT_MIN / -1, int32+int64 promotion.
+# Several aggregates in one rule: count/total/avg over bindings (x=1: two
+# bindings of weight 10), min/max/count_distinct over values; avg is the
+# exact total rounded once, then divided. Keyless over nothing: zeros when
+# every aggregate counts, else no row.
+multi = pred("multi", ["int32", "int64", "int32", "float64", "int64", "int32"])
+r0, r1, r2, r3, r4 = (Var("r%d" % i) for i in range(5))
+big = pred("big", ["int64"], [(9223372036854775807,), (9223372036854775806,), (5,)])
+bavg = pred("bavg", ["float64"])
+zc = pred("zc", ["int64", "int64"])
+za = pred("za", ["int64", "float64"])
+r = oracle.evaluate(prog([wt, multi, big, bavg, empty, zc, za], [
+    Rule("multi", [x, r0, r1, r2, r3, r4], [Atom("wt", [x, y, w])],
+         agg=[("count", r0, None), ("total", r1, w), ("avg", r2, w), ("count_distinct", r3, w),
+              ("max", r4, y)]),
+    Rule("bavg", [r0], [Atom("big", [v])], agg=[("avg", r0, v)]),
+    Rule("zc", [r0, r1], [Atom("empty", [v])], agg=[("count", r0, None), ("count_distinct", r1, v)]),
+    Rule("za", [r0, r1], [Atom("empty", [v])], agg=[("count", r0, None), ("avg", r1, v)])]))
+check("several aggregates", r["multi"], {(1, 2, 20, 10.0, 1, 3), (2, 1, 5, 5.0, 1, 2)})
+check("avg of big ints", r["bavg"], {(float(2 * 9223372036854775806 + 6) / 3,)})
+check("keyless counts over empty", r["zc"], {(0, 0)})
+check("keyless avg over empty", r["za"], set())
+check("multi agg text", lql.rule_text(Rule("zc", [r0, r1], [Atom("empty", [v])],
+                                           agg=[("count", r0, None), ("count_distinct", r1, v)]),
+                                      prog([empty, zc], [])),
+      "zc(r0, r1) <- agg<<r0 = count(), r1 = count_distinct(v)>> empty(v).")
+
+# @order / @limit: the written rows (order columns with their directions,
+# then the rest ascending; strings by code point, 'Z' < 'a'), then cut.
+op = pred("op", ["string", "int32"])
+rows = {("pear", 1), ("apple", 2), ("pear", 0), ("Zebra", 2)}
+check("typed order", lql.output_rows(op, rows), [("Zebra", 2), ("apple", 2), ("pear", 0), ("pear", 1)])
+op.order = [(0, True)]
+check("desc strings, ties ascending", lql.output_rows(op, rows),
+      [("pear", 0), ("pear", 1), ("apple", 2), ("Zebra", 2)])
+op.order = [(1, True), (0, False)]
+op.limit = 3
+check("desc int, limit", lql.output_rows(op, rows), [("Zebra", 2), ("apple", 2), ("pear", 1)])
+op.limit = 0
+check("limit 0", lql.output_rows(op, rows), [])
+op.output = True
+op.limit = 10
+text = to_text(prog([op], []))[0]
+check("order text", [l for l in text.splitlines() if l.startswith("@")],
+      ["@output(op).", "@order(op, desc(v1), v0).", "@limit(op, 10)."])
+
+
 nums = pred("nums", ["int32", "int32"], [(2147483647, 1), (-7, 2), (7, -2), (-2147483648, -1)])
 wide = pred("wide", ["int64"], [(3,)])
 ar = pred("ar", ["int32", "int32", "int32", "int32"])

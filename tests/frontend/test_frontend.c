@@ -275,7 +275,7 @@ static void test_recursion(void)
     const rf_rule *r = &p->rules[0];
     CU_ASSERT_EQUAL(r->head, pred(p, "path"));
     CU_ASSERT_EQUAL(r->nvars, 3);
-    CU_ASSERT_EQUAL(r->agg, RF_AGG_NONE);
+    CU_ASSERT_EQUAL(r->naggs, 0);
     check_expr(r, r->head_args[0], "x");
     check_expr(r, r->head_args[1], "z");
     CU_ASSERT_EQUAL(r->var_types[2], RF_TYPE_INT32);
@@ -518,21 +518,22 @@ static void test_aggregation(void)
         "lo[x] = m <- agg<<m = max(y)>> edge(x, y), y > 0.\n");
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     const rf_rule *r = &p->rules[0];
-    CU_ASSERT_EQUAL(r->agg, RF_AGG_COUNT);
-    CU_ASSERT_PTR_NULL(r->agg_arg);
+    CU_ASSERT_EQUAL_FATAL(r->naggs, 1);
+    CU_ASSERT_EQUAL(r->aggs[0], RF_AGG_COUNT);
+    CU_ASSERT_PTR_NULL(r->agg_args[0]);
     check_body(p, 0, "atom edge(x, _1)");
     CU_ASSERT_EQUAL(r->nvars, 3);
     check_expr(r, r->head_args[1], "n");
     CU_ASSERT_EQUAL(r->var_types[r->head_args[1]->index], RF_TYPE_INT64);
     r = &p->rules[1];
-    CU_ASSERT_EQUAL(r->agg, RF_AGG_TOTAL);
-    check_expr(r, r->agg_arg, "v");
+    CU_ASSERT_EQUAL(r->aggs[0], RF_AGG_TOTAL);
+    check_expr(r, r->agg_args[0], "v");
     check_body(p, 1, "atom deg(_1, v)");
     r = &p->rules[2];
-    CU_ASSERT_EQUAL(r->agg, RF_AGG_MIN);
-    check_expr(r, r->agg_arg, "float64((y * 2))");
+    CU_ASSERT_EQUAL(r->aggs[0], RF_AGG_MIN);
+    check_expr(r, r->agg_args[0], "float64((y * 2))");
     r = &p->rules[3];
-    CU_ASSERT_EQUAL(r->agg, RF_AGG_MAX);
+    CU_ASSERT_EQUAL(r->aggs[0], RF_AGG_MAX);
     check_body(p, 3, "atom edge(x, y); filter (y > 0)");
     check_strata(p, "edge | deg | sum | lo");
     rf_program_free(p);
@@ -650,7 +651,8 @@ static void test_name_errors(void)
     expect_error(DECL "@output(r).", "t.lql:3:9: error: unknown predicate 'r'");
     expect_error(DECL "@input(p, \"p.tsv\", xml).",
                  "t.lql:3:20: error: unknown input format 'xml' (expected tsv or csv)");
-    expect_error(DECL "@print(p).", "t.lql:3:1: error: unknown directive '@print' (expected @input or @output)");
+    expect_error(DECL "@print(p).",
+                 "t.lql:3:1: error: unknown directive '@print' (expected @input, @output, @order or @limit)");
     expect_error(DECL "@input(p, \"a.tsv\").\n@input(p, \"b.tsv\").",
                  "t.lql:4:8: error: duplicate @input for 'p'");
     expect_error("r(x) -> int8(x).", "t.lql:1:9: error: unknown type 'int8'");
@@ -803,8 +805,9 @@ static void test_aggregation_errors(void)
     const char *decl = "e(x, y) -> int32(x), int32(y).\nc[x] = n -> int32(x), int64(n).\n";
     char buf[512];
 #define AGG(rule) (snprintf(buf, sizeof buf, "%s%s", decl, rule), buf)
-    expect_error(AGG("c[x] = n <- agg<<n = avg(y)>> e(x, y)."),
-                 "t.lql:3:22: error: unknown aggregate function 'avg' (expected count, total, min or max)");
+    expect_error(AGG("c[x] = n <- agg<<n = mean(y)>> e(x, y)."),
+                 "t.lql:3:22: error: unknown aggregate function 'mean' (expected count, total, min, max, avg or "
+                 "count_distinct)");
     expect_error(AGG("c[x] = n <- agg<<n = count(y)>> e(x, y)."),
                  "t.lql:3:28: error: count() takes no argument");
     expect_error(AGG("c[x] = n <- agg<<n = total()>> e(x, y)."),
@@ -822,6 +825,139 @@ static void test_aggregation_errors(void)
                  "c[x] = n <- agg<<n = min(y)>> e(x, y).",
                  "t.lql:3:26: error: type mismatch: expected int32, found float64");
 #undef AGG
+}
+
+/* agg<<v1 = f1(...), v2 = f2(...)>>: results in the head's tail. */
+static void test_multi_aggregation(void)
+{
+    rf_program *p = compile_ok(
+        "e(x, s, v) -> int32(x), string(s), int32(v).\n"
+        "q(x, n, t, a, d, lo) -> int32(x), int64(n), int64(t), float64(a), int64(d), string(lo).\n"
+        "z(a, d) -> float64(a), int64(d).\n"
+        "q(x, n, t, a, d, lo) <- agg<<n = count(), t = total(v), a = avg(v), d = count_distinct(s),\n"
+        "                            lo = min(s)>> e(x, s, v).\n"
+        "z(a, d) <- agg<<a = avg(v * 2 + 1), d = count_distinct(1)>> e(_, _, v).\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    const rf_rule *r = &p->rules[0];
+    CU_ASSERT_EQUAL_FATAL(r->naggs, 5);
+    CU_ASSERT_EQUAL(r->aggs[0], RF_AGG_COUNT);
+    CU_ASSERT_EQUAL(r->aggs[1], RF_AGG_TOTAL);
+    CU_ASSERT_EQUAL(r->aggs[2], RF_AGG_AVG);
+    CU_ASSERT_EQUAL(r->aggs[3], RF_AGG_COUNT_DISTINCT);
+    CU_ASSERT_EQUAL(r->aggs[4], RF_AGG_MIN);
+    CU_ASSERT_PTR_NULL(r->agg_args[0]);
+    check_expr(r, r->agg_args[1], "int64(v)");    /* total: the column's type */
+    check_expr(r, r->agg_args[2], "v");           /* avg: its own (int32) */
+    CU_ASSERT_EQUAL(r->agg_args[2]->type, RF_TYPE_INT32);
+    check_expr(r, r->agg_args[3], "s");           /* count_distinct: any type */
+    check_expr(r, r->agg_args[4], "s");
+    for (int j = 0; j < 5; j++)
+        check_expr(r, r->head_args[1 + j], (const char *[]){"n", "t", "a", "d", "lo"}[j]);
+    r = &p->rules[1];
+    CU_ASSERT_EQUAL_FATAL(r->naggs, 2);
+    check_expr(r, r->agg_args[0], "((v * 2) + 1)");
+    CU_ASSERT_EQUAL(r->agg_args[0]->type, RF_TYPE_INT32);
+    CU_ASSERT_EQUAL(r->agg_args[1]->type, RF_TYPE_INT64);  /* a literal alone: int64 */
+    check_body(p, 1, "atom e(_1, _2, v)");
+    rf_program_free(p);
+}
+
+static void test_multi_aggregation_errors(void)
+{
+    const char *decl = "e(x, y) -> int32(x), int32(y).\n"
+                       "c(x, n, m) -> int32(x), int64(n), int64(m).\n";
+    char buf[512];
+#define AGG(rule) (snprintf(buf, sizeof buf, "%s%s", decl, rule), buf)
+    expect_error(AGG("c(x, n, m) <- agg<<n = count(), n = count()>> e(x, y)."),
+                 "t.lql:3:33: error: duplicate aggregate result 'n'");
+    expect_error(AGG("c(x, m, n) <- agg<<n = count(), m = count()>> e(x, y)."),
+                 "t.lql:3:6: error: the last 2 head arguments must be the aggregates' results 'n', 'm', "
+                 "in this order");
+    expect_error(AGG("c(n, x, m) <- agg<<n = count(), m = count()>> e(x, y)."),
+                 "t.lql:3:6: error: the last 2 head arguments must be the aggregates' results 'n', 'm', "
+                 "in this order");
+    expect_error(AGG("c(x, n, m) <- agg<<n = count(), m = count()>> e(x, m)."),
+                 "t.lql:3:47: error: aggregate result 'm' must not appear in the body");
+    expect_error(AGG("c(x, n, m) <- agg<<n = count(), m = count()>> e(x, y), m > 1."),
+                 "t.lql:3:56: error: aggregate result 'm' must not appear in the body");
+    expect_error(AGG("c(x, n, m) <- agg<<n = count(), m = total(y, y)>> e(x, y)."),
+                 "t.lql:3:46: error: total() takes one argument");
+    expect_error(AGG("c(x, n, m) <- agg<<n = count(), m = median(y)>> e(x, y)."),
+                 "t.lql:3:37: error: unknown aggregate function 'median' (expected count, total, min, max, "
+                 "avg or count_distinct)");
+    expect_error(AGG("c(x, n, m) <- agg<<n = count(), m = avg(y)>> e(x, y)."),
+                 "t.lql:3:9: error: type mismatch: avg() produces float64, but 'm' is int64");
+    expect_error(AGG("c(x, n, m) <- agg<<n = count(), m = count_distinct()>> e(x, y)."),
+                 "t.lql:3:37: error: count_distinct() needs an argument");
+    expect_error(AGG("c(x, n, m) <- agg<<n = count(), m = count_distinct(z)>> e(x, y)."),
+                 "t.lql:3:52: error: variable 'z' is not bound by a positive atom");
+    expect_error("e(x, s) -> int32(x), string(s).\nc(x, a) -> int32(x), float64(a).\n"
+                 "c(x, a) <- agg<<a = avg(s)>> e(x, s).",
+                 "t.lql:3:25: error: type mismatch: avg() needs numbers, found string");
+    expect_error("e(x, s) -> int32(x), string(s).\nc(x, a) -> int32(x), float64(a).\n"
+                 "c(x, a) <- agg<<a = count_distinct(s)>> e(x, s).",
+                 "t.lql:3:6: error: type mismatch: count_distinct() produces int64, but 'a' is float64");
+    expect_error("e(x, y) -> int32(x), int32(y).\nc(k, n) -> int64(k), int64(n).\n"
+                 "c(n + 1, n) <- agg<<n = count()>> e(x, y).",
+                 "t.lql:3:3: error: aggregate result 'n' cannot be a group key");
+#undef AGG
+}
+
+/* @order / @limit fill rf_pred's order fields. */
+static void test_order_limit(void)
+{
+    rf_program *p = compile_ok(
+        "q(name, n, x) -> string(name), int64(n), float64(x).\n"
+        "r(a) -> int32(a).\n"
+        "@output(q).\n"
+        "@order(q, desc(n), name, asc(x)).\n"
+        "@limit(q, 10).\n"
+        "@limit(r, 0).\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    const rf_pred *q = &p->preds[pred(p, "q")], *r = &p->preds[pred(p, "r")];
+    CU_ASSERT_EQUAL_FATAL(q->norder, 3);
+    CU_ASSERT_EQUAL(q->order_cols[0], 1);
+    CU_ASSERT_TRUE(q->order_desc[0]);
+    CU_ASSERT_EQUAL(q->order_cols[1], 0);
+    CU_ASSERT_FALSE(q->order_desc[1]);
+    CU_ASSERT_EQUAL(q->order_cols[2], 2);
+    CU_ASSERT_FALSE(q->order_desc[2]);
+    CU_ASSERT_EQUAL(q->limit, 10);
+    CU_ASSERT_EQUAL(r->norder, 0);
+    CU_ASSERT_EQUAL(r->limit, 0);
+    rf_program_free(p);
+    p = compile_ok("s(a) -> int32(a).\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->preds[0].limit, -1);   /* none */
+    rf_program_free(p);
+
+    const char *d = "q(a, b, c) -> int32(a), int32(b), int32(c).\n";
+    char buf[512];
+#define DIR(text) (snprintf(buf, sizeof buf, "%s%s", d, text), buf)
+    expect_error(DIR("@order(q, desc(x))."), "t.lql:2:11: error: unknown column 'x' of 'q' (columns: a, b, c)");
+    expect_error(DIR("@order(q, b, desc(b))."), "t.lql:2:14: error: column 'b' of 'q' is named twice in @order");
+    expect_error(DIR("@order(q, down(b))."), "t.lql:2:11: error: unknown order 'down' (expected asc or desc)");
+    expect_error(DIR("@order(q, \"b\")."),
+                 "t.lql:2:11: error: @order expects a column name, asc(column) or desc(column)");
+    expect_error(DIR("@order(q)."), "t.lql:2:1: error: @order takes a predicate and one or more columns");
+    expect_error(DIR("@order(z, a)."), "t.lql:2:8: error: unknown predicate 'z'");
+    expect_errors(DIR("@order(q, a).\n@order(q, b)."), 1, "t.lql:3:1: error: duplicate @order for 'q'");
+    CU_ASSERT_TRUE(has_line("t.lql:2:1: note: the first @order for 'q' is here"));
+    expect_error(DIR("@limit(q, -1)."), "t.lql:2:11: error: @limit row count must not be negative, found -1");
+    expect_error(DIR("@limit(q, 1.5)."),
+                 "t.lql:2:11: error: @limit expects a row count (an integer of 0 or more), found '1.5'");
+    expect_error(DIR("@limit(q, ten)."),
+                 "t.lql:2:11: error: @limit expects a row count (an integer of 0 or more), found 'ten'");
+    expect_error(DIR("@limit(q, \"3\")."),
+                 "t.lql:2:11: error: @limit expects a row count (an integer of 0 or more), found a string");
+    expect_error(DIR("@limit(q, 99999999999999999999)."),
+                 "t.lql:2:11: error: @limit row count 99999999999999999999 is out of range");
+    expect_error(DIR("@limit(q)."), "t.lql:2:1: error: @limit takes a predicate and a row count");
+    expect_error(DIR("@limit(z, 3)."), "t.lql:2:8: error: unknown predicate 'z'");
+    expect_error(DIR("@limit(3, 3)."), "t.lql:2:8: error: @limit expects a predicate name");
+    expect_errors(DIR("@limit(q, 1).\n@limit(q, 2)."), 1, "t.lql:3:1: error: duplicate @limit for 'q'");
+    CU_ASSERT_TRUE(has_line("t.lql:2:1: note: the first @limit for 'q' is here"));
+#undef DIR
 }
 
 static void test_many_errors(void)
@@ -1146,6 +1282,9 @@ int main(void)
     CU_add_test(s, "binding errors", test_binding_errors);
     CU_add_test(s, "stratification errors", test_stratification_errors);
     CU_add_test(s, "aggregation errors", test_aggregation_errors);
+    CU_add_test(s, "several aggregates", test_multi_aggregation);
+    CU_add_test(s, "several aggregates: errors", test_multi_aggregation_errors);
+    CU_add_test(s, "@order and @limit", test_order_limit);
     CU_add_test(s, "many errors", test_many_errors);
     CU_add_test(s, "UTF-8 columns", test_utf8_columns);
     CU_add_test(s, "missing final dot", test_missing_final_dot);

@@ -18,6 +18,7 @@ static int rel(rf_plan *p, const char *name, rf_relkind kind, bool out)
     r->types[1] = RF_TYPE_STRING;
     r->kind = kind;
     r->is_output = out;
+    r->limit = -1;
     return p->nrels++;
 }
 

@@ -12,6 +12,7 @@
 
 #include "../../runtime/backend.h"
 #include "rf_cuda_prims.h"
+#include "../../primitives/rf_prims.h"
 
 static int g_fail = 0, g_checks = 0;
 static uint64_t g_rng = 88172645463325252ull;
@@ -846,6 +847,81 @@ static void test_aggregate(rf_cuda_ctx *c, const rf_word *strs, int nstrs)
     printf("aggregate: %d cases\n", runs);
 }
 
+/* Several aggregates per kernel (count, total, min, max, avg,
+ * count_distinct) against the CPU primitive: the same bits, avg included
+ * (rf_agg_ops.h; float64 sums in row order), and the same failures. */
+static void test_aggregate_multi(rf_cuda_ctx *c, const rf_word *strs, int nstrs)
+{
+    int runs = 0;
+    static const rf_type argt[] = {RF_TYPE_INT32, RF_TYPE_INT64, RF_TYPE_FLOAT64, RF_TYPE_STRING, RF_TYPE_BOOL,
+                                   RF_TYPE_DECIMAL0 + 2};
+    for (int iter = 0; iter < 120; iter++) {
+        /* now and then one big group: long in-order float64 sums */
+        size_t n = iter % 10 == 0 ? 0 : iter % 7 == 0 ? 200000 : rnd() % 5000;
+        rf_table raw;
+        expr_input(&raw, n, strs, nstrs);
+        for (size_t i = 0; i < n; i++)
+            raw.cols[0][i] = iter % 7 == 0 ? 1 : rnd() % 5;
+        rf_word *rows = table_rows(&raw);
+        n = ref_sort_unique(rows, n, g_ncols);
+        rf_table in;
+        rf_table_init(&in, g_ncols);
+        rf_table_from_rows(&in, g_ncols, rows, n);
+        int nk = (int)(rnd() % 3);
+        int naggs = 1 + (int)(rnd() % 4);
+        rf_aggfn fns[4];
+        rf_type rts[4];
+        rf_expr *args[4];
+        rf_code codes[4];
+        for (int j = 0; j < naggs; j++) {
+            rf_aggfn fn = (rf_aggfn)(RF_AGG_COUNT + rnd() % 6);
+            rf_type t = argt[rnd() % 6];
+            if ((fn == RF_AGG_TOTAL || fn == RF_AGG_AVG) && (t == RF_TYPE_STRING || t == RF_TYPE_BOOL))
+                t = RF_TYPE_INT64;
+            rf_expr *arg = NULL;
+            if (fn != RF_AGG_COUNT)
+                arg = rf_type_is_decimal(t) ? rf_expr_leaf(RF_EX_COL, t, 1)
+                    : rnd() % 2 ? col_of_type(t) : gen(t, 2);
+            fns[j] = fn;
+            args[j] = arg;
+            codes[j] = to_code(arg);
+            rts[j] = fn == RF_AGG_COUNT || fn == RF_AGG_COUNT_DISTINCT ? RF_TYPE_INT64
+                   : fn == RF_AGG_AVG ? RF_TYPE_FLOAT64 : t;
+        }
+        rf_status st_ref, st_gpu;
+        rf_status_init(&st_ref);
+        rf_status_init(&st_gpu);
+        rf_table exp;
+        bool ref_ok = rf_prim_aggregate_multi(&in, nk, naggs, fns, rts, codes, &exp, &st_ref);
+        rf_drel din, out;
+        upload(c, &din, &in);
+        rf_drel_init(&out, 0);
+        bool gpu_ok = rf_cuda_aggregate_multi(c, &din, nk, naggs, fns, rts, codes, &out, "agg out", &st_gpu);
+        CHECK(ref_ok == gpu_ok, "aggregate multi %d: reference %s, GPU %s (%s | %s)", iter,
+              ref_ok ? "ok" : "failed", gpu_ok ? "ok" : "failed", st_ref.message, st_gpu.message);
+        if (ref_ok && gpu_ok) {
+            rf_word *e = table_rows(&exp);
+            expect_rel(c, &out, e, exp.nrows, nk + naggs, false, "aggregate multi");
+            free(e);
+        } else if (!ref_ok && !gpu_ok) {
+            CHECK(strcmp(st_ref.message, st_gpu.message) == 0, "aggregate multi %d: '%s' vs '%s'", iter,
+                  st_ref.message, st_gpu.message);
+        }
+        for (int j = 0; j < naggs; j++) {
+            free(codes[j].ins);
+            rf_expr_free(args[j]);
+        }
+        rf_table_free(&exp);
+        free(rows);
+        rf_drel_free(c, &din);
+        rf_drel_free(c, &out);
+        rf_table_free(&in);
+        rf_table_free(&raw);
+        runs++;
+    }
+    printf("aggregate (several): %d cases\n", runs);
+}
+
 /* ---- Backend: kernels of a small hand-made Harmony IR program ---- */
 /* dense: the RF_CUDA_DENSE mode the backend runs under ("always" takes
  * the dense-set path at this size). */
@@ -1195,6 +1271,7 @@ int main(int argc, char **argv)
         test_join(c, 150);
         test_map_exprs(c, strs, 10, 300);
         test_aggregate(c, strs, 10);
+        test_aggregate_multi(c, strs, 10);
         if (!getenv("RF_GPU_TEST_SKIP_OOM")) /* sanitizers report the planted OOM */
             test_oom(c);
     }

@@ -29,6 +29,7 @@ static int add_rel_t(rf_plan *p, const char *name, int arity, const rf_type *typ
     r->kind = kind;
     r->pred = kind == RF_REL_TEMP ? -1 : 0;
     r->is_output = output;
+    r->limit = -1;
     return p->nrels++;
 }
 
@@ -487,6 +488,16 @@ static void test_antijoin(void)
     rf_plan_free(p);
 }
 
+/* One aggregate fn(arg) on an AGGREGATE command. */
+static void set_agg(rf_plan_cmd *c, rf_aggfn fn, rf_expr *arg)
+{
+    c->naggs = 1;
+    c->aggfn = rf_malloc(sizeof *c->aggfn);
+    c->agg_arg = rf_malloc(sizeof *c->agg_arg);
+    c->aggfn[0] = fn;
+    c->agg_arg[0] = arg;
+}
+
 static void test_aggregate(void)
 {
     rf_plan *p = plan_new();
@@ -498,14 +509,12 @@ static void test_aggregate(void)
     add_cmd(p, b0, RF_CMD_LOAD, a, -1, -1);
     rf_plan_cmd *c = add_cmd(p, b0, RF_CMD_AGGREGATE, s, a, -1);
     set_keys(c, 1, (int[]){2}, NULL);
-    c->aggfn = RF_AGG_TOTAL;
-    c->agg_arg = bin(RF_EX_MUL, col(0), col(1));
+    set_agg(c, RF_AGG_TOTAL, bin(RF_EX_MUL, col(0), col(1)));
     c = add_cmd(p, b0, RF_CMD_AGGREGATE, n, a, -1); /* keyless count */
-    c->aggfn = RF_AGG_COUNT;
+    set_agg(c, RF_AGG_COUNT, NULL);
     c = add_cmd(p, b0, RF_CMD_AGGREGATE, m, a, -1); /* keys already first */
     set_keys(c, 1, (int[]){0}, NULL);
-    c->aggfn = RF_AGG_MIN;
-    c->agg_arg = col(2);
+    set_agg(c, RF_AGG_MIN, col(2));
     add_cmd(p, b0, RF_CMD_HALT, -1, -1, -1);
     rf_hprogram *h = rf_hir_lower(p);
     check_verifies(h);
@@ -514,12 +523,13 @@ static void test_aggregate(void)
     CU_ASSERT_EQUAL(k[3].in[0], var(h, "a.by2"));
     CU_ASSERT_EQUAL(k[3].out, s);
     CU_ASSERT_EQUAL(k[3].nkeys, 1);
-    CU_ASSERT_EQUAL(k[3].aggfn, RF_AGG_TOTAL);
+    CU_ASSERT_EQUAL(k[3].naggs, 1);
+    CU_ASSERT_EQUAL(k[3].aggfn[0], RF_AGG_TOTAL);
     CU_ASSERT_EQUAL(k[3].partition, RF_PART_GROUP);
     CU_ASSERT_EQUAL(k[3].gather, RF_GATHER_COMPACT);
     CU_ASSERT_EQUAL(k[4].in[0], a);
     CU_ASSERT_EQUAL(k[4].nkeys, 0);
-    CU_ASSERT_EQUAL(k[4].agg_arg.n, 0);
+    CU_ASSERT_EQUAL(k[4].agg_arg[0].n, 0);
     CU_ASSERT_EQUAL(k[5].in[0], a);
     char *text = dump(h);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "  s := AGG[keys=1] a.by2  partition=group "
@@ -725,6 +735,106 @@ static void test_verify_rejects(void)
 }
 
 /* ---- binary form ---- */
+
+/* An AGG with several aggregates and an ordered, limited output: lowered,
+ * printed, verified, and through the .rfx form and back. */
+static void test_aggregates_and_order(void)
+{
+    rf_plan *p = plan_new();
+    int a = add_rel(p, "a", 3, RF_REL_INPUT, false);
+    rf_type st_types[4] = {RF_TYPE_INT64, RF_TYPE_INT64, RF_TYPE_FLOAT64, RF_TYPE_INT64};
+    int s = add_rel_t(p, "s", 4, st_types, RF_REL_DERIVED, true);
+    p->rels[s].norder = 2;
+    p->rels[s].order_cols = rf_malloc(2 * sizeof(int));
+    p->rels[s].order_desc = rf_malloc(2 * sizeof(bool));
+    p->rels[s].order_cols[0] = 2;
+    p->rels[s].order_desc[0] = true;
+    p->rels[s].order_cols[1] = 0;
+    p->rels[s].order_desc[1] = false;
+    p->rels[s].limit = 10;
+    set_facts(p, a, 2, (const rf_word[]){1, 2, 3, 4, 5, 6});
+    int b0 = add_block(p, "main");
+    add_cmd(p, b0, RF_CMD_LOAD, a, -1, -1);
+    rf_plan_cmd *c = add_cmd(p, b0, RF_CMD_AGGREGATE, s, a, -1);
+    set_keys(c, 1, (int[]){2}, NULL);
+    c->naggs = 3;
+    c->aggfn = rf_malloc(3 * sizeof *c->aggfn);
+    c->agg_arg = rf_calloc(3, sizeof *c->agg_arg);
+    c->aggfn[0] = RF_AGG_COUNT;
+    c->aggfn[1] = RF_AGG_AVG;
+    c->agg_arg[1] = col(0);
+    c->aggfn[2] = RF_AGG_COUNT_DISTINCT;
+    c->agg_arg[2] = bin(RF_EX_ADD, col(0), col(1));
+    add_cmd(p, b0, RF_CMD_HALT, -1, -1, -1);
+    rf_status st;
+    rf_status_init(&st);
+    CU_ASSERT_TRUE(rf_plan_verify(p, &st));
+    rf_hprogram *h = rf_hir_lower(p);
+    check_verifies(h);
+    char *text = dump(h);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "compute={count(), avg($1), count_distinct(($1 + $2))}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, ", output, order by $2 desc, $0, limit 10\n"));
+    const rf_hvar *sv = &h->vars[var(h, "s")];
+    CU_ASSERT_EQUAL(sv->norder, 2);
+    CU_ASSERT_EQUAL(sv->limit, 10);
+    CU_ASSERT_EQUAL(h->vars[var(h, "a")].limit, -1);
+    size_t len;
+    uint8_t *data = rf_hir_serialize(h, &len);
+    rf_hprogram *back = rf_hir_deserialize(data, len, &st);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    char *text2 = dump(back);
+    CU_ASSERT_STRING_EQUAL(text, text2);
+    const rf_hvar *bv = &back->vars[var(back, "s")];
+    CU_ASSERT_EQUAL_FATAL(bv->norder, 2);
+    CU_ASSERT_EQUAL(bv->order_cols[0], 2);
+    CU_ASSERT_TRUE(bv->order_desc[0]);
+    CU_ASSERT_EQUAL(bv->order_cols[1], 0);
+    CU_ASSERT_FALSE(bv->order_desc[1]);
+    CU_ASSERT_EQUAL(bv->limit, 10);
+    for (size_t n = 0; n < len; n++) {
+        rf_status_init(&st);
+        rf_hprogram *x = rf_hir_deserialize(data, n, &st);
+        CU_ASSERT_PTR_NULL(x);
+        rf_hir_free(x);
+    }
+    /* The verifier's aggregate and order checks. */
+    rf_kernel *agg = NULL;
+    for (int i = 0; i < back->blocks[0].nkernels; i++)
+        if (back->blocks[0].kernels[i].op == RF_K_AGG)
+            agg = &back->blocks[0].kernels[i];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(agg);
+    agg->aggfn[1] = RF_AGG_TOTAL;     /* total of an int64 into a float64 */
+    rf_status_init(&st);
+    CU_ASSERT_FALSE(rf_hir_verify(back, &st));
+    agg->aggfn[1] = RF_AGG_COUNT;     /* count with an argument */
+    rf_status_init(&st);
+    CU_ASSERT_FALSE(rf_hir_verify(back, &st));
+    agg->aggfn[1] = RF_AGG_AVG;
+    agg->naggs = 2;                   /* arity no longer keys + results */
+    rf_status_init(&st);
+    CU_ASSERT_FALSE(rf_hir_verify(back, &st));
+    agg->naggs = 3;
+    rf_hvar *ov = &back->vars[var(back, "s")];
+    ov->order_cols[1] = 2;            /* a column named twice */
+    rf_status_init(&st);
+    CU_ASSERT_FALSE(rf_hir_verify(back, &st));
+    ov->order_cols[1] = 4;            /* out of range */
+    rf_status_init(&st);
+    CU_ASSERT_FALSE(rf_hir_verify(back, &st));
+    ov->order_cols[1] = 0;
+    ov->limit = -5;
+    rf_status_init(&st);
+    CU_ASSERT_FALSE(rf_hir_verify(back, &st));
+    ov->limit = 10;
+    rf_status_init(&st);
+    CU_ASSERT_TRUE(rf_hir_verify(back, &st));
+    free(text);
+    free(text2);
+    free(data);
+    rf_hir_free(back);
+    rf_hir_free(h);
+    rf_plan_free(p);
+}
 
 static void test_roundtrip(void)
 {
@@ -1005,6 +1115,7 @@ int main(void)
     CU_add_test(s, "mapfilter union diff", test_mapfilter_union_diff);
     CU_add_test(s, "verify rejects", test_verify_rejects);
     CU_add_test(s, "roundtrip", test_roundtrip);
+    CU_add_test(s, "several aggregates, output order", test_aggregates_and_order);
     CU_add_test(s, "strings remapped", test_strings_remapped);
     CU_add_test(s, "corruption", test_corruption);
     CU_add_test(s, "save load", test_save_load);

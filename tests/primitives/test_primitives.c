@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "rf_prims.h"
+#include "rf_agg_ops.h"
 
 static uint64_t g_seed = 88172645463325252ull;
 static uint64_t rnd(void)
@@ -654,6 +655,137 @@ static void test_aggregate(void)
     rf_expr_free(e);
 }
 
+/* ---- several aggregates, avg and count_distinct ---- */
+static rf_code typed_col(int i, rf_type t)
+{
+    rf_expr *e = rf_expr_leaf(RF_EX_COL, t, i);
+    rf_code c;
+    rf_code_from_expr(&c, e);
+    rf_expr_free(e);
+    return c;
+}
+
+static void test_aggregate_multi(void)
+{
+    rf_status st;
+    rf_status_init(&st);
+    rf_table in, out;
+    rf_code none = {0, NULL};
+    /* 128-bit exact total: two INT64_MAX average to INT64_MAX. */
+    rf_word big[] = {0, 1, (rf_word)INT64_MAX, 0, 2, (rf_word)INT64_MAX, 1, 1, (rf_word)-1, 1, 2, (rf_word)-2};
+    rf_table_from_rows(&in, 3, big, 4);
+    rf_code v = typed_col(2, RF_TYPE_INT64);
+    rf_aggfn fa[3] = {RF_AGG_AVG, RF_AGG_COUNT, RF_AGG_COUNT_DISTINCT};
+    rf_type ta[3] = {RF_TYPE_FLOAT64, RF_TYPE_INT64, RF_TYPE_INT64};
+    rf_code aa[3] = {v, none, v};
+    CU_ASSERT_TRUE_FATAL(rf_prim_aggregate_multi(&in, 1, 3, fa, ta, aa, &out, &st));
+    CU_ASSERT_EQUAL_FATAL(out.nrows, 2);
+    CU_ASSERT_EQUAL(out.arity, 4);
+    CU_ASSERT_EQUAL(rf_word_to_double(out.cols[1][0]), 9223372036854775807.0);
+    CU_ASSERT_EQUAL(out.cols[2][0], 2);
+    CU_ASSERT_EQUAL(out.cols[3][0], 1);   /* one distinct value, two rows */
+    CU_ASSERT_EQUAL(rf_word_to_double(out.cols[1][1]), -1.5);
+    CU_ASSERT_EQUAL(out.cols[3][1], 2);
+    rf_table_free(&out);
+    rf_table_free(&in);
+    /* decimal[2]: 0.10 and 0.20 -> 0.15; 0.01 and 0.02 -> 0.015 (the
+     * doubles nearest to them: one division of the exact total). */
+    rf_type d2 = rf_type_decimal(2);
+    rf_word dec[] = {0, 10, 0, 20, 1, 1, 1, 2};
+    rf_table_from_rows(&in, 2, dec, 4);
+    rf_code dv = typed_col(1, d2);
+    rf_aggfn fd = RF_AGG_AVG;
+    rf_type td = RF_TYPE_FLOAT64;
+    CU_ASSERT_TRUE_FATAL(rf_prim_aggregate_multi(&in, 1, 1, &fd, &td, &dv, &out, &st));
+    CU_ASSERT_EQUAL_FATAL(out.nrows, 2);
+    CU_ASSERT_EQUAL(rf_word_to_double(out.cols[1][0]), 0.15);
+    CU_ASSERT_EQUAL(rf_word_to_double(out.cols[1][1]), 0.015);
+    rf_table_free(&out);
+    rf_table_free(&in);
+    /* float64: added in row order (1e16 + 1 + 1 = 1e16), then divided. */
+    rf_word fl[] = {0, 1, rf_word_from_double(1e16), 0, 2, rf_word_from_double(1.0), 0, 3,
+                    rf_word_from_double(1.0)};
+    rf_table_from_rows(&in, 3, fl, 3);
+    rf_code fv = typed_col(2, RF_TYPE_FLOAT64);
+    rf_aggfn ff[3] = {RF_AGG_AVG, RF_AGG_TOTAL, RF_AGG_COUNT_DISTINCT};
+    rf_type tf[3] = {RF_TYPE_FLOAT64, RF_TYPE_FLOAT64, RF_TYPE_INT64};
+    rf_code af[3] = {fv, fv, fv};
+    CU_ASSERT_TRUE_FATAL(rf_prim_aggregate_multi(&in, 1, 3, ff, tf, af, &out, &st));
+    CU_ASSERT_EQUAL(rf_word_to_double(out.cols[1][0]), 3333333333333333.5);
+    CU_ASSERT_EQUAL(rf_word_to_double(out.cols[2][0]), 1e16);
+    CU_ASSERT_EQUAL(out.cols[3][0], 2);
+    rf_table_free(&out);
+    /* float64 overflow in avg's sum is total's error. */
+    rf_word fo[] = {0, 1, rf_word_from_double(1e308), 0, 2, rf_word_from_double(1e308)};
+    rf_table in2;
+    rf_table_from_rows(&in2, 3, fo, 2);
+    CU_ASSERT_FALSE(rf_prim_aggregate_multi(&in2, 1, 1, ff, tf, af, &out, &st));
+    CU_ASSERT_STRING_EQUAL(st.message, "float64 overflow");
+    rf_table_free(&out);
+    rf_table_free(&in2);
+    rf_table_free(&in);
+    /* Keyless over nothing: counts give (0, 0); any other aggregate, no row. */
+    rf_status_init(&st);
+    rf_table_init(&in, 2);
+    rf_aggfn fc[2] = {RF_AGG_COUNT_DISTINCT, RF_AGG_COUNT};
+    rf_type tc[2] = {RF_TYPE_INT64, RF_TYPE_INT64};
+    rf_code ac[2] = {v, none};
+    CU_ASSERT_TRUE(rf_prim_aggregate_multi(&in, 0, 2, fc, tc, ac, &out, &st));
+    CU_ASSERT_EQUAL_FATAL(out.nrows, 1);
+    CU_ASSERT_EQUAL(out.cols[0][0], 0);
+    CU_ASSERT_EQUAL(out.cols[1][0], 0);
+    rf_table_free(&out);
+    rf_aggfn fm[2] = {RF_AGG_COUNT, RF_AGG_MIN};
+    rf_code am[2] = {none, v};
+    CU_ASSERT_TRUE(rf_prim_aggregate_multi(&in, 0, 2, fm, tc, am, &out, &st));
+    CU_ASSERT_EQUAL(out.nrows, 0);
+    CU_ASSERT_EQUAL(out.arity, 2);
+    rf_table_free(&out);
+    /* Keyed over nothing: no group, no row. */
+    CU_ASSERT_TRUE(rf_prim_aggregate_multi(&in, 1, 2, fc, tc, ac, &out, &st));
+    CU_ASSERT_EQUAL(out.nrows, 0);
+    rf_table_free(&out);
+    rf_table_free(&in);
+    rf_code_free(&v);
+    rf_code_free(&dv);
+    rf_code_free(&fv);
+}
+
+/* The 128-bit sum and its conversion (common/rf_agg_ops.h). */
+static void test_sum128(void)
+{
+    rf_sum128 s = {0, 0};
+    rf_sum128_add(&s, -1);
+    CU_ASSERT_EQUAL(s.hi, -1);
+    CU_ASSERT_EQUAL(s.lo, UINT64_MAX);
+    CU_ASSERT_EQUAL(rf_sum128_to_double(s), -1.0);
+    rf_sum128_add(&s, 1);
+    CU_ASSERT_EQUAL(s.hi, 0);
+    CU_ASSERT_EQUAL(s.lo, 0);
+    for (int i = 0; i < 4; i++)
+        rf_sum128_add(&s, INT64_MIN);
+    CU_ASSERT_EQUAL(s.hi, -2);
+    CU_ASSERT_EQUAL(s.lo, 0);
+    CU_ASSERT_EQUAL(rf_sum128_to_double(s), -36893488147419103232.0);   /* -2^65 */
+    CU_ASSERT_EQUAL(rf_avg_exact(s, 4, 0), -9223372036854775808.0);
+    /* Rounded once, to nearest, ties to even (as Python's float(int)). */
+    rf_sum128 u = {4097, 2};                                 /* 2^65 + 4097 */
+    CU_ASSERT_EQUAL(rf_sum128_to_double(u), 36893488147419111424.0);   /* 2^65 + 8192 */
+    u.lo = 4096;                                             /* a tie: even */
+    CU_ASSERT_EQUAL(rf_sum128_to_double(u), 36893488147419103232.0);
+    u.lo = 1;
+    u.hi = 1;                                                /* 2^64 + 1 */
+    CU_ASSERT_EQUAL(rf_sum128_to_double(u), 18446744073709551616.0);
+    rf_sum128 w = {0, 0};                                    /* -(2^65 + 4097) */
+    for (int i = 0; i < 4; i++)
+        rf_sum128_add(&w, INT64_MIN);
+    rf_sum128_add(&w, -4097);
+    CU_ASSERT_EQUAL(rf_sum128_to_double(w), -36893488147419111424.0);
+    rf_sum128 t = {7, 0};
+    CU_ASSERT_EQUAL(rf_avg_exact(t, 2, 1), 0.35);
+    CU_ASSERT_EQUAL(rf_avg_float(1.0, 4), 0.25);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -666,6 +798,8 @@ int main(void)
     CU_add_test(s, "join parallel", test_join_parallel);
     CU_add_test(s, "set operations", test_setops);
     CU_add_test(s, "aggregate", test_aggregate);
+    CU_add_test(s, "aggregate: several, avg, count_distinct", test_aggregate_multi);
+    CU_add_test(s, "aggregate: 128-bit sums", test_sum128);
     CU_add_test(s, "dense sets", test_dense);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();

@@ -1,4 +1,5 @@
 #include "interp.h"
+#include "rf_agg_ops.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -120,61 +121,112 @@ static bool keys_match(const rf_plan_cmd *c, const rf_word *l, const rf_word *r)
     return true;
 }
 
+static int word_cmp(const void *a, const void *b)
+{
+    rf_word x = *(const rf_word *)a, y = *(const rf_word *)b;
+    return (x > y) - (x < y);
+}
+
+/* One aggregate over the rows in[0..n) of a group (n >= 1). */
+static bool aggregate_group(interp *it, const rf_plan_cmd *c, int j, const rf_word *const *in, size_t n,
+                            rf_word *res)
+{
+    rf_aggfn fn = c->aggfn[j];
+    const rf_expr *arg = c->agg_arg[j];
+    if (fn == RF_AGG_COUNT) {
+        *res = (rf_word)n;
+        return true;
+    }
+    rf_word *v = rf_malloc((n + 1) * sizeof *v);
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++)
+        ok = rf_expr_eval(arg, in[i], &v[i], &it->st);
+    rf_type t = arg->type;
+    rf_word acc = v[0];
+    rf_sum128 sum = {0, 0};
+    for (size_t i = 0; i < n && ok; i++) {
+        switch (fn) {
+        case RF_AGG_TOTAL:
+            if (i > 0)
+                ok = rf_scalar_binary(RF_EX_ADD, t, acc, v[i], &acc, &it->st);
+            break;
+        case RF_AGG_MIN:
+            if (rf_value_compare(t, v[i], acc) < 0)
+                acc = v[i];
+            break;
+        case RF_AGG_MAX:
+            if (rf_value_compare(t, v[i], acc) > 0)
+                acc = v[i];
+            break;
+        case RF_AGG_AVG:
+            if (t == RF_TYPE_FLOAT64) {
+                if (i > 0)
+                    ok = rf_scalar_binary(RF_EX_ADD, t, acc, v[i], &acc, &it->st);
+            } else {
+                rf_sum128_add(&sum, (int64_t)v[i]);
+            }
+            break;
+        case RF_AGG_COUNT_DISTINCT:
+            break;
+        default:
+            ok = false;
+        }
+    }
+    if (ok && fn == RF_AGG_AVG)
+        acc = rf_word_from_double(t == RF_TYPE_FLOAT64 ? rf_avg_float(rf_word_to_double(acc), n)
+                                                       : rf_avg_exact(sum, n, rf_type_is_decimal(t)
+                                                                                  ? rf_decimal_scale(t) : 0));
+    if (ok && fn == RF_AGG_COUNT_DISTINCT) {
+        qsort(v, n, sizeof *v, word_cmp);
+        acc = 0;
+        for (size_t i = 0; i < n; i++)
+            acc += i == 0 || v[i] != v[i - 1];
+    }
+    free(v);
+    *res = acc;
+    return ok;
+}
+
+/* Groups in the order of their first row; the rows of a group in order. */
 static bool aggregate(interp *it, const rf_plan_cmd *c, rowbuf *out)
 {
     const irel *s = &it->rels[c->src[0]];
-    rf_type t = c->agg_arg ? c->agg_arg->type : RF_TYPE_INT64;
     bool *seen = rf_calloc(s->n + 1, sizeof *seen);
+    const rf_word **grp = rf_malloc((s->n + 1) * sizeof *grp);
     rf_word row[64];
     bool ok = true;
     for (size_t g = 0; g < s->n && ok; g++) {
         if (seen[g])
             continue;
         const rf_word *first = row_at(s, g);
-        rf_word acc = 0;
-        bool have = false;
-        for (size_t i = g; i < s->n && ok; i++) {
+        size_t n = 0;
+        for (size_t i = g; i < s->n; i++) {
             const rf_word *r = row_at(s, i);
             bool same = true;
             for (int k = 0; k < c->nkeys; k++)
                 same = same && r[c->lkeys[k]] == first[c->lkeys[k]];
-            if (!same)
-                continue;
-            seen[i] = true;
-            rf_word v = 0;
-            if (c->agg_arg && !rf_expr_eval(c->agg_arg, r, &v, &it->st)) {
-                ok = false;
-                break;
+            if (same) {
+                seen[i] = true;
+                grp[n++] = r;
             }
-            switch (c->aggfn) {
-            case RF_AGG_COUNT: acc++; break;
-            case RF_AGG_TOTAL:
-                if (!have)
-                    acc = v;
-                else if (!rf_scalar_binary(RF_EX_ADD, t, acc, v, &acc, &it->st))
-                    ok = false;
-                break;
-            case RF_AGG_MIN:
-                if (!have || rf_value_compare(t, v, acc) < 0)
-                    acc = v;
-                break;
-            case RF_AGG_MAX:
-                if (!have || rf_value_compare(t, v, acc) > 0)
-                    acc = v;
-                break;
-            default: ok = false;
-            }
-            have = true;
         }
         for (int k = 0; k < c->nkeys; k++)
             row[k] = first[c->lkeys[k]];
-        row[c->nkeys] = acc;
+        for (int j = 0; j < c->naggs && ok; j++)
+            ok = aggregate_group(it, c, j, grp, n, &row[c->nkeys + j]);
+        if (ok)
+            push_row(out, row);
+    }
+    /* Keyless over nothing: zeros when every aggregate counts. */
+    bool counts = c->nkeys == 0 && s->n == 0;
+    for (int j = 0; j < c->naggs; j++)
+        counts = counts && (c->aggfn[j] == RF_AGG_COUNT || c->aggfn[j] == RF_AGG_COUNT_DISTINCT);
+    if (counts) {
+        for (int j = 0; j < c->naggs; j++)
+            row[j] = 0;
         push_row(out, row);
     }
-    if (c->nkeys == 0 && s->n == 0 && c->aggfn == RF_AGG_COUNT) {
-        row[0] = 0;
-        push_row(out, row);
-    }
+    free(grp);
     free(seen);
     return ok;
 }

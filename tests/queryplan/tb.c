@@ -42,6 +42,7 @@ int tb_pred(tb *b, const char *name, const char *types)
     p.name = rf_strdup(name);
     p.arity = (int)strlen(types);
     p.types = rf_malloc(((size_t)p.arity + 1) * sizeof *p.types);
+    p.limit = -1;
     for (int i = 0; i < p.arity; i++) {
         switch (types[i]) {
         case 'i': p.types[i] = RF_TYPE_INT64; break;
@@ -57,6 +58,22 @@ int tb_pred(tb *b, const char *name, const char *types)
 }
 
 void tb_output(tb *b, const char *name) { pred(b, name)->is_output = true; }
+
+void tb_order(tb *b, const char *name, int n, const int *cols, const bool *desc)
+{
+    rf_pred *p = pred(b, name);
+    free(p->order_cols);
+    free(p->order_desc);
+    p->norder = n;
+    p->order_cols = rf_malloc(((size_t)n + 1) * sizeof *p->order_cols);
+    p->order_desc = rf_malloc(((size_t)n + 1) * sizeof *p->order_desc);
+    for (int i = 0; i < n; i++) {
+        p->order_cols[i] = cols[i];
+        p->order_desc[i] = desc ? desc[i] : false;
+    }
+}
+
+void tb_limit(tb *b, const char *name, int64_t limit) { pred(b, name)->limit = limit; }
 
 void tb_facts(tb *b, const char *name, int nrows, const int64_t *rows)
 {
@@ -353,18 +370,28 @@ void tb_rule(tb *b, const char *text)
     RF_PUSH(b->rules, r);
 }
 
-void tb_agg_rule(tb *b, const char *text, rf_aggfn fn, const char *arg)
+void tb_aggs_rule(tb *b, const char *text, int naggs, const rf_aggfn *fns, const char *const *args)
 {
     rf_rule r;
     parse_rule(b, text, &r);
-    r.agg = fn;
-    if (arg) {
-        bool bound[64] = { false };
-        parser p = { b, arg, arg, &r, bound };
-        r.agg_arg = parse_expr(&p);
-        type_expr(&r, r.agg_arg);
+    r.naggs = naggs;
+    r.aggs = rf_malloc(((size_t)naggs + 1) * sizeof *r.aggs);
+    r.agg_args = rf_calloc((size_t)naggs + 1, sizeof *r.agg_args);
+    for (int j = 0; j < naggs; j++) {
+        r.aggs[j] = fns[j];
+        if (args && args[j]) {
+            bool bound[64] = { false };
+            parser p = { b, args[j], args[j], &r, bound };
+            r.agg_args[j] = parse_expr(&p);
+            type_expr(&r, r.agg_args[j]);
+        }
     }
     RF_PUSH(b->rules, r);
+}
+
+void tb_agg_rule(tb *b, const char *text, rf_aggfn fn, const char *arg)
+{
+    tb_aggs_rule(b, text, 1, &fn, &arg);
 }
 
 static void add_stratum(tb *b, int *preds, int n)

@@ -26,6 +26,13 @@ void tb_rule(tb *b, const char *text);
 /* Aggregation rule: the head's last argument names the result; arg is an
  * expression over the body's variables, NULL for count. */
 void tb_agg_rule(tb *b, const char *text, rf_aggfn fn, const char *arg);
+/* The same with naggs aggregates: the head's last naggs arguments name the
+ * results; args[j] NULL for count (args NULL: all). */
+void tb_aggs_rule(tb *b, const char *text, int naggs, const rf_aggfn *fns, const char *const *args);
+/* @order(name, ...): columns cols[0..n), descending where desc[i] (desc
+ * NULL: all ascending); @limit(name, limit). */
+void tb_order(tb *b, const char *name, int n, const int *cols, const bool *desc);
+void tb_limit(tb *b, const char *name, int64_t limit);
 /* The next stratum: space-separated predicate names. Predicates without
  * rules go to an implicit first stratum. */
 void tb_stratum(tb *b, const char *preds);

@@ -448,6 +448,147 @@ static void test_aggregation(void)
     run_end(&r);
 }
 
+#define F(x) ((int64_t)rf_word_from_double(x))
+
+/* Several aggregates per rule, avg and count_distinct, empty groups. */
+static void test_multi_aggregation(void)
+{
+    tb *b = tb_new();
+    tb_pred(b, "w", "iii");       /* from, to, cost */
+    tb_pred(b, "none", "i");
+    tb_pred(b, "stats", "iiifiii");
+    tb_pred(b, "dist", "ii");
+    tb_pred(b, "ez", "ii");
+    tb_pred(b, "ea", "if");
+    tb_pred(b, "ek", "iii");
+    tb_pred(b, "two", "iii");
+    tb_facts(b, "w", 6, (const int64_t[]){ 1, 2, 5, 1, 3, 5, 1, 4, -2, 2, 3, 7, 3, 1, 1, 3, 1, 4 });
+    const rf_aggfn all[6] = { RF_AGG_COUNT, RF_AGG_TOTAL, RF_AGG_AVG, RF_AGG_COUNT_DISTINCT, RF_AGG_MIN,
+                              RF_AGG_MAX };
+    tb_aggs_rule(b, "stats(x, n, s, a, d, lo, hi) :- w(x, y, c)", 6, all,
+                 (const char *const[]){ NULL, "c", "c", "c", "c", "c" });
+    /* count_distinct alone ranges over values: y = 1 twice for x = 3. */
+    tb_aggs_rule(b, "dist(x, d) :- w(x, y, _)", 1, (const rf_aggfn[]){ RF_AGG_COUNT_DISTINCT },
+                 (const char *const[]){ "y" });
+    tb_aggs_rule(b, "ez(n, d) :- none(x)", 2, (const rf_aggfn[]){ RF_AGG_COUNT, RF_AGG_COUNT_DISTINCT },
+                 (const char *const[]){ NULL, "x" });
+    tb_aggs_rule(b, "ea(n, a) :- none(x)", 2, (const rf_aggfn[]){ RF_AGG_COUNT, RF_AGG_AVG },
+                 (const char *const[]){ NULL, "x" });
+    tb_aggs_rule(b, "ek(x, n, d) :- none(x)", 2, (const rf_aggfn[]){ RF_AGG_COUNT, RF_AGG_COUNT_DISTINCT },
+                 (const char *const[]){ NULL, "x" });
+    /* Two rules into one predicate: the aggregates land in temporaries
+     * that CSE must not share (same source, different aggregates). */
+    tb_aggs_rule(b, "two(x, n, t) :- w(x, y, c)", 2, (const rf_aggfn[]){ RF_AGG_COUNT, RF_AGG_TOTAL },
+                 (const char *const[]){ NULL, "c" });
+    tb_aggs_rule(b, "two(x, n, t) :- w(x, y, c)", 2, (const rf_aggfn[]){ RF_AGG_COUNT, RF_AGG_MAX },
+                 (const char *const[]){ NULL, "c" });
+    const char *outs[] = { "stats", "dist", "ez", "ea", "ek", "two" };
+    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++)
+        tb_output(b, outs[i]);
+    tb_stratum(b, "stats dist ez ea ek two");
+    run r;
+    run_start(&r, tb_finish(b));
+    /* x = 1: costs 5, 5 (two bindings), -2. */
+    expect_rel(&r, "stats", 7, ROWS(1, 3, 8, F(8.0 / 3), 2, -2, 5,
+                                    2, 1, 7, F(7.0), 1, 7, 7,
+                                    3, 2, 5, F(2.5), 2, 1, 4));
+    expect_rel(&r, "dist", 2, ROWS(1, 3, 2, 1, 3, 1));
+    expect_rel(&r, "ez", 2, ROWS(0, 0));
+    expect_rel(&r, "ea", 2, NO_ROWS);
+    expect_rel(&r, "ek", 3, NO_ROWS);
+    expect_rel(&r, "two", 3, ROWS(1, 3, 8, 1, 3, 5, 2, 1, 7, 3, 2, 5, 3, 2, 4));
+    /* one AGGREGATE a rule, all aggregates in it */
+    CU_ASSERT_EQUAL(count_cmds(r.plan[0], RF_CMD_AGGREGATE), 7);
+    CU_ASSERT_EQUAL(count_cmds(r.plan[1], RF_CMD_AGGREGATE), 7);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    rf_plan_print(r.plan[1], f);
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "count(), total($3), avg($3), count_distinct($3), min($3), max($3)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "// stats(x, count(), total(c), avg(c), count_distinct(c), min(c), "
+                                        "max(c)) <- w(x, y, c)"));
+    free(text);
+    /* The verifier checks every aggregate. */
+    rf_plan_cmd *agg = NULL;
+    for (int bl = 0; bl < r.plan[0]->nblocks && !agg; bl++)
+        for (int i = 0; i < r.plan[0]->blocks[bl].ncmds; i++)
+            if (r.plan[0]->blocks[bl].cmds[i].kind == RF_CMD_AGGREGATE &&
+                r.plan[0]->blocks[bl].cmds[i].naggs == 6)
+                agg = &r.plan[0]->blocks[bl].cmds[i];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(agg);
+    rf_status st;
+    rf_status_init(&st);
+    agg->aggfn[2] = RF_AGG_TOTAL;   /* total into a float64 column */
+    CU_ASSERT_FALSE(rf_plan_verify(r.plan[0], &st));
+    agg->aggfn[2] = RF_AGG_AVG;
+    agg->naggs = 5;                  /* arity no longer keys + aggregates */
+    rf_status_init(&st);
+    CU_ASSERT_FALSE(rf_plan_verify(r.plan[0], &st));
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.message, "with 1 keys and 5 aggregates"));
+    agg->naggs = 6;
+    rf_status_init(&st);
+    CU_ASSERT_TRUE(rf_plan_verify(r.plan[0], &st));
+    run_end(&r);
+}
+
+/* @order / @limit travel from the predicate to its plan relation. */
+static void test_output_order_fields(void)
+{
+    tb *b = graph(small_edges, 5);
+    tb_rule(b, "path(x, y) :- edge(x, y)");
+    tb_rule(b, "path(x, z) :- path(x, y), edge(y, z)");
+    tb_output(b, "path");
+    tb_order(b, "path", 2, (const int[]){ 1, 0 }, (const bool[]){ true, false });
+    tb_limit(b, "path", 3);
+    tb_stratum(b, "path");
+    run r;
+    run_start(&r, tb_finish(b));
+    for (int o = 0; o < NPLANS; o++) {
+        const rf_plan *p = r.plan[o];
+        for (int i = 0; i < p->nrels; i++) {
+            const rf_plan_rel *rel = &p->rels[i];
+            if (strcmp(rel->name, "path") != 0) {
+                CU_ASSERT_EQUAL(rel->norder, 0);
+                CU_ASSERT_EQUAL(rel->limit, -1);
+                continue;
+            }
+            CU_ASSERT_EQUAL_FATAL(rel->norder, 2);
+            CU_ASSERT_EQUAL(rel->order_cols[0], 1);
+            CU_ASSERT_TRUE(rel->order_desc[0]);
+            CU_ASSERT_EQUAL(rel->order_cols[1], 0);
+            CU_ASSERT_FALSE(rel->order_desc[1]);
+            CU_ASSERT_EQUAL(rel->limit, 3);
+        }
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    rf_plan_print(r.plan[1], f);
+    fclose(f);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "output  order by $1 desc, $0  limit 3\n"));
+    free(text);
+    rf_plan *p = r.plan[0];
+    int path = -1;
+    for (int i = 0; i < p->nrels; i++)
+        if (strcmp(p->rels[i].name, "path") == 0)
+            path = i;
+    CU_ASSERT_FATAL(path >= 0);
+    rf_status st;
+    rf_status_init(&st);
+    p->rels[path].order_cols[1] = 1;   /* named twice */
+    CU_ASSERT_FALSE(rf_plan_verify(p, &st));
+    p->rels[path].order_cols[1] = 2;   /* out of range */
+    rf_status_init(&st);
+    CU_ASSERT_FALSE(rf_plan_verify(p, &st));
+    p->rels[path].order_cols[1] = 0;
+    p->rels[path].limit = -2;
+    rf_status_init(&st);
+    CU_ASSERT_FALSE(rf_plan_verify(p, &st));
+    p->rels[path].limit = 3;
+    run_end(&r);
+}
+
 /* Aggregating a recursive result in a later stratum. */
 static void test_aggregate_over_recursion(void)
 {
@@ -977,6 +1118,8 @@ int main(void)
     CU_add_test(s, "division by zero", test_division_by_zero_is_reported);
     CU_add_test(s, "aggregation", test_aggregation);
     CU_add_test(s, "aggregation over recursion", test_aggregate_over_recursion);
+    CU_add_test(s, "several aggregates, avg, count_distinct", test_multi_aggregation);
+    CU_add_test(s, "output order and limit fields", test_output_order_fields);
     CU_add_test(s, "strings and cross products", test_strings_and_cross_product);
     CU_add_test(s, "body without atoms", test_body_without_atoms);
     CU_add_test(s, "dead relations", test_dead_relations);

@@ -28,6 +28,7 @@ static int add_var(rf_hprogram *p, const char *name, int arity, rf_type ty, bool
         v->types[c] = ty;
     v->sorted = sorted;
     v->pred = pred ? rf_strdup(pred) : NULL;
+    v->limit = -1;
     return p->nvars++;
 }
 
@@ -84,6 +85,8 @@ static void prog_free(rf_hprogram *p)
         free(p->vars[v].pred);
         free(p->vars[v].facts);
         free(p->vars[v].input_path);
+        free(p->vars[v].order_cols);
+        free(p->vars[v].order_desc);
     }
     for (int b = 0; b < p->nblocks; b++) {
         for (int i = 0; i < p->blocks[b].nkernels; i++) {
@@ -92,7 +95,10 @@ static void prog_free(rf_hprogram *p)
                 rf_code_free(&k->proj[j]);
             free(k->proj);
             rf_code_free(&k->filter);
-            rf_code_free(&k->agg_arg);
+            for (int j = 0; j < k->naggs; j++)
+                rf_code_free(&k->agg_arg[j]);
+            free(k->agg_arg);
+            free(k->aggfn);
             free(k->frees);
         }
         free(p->blocks[b].kernels);
@@ -660,6 +666,193 @@ static void lsm_sequence(int threads, rf_word base, rf_word mult, int steps)
     prog_free(p);
 }
 
+/* ---- several aggregates in one AGG kernel ---- */
+
+static rf_code col_code(int i, rf_type t)
+{
+    rf_expr *e = rf_expr_leaf(RF_EX_COL, t, i);
+    rf_code c;
+    rf_code_from_expr(&c, e);
+    rf_expr_free(e);
+    return c;
+}
+
+static void set_aggs(rf_kernel *k, int n, const rf_aggfn *fns, const rf_code *args)
+{
+    k->naggs = n;
+    k->aggfn = rf_malloc((size_t)n * sizeof *k->aggfn);
+    k->agg_arg = rf_calloc((size_t)n, sizeof *k->agg_arg);
+    for (int j = 0; j < n; j++) {
+        k->aggfn[j] = fns[j];
+        if (args)
+            k->agg_arg[j] = args[j];
+    }
+}
+
+/* in(k, v, f) := facts; res := AGG in by k: count(), total(v), avg(v),
+ * avg(f), count_distinct(v), min(f), max(v); keyless over an empty
+ * relation: counts only -> (0, 0), with avg -> no row. */
+static void test_multi_aggregate(void)
+{
+    rf_hprogram *p = prog_new();
+    int in = add_var(p, "in", 3, RF_TYPE_INT64, true, "in");
+    int res = add_var(p, "res", 8, RF_TYPE_INT64, true, "res");
+    int none = add_var(p, "none", 1, RF_TYPE_INT64, true, "none");
+    int zc = add_var(p, "zc", 2, RF_TYPE_INT64, true, "zc");
+    int za = add_var(p, "za", 2, RF_TYPE_INT64, true, "za");
+    p->vars[in].types[2] = RF_TYPE_FLOAT64;
+    rf_type rt[8] = {RF_TYPE_INT64, RF_TYPE_INT64, RF_TYPE_INT64, RF_TYPE_FLOAT64, RF_TYPE_FLOAT64,
+                     RF_TYPE_INT64, RF_TYPE_FLOAT64, RF_TYPE_INT64};
+    memcpy(p->vars[res].types, rt, sizeof rt);
+    p->vars[za].types[1] = RF_TYPE_FLOAT64;
+    p->vars[res].is_output = p->vars[zc].is_output = p->vars[za].is_output = true;
+    rf_word facts[] = {
+        1, 10, rf_word_from_double(0.1), 1, 20, rf_word_from_double(0.2),
+        1, 10, rf_word_from_double(0.7), 1, 30, rf_word_from_double(0.3),
+        2, (rf_word)-5, rf_word_from_double(-1.5), 3, 7, rf_word_from_double(2.0),
+        3, 8, rf_word_from_double(2.0),
+    };
+    p->vars[in].nfacts = 7;
+    p->vars[in].facts = rf_malloc(sizeof facts);
+    memcpy(p->vars[in].facts, facts, sizeof facts);
+    int b0 = add_block(p, RF_TERM_HALT, 0, 0);
+    add_kernel(p, b0, RF_K_LOAD, in, -1, -1, 0);
+    add_kernel(p, b0, RF_K_LOAD, none, -1, -1, 0);
+    rf_kernel *k = add_kernel(p, b0, RF_K_AGG, res, in, -1, 1);
+    rf_aggfn fns[7] = {RF_AGG_COUNT, RF_AGG_TOTAL, RF_AGG_AVG, RF_AGG_AVG, RF_AGG_COUNT_DISTINCT,
+                       RF_AGG_MIN, RF_AGG_MAX};
+    rf_code args[7] = {{0, NULL}, col_code(1, RF_TYPE_INT64), col_code(1, RF_TYPE_INT64),
+                       col_code(2, RF_TYPE_FLOAT64), col_code(1, RF_TYPE_INT64),
+                       col_code(2, RF_TYPE_FLOAT64), col_code(1, RF_TYPE_INT64)};
+    set_aggs(k, 7, fns, args);
+    k = add_kernel(p, b0, RF_K_AGG, zc, none, -1, 0);
+    rf_aggfn cfns[2] = {RF_AGG_COUNT, RF_AGG_COUNT_DISTINCT};
+    rf_code cargs[2] = {{0, NULL}, col_code(0, RF_TYPE_INT64)};
+    set_aggs(k, 2, cfns, cargs);
+    k = add_kernel(p, b0, RF_K_AGG, za, none, -1, 0);
+    rf_aggfn afns[2] = {RF_AGG_COUNT, RF_AGG_AVG};
+    rf_code aargs[2] = {{0, NULL}, col_code(0, RF_TYPE_INT64)};
+    set_aggs(k, 2, afns, aargs);
+    rf_status st;
+    rf_status_init(&st);
+    CU_ASSERT_TRUE_FATAL(rf_hir_verify(p, &st));
+    rf_run_options o = {0};
+    rf_status_init(&st);
+    char *got = run_to_string(p, &o, NULL, &st);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+    /* Group 1: 4 rows (10 twice: two bindings), values 10, 20, 30. */
+    CU_ASSERT_STRING_EQUAL(got, "# res (3 tuples)\n"
+                                "1\t4\t70\t17.5\t0.325\t3\t0.1\t30\n"
+                                "2\t1\t-5\t-5\t-1.5\t1\t-1.5\t-5\n"
+                                "3\t2\t15\t7.5\t2\t2\t2\t8\n"
+                                "# zc (1 tuples)\n0\t0\n"
+                                "# za (0 tuples)\n");
+    free(got);
+    prog_free(p);
+}
+
+/* ---- @order / @limit ---- */
+
+/* q(name, n, x) with facts; order and limit as given. */
+static rf_hprogram *order_program(int norder, const int *cols, const bool *desc, int64_t limit)
+{
+    rf_hprogram *p = prog_new();
+    int q = add_var(p, "q", 3, RF_TYPE_INT64, true, "q");
+    p->vars[q].types[0] = RF_TYPE_STRING;
+    p->vars[q].types[2] = RF_TYPE_FLOAT64;
+    p->vars[q].is_output = true;
+    const char *names[] = {"pear", "apple", "pear", "fig", "apple", "Zebra"};
+    int64_t ns[] = {1, 2, 1, 2, 1, 5};
+    double xs[] = {0.5, 1.0, -0.5, 3.0, 2.0, 0.0};
+    p->vars[q].nfacts = 6;
+    p->vars[q].facts = rf_malloc(18 * sizeof(rf_word));
+    for (int i = 0; i < 6; i++) {
+        p->vars[q].facts[3 * i] = rf_str_intern(names[i], strlen(names[i]));
+        p->vars[q].facts[3 * i + 1] = (rf_word)ns[i];
+        p->vars[q].facts[3 * i + 2] = rf_word_from_double(xs[i]);
+    }
+    p->vars[q].norder = norder;
+    p->vars[q].order_cols = rf_malloc((size_t)(norder + 1) * sizeof(int));
+    p->vars[q].order_desc = rf_malloc((size_t)(norder + 1) * sizeof(bool));
+    for (int i = 0; i < norder; i++) {
+        p->vars[q].order_cols[i] = cols[i];
+        p->vars[q].order_desc[i] = desc[i];
+    }
+    p->vars[q].limit = limit;
+    add_kernel(p, add_block(p, RF_TERM_HALT, 0, 0), RF_K_LOAD, q, -1, -1, 0);
+    return p;
+}
+
+static char *run_order(int norder, const int *cols, const bool *desc, int64_t limit, bool count)
+{
+    rf_hprogram *p = order_program(norder, cols, desc, limit);
+    rf_status st;
+    rf_status_init(&st);
+    CU_ASSERT_TRUE(rf_hir_verify(p, &st));
+    rf_run_options o = {.count_only = count};
+    char *got = run_to_string(p, &o, NULL, &st);
+    CU_ASSERT_PTR_NOT_NULL(got);
+    prog_free(p);
+    return got;
+}
+
+static void test_ordered_output(void)
+{
+    /* desc(name): strings by text, 'Z' < 'a'; ties by n, x ascending. */
+    char *s = run_order(1, (int[]){0}, (bool[]){true}, -1, false);
+    CU_ASSERT_STRING_EQUAL(s, "# q (6 tuples)\npear\t1\t-0.5\npear\t1\t0.5\nfig\t2\t3\n"
+                              "apple\t1\t2\napple\t2\t1\nZebra\t5\t0\n");
+    free(s);
+    /* desc(n), x: the named columns first, then name. */
+    s = run_order(2, (int[]){1, 2}, (bool[]){true, false}, -1, false);
+    CU_ASSERT_STRING_EQUAL(s, "# q (6 tuples)\nZebra\t5\t0\napple\t2\t1\nfig\t2\t3\n"
+                              "pear\t1\t-0.5\npear\t1\t0.5\napple\t1\t2\n");
+    free(s);
+    /* desc(x) with limit 2; limit 0; limit beyond the rows. */
+    s = run_order(1, (int[]){2}, (bool[]){true}, 2, false);
+    CU_ASSERT_STRING_EQUAL(s, "# q (2 tuples)\nfig\t2\t3\napple\t1\t2\n");
+    free(s);
+    s = run_order(1, (int[]){2}, (bool[]){true}, 0, false);
+    CU_ASSERT_STRING_EQUAL(s, "# q (0 tuples)\n");
+    free(s);
+    s = run_order(1, (int[]){2}, (bool[]){true}, 100, false);
+    CU_ASSERT_STRING_EQUAL(s, "# q (6 tuples)\nfig\t2\t3\napple\t1\t2\napple\t2\t1\npear\t1\t0.5\n"
+                              "Zebra\t5\t0\npear\t1\t-0.5\n");
+    free(s);
+    /* A limit alone: typed order, cut. */
+    s = run_order(0, NULL, NULL, 3, false);
+    CU_ASSERT_STRING_EQUAL(s, "# q (3 tuples)\nZebra\t5\t0\napple\t1\t2\napple\t2\t1\n");
+    free(s);
+    /* --count hashes the rows as written: the order and the limit count. */
+    char *h1 = run_order(1, (int[]){0}, (bool[]){true}, 2, true);
+    char *h2 = run_order(1, (int[]){0}, (bool[]){false}, 2, true);
+    char *h3 = run_order(1, (int[]){0}, (bool[]){true}, 3, true);
+    CU_ASSERT_PTR_NOT_NULL(strstr(h1, "# q (2 tuples, hash "));
+    CU_ASSERT_STRING_NOT_EQUAL(h1, h2);
+    CU_ASSERT_STRING_NOT_EQUAL(h1, h3);
+    free(h1);
+    free(h2);
+    free(h3);
+    /* --output writes the same rows. */
+    rf_hprogram *p = order_program(1, (int[]){0}, (bool[]){true}, 2);
+    char *dir = rf_sprintf("%s/ordered", g_dir);
+    rf_run_options o = {.output_dir = dir};
+    rf_status st;
+    rf_status_init(&st);
+    char *out = run_to_string(p, &o, NULL, &st);
+    CU_ASSERT_PTR_NOT_NULL(out);
+    char *path = rf_sprintf("%s/q.tsv", dir);
+    size_t len = 0;
+    char *text = rf_read_file(path, &len, &st);
+    CU_ASSERT_STRING_EQUAL(text ? text : "", "pear\t1\t-0.5\npear\t1\t0.5\n");
+    free(text);
+    free(path);
+    free(out);
+    rm_rf(dir);
+    free(dir);
+    prog_free(p);
+}
+
 static void test_cpu_set_representation(void)
 {
     lsm_sequence(1, 0, 1, 250);
@@ -683,6 +876,8 @@ int main(void)
     CU_add_test(s, "output atomicity", test_output_atomicity);
     CU_add_test(s, "kernel fault", test_runtime_fault);
     CU_add_test(s, "cpu backend set representation", test_cpu_set_representation);
+    CU_add_test(s, "several aggregates, avg, count_distinct", test_multi_aggregate);
+    CU_add_test(s, "@order and @limit", test_ordered_output);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures();
