@@ -391,15 +391,18 @@ static void directive(checker *ck, const ast_clause *c)
             rf_diag_error(ck->diag, file->loc, "@input expects a file name in double quotes");
             return;
         }
-        rf_file_format format = has_suffix(file->text, ".csv") ? RF_FORMAT_CSV : RF_FORMAT_TSV;
+        rf_file_format format = has_suffix(file->text, ".csv") ? RF_FORMAT_CSV
+                              : has_suffix(file->text, ".tbl") ? RF_FORMAT_TBL : RF_FORMAT_TSV;
         if (c->nargs == 3) {
             const ast_darg *f = c->dargs[2];
             if (strcmp(f->text, "csv") == 0)
                 format = RF_FORMAT_CSV;
             else if (strcmp(f->text, "tsv") == 0)
                 format = RF_FORMAT_TSV;
+            else if (strcmp(f->text, "tbl") == 0)
+                format = RF_FORMAT_TBL;
             else {
-                rf_diag_error(ck->diag, f->loc, "unknown input format '%s' (expected tsv or csv)",
+                rf_diag_error(ck->diag, f->loc, "unknown input format '%s' (expected tsv, csv or tbl)",
                               f->text);
                 return;
             }

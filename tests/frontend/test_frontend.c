@@ -569,6 +569,15 @@ static void test_directives(void)
     check_strata(p, "f | g | e | h");
     rf_program_free(p);
 
+    /* dbgen's format: from the .tbl extension or the tbl keyword */
+    p = compile_ok("a(x) -> int32(x). b(x) -> int32(x). c(x) -> int32(x).\n"
+                   "@input(a, \"lineitem.tbl\"). @input(b, \"b.txt\", tbl). @input(c, \"c.tbl\", tsv).");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(p->preds[pred(p, "a")].input_format, RF_FORMAT_TBL);
+    CU_ASSERT_EQUAL(p->preds[pred(p, "b")].input_format, RF_FORMAT_TBL);
+    CU_ASSERT_EQUAL(p->preds[pred(p, "c")].input_format, RF_FORMAT_TSV);
+    rf_program_free(p);
+
     p = compile_as("plain.lql", "e(x) -> int32(x). @input(e, \"e.tsv\").");
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     CU_ASSERT_STRING_EQUAL(p->preds[0].input_path, "e.tsv");
@@ -649,7 +658,7 @@ static void test_name_errors(void)
     expect_error(DECL "@input(r, \"r.tsv\").", "t.lql:3:8: error: unknown predicate 'r'");
     expect_error(DECL "@output(r).", "t.lql:3:9: error: unknown predicate 'r'");
     expect_error(DECL "@input(p, \"p.tsv\", xml).",
-                 "t.lql:3:20: error: unknown input format 'xml' (expected tsv or csv)");
+                 "t.lql:3:20: error: unknown input format 'xml' (expected tsv, csv or tbl)");
     expect_error(DECL "@print(p).", "t.lql:3:1: error: unknown directive '@print' (expected @input or @output)");
     expect_error(DECL "@input(p, \"a.tsv\").\n@input(p, \"b.tsv\").",
                  "t.lql:4:8: error: duplicate @input for 'p'");
@@ -971,7 +980,7 @@ static void test_not_text(void)
 static void test_escaped_diagnostics(void)
 {
     expect_error("p(x) -> int32(x).\n@input(p, \"p.tsv\", \"a\\tb\\nc\").",
-                 "t.lql:2:20: error: unknown input format 'a\\x09b\\x0ac' (expected tsv or csv)");
+                 "t.lql:2:20: error: unknown input format 'a\\x09b\\x0ac' (expected tsv, csv or tbl)");
     CU_ASSERT_TRUE(no_control_bytes());
     expect_error("f[x] = y -> string(x), int32(y).\nf[\"a\\nb\"] = 1.\nf[\"a\\nb\"] = 2.",
                  "t.lql:3:1: error: functional dependency violated: f[\"a\\x0ab\"] already has value 1");
