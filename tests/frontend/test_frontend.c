@@ -1450,6 +1450,10 @@ static const char *const valid_programs[] = {
     "q(y) <- p(x), y = (x + 1) % 7, y >= 0, !r(y).\np(z) <- q(z), z < 100.\n",
     "f() -> .\ng() -> .\np(x, y) -> int32(x), int32(y).\nf(). p(1, 2).\n"
     "g() <- p(x, _), f(), !p(x + 1, -x), v = 2 * 3, !p(v, v), p(x, v - 4).\n",
+    "li(k, p, d, s) -> int32(k), decimal[2](p), decimal[2](d), string(s).\nr[k] = v -> int32(k), decimal[4](v).\n"
+    "li(1, 12.50, 0.05, \"a\"). li(2, 7, -0.1, \"b\").\n"
+    "r[k] = p * (1 - d) <- li(k, p, d, s), d >= 0.06 - 0.01 && d <= 0.07 || like(s, \"a%\"),\n"
+    "  !starts_with(s, \"x\"), strlen(concat(s, substr(s, 1, 2))) > int64(decimal[0](p)), if(k > 1, p, 0.5) > 1.\n",
 };
 
 static void test_prefixes(void)
