@@ -335,10 +335,7 @@ static bool is_literal(const ast_expr *e)
 }
 
 /* An argument of an atom that is neither a variable, a constant nor '_'. */
-static bool is_expression(const ast_expr *e)
-{
-    return e->kind == AST_UNARY || e->kind == AST_BINARY || (e->kind == AST_CALL && !is_date_literal(e));
-}
+static bool is_expression(const ast_expr *e);
 
 static void add_fact(checker *ck, const ast_clause *c)
 {
@@ -1207,6 +1204,47 @@ static rf_expr *lower_as(rule_ctx *rc, const ast_expr *e, rf_type want)
     return checked_constants(rc, lower(rc, e, want));
 }
 
+/* A body literal written as an atom whose name is no predicate but a
+ * function, like(s, "%x") or !starts_with(s, "a"): the condition it reads
+ * as (a call, under not() when negated). */
+typedef struct call_lit {
+    ast_literal lit;
+    ast_expr call, neg;
+    ast_expr *neg_arg;
+} call_lit;
+
+static void make_call_lit(call_lit *cl, const ast_literal *l)
+{
+    const ast_atom *a = l->atom;
+    ast_expr *e = &cl->call;
+    e->kind = AST_CALL;
+    e->text = a->name;
+    e->textlen = strlen(a->name);
+    e->name_loc = a->name_loc;
+    e->loc = a->loc;
+    e->nargs = a->nargs;
+    e->args = a->args;
+    e->depth = 1;
+    for (int i = 0; i < a->nargs; i++)
+        if (a->args[i]->depth + 1 > e->depth)
+            e->depth = a->args[i]->depth + 1;
+    if (l->kind == AST_LIT_NEGATED) {
+        cl->neg_arg = e;
+        e = &cl->neg;
+        e->kind = AST_CALL;
+        e->text = (char *)"not";
+        e->textlen = 3;
+        e->name_loc = l->loc;
+        e->loc = l->loc;
+        e->nargs = 1;
+        e->args = &cl->neg_arg;
+        e->depth = cl->call.depth + 1;
+    }
+    cl->lit.kind = AST_LIT_COND;
+    cl->lit.cond = e;
+    cl->lit.loc = l->loc;
+}
+
 /* The literal made for the expression in column col of the atom of it. */
 static const body_item *synth_for(rule_ctx *rc, const body_item *it, int col)
 {
@@ -1544,14 +1582,14 @@ static void resolve_literal_vars(rule_ctx *rc, body_item *items, int n, const rf
             constrain(rc, c->head->args[i], head->types[i]);
     if (head && r->agg != RF_AGG_NONE && c->agg_arg)
         constrain(rc, c->agg_arg, head->types[head->arity - 1]);
-    /* Merge the wishes into the groups' roots, and the literal types
-     * (a group with a fraction literal of k digits needs float64 or a
-     * decimal of at least k digits). */
+    /* Merge the wishes into the groups' roots. */
     for (size_t i = 0; i < rc->vars.len; i++) {
         rule_var *v = &rc->vars.items[i];
         if (!is_flex(v->type))
             continue;
         rule_var *g = &rc->vars.items[uf_find(rc, (int)i)];
+        /* and the literal types: a group with a fraction literal of k
+         * digits needs float64 or a decimal of at least k digits */
         if (v->type > g->floor)
             g->floor = v->type;
         if (v->want == RF_TYPE_INVALID)
@@ -1760,45 +1798,9 @@ static void free_items(body_item *items, int n)
     free(items);
 }
 
-/* A body literal written as an atom whose name is no predicate but a
- * function, like(s, "%x") or !starts_with(s, "a"): the condition it reads
- * as (a call, under not() when negated). */
-typedef struct call_lit {
-    ast_literal lit;
-    ast_expr call, neg;
-    ast_expr *neg_arg;
-} call_lit;
-
-static void make_call_lit(call_lit *cl, const ast_literal *l)
+static bool is_expression(const ast_expr *e)
 {
-    const ast_atom *a = l->atom;
-    ast_expr *e = &cl->call;
-    e->kind = AST_CALL;
-    e->text = a->name;
-    e->textlen = strlen(a->name);
-    e->name_loc = a->name_loc;
-    e->loc = a->loc;
-    e->nargs = a->nargs;
-    e->args = a->args;
-    e->depth = 1;
-    for (int i = 0; i < a->nargs; i++)
-        if (a->args[i]->depth + 1 > e->depth)
-            e->depth = a->args[i]->depth + 1;
-    if (l->kind == AST_LIT_NEGATED) {
-        cl->neg_arg = e;
-        e = &cl->neg;
-        e->kind = AST_CALL;
-        e->text = (char *)"not";
-        e->textlen = 3;
-        e->name_loc = l->loc;
-        e->loc = l->loc;
-        e->nargs = 1;
-        e->args = &cl->neg_arg;
-        e->depth = cl->call.depth + 1;
-    }
-    cl->lit.kind = AST_LIT_COND;
-    cl->lit.cond = e;
-    cl->lit.loc = l->loc;
+    return e->kind == AST_UNARY || e->kind == AST_BINARY || (e->kind == AST_CALL && !is_date_literal(e));
 }
 
 static void add_rule(checker *ck, const ast_clause *c)
