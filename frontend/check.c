@@ -28,6 +28,7 @@ static bool is_dec(int t) { return t > 0 && t < (int)RF_TYPE_COUNT_ && rf_type_i
 static bool is_intty(int t) { return t == RF_TYPE_INT32 || t == RF_TYPE_INT64 || t == TY_INTLIT; }
 /* Numbers: ints, float64, decimals (rf_type_is_numeric) and the literal types. */
 static bool is_num(int t) { return is_intty(t) || t == RF_TYPE_FLOAT64 || is_dec(t) || is_frac(t); }
+static bool numeric_or_lit(int t) { return is_num(t); }
 /* The scale of a number as a decimal: ints 0, decimal[s] s, TY_FRAC(k) k. */
 static int scale_of(int t) { return is_dec(t) ? rf_decimal_scale((rf_type)t) : is_frac(t) ? t - TY_INTLIT : 0; }
 
@@ -986,7 +987,7 @@ static int infer(rule_ctx *rc, ast_expr *e)
         break;
     case AST_UNARY:
         t = infer(rc, e->a);
-        if (t != RF_TYPE_INVALID && !is_num(t)) {
+        if (t != RF_TYPE_INVALID && !numeric_or_lit(t)) {
             rf_diag_error(diag, e->loc, "type mismatch: '-' needs a number, found %s", type_desc(t));
             t = RF_TYPE_INVALID;
         }
@@ -1438,7 +1439,7 @@ static void infer_condition(rule_ctx *rc, body_item *it)
             it->valid = false;
             return;
         }
-        if (tv != tc && !(is_num(tv) && is_num(tc))) {
+        if (tv != tc && !(numeric_or_lit(tv) && numeric_or_lit(tc))) {
             rf_diag_error(rc->ck->diag, c->b->loc, "type mismatch: expected %s, found %s",
                           type_desc(tc), type_desc(tv));
             it->valid = false;
