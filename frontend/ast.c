@@ -77,6 +77,7 @@ ast_expr *ast_expr_negate(ast_expr *a, rf_loc minus)
     }
     if (a->kind == AST_FLOAT && a->fval >= 0) {
         a->fval = -a->fval;
+        a->negative = !a->negative;
         a->loc = loc;
         return a;
     }
@@ -85,6 +86,53 @@ ast_expr *ast_expr_negate(ast_expr *a, rf_loc minus)
     e->a = a;
     e->depth = 1 + a->depth;
     return e;
+}
+
+ast_expr *ast_expr_call(char *name, rf_loc name_loc, ast_list *params, ast_list *args, rf_loc end)
+{
+    ast_expr *e = ast_expr_new(AST_CALL, ast_loc_span(name_loc, end));
+    e->text = name;
+    e->textlen = strlen(name);
+    e->name_loc = name_loc;
+    if (params) {
+        e->has_params = true;
+        e->params = (ast_expr **)ast_list_take(params, &e->nparams);
+    }
+    e->args = (ast_expr **)ast_list_take(args, &e->nargs);
+    for (int i = 0; i < e->nargs; i++)
+        if (e->args[i]->depth + 1 > e->depth)
+            e->depth = e->args[i]->depth + 1;
+    return e;
+}
+
+int ast_expr_nkids(const ast_expr *e)
+{
+    switch (e->kind) {
+    case AST_UNARY: return 1;
+    case AST_BINARY: return 2;
+    case AST_CALL: return e->nargs;
+    default: return 0;
+    }
+}
+
+ast_expr *ast_expr_kid(const ast_expr *e, int i)
+{
+    return e->kind == AST_CALL ? e->args[i] : i == 0 ? e->a : e->b;
+}
+
+ast_atom *ast_atom_from_call(ast_expr *call)
+{
+    ast_atom *a = rf_calloc(1, sizeof *a);
+    a->name = call->text;
+    a->name_loc = call->name_loc;
+    a->loc = call->loc;
+    a->nargs = call->nargs;
+    a->args = call->args;
+    call->text = NULL;
+    call->args = NULL;
+    call->nargs = 0;
+    ast_expr_free(call);
+    return a;
 }
 
 ast_atom *ast_atom_new(char *name, rf_loc name_loc, ast_list *args, bool functional)
@@ -131,6 +179,12 @@ void ast_expr_free(ast_expr *e)
         return;
     ast_expr_free(e->a);
     ast_expr_free(e->b);
+    for (int i = 0; i < e->nargs; i++)
+        ast_expr_free(e->args[i]);
+    for (int i = 0; i < e->nparams; i++)
+        ast_expr_free(e->params[i]);
+    free(e->args);
+    free(e->params);
     free(e->text);
     free(e);
 }
@@ -141,7 +195,10 @@ void ast_atom_free(ast_atom *a)
         return;
     for (int i = 0; i < a->nargs; i++)
         ast_expr_free(a->args[i]);
+    for (int i = 0; i < a->nparams; i++)
+        ast_expr_free(a->params[i]);
     free(a->args);
+    free(a->params);
     free(a->name);
     free(a);
 }

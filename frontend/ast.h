@@ -15,7 +15,9 @@ typedef enum ast_expr_kind {
     AST_VAR,
     AST_WILDCARD,   /* _ */
     AST_UNARY,      /* op = RF_EX_NEG */
-    AST_BINARY      /* op = arithmetic or comparison */
+    AST_BINARY,     /* op = arithmetic, comparison, RF_EX_AND or RF_EX_OR */
+    AST_CALL        /* name(args) or name[params](args): a function, a
+                       conversion or a date literal (the checker decides) */
 } ast_expr_kind;
 
 typedef struct ast_expr {
@@ -25,16 +27,32 @@ typedef struct ast_expr {
     bool negative;            /* AST_INT: written with a leading minus */
     bool too_big;             /* AST_INT: more than 2^64-1; AST_FLOAT: out of range */
     double fval;              /* AST_FLOAT */
+    /* AST_FLOAT written in plain digits (no exponent) with at most 18
+     * fraction digits and digits that fit int64: the exact value is
+     * magnitude / 10^dec_scale (and `negative`), so that the literal can
+     * become a decimal[dec_scale] where it meets a decimal. */
+    bool dec_ok;
+    int dec_scale;
     bool bval;                /* AST_BOOL */
-    char *text;               /* AST_VAR name; AST_STRING decoded bytes */
+    char *text;               /* AST_VAR and AST_CALL name; AST_STRING decoded
+                                 bytes; AST_FLOAT the literal as written */
     size_t textlen;
     struct ast_expr *a, *b;
+    /* AST_CALL: the arguments, and the bracketed parameters of
+     * name[params](args) (has_params: brackets were written) */
+    int nargs, nparams;
+    struct ast_expr **args, **params;
+    bool has_params;
+    rf_loc name_loc;          /* AST_CALL */
+    bool parens;              /* written in parentheses */
     int depth;                /* 1 for a leaf: bounds recursion later */
     int type;                 /* set by the checker (rf_type or its own marker) */
     rf_loc loc;               /* the whole expression */
 } ast_expr;
 
-/* p(a, b) or, written functionally, f[k1, k2] = v (args = keys ++ [v]). */
+/* p(a, b) or, written functionally, f[k1, k2] = v (args = keys ++ [v]).
+ * A type constraint of a declaration may also be name[params](var), as in
+ * decimal[2](x) (has_params). */
 typedef struct ast_atom {
     char *name;
     rf_loc name_loc;
@@ -42,6 +60,9 @@ typedef struct ast_atom {
     bool functional;
     int nargs;
     ast_expr **args;
+    bool has_params;
+    int nparams;
+    ast_expr **params;
 } ast_atom;
 
 typedef enum ast_lit_kind { AST_LIT_ATOM, AST_LIT_NEGATED, AST_LIT_COND } ast_lit_kind;
@@ -115,6 +136,14 @@ rf_loc ast_loc_span(rf_loc a, rf_loc b);
 ast_expr *ast_expr_new(ast_expr_kind kind, rf_loc loc);
 ast_expr *ast_expr_binary(rf_exop op, ast_expr *a, ast_expr *b);
 ast_expr *ast_expr_negate(ast_expr *a, rf_loc minus);
+/* name(args) or, with params (may be empty), name[params](args). */
+ast_expr *ast_expr_call(char *name, rf_loc name_loc, ast_list *params, ast_list *args, rf_loc end);
+/* The operands of an expression: a, b of UNARY/BINARY, the args of CALL. */
+int ast_expr_nkids(const ast_expr *e);
+ast_expr *ast_expr_kid(const ast_expr *e, int i);
+/* Turns a call written at the top of a body literal into the atom it is
+ * (frees the call node, keeps its name and arguments). */
+ast_atom *ast_atom_from_call(ast_expr *call);
 ast_atom *ast_atom_new(char *name, rf_loc name_loc, ast_list *args, bool functional);
 ast_literal *ast_literal_new(ast_lit_kind kind, ast_atom *atom, ast_expr *cond);
 ast_clause *ast_clause_new(ast_clause_kind kind, rf_loc loc);

@@ -11,10 +11,33 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The type of an integer literal not yet fixed by its context. It becomes
- * the type of whatever it meets (int32, int64 or float64), or int64 when it
- * meets only other literals. */
+/* Types of literals not yet fixed by their context (beyond the rf_types):
+ *  TY_INTLIT   an integer literal, or an expression of them: it becomes the
+ *              type of whatever it meets (int32, int64, float64, decimal[s]),
+ *              or int64 when it meets only other literals;
+ *  TY_FRAC(k)  a literal written with k fraction digits in plain digits
+ *              (0.05: k = 2), or an expression of them and integer
+ *              literals: float64, except where it meets a decimal, where it
+ *              is the exact decimal[k] (then widened like one). */
 #define TY_INTLIT ((int)RF_TYPE_COUNT_)
+#define TY_FRAC(k) (TY_INTLIT + (k))
+
+static bool is_frac(int t) { return t > TY_INTLIT && t <= TY_FRAC(RF_DECIMAL_MAX_SCALE); }
+static bool is_flex(int t) { return t == TY_INTLIT || is_frac(t); }
+static bool is_dec(int t) { return t > 0 && t < (int)RF_TYPE_COUNT_ && rf_type_is_decimal((rf_type)t); }
+static bool is_intty(int t) { return t == RF_TYPE_INT32 || t == RF_TYPE_INT64 || t == TY_INTLIT; }
+/* Numbers: ints, float64, decimals (rf_type_is_numeric) and the literal types. */
+static bool is_num(int t) { return is_intty(t) || t == RF_TYPE_FLOAT64 || is_dec(t) || is_frac(t); }
+static bool numeric_or_lit(int t) { return is_num(t); }
+/* The scale of a number as a decimal: ints 0, decimal[s] s, TY_FRAC(k) k. */
+static int scale_of(int t) { return is_dec(t) ? rf_decimal_scale((rf_type)t) : is_frac(t) ? t - TY_INTLIT : 0; }
+
+static const uint64_t pow10_u64[RF_DECIMAL_MAX_SCALE + 1] = {
+    1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
+    1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull, 10000000000000ull,
+    100000000000000ull, 1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+    1000000000000000000ull,
+};
 
 /* Where an inline fact of a functional predicate came from. */
 typedef struct fact_ref {
@@ -35,7 +58,7 @@ typedef struct checker {
 
 static const char *type_desc(int t)
 {
-    return t == TY_INTLIT ? "integer" : rf_type_name((rf_type)t);
+    return t == TY_INTLIT ? "integer" : is_frac(t) ? "float64" : rf_type_name((rf_type)t);
 }
 
 /* ---------------------------------------------------------------- preds */
@@ -74,7 +97,29 @@ static void declare(checker *ck, const ast_clause *c)
     }
     for (int k = 0; k < c->nbody; k++) {
         const ast_atom *t = c->types[k];
-        rf_type ty = rf_type_from_name(t->name);
+        rf_type ty = RF_TYPE_INVALID;
+        if (strcmp(t->name, "decimal") == 0) {
+            /* decimal[s](x): the scale is part of the type */
+            const ast_expr *s = t->nparams == 1 ? t->params[0] : NULL;
+            if (!t->has_params)
+                rf_diag_error(ck->diag, t->loc, "decimal needs a scale: decimal[s](x)");
+            else if (!s || s->kind != AST_INT || s->negative || s->too_big ||
+                     s->magnitude > RF_DECIMAL_MAX_SCALE)
+                rf_diag_error(ck->diag, s ? s->loc : t->name_loc, "decimal scale must be 0 to %d",
+                              RF_DECIMAL_MAX_SCALE);
+            else
+                ty = rf_type_decimal((int)s->magnitude);
+            if (ty == RF_TYPE_INVALID) {
+                ok = false;
+                continue;
+            }
+        } else if (t->has_params) {
+            rf_diag_error(ck->diag, t->name_loc, "only decimal takes a scale, as in decimal[2](x)");
+            ok = false;
+            continue;
+        } else {
+            ty = rf_type_from_name(t->name);
+        }
         if (ty == RF_TYPE_INVALID) {
             rf_diag_error(ck->diag, t->name_loc, "unknown type '%s'", t->name);
             ok = false;
@@ -82,7 +127,7 @@ static void declare(checker *ck, const ast_clause *c)
         }
         if (t->functional || t->nargs != 1 || t->args[0]->kind != AST_VAR) {
             rf_diag_error(ck->diag, t->loc, "a type constraint takes one variable, as in %s(x)",
-                          t->name);
+                          rf_type_name(ty));
             ok = false;
             continue;
         }
@@ -168,11 +213,76 @@ static int resolve_atom(checker *ck, const ast_atom *a)
 
 /* ------------------------------------------------------------- literals */
 
-/* Encodes a literal as a value of type t, reporting a type mismatch or an
- * out-of-range value. */
+/* date("1995-03-15"): a call of date with one string literal. */
+static bool is_date_literal(const ast_expr *e)
+{
+    return e->kind == AST_CALL && !e->has_params && strcmp(e->text, "date") == 0 && e->nargs == 1 &&
+           e->args[0]->kind == AST_STRING;
+}
+
+/* The value of a date literal; reports a bad date. */
+static bool date_literal_word(checker *ck, const ast_expr *e, rf_word *out)
+{
+    const ast_expr *s = e->args[0];
+    const char *why;
+    if (!rf_value_parse(RF_TYPE_DATE, s->text, s->textlen, out, &why)) {
+        rf_diag_error(ck->diag, s->loc, "bad date literal '%s'", s->text);
+        return false;
+    }
+    return true;
+}
+
+/* The exact value of a number literal (integer, or plain digits with a
+ * fraction) as decimal[s]: 0, or 1 when it is out of range (|value| must be
+ * below 2^63 after scaling), or 2 when it has more than s fraction digits
+ * that are not zeros. */
+static int decimal_literal(const ast_expr *e, int s, rf_word *out)
+{
+    uint64_t mag = e->magnitude;
+    int k = e->kind == AST_INT ? 0 : e->dec_scale;
+    if (e->kind == AST_INT && e->too_big)
+        return 1;
+    if (k > s) {
+        uint64_t d = pow10_u64[k - s];
+        if (mag % d)
+            return 2;
+        mag /= d;
+    } else {
+        uint64_t m = pow10_u64[s - k];
+        if (mag > (uint64_t)INT64_MAX / m)
+            return 1;
+        mag *= m;
+    }
+    *out = e->negative ? (rf_word)(0 - mag) : (rf_word)mag;
+    return 0;
+}
+
+/* Encodes a literal (or a date literal) as a value of type t, reporting a
+ * type mismatch or an out-of-range value. */
 static bool literal_word(checker *ck, const ast_expr *e, rf_type t, rf_word *out)
 {
     int lt;
+    if (rf_type_is_decimal(t) && (e->kind == AST_INT || (e->kind == AST_FLOAT && e->dec_ok))) {
+        int s = rf_decimal_scale(t);
+        switch (decimal_literal(e, s, out)) {
+        case 0:
+            return true;
+        case 1:
+            rf_diag_error(ck->diag, e->loc, "%s literal out of range for %s",
+                          e->kind == AST_INT ? "integer" : "decimal", rf_type_name(t));
+            return false;
+        default:
+            rf_diag_error(ck->diag, e->loc, "literal %s%s has more than %d decimal place%s for %s",
+                          e->negative ? "-" : "", e->text, s, s == 1 ? "" : "s", rf_type_name(t));
+            return false;
+        }
+    }
+    if (is_date_literal(e)) {
+        if (t == RF_TYPE_DATE)
+            return date_literal_word(ck, e, out);
+        rf_diag_error(ck->diag, e->loc, "type mismatch: expected %s, found date", rf_type_name(t));
+        return false;
+    }
     switch (e->kind) {
     case AST_INT:
         if (t == RF_TYPE_FLOAT64) {
@@ -229,8 +339,12 @@ static bool literal_word(checker *ck, const ast_expr *e, rf_type t, rf_word *out
 
 static bool is_literal(const ast_expr *e)
 {
-    return e->kind == AST_INT || e->kind == AST_FLOAT || e->kind == AST_STRING || e->kind == AST_BOOL;
+    return e->kind == AST_INT || e->kind == AST_FLOAT || e->kind == AST_STRING || e->kind == AST_BOOL ||
+           is_date_literal(e);
 }
+
+/* An argument of an atom that is neither a variable, a constant nor '_'. */
+static bool is_expression(const ast_expr *e);
 
 static void add_fact(checker *ck, const ast_clause *c)
 {
@@ -514,15 +628,18 @@ static void directive(checker *ck, const ast_clause *c)
             rf_diag_error(ck->diag, file->loc, "@input expects a file name in double quotes");
             return;
         }
-        rf_file_format format = has_suffix(file->text, ".csv") ? RF_FORMAT_CSV : RF_FORMAT_TSV;
+        rf_file_format format = has_suffix(file->text, ".csv") ? RF_FORMAT_CSV
+                              : has_suffix(file->text, ".tbl") ? RF_FORMAT_TBL : RF_FORMAT_TSV;
         if (c->nargs == 3) {
             const ast_darg *f = c->dargs[2];
             if (strcmp(f->text, "csv") == 0)
                 format = RF_FORMAT_CSV;
             else if (strcmp(f->text, "tsv") == 0)
                 format = RF_FORMAT_TSV;
+            else if (strcmp(f->text, "tbl") == 0)
+                format = RF_FORMAT_TBL;
             else {
-                rf_diag_error(ck->diag, f->loc, "unknown input format '%s' (expected tsv or csv)",
+                rf_diag_error(ck->diag, f->loc, "unknown input format '%s' (expected tsv, csv or tbl)",
                               f->text);
                 return;
             }
@@ -560,7 +677,7 @@ static void directive(checker *ck, const ast_clause *c)
 
 typedef struct rule_var {
     char *name;
-    int type;         /* rf_type, or TY_INTLIT until resolve_literal_vars */
+    int type;         /* rf_type, or a literal type until resolve_literal_vars */
     bool bound;       /* by a positive atom or an assignment */
     bool fresh;       /* made for a wildcard: no name lookups find it */
     bool emitted;     /* bound by a literal already placed in the body */
@@ -570,6 +687,7 @@ typedef struct rule_var {
     int parent;
     int want;         /* RF_TYPE_INVALID: none */
     int exact;        /* RF_TYPE_INVALID: none */
+    int floor;        /* the widest literal type of the group (its root) */
 } rule_var;
 
 /* A literal made by the checker for an expression written as an atom
@@ -628,7 +746,7 @@ static int find_var(rule_ctx *rc, const char *name)
 static int add_var(rule_ctx *rc, char *name, int type, bool fresh)
 {
     rule_var v = { name, type, true, fresh, false, (int)rc->vars.len, RF_TYPE_INVALID,
-                   RF_TYPE_INVALID };
+                   RF_TYPE_INVALID, RF_TYPE_INVALID };
     RF_PUSH(rc->vars, v);
     return (int)rc->vars.len - 1;
 }
@@ -648,8 +766,12 @@ static const ast_expr *first_unbound(rule_ctx *rc, const ast_expr *e)
         int v = find_var(rc, e->text);
         return v >= 0 && rc->vars.items[v].bound ? NULL : e;
     }
-    const ast_expr *u = first_unbound(rc, e->a);
-    return u ? u : first_unbound(rc, e->b);
+    for (int i = 0; i < ast_expr_nkids(e); i++) {
+        const ast_expr *u = first_unbound(rc, ast_expr_kid(e, i));
+        if (u)
+            return u;
+    }
+    return NULL;
 }
 
 /* Every variable of e already bound by a literal placed before? */
@@ -661,7 +783,10 @@ static bool all_emitted(rule_ctx *rc, const ast_expr *e)
         int v = find_var(rc, e->text);
         return v >= 0 && rc->vars.items[v].emitted;
     }
-    return all_emitted(rc, e->a) && all_emitted(rc, e->b);
+    for (int i = 0; i < ast_expr_nkids(e); i++)
+        if (!all_emitted(rc, ast_expr_kid(e, i)))
+            return false;
+    return true;
 }
 
 static const ast_expr *find_wildcard(const ast_expr *e)
@@ -670,37 +795,299 @@ static const ast_expr *find_wildcard(const ast_expr *e)
         return NULL;
     if (e->kind == AST_WILDCARD)
         return e;
-    const ast_expr *w = find_wildcard(e->a);
-    return w ? w : find_wildcard(e->b);
+    for (int i = 0; i < ast_expr_nkids(e); i++) {
+        const ast_expr *w = find_wildcard(ast_expr_kid(e, i));
+        if (w)
+            return w;
+    }
+    return NULL;
 }
 
-static int join_types(int a, int b)
+/* The type two numbers are combined in by + and -, compared in, and that
+ * if() gives two numeric branches: the wider one, where an integer is
+ * decimal[0], a decimal meets a decimal in the larger scale, and a literal
+ * takes the other side's type (a fraction literal meeting an int makes
+ * float64, as any float does). */
+static int num_join(int a, int b)
 {
+    if (a == b)
+        return a;
     if (a == TY_INTLIT)
         return b;
-    if (b == TY_INTLIT || a == b)
+    if (b == TY_INTLIT)
         return a;
     if (a == RF_TYPE_FLOAT64 || b == RF_TYPE_FLOAT64)
         return RF_TYPE_FLOAT64;
+    bool da = is_dec(a) || is_frac(a), db = is_dec(b) || is_frac(b);
+    if (da && db) {
+        int s = scale_of(a) > scale_of(b) ? scale_of(a) : scale_of(b);
+        return is_frac(a) && is_frac(b) ? TY_FRAC(s) : (int)rf_type_decimal(s);
+    }
+    if (is_frac(a) || is_frac(b))
+        return RF_TYPE_FLOAT64;
+    if (da)
+        return a;
+    if (db)
+        return b;
     return RF_TYPE_INT64;
 }
 
-static bool numeric_or_lit(int t)
+/* The type both sides of a comparison (already checked) are compared in. */
+static int compare_join(int a, int b)
 {
-    return t == TY_INTLIT || rf_type_is_numeric((rf_type)t);
+    return is_num(a) && is_num(b) ? num_join(a, b) : a;
 }
 
-/* Implicit conversions: only widening ones (int32 -> int64, ints ->
- * float64), plus an integer literal to any numeric type. */
-static bool assignable(int from, rf_type to)
+/* The type a flexible (literal) type takes where want is asked for: the
+ * type itself for the others. */
+static rf_type concrete(int t, rf_type want)
+{
+    bool num_want = want == RF_TYPE_INT32 || want == RF_TYPE_INT64 || want == RF_TYPE_FLOAT64 ||
+                    rf_type_is_decimal(want);
+    if (t == TY_INTLIT)
+        return num_want ? want : RF_TYPE_INT64;
+    if (is_frac(t))
+        return rf_type_is_decimal(want) ? want : RF_TYPE_FLOAT64;
+    return (rf_type)t;
+}
+
+/* Implicit conversions: widening only (int32 -> int64 -> decimal[s] ->
+ * float64, ints -> float64, decimal[s1] -> decimal[s2] with s2 >= s1), and
+ * literals to any type they fit (e is the expression, for a bare fraction
+ * literal, which a decimal of fewer digits takes when it is exact). */
+static bool assignable(const ast_expr *e, int from, rf_type to)
 {
     if (from == (int)to)
         return true;
     if (from == TY_INTLIT)
-        return rf_type_is_numeric(to);
+        return to == RF_TYPE_INT32 || to == RF_TYPE_INT64 || to == RF_TYPE_FLOAT64 || rf_type_is_decimal(to);
+    if (is_frac(from))
+        return to == RF_TYPE_FLOAT64 ||
+               (rf_type_is_decimal(to) && (scale_of(from) <= rf_decimal_scale(to) || e->kind == AST_FLOAT));
     if (from == RF_TYPE_INT32 && to == RF_TYPE_INT64)
         return true;
-    return rf_type_is_integer((rf_type)from) && to == RF_TYPE_FLOAT64;
+    if (is_intty(from))
+        return to == RF_TYPE_FLOAT64 || rf_type_is_decimal(to);
+    if (is_dec(from))
+        return to == RF_TYPE_FLOAT64 || (rf_type_is_decimal(to) && rf_decimal_scale(to) >= scale_of(from));
+    return false;
+}
+
+/* ------------------------------------------------------------ functions */
+
+/* Argument kinds of functions. */
+enum { A_DATE = 1, A_INT, A_STR, A_BOOL, A_NUM, A_ANY };
+#define R_COMMON (-1)   /* if(): the branches' common type */
+#define R_SCALE (-2)    /* decimal[s](e): decimal[s] */
+
+typedef struct fn_def {
+    const char *name;
+    rf_exop op;          /* RF_EX_CAST: a conversion; RF_EX_CONST: date("...") */
+    int nargs;
+    int arg[3];
+    int result;          /* rf_type, R_COMMON or R_SCALE */
+} fn_def;
+
+static const fn_def functions[] = {
+    { "year", RF_EX_YEAR, 1, { A_DATE }, RF_TYPE_INT32 },
+    { "month", RF_EX_MONTH, 1, { A_DATE }, RF_TYPE_INT32 },
+    { "day", RF_EX_DAY, 1, { A_DATE }, RF_TYPE_INT32 },
+    { "add_days", RF_EX_ADD, 2, { A_DATE, A_INT }, RF_TYPE_DATE },
+    { "add_months", RF_EX_ADD_MONTHS, 2, { A_DATE, A_INT }, RF_TYPE_DATE },
+    { "add_years", RF_EX_ADD_YEARS, 2, { A_DATE, A_INT }, RF_TYPE_DATE },
+    { "substr", RF_EX_SUBSTR, 3, { A_STR, A_INT, A_INT }, RF_TYPE_STRING },
+    { "strlen", RF_EX_STRLEN, 1, { A_STR }, RF_TYPE_INT64 },
+    { "concat", RF_EX_CONCAT, 2, { A_STR, A_STR }, RF_TYPE_STRING },
+    { "like", RF_EX_LIKE, 2, { A_STR, A_STR }, RF_TYPE_BOOL },
+    { "starts_with", RF_EX_STARTS_WITH, 2, { A_STR, A_STR }, RF_TYPE_BOOL },
+    { "ends_with", RF_EX_ENDS_WITH, 2, { A_STR, A_STR }, RF_TYPE_BOOL },
+    { "contains", RF_EX_CONTAINS, 2, { A_STR, A_STR }, RF_TYPE_BOOL },
+    { "if", RF_EX_IF, 3, { A_BOOL, A_ANY, A_ANY }, R_COMMON },
+    { "not", RF_EX_NOT, 1, { A_BOOL }, RF_TYPE_BOOL },
+    { "int32", RF_EX_CAST, 1, { A_NUM }, RF_TYPE_INT32 },
+    { "int64", RF_EX_CAST, 1, { A_NUM }, RF_TYPE_INT64 },
+    { "float64", RF_EX_CAST, 1, { A_NUM }, RF_TYPE_FLOAT64 },
+    { "decimal", RF_EX_CAST, 1, { A_NUM }, R_SCALE },
+    { "date", RF_EX_CONST, 1, { A_STR }, RF_TYPE_DATE },
+};
+
+static const fn_def *find_function(const char *name)
+{
+    for (size_t i = 0; i < sizeof functions / sizeof functions[0]; i++)
+        if (strcmp(functions[i].name, name) == 0)
+            return &functions[i];
+    return NULL;
+}
+
+static const char *kind_name(int k)
+{
+    switch (k) {
+    case A_DATE: return "date";
+    case A_INT: return "int";
+    case A_STR: return "string";
+    case A_BOOL: return "bool";
+    case A_NUM: return "number";
+    default: return "T";
+    }
+}
+
+static bool kind_accepts(int k, int t)
+{
+    switch (k) {
+    case A_DATE: return t == RF_TYPE_DATE;
+    case A_INT: return is_intty(t);
+    case A_STR: return t == RF_TYPE_STRING;
+    case A_BOOL: return t == RF_TYPE_BOOL;
+    case A_NUM: return is_num(t);
+    default: return true;
+    }
+}
+
+/* The type a function's argument of kind k is lowered as (ints: int64). */
+static rf_type kind_type(int k)
+{
+    switch (k) {
+    case A_DATE: return RF_TYPE_DATE;
+    case A_INT: return RF_TYPE_INT64;
+    case A_STR: return RF_TYPE_STRING;
+    case A_BOOL: return RF_TYPE_BOOL;
+    default: return RF_TYPE_INVALID;
+    }
+}
+
+/* The target type of decimal[s](...) (checked by infer_call). */
+static rf_type call_scale_type(const ast_expr *e)
+{
+    return rf_type_decimal((int)e->params[0]->magnitude);
+}
+
+static int infer(rule_ctx *rc, ast_expr *e);
+
+/* 'substr' expects (string, int, int), found (string, string, int) */
+static void call_mismatch(rule_ctx *rc, const ast_expr *e, const fn_def *f)
+{
+    char want[96] = "", found[256] = "";
+    for (int i = 0; i < f->nargs; i++) {
+        size_t n = strlen(want);
+        snprintf(want + n, sizeof want - n, "%s%s", i ? ", " : "", kind_name(f->arg[i]));
+    }
+    for (int i = 0; i < e->nargs; i++) {
+        int t = e->args[i]->type;
+        size_t n = strlen(found);
+        snprintf(found + n, sizeof found - n, "%s%s", i ? ", " : "", t == TY_INTLIT ? "int" : type_desc(t));
+    }
+    rf_diag_error(rc->ck->diag, e->loc, "'%s' expects (%s), found (%s)", e->text, want, found);
+}
+
+/* Types a call: a function, a conversion or a date literal. */
+static int infer_call(rule_ctx *rc, ast_expr *e)
+{
+    rf_diag *diag = rc->ck->diag;
+    const fn_def *f = find_function(e->text);
+    if (!f) {
+        rf_diag_error(diag, e->name_loc, "unknown function '%s'", e->text);
+        return RF_TYPE_INVALID;
+    }
+    if (f->result == R_SCALE) {
+        const ast_expr *s = e->nparams == 1 ? e->params[0] : NULL;
+        if (!e->has_params) {
+            rf_diag_error(diag, e->name_loc, "decimal needs a scale: decimal[s](x)");
+            return RF_TYPE_INVALID;
+        }
+        if (!s || s->kind != AST_INT || s->negative || s->too_big || s->magnitude > RF_DECIMAL_MAX_SCALE) {
+            rf_diag_error(diag, s ? s->loc : e->name_loc, "decimal scale must be 0 to %d", RF_DECIMAL_MAX_SCALE);
+            return RF_TYPE_INVALID;
+        }
+    } else if (e->has_params) {
+        rf_diag_error(diag, e->name_loc, "only decimal takes a scale, as in decimal[2](x)");
+        return RF_TYPE_INVALID;
+    }
+    if (f->op == RF_EX_CONST) {   /* date("1995-03-15") */
+        rf_word w;
+        if (!is_date_literal(e)) {
+            rf_diag_error(diag, e->loc, "'date' expects a string literal, as in date(\"1995-03-15\")");
+            return RF_TYPE_INVALID;
+        }
+        return date_literal_word(rc->ck, e, &w) ? RF_TYPE_DATE : RF_TYPE_INVALID;
+    }
+    bool ok = true;
+    for (int i = 0; i < e->nargs; i++)
+        ok &= infer(rc, e->args[i]) != RF_TYPE_INVALID;
+    if (!ok)
+        return RF_TYPE_INVALID;
+    bool match = e->nargs == f->nargs;
+    for (int i = 0; i < e->nargs && match; i++)
+        match = kind_accepts(f->arg[i], e->args[i]->type);
+    int t = f->result;
+    if (match && t == R_COMMON) {   /* if(c, a, b) */
+        int ta = e->args[1]->type, tb = e->args[2]->type;
+        if (is_num(ta) && is_num(tb))
+            t = num_join(ta, tb);
+        else if (ta == tb)
+            t = ta;
+        else
+            match = false;
+    }
+    if (!match) {
+        call_mismatch(rc, e, f);
+        return RF_TYPE_INVALID;
+    }
+    return t == R_SCALE ? (int)call_scale_type(e) : t;
+}
+
+/* The type of arithmetic a op b (both typed); reports a mismatch. */
+static int arith_type(rule_ctx *rc, const ast_expr *e, int ta, int tb)
+{
+    rf_diag *diag = rc->ck->diag;
+    const char *sym = rf_exop_symbol(e->op);
+    if (ta == RF_TYPE_DATE || tb == RF_TYPE_DATE) {
+        /* date + int, int + date, date - int: date; date - date: days */
+        if (e->op == RF_EX_ADD && ((ta == RF_TYPE_DATE && is_intty(tb)) || (is_intty(ta) && tb == RF_TYPE_DATE)))
+            return RF_TYPE_DATE;
+        if (e->op == RF_EX_SUB && ta == RF_TYPE_DATE && is_intty(tb))
+            return RF_TYPE_DATE;
+        if (e->op == RF_EX_SUB && ta == RF_TYPE_DATE && tb == RF_TYPE_DATE)
+            return RF_TYPE_INT64;
+        rf_diag_error(diag, e->loc, "type mismatch: cannot apply '%s' to %s and %s", sym, type_desc(ta),
+                      type_desc(tb));
+        return RF_TYPE_INVALID;
+    }
+    const ast_expr *bad = !is_num(ta) ? e->a : !is_num(tb) ? e->b : NULL;
+    if (bad) {
+        rf_diag_error(diag, bad->loc, "type mismatch: '%s' needs numbers, found %s", sym,
+                      type_desc(bad == e->a ? ta : tb));
+        return RF_TYPE_INVALID;
+    }
+    bool da = is_dec(ta) || is_frac(ta), db = is_dec(tb) || is_frac(tb);
+    switch (e->op) {
+    case RF_EX_MUL: {
+        if (ta == RF_TYPE_FLOAT64 || tb == RF_TYPE_FLOAT64 || (!da && !db))
+            return num_join(ta, tb);
+        if ((is_frac(ta) && !is_flex(tb) && !db) || (is_frac(tb) && !is_flex(ta) && !da))
+            return RF_TYPE_FLOAT64;   /* a fraction literal times an int column */
+        int s = scale_of(ta) + scale_of(tb);
+        if (is_flex(ta) && is_flex(tb))
+            return s <= RF_DECIMAL_MAX_SCALE ? TY_FRAC(s) : RF_TYPE_FLOAT64;
+        if (s > RF_DECIMAL_MAX_SCALE) {
+            rf_diag_error(diag, e->loc, "decimal scale %d exceeds %d; convert with decimal[s](...)", s,
+                          RF_DECIMAL_MAX_SCALE);
+            return RF_TYPE_INVALID;
+        }
+        return rf_type_decimal(s);
+    }
+    case RF_EX_DIV:
+        /* decimal division is not exact: float64 */
+        return da || db ? RF_TYPE_FLOAT64 : num_join(ta, tb);
+    case RF_EX_MOD:
+        if (is_dec(ta) || is_dec(tb)) {
+            rf_diag_error(diag, e->loc, "type mismatch: '%%' does not apply to %s",
+                          type_desc(is_dec(ta) ? ta : tb));
+            return RF_TYPE_INVALID;
+        }
+        return da || db ? RF_TYPE_FLOAT64 : num_join(ta, tb);
+    default:
+        return num_join(ta, tb);
+    }
 }
 
 /* Computes the type of every node of e bottom-up (into e->type); returns
@@ -714,7 +1101,7 @@ static int infer(rule_ctx *rc, ast_expr *e)
         /* A literal too big for int32 makes its expression int64. */
         t = e->too_big || e->magnitude > (uint64_t)INT32_MAX + e->negative ? RF_TYPE_INT64 : TY_INTLIT;
         break;
-    case AST_FLOAT: t = RF_TYPE_FLOAT64; break;
+    case AST_FLOAT: t = e->dec_ok && e->dec_scale > 0 ? TY_FRAC(e->dec_scale) : RF_TYPE_FLOAT64; break;
     case AST_STRING: t = RF_TYPE_STRING; break;
     case AST_BOOL: t = RF_TYPE_BOOL; break;
     case AST_VAR: {
@@ -736,28 +1123,104 @@ static int infer(rule_ctx *rc, ast_expr *e)
         int ta = infer(rc, e->a), tb = infer(rc, e->b);
         if (ta == RF_TYPE_INVALID || tb == RF_TYPE_INVALID)
             break;
-        if (rf_exop_is_comparison(e->op)) {
-            if (numeric_or_lit(ta) && numeric_or_lit(tb))
+        if (e->op == RF_EX_AND || e->op == RF_EX_OR) {
+            const ast_expr *bad = ta != RF_TYPE_BOOL ? e->a : tb != RF_TYPE_BOOL ? e->b : NULL;
+            if (bad)
+                rf_diag_error(diag, bad->loc, "type mismatch: '%s' needs bools, found %s",
+                              rf_exop_symbol(e->op), type_desc(bad == e->a ? ta : tb));
+            else
                 t = RF_TYPE_BOOL;
-            else if (ta == tb)
+        } else if (rf_exop_is_comparison(e->op)) {
+            if ((is_num(ta) && is_num(tb)) || ta == tb)
                 t = RF_TYPE_BOOL;
             else
                 rf_diag_error(diag, e->loc, "type mismatch: cannot compare %s with %s", type_desc(ta),
                               type_desc(tb));
-            break;
+        } else {
+            t = arith_type(rc, e, ta, tb);
         }
-        const ast_expr *bad = !numeric_or_lit(ta) ? e->a : !numeric_or_lit(tb) ? e->b : NULL;
-        if (bad) {
-            rf_diag_error(diag, bad->loc, "type mismatch: '%s' needs numbers, found %s",
-                          rf_exop_symbol(e->op), type_desc(bad == e->a ? ta : tb));
-            break;
-        }
-        t = join_types(ta, tb);
         break;
     }
+    case AST_CALL:
+        t = infer_call(rc, e);
+        break;
     }
     e->type = t;
     return t;
+}
+
+static rf_expr *lower(rule_ctx *rc, const ast_expr *e, rf_type want);
+
+static rf_expr *free2(rf_expr *a, rf_expr *b)
+{
+    rf_expr_free(a);
+    rf_expr_free(b);
+    return NULL;
+}
+
+/* A binary node computed in type t (its own type made concrete): the
+ * operands of arithmetic have the node's type, except that date
+ * arithmetic takes a date and an int64 (or two dates); the sides of a
+ * comparison share the type they are compared in (e->a->type after
+ * lowering). */
+static rf_expr *lower_binary(rule_ctx *rc, const ast_expr *e, rf_type t)
+{
+    rf_type ta = t, tb = t;
+    if (rf_exop_is_comparison(e->op)) {
+        ta = tb = concrete(compare_join(e->a->type, e->b->type), RF_TYPE_INVALID);
+        t = RF_TYPE_BOOL;
+    } else if (e->op == RF_EX_AND || e->op == RF_EX_OR) {
+        ta = tb = RF_TYPE_BOOL;
+    } else if (e->a->type == RF_TYPE_DATE || e->b->type == RF_TYPE_DATE) {
+        ta = e->a->type == RF_TYPE_DATE ? RF_TYPE_DATE : RF_TYPE_INT64;
+        tb = e->b->type == RF_TYPE_DATE ? RF_TYPE_DATE : RF_TYPE_INT64;
+    } else if (e->type == TY_INTLIT && rf_type_is_decimal(t) && (e->op == RF_EX_DIV || e->op == RF_EX_MOD)) {
+        /* integer literals divide as integers, then become the decimal */
+        ta = tb = t = RF_TYPE_INT64;
+    }
+    rf_expr *a = lower(rc, e->a, ta), *b = a ? lower(rc, e->b, tb) : NULL;
+    if (!a || !b)
+        return free2(a, b);
+    return rf_expr_binary(e->op, t, a, b);
+}
+
+static rf_expr *lower_call(rule_ctx *rc, const ast_expr *e, rf_type t)
+{
+    const fn_def *f = find_function(e->text);
+    if (f->op == RF_EX_CONST) {
+        rf_word w;
+        return literal_word(rc->ck, e, RF_TYPE_DATE, &w) ? rf_expr_const(RF_TYPE_DATE, w) : NULL;
+    }
+    if (f->op == RF_EX_CAST) {
+        /* A literal argument the target can hold exactly is made in the
+         * target type; anything else is converted (checked, rounding or
+         * truncating as common/rf_expr.h says). */
+        const ast_expr *x = e->args[0];
+        int xt = x->type;
+        if (xt == TY_INTLIT || (is_frac(xt) && (t == RF_TYPE_FLOAT64 ||
+                                                 (rf_type_is_decimal(t) && scale_of(xt) <= rf_decimal_scale(t)))))
+            return lower(rc, x, t);
+        rf_type from = concrete(xt, is_frac(xt) && rf_type_is_decimal(t) ? rf_type_decimal(scale_of(xt))
+                                                                        : RF_TYPE_INVALID);
+        rf_expr *a = lower(rc, x, from);
+        if (!a || a->type == t)
+            return a;
+        return rf_expr_unary(RF_EX_CAST, t, a);
+    }
+    rf_expr *k[3] = { NULL, NULL, NULL };
+    for (int i = 0; i < f->nargs; i++) {
+        rf_type want = f->arg[i] == A_ANY ? t : kind_type(f->arg[i]);
+        if (!(k[i] = lower(rc, e->args[i], want))) {
+            for (int j = 0; j < i; j++)
+                rf_expr_free(k[j]);
+            return NULL;
+        }
+    }
+    switch (f->nargs) {
+    case 1: return rf_expr_unary(f->op, t, k[0]);
+    case 2: return rf_expr_binary(f->op, t, k[0], k[1]);
+    default: return rf_expr_ternary(f->op, t, k[0], k[1], k[2]);
+    }
 }
 
 /* Builds the typed expression for e (already inferred) as a value of type
@@ -766,53 +1229,91 @@ static int infer(rule_ctx *rc, ast_expr *e)
 static rf_expr *lower(rule_ctx *rc, const ast_expr *e, rf_type want)
 {
     rf_expr *r = NULL;
+    rf_type t = concrete(e->type, want);
     switch (e->kind) {
     case AST_INT:
     case AST_FLOAT:
     case AST_STRING:
     case AST_BOOL: {
-        rf_type t = e->type == TY_INTLIT ? want : (rf_type)e->type;
         rf_word w;
         if (!literal_word(rc->ck, e, t, &w))
             return NULL;
-        r = with_loc(rf_expr_const(t, w), e->loc);
+        r = rf_expr_const(t, w);
         break;
     }
     case AST_VAR: {
         int v = find_var(rc, e->text);
-        r = with_loc(rf_expr_leaf(RF_EX_VAR, (rf_type)rc->vars.items[v].type, v), e->loc);
+        r = rf_expr_leaf(RF_EX_VAR, (rf_type)rc->vars.items[v].type, v);
         break;
     }
-    case AST_UNARY:
-    case AST_BINARY: {
-        rf_type t;
-        if (e->kind == AST_BINARY && rf_exop_is_comparison(e->op)) {
-            int j = join_types(e->a->type, e->b->type);
-            rf_type operand = j == TY_INTLIT ? RF_TYPE_INT64 : (rf_type)j;
-            rf_expr *a = lower(rc, e->a, operand), *b = lower(rc, e->b, operand);
-            if (!a || !b) {
-                rf_expr_free(a);
-                rf_expr_free(b);
-                return NULL;
-            }
-            return with_loc(rf_expr_binary(e->op, RF_TYPE_BOOL, a, b), e->loc);
-        }
-        t = e->type == TY_INTLIT ? want : (rf_type)e->type;
+    case AST_UNARY: {
         rf_expr *a = lower(rc, e->a, t);
-        rf_expr *b = e->b ? lower(rc, e->b, t) : NULL;
-        if (!a || (e->b && !b)) {
-            rf_expr_free(a);
-            rf_expr_free(b);
+        if (!a)
             return NULL;
-        }
-        r = with_loc(e->b ? rf_expr_binary(e->op, t, a, b) : rf_expr_unary(RF_EX_NEG, t, a), e->loc);
+        r = rf_expr_unary(RF_EX_NEG, t, a);
         break;
     }
+    case AST_BINARY:
+        r = lower_binary(rc, e, t);
+        break;
+    case AST_CALL:
+        r = lower_call(rc, e, t);
+        break;
     case AST_WILDCARD:
         return NULL;
     }
-    if (r->type != want)
+    if (!r)
+        return NULL;
+    r = with_loc(r, e->loc);
+    if (r->type != want && want != RF_TYPE_INVALID)
         r = with_loc(rf_expr_unary(RF_EX_CAST, want, r), e->loc);
+    return r;
+}
+
+/* An overflow found by evaluating a constant subexpression (the run-time
+ * messages of common/rf_expr.c). */
+static bool is_overflow_message(const char *m)
+{
+    return strncmp(m, "integer overflow", 16) == 0 || strncmp(m, "decimal overflow", 16) == 0;
+}
+
+/* Evaluates every constant subexpression of e (innermost first) and
+ * reports the first one that overflows. Returns whether e is constant;
+ * sets *failed after an error. */
+static bool check_constants(rule_ctx *rc, const rf_expr *e, bool *failed)
+{
+    if (e->op == RF_EX_VAR || e->op == RF_EX_COL)
+        return false;
+    if (e->op == RF_EX_CONST)
+        return true;
+    bool constant = true;
+    const rf_expr *kids[3] = { e->a, e->b, e->c };
+    for (int i = 0; i < 3; i++)
+        if (kids[i] && !check_constants(rc, kids[i], failed))
+            constant = false;
+    if (!constant || *failed)
+        return false;
+    rf_word w;
+    rf_status st;
+    rf_status_init(&st);
+    if (!rf_expr_eval(e, NULL, &w, &st) && is_overflow_message(st.message)) {
+        rf_diag_error(rc->ck->diag, e->loc, "integer overflow in constant expression");
+        *failed = true;
+        return false;
+    }
+    return true;
+}
+
+/* Lowered expressions are checked for constant overflow: NULL after it. */
+static rf_expr *checked_constants(rule_ctx *rc, rf_expr *r)
+{
+    bool failed = false;
+    if (r)
+        check_constants(rc, r, &failed);
+    if (failed) {
+        rf_expr_free(r);
+        return NULL;
+    }
     return r;
 }
 
@@ -822,12 +1323,54 @@ static rf_expr *lower_as(rule_ctx *rc, const ast_expr *e, rf_type want)
 {
     if (e->type == RF_TYPE_INVALID)
         return NULL;
-    if (!assignable(e->type, want)) {
+    if (!assignable(e, e->type, want)) {
         rf_diag_error(rc->ck->diag, e->loc, "type mismatch: expected %s, found %s", rf_type_name(want),
-                      type_desc(e->type));
+                      is_frac(e->type) && rf_type_is_decimal(want) ? rf_type_name(rf_type_decimal(scale_of(e->type)))
+                                                                   : type_desc(e->type));
         return NULL;
     }
-    return lower(rc, e, want);
+    return checked_constants(rc, lower(rc, e, want));
+}
+
+/* A body literal written as an atom whose name is no predicate but a
+ * function, like(s, "%x") or !starts_with(s, "a"): the condition it reads
+ * as (a call, under not() when negated). */
+typedef struct call_lit {
+    ast_literal lit;
+    ast_expr call, neg;
+    ast_expr *neg_arg;
+} call_lit;
+
+static void make_call_lit(call_lit *cl, const ast_literal *l)
+{
+    const ast_atom *a = l->atom;
+    ast_expr *e = &cl->call;
+    e->kind = AST_CALL;
+    e->text = a->name;
+    e->textlen = strlen(a->name);
+    e->name_loc = a->name_loc;
+    e->loc = a->loc;
+    e->nargs = a->nargs;
+    e->args = a->args;
+    e->depth = 1;
+    for (int i = 0; i < a->nargs; i++)
+        if (a->args[i]->depth + 1 > e->depth)
+            e->depth = a->args[i]->depth + 1;
+    if (l->kind == AST_LIT_NEGATED) {
+        cl->neg_arg = e;
+        e = &cl->neg;
+        e->kind = AST_CALL;
+        e->text = (char *)"not";
+        e->textlen = 3;
+        e->name_loc = l->loc;
+        e->loc = l->loc;
+        e->nargs = 1;
+        e->args = &cl->neg_arg;
+        e->depth = cl->call.depth + 1;
+    }
+    cl->lit.kind = AST_LIT_COND;
+    cl->lit.cond = e;
+    cl->lit.loc = l->loc;
 }
 
 /* The literal made for the expression in column col of the atom of it. */
@@ -871,7 +1414,7 @@ static void bind_atom(rule_ctx *rc, body_item *it)
                 continue;
             }
             it->out.args[i] = with_loc(rf_expr_leaf(RF_EX_VAR, t, v), e->loc);
-        } else if (e->kind == AST_UNARY || e->kind == AST_BINARY) {
+        } else if (is_expression(e)) {
             /* r(y + 1): the column binds a variable of its own, compared
              * with the expression by the filter made for it. */
             const body_item *s = synth_for(rc, it, i);
@@ -966,7 +1509,7 @@ static void classify_conditions(rule_ctx *rc, body_item *items, int n)
                 it->resolved = changed = true;
                 continue;
             }
-            if (c->op != RF_EX_EQ)
+            if (c->kind != AST_BINARY || c->op != RF_EX_EQ)
                 continue;
             for (int side = 0; side < 2; side++) {
                 ast_expr *target = side == 0 ? c->a : c->b;
@@ -1030,15 +1573,20 @@ static void infer_condition(rule_ctx *rc, body_item *it)
             return;
         }
     }
-    if (infer(rc, c) == RF_TYPE_INVALID)
+    int t = infer(rc, c);
+    if (t == RF_TYPE_INVALID) {
         it->valid = false;
+    } else if (t != RF_TYPE_BOOL) {
+        rf_diag_error(rc->ck->diag, c->loc, "type mismatch: a condition must be bool, found %s", type_desc(t));
+        it->valid = false;
+    }
 }
 
 static void lower_condition(rule_ctx *rc, body_item *it)
 {
     if (it->kind == RF_LIT_FILTER) {
         infer(rc, it->ast->cond);
-        if (!(it->out.expr = lower(rc, it->ast->cond, RF_TYPE_BOOL)))
+        if (!(it->out.expr = checked_constants(rc, lower(rc, it->ast->cond, RF_TYPE_BOOL))))
             it->valid = false;
     } else {
         it->out.var = it->var;
@@ -1066,20 +1614,27 @@ static int unite_literal_vars(rule_ctx *rc, const ast_expr *e, int rep)
         return rep;
     if (e->kind == AST_VAR) {
         int v = find_var(rc, e->text);
-        if (v < 0 || rc->vars.items[v].type != TY_INTLIT)
+        if (v < 0 || !is_flex(rc->vars.items[v].type))
             return rep;
         v = uf_find(rc, v);
         if (rep >= 0 && rep != v)
             rc->vars.items[v].parent = rep;
         return rep >= 0 ? rep : v;
     }
-    rep = unite_literal_vars(rc, e->a, rep);
-    return unite_literal_vars(rc, e->b, rep);
+    for (int i = 0; i < ast_expr_nkids(e); i++)
+        rep = unite_literal_vars(rc, ast_expr_kid(e, i), rep);
+    return rep;
 }
 
+/* Narrower numeric types first: int32, int64, decimal[0..18], float64. */
 static int numeric_rank(int t)
 {
-    return t == RF_TYPE_INT32 ? 0 : t == RF_TYPE_INT64 ? 1 : 2;
+    return t == RF_TYPE_INT32 ? 0 : t == RF_TYPE_INT64 ? 1 : is_dec(t) ? 2 + scale_of(t) : 3 + RF_DECIMAL_MAX_SCALE;
+}
+
+static bool concrete_numeric(int t)
+{
+    return t == RF_TYPE_INT32 || t == RF_TYPE_INT64 || t == RF_TYPE_FLOAT64 || is_dec(t);
 }
 
 /* Records what the uses of e (inferred) ask of its variables of literal
@@ -1090,9 +1645,9 @@ static void constrain(rule_ctx *rc, const ast_expr *e, int ctx)
 {
     if (!e || e->type == RF_TYPE_INVALID)
         return;
-    if (e->type == TY_INTLIT) {
+    if (is_flex(e->type)) {
         int g = unite_literal_vars(rc, e, -1);
-        if (g >= 0 && ctx != RF_TYPE_INVALID && ctx != TY_INTLIT && rf_type_is_numeric((rf_type)ctx)) {
+        if (g >= 0 && concrete_numeric(ctx)) {
             rule_var *rv = &rc->vars.items[g];
             if (rv->want == RF_TYPE_INVALID || numeric_rank(ctx) < numeric_rank(rv->want))
                 rv->want = ctx;
@@ -1100,11 +1655,23 @@ static void constrain(rule_ctx *rc, const ast_expr *e, int ctx)
         return;
     }
     if (e->kind == AST_BINARY) {
-        int sub = rf_exop_is_comparison(e->op) ? join_types(e->a->type, e->b->type) : e->type;
-        constrain(rc, e->a, sub);
-        constrain(rc, e->b, sub);
+        int ta = e->type, tb = e->type;
+        if (rf_exop_is_comparison(e->op))
+            ta = tb = compare_join(e->a->type, e->b->type);
+        else if (e->a->type == RF_TYPE_DATE || e->b->type == RF_TYPE_DATE) {
+            ta = e->a->type == RF_TYPE_DATE ? RF_TYPE_DATE : RF_TYPE_INT64;
+            tb = e->b->type == RF_TYPE_DATE ? RF_TYPE_DATE : RF_TYPE_INT64;
+        }
+        constrain(rc, e->a, ta);
+        constrain(rc, e->b, tb);
     } else if (e->kind == AST_UNARY) {
         constrain(rc, e->a, e->type);
+    } else if (e->kind == AST_CALL) {
+        const fn_def *f = find_function(e->text);
+        for (int i = 0; f && i < e->nargs && i < f->nargs; i++) {
+            int k = f->arg[i];
+            constrain(rc, e->args[i], k == A_ANY ? e->type : k == A_NUM ? e->type : (int)kind_type(k));
+        }
     }
 }
 
@@ -1116,7 +1683,7 @@ static void resolve_literal_vars(rule_ctx *rc, body_item *items, int n, const rf
 {
     bool any = false;
     for (size_t i = 0; i < rc->vars.len; i++)
-        any |= rc->vars.items[i].type == TY_INTLIT;
+        any |= is_flex(rc->vars.items[i].type);
     if (!any)
         return;
     const ast_clause *c = rc->clause;
@@ -1128,7 +1695,7 @@ static void resolve_literal_vars(rule_ctx *rc, body_item *items, int n, const rf
             constrain(rc, it->ast->cond, RF_TYPE_INVALID);
         } else {
             int t = rc->vars.items[it->var].type;
-            if (t == TY_INTLIT) {
+            if (is_flex(t)) {
                 int g = unite_literal_vars(rc, it->value, -1);
                 int v = uf_find(rc, it->var);
                 if (g >= 0 && g != v)
@@ -1150,9 +1717,15 @@ static void resolve_literal_vars(rule_ctx *rc, body_item *items, int n, const rf
     /* Merge the wishes into the groups' roots. */
     for (size_t i = 0; i < rc->vars.len; i++) {
         rule_var *v = &rc->vars.items[i];
-        if (v->type != TY_INTLIT || v->want == RF_TYPE_INVALID)
+        if (!is_flex(v->type))
             continue;
         rule_var *g = &rc->vars.items[uf_find(rc, (int)i)];
+        /* and the literal types: a group with a fraction literal of k
+         * digits needs float64 or a decimal of at least k digits */
+        if (v->type > g->floor)
+            g->floor = v->type;
+        if (v->want == RF_TYPE_INVALID)
+            continue;
         if (g->want == RF_TYPE_INVALID || numeric_rank(v->want) < numeric_rank(g->want))
             g->want = v->want;
     }
@@ -1165,7 +1738,7 @@ static void resolve_literal_vars(rule_ctx *rc, body_item *items, int n, const rf
         for (int j = 0; j < p->arity; j++) {
             const ast_expr *e = it->ast->atom->args[j];
             int v = e->kind == AST_VAR ? find_var(rc, e->text) : -1;
-            if (v < 0 || rc->vars.items[v].type != TY_INTLIT || !rf_type_is_numeric(p->types[j]))
+            if (v < 0 || !is_flex(rc->vars.items[v].type) || !concrete_numeric(p->types[j]))
                 continue;
             rule_var *g = &rc->vars.items[uf_find(rc, v)];
             if (g->exact == RF_TYPE_INVALID)
@@ -1174,11 +1747,18 @@ static void resolve_literal_vars(rule_ctx *rc, body_item *items, int n, const rf
     }
     for (size_t i = 0; i < rc->vars.len; i++) {
         rule_var *v = &rc->vars.items[i];
-        if (v->type != TY_INTLIT)
+        if (!is_flex(v->type))
             continue;
         const rule_var *g = &rc->vars.items[uf_find(rc, (int)i)];
-        v->type = g->exact != RF_TYPE_INVALID ? g->exact
-                : g->want != RF_TYPE_INVALID ? g->want : RF_TYPE_INT64;
+        if (g->exact != RF_TYPE_INVALID)
+            v->type = g->exact;
+        else if (!is_frac(g->floor))
+            v->type = g->want != RF_TYPE_INVALID ? g->want : RF_TYPE_INT64;
+        else if (is_dec(g->want))
+            v->type = rf_type_decimal(scale_of(g->want) > scale_of(g->floor) ? scale_of(g->want)
+                                                                              : scale_of(g->floor));
+        else
+            v->type = RF_TYPE_FLOAT64;
     }
 }
 
@@ -1248,7 +1828,10 @@ static bool expr_mentions(const ast_expr *e, const char *name)
         return false;
     if (e->kind == AST_VAR && strcmp(e->text, name) == 0)
         return true;
-    return expr_mentions(e->a, name) || expr_mentions(e->b, name);
+    for (int i = 0; i < ast_expr_nkids(e); i++)
+        if (expr_mentions(ast_expr_kid(e, i), name))
+            return true;
+    return false;
 }
 
 static bool literal_mentions(const ast_literal *l, const char *name)
@@ -1410,7 +1993,7 @@ static void free_items(body_item *items, int n)
 
 static bool is_expression(const ast_expr *e)
 {
-    return e->kind == AST_UNARY || e->kind == AST_BINARY;
+    return e->kind == AST_UNARY || e->kind == AST_BINARY || (e->kind == AST_CALL && !is_date_literal(e));
 }
 
 /* An aggregate's result used in the body (an error at the first literal
@@ -1438,14 +2021,27 @@ static void add_rule(checker *ck, const ast_clause *c)
     r.loc = c->loc;
     r.head = resolve_atom(ck, c->head);
 
+    /* The literals as they read: an atom naming a function is a condition. */
+    const ast_literal **body = rf_calloc(c->nbody > 0 ? (size_t)c->nbody : 1, sizeof *body);
+    call_lit *calls = rf_calloc(c->nbody > 0 ? (size_t)c->nbody : 1, sizeof *calls);
+    for (int i = 0; i < c->nbody; i++) {
+        const ast_literal *l = c->body[i];
+        body[i] = l;
+        if (l->atom && !l->atom->functional && rf_program_find_pred(ck->prog, l->atom->name) < 0 &&
+            find_function(l->atom->name)) {
+            make_call_lit(&calls[i], l);
+            body[i] = &calls[i].lit;
+        }
+    }
+
     /* The body items: the written literals, plus one made for each
      * expression argument of an atom (see synth_lit), placed after a
      * positive atom and before a negated one. */
     int nsynth = 0;
     for (int i = 0; i < c->nbody; i++)
-        if (c->body[i]->atom)
-            for (int j = 0; j < c->body[i]->atom->nargs; j++)
-                nsynth += is_expression(c->body[i]->atom->args[j]);
+        if (body[i]->atom)
+            for (int j = 0; j < body[i]->atom->nargs; j++)
+                nsynth += is_expression(body[i]->atom->args[j]);
     synth_lit *synth = rf_calloc(nsynth > 0 ? (size_t)nsynth : 1, sizeof *synth);
     int n = c->nbody + nsynth;
     body_item *items = rf_calloc(n > 0 ? (size_t)n : 1, sizeof *items);
@@ -1453,7 +2049,7 @@ static void add_rule(checker *ck, const ast_clause *c)
     rc.nitems = n;
     int k = 0, ks = 0;
     for (int i = 0; i < c->nbody; i++) {
-        const ast_literal *l = c->body[i];
+        const ast_literal *l = body[i];
         bool negated = l->kind == AST_LIT_NEGATED;
         int nx = 0;
         if (l->atom)
@@ -1521,8 +2117,10 @@ static void add_rule(checker *ck, const ast_clause *c)
             it->fixed_type = ck->prog->preds[owner->pred].types[it->col];
         const ast_expr *w = find_wildcard(it->ast->cond);
         if (w) {
-            rf_diag_error(ck->diag, w->loc, owner ? "'_' cannot be used in an expression"
-                                                  : "'_' cannot be used in a comparison");
+            bool cmp = it->ast->cond->kind == AST_BINARY && rf_exop_is_comparison(it->ast->cond->op) &&
+                       (it->ast->cond->a == w || it->ast->cond->b == w);
+            rf_diag_error(ck->diag, w->loc, !owner && cmp ? "'_' cannot be used in a comparison"
+                                                          : "'_' cannot be used in an expression");
             it->valid = false;
         }
     }
@@ -1604,6 +2202,8 @@ static void add_rule(checker *ck, const ast_clause *c)
     }
     free_items(items, n);
     free(synth);
+    free(body);
+    free(calls);
     RF_VEC_FREE(rc.vars);
 }
 

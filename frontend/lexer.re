@@ -184,6 +184,8 @@ void rf_lexer_next(rf_lexer *lx, rf_token *tok)
         "*" { TOKEN(TK_STAR); }
         "/" { TOKEN(TK_SLASH); }
         "%" { TOKEN(TK_PERCENT); }
+        "&&" { TOKEN(TK_ANDAND); }
+        "||" { TOKEN(TK_OROR); }
         "@" { TOKEN(TK_AT); }
         * { bad_character(lx, start); continue; }
         */

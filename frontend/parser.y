@@ -30,15 +30,19 @@ static ast_expr *leaf(ast_expr_kind kind, rf_token t)
     return ast_expr_new(kind, t.loc);
 }
 
-static ast_expr *binary(rf_parse_state *ps, rf_exop op, ast_expr *a, ast_expr *b)
+static ast_expr *depth_checked(rf_parse_state *ps, ast_expr *e)
 {
-    ast_expr *e = ast_expr_binary(op, a, b);
     if (e->depth > RF_MAX_EXPR_DEPTH && !ps->too_deep_reported) {
         ps->too_deep_reported = true;
         rf_diag_error(ps->diag, e->loc, "expression nested too deeply (more than %d levels)",
                       RF_MAX_EXPR_DEPTH);
     }
     return e;
+}
+
+static ast_expr *binary(rf_parse_state *ps, rf_exop op, ast_expr *a, ast_expr *b)
+{
+    return depth_checked(ps, ast_expr_binary(op, a, b));
 }
 
 static ast_expr *int_literal(rf_token t)
@@ -64,7 +68,29 @@ static ast_expr *float_literal(rf_token t)
     const char *why;
     /* As input files read floats; out of range (1e400, 1e-400) is reported by the checks. */
     e->too_big = !rf_float64_parse(text, strlen(text), &e->fval, &why);
-    free(text);
+    /* Plain digits: also the exact value, for where the literal meets a decimal. */
+    if (!strpbrk(text, "eE")) {
+        uint64_t v = 0;
+        int scale = 0;
+        bool ok = true, frac = false;
+        for (const char *p = text; *p && ok; p++) {
+            if (*p == '.') {
+                frac = true;
+                continue;
+            }
+            unsigned d = (unsigned)(*p - '0');
+            ok = v <= ((uint64_t)INT64_MAX - d) / 10;
+            v = v * 10 + d;
+            scale += frac;
+        }
+        if (ok && scale <= 18) {
+            e->dec_ok = true;
+            e->dec_scale = scale;
+            e->magnitude = v;
+        }
+    }
+    e->text = text;
+    e->textlen = strlen(text);
     return e;
 }
 
@@ -93,14 +119,21 @@ static ast_expr *string_literal(rf_token t)
     ps->failed = true;
 }
 
+%left OROR.
+%left ANDAND.
+%nonassoc EQ NE LT LE GT GE.
 %left PLUS MINUS.
 %left STAR SLASH PERCENT.
 %right UMINUS.
 
 %type atom { ast_atom * }
 %destructor atom { ast_atom_free($$); }
-%type atoms { ast_list * }
-%destructor atoms { ast_list_free($$, ast_atom_free_any); }
+%type fatom { ast_atom * }
+%destructor fatom { ast_atom_free($$); }
+%type tatom { ast_atom * }
+%destructor tatom { ast_atom_free($$); }
+%type tatoms { ast_list * }
+%destructor tatoms { ast_list_free($$, ast_atom_free_any); }
 %type args { ast_list * }
 %destructor args { ast_list_free($$, ast_expr_free_any); }
 %type arglist { ast_list * }
@@ -121,14 +154,13 @@ static ast_expr *string_literal(rf_token t)
 %destructor darg { ast_darg_free_any($$); }
 %type dargs { ast_list * }
 %destructor dargs { ast_list_free($$, ast_darg_free_any); }
-%type cmpop { rf_exop }
 
 program ::= clauses.
 clauses ::= .
 clauses ::= clauses clause.
 
 /* edge(x, y) -> int32(x), int32(y). */
-clause ::= atom(H) ARROW atoms(T) DOT. {
+clause ::= atom(H) ARROW tatoms(T) DOT. {
     ast_clause *c = ast_clause_new(AST_DECL, H->loc);
     c->head = H;
     c->types = (ast_atom **)ast_list_take(T, &c->nbody);
@@ -238,14 +270,23 @@ darg(D) ::= STRING(S). {
     D->loc = S.loc;
 }
 
-atoms(L) ::= atom(A). { L = ast_list_new(); ast_list_push(L, A); }
-atoms(L) ::= atoms(X) COMMA atom(A). { L = X; ast_list_push(L, A); }
+/* Type constraints: int32(x), ..., and decimal[2](x). */
+tatoms(L) ::= tatom(A). { L = ast_list_new(); ast_list_push(L, A); }
+tatoms(L) ::= tatoms(X) COMMA tatom(A). { L = X; ast_list_push(L, A); }
+tatom(A) ::= atom(X). { A = X; }
+tatom(A) ::= IDENT(N) LBRACKET args(P) RBRACKET LPAREN args(L) RPAREN(R). {
+    A = ast_atom_new(token_text(N), N.loc, L, false);
+    A->loc = ast_loc_span(N.loc, R.loc);
+    A->has_params = true;
+    A->params = (ast_expr **)ast_list_take(P, &A->nparams);
+}
 
 atom(A) ::= IDENT(N) LPAREN args(L) RPAREN(R). {
     A = ast_atom_new(token_text(N), N.loc, L, false);
     A->loc = ast_loc_span(N.loc, R.loc);
 }
-atom(A) ::= IDENT(N) LBRACKET args(L) RBRACKET EQ expr(V). {
+atom(A) ::= fatom(X). { A = X; }
+fatom(A) ::= IDENT(N) LBRACKET args(L) RBRACKET EQ expr(V). {
     ast_list_push(L, V);
     A = ast_atom_new(token_text(N), N.loc, L, true);
     A->loc = ast_loc_span(N.loc, V->loc);
@@ -258,22 +299,31 @@ arglist(L) ::= arglist(X) COMMA expr(E). { L = X; ast_list_push(L, E); }
 body(L) ::= literal(X). { L = ast_list_new(); ast_list_push(L, X); }
 body(L) ::= body(B) COMMA literal(X). { L = B; ast_list_push(L, X); }
 
-literal(L) ::= atom(A). { L = ast_literal_new(AST_LIT_ATOM, A, NULL); }
+/* A body literal is an expression (a condition), except that a call
+ * written at its top, p(...), is an atom: the grammar cannot tell a
+ * predicate from a function, so this is decided here, by position (the
+ * checker treats an atom naming no predicate but a function as that
+ * function's test). */
+literal(L) ::= expr(E). {
+    if (E->kind == AST_CALL && !E->has_params && !E->parens)
+        L = ast_literal_new(AST_LIT_ATOM, ast_atom_from_call(E), NULL);
+    else
+        L = ast_literal_new(AST_LIT_COND, NULL, E);
+}
+literal(L) ::= fatom(A). { L = ast_literal_new(AST_LIT_ATOM, A, NULL); }
 literal(L) ::= BANG(B) atom(A). {
     L = ast_literal_new(AST_LIT_NEGATED, A, NULL);
     L->loc = ast_loc_span(B.loc, A->loc);
 }
-literal(L) ::= expr(A) cmpop(O) expr(B). {
-    L = ast_literal_new(AST_LIT_COND, NULL, binary(ps, O, A, B));
-}
 
-cmpop(O) ::= EQ. { O = RF_EX_EQ; }
-cmpop(O) ::= NE. { O = RF_EX_NE; }
-cmpop(O) ::= LT. { O = RF_EX_LT; }
-cmpop(O) ::= LE. { O = RF_EX_LE; }
-cmpop(O) ::= GT. { O = RF_EX_GT; }
-cmpop(O) ::= GE. { O = RF_EX_GE; }
-
+expr(E) ::= expr(A) OROR expr(B). { E = binary(ps, RF_EX_OR, A, B); }
+expr(E) ::= expr(A) ANDAND expr(B). { E = binary(ps, RF_EX_AND, A, B); }
+expr(E) ::= expr(A) EQ expr(B). { E = binary(ps, RF_EX_EQ, A, B); }
+expr(E) ::= expr(A) NE expr(B). { E = binary(ps, RF_EX_NE, A, B); }
+expr(E) ::= expr(A) LT expr(B). { E = binary(ps, RF_EX_LT, A, B); }
+expr(E) ::= expr(A) LE expr(B). { E = binary(ps, RF_EX_LE, A, B); }
+expr(E) ::= expr(A) GT expr(B). { E = binary(ps, RF_EX_GT, A, B); }
+expr(E) ::= expr(A) GE expr(B). { E = binary(ps, RF_EX_GE, A, B); }
 expr(E) ::= expr(A) PLUS expr(B). { E = binary(ps, RF_EX_ADD, A, B); }
 expr(E) ::= expr(A) MINUS expr(B). { E = binary(ps, RF_EX_SUB, A, B); }
 expr(E) ::= expr(A) STAR expr(B). { E = binary(ps, RF_EX_MUL, A, B); }
@@ -287,8 +337,15 @@ expr(E) ::= MINUS(M) expr(A). [UMINUS] {
                       RF_MAX_EXPR_DEPTH);
     }
 }
-expr(E) ::= LPAREN(L) expr(A) RPAREN(R). { E = A; E->loc = ast_loc_span(L.loc, R.loc); }
+expr(E) ::= LPAREN(L) expr(A) RPAREN(R). { E = A; E->loc = ast_loc_span(L.loc, R.loc); E->parens = true; }
 expr(E) ::= IDENT(N). { E = leaf(AST_VAR, N); E->text = token_text(N); E->textlen = (size_t)N.len; }
+/* year(d), if(c, a, b), date("1995-03-15"), decimal[2](x), ... */
+expr(E) ::= IDENT(N) LPAREN args(L) RPAREN(R). {
+    E = depth_checked(ps, ast_expr_call(token_text(N), N.loc, NULL, L, R.loc));
+}
+expr(E) ::= IDENT(N) LBRACKET args(P) RBRACKET LPAREN args(L) RPAREN(R). {
+    E = depth_checked(ps, ast_expr_call(token_text(N), N.loc, P, L, R.loc));
+}
 expr(E) ::= WILDCARD(W). { E = leaf(AST_WILDCARD, W); }
 expr(E) ::= INT(N). { E = int_literal(N); }
 expr(E) ::= FLOAT(N). { E = float_literal(N); }
@@ -332,8 +389,11 @@ static const char *token_desc(int major)
     case TK_STAR: return "'*'";
     case TK_SLASH: return "'/'";
     case TK_PERCENT: return "'%'";
+    case TK_ANDAND: return "'&&'";
+    case TK_OROR: return "'||'";
     case TK_AT: return "'@'";
     case YYNTOKEN: return "an expression";
+    case YYNTOKEN + 1: return "an operator";
     default: return "a token";
     }
 }
@@ -387,12 +447,27 @@ static void report_syntax_error(struct yyParser *parser, int major, rf_token tok
     if (any_expr)
         for (int i = 0; i < nstart; i++)
             acceptable[expr_start[i]] = false;
-    int expected[YYNTOKEN + 1], nexpected = 0;
+    /* After an expression, the operators that may follow it are one item. */
+    static const int binops[] = { TK_PLUS, TK_MINUS, TK_STAR, TK_SLASH, TK_PERCENT, TK_ANDAND, TK_OROR };
+    static const int cmpops[] = { TK_EQ, TK_NE, TK_LT, TK_LE, TK_GT, TK_GE };
+    int nbinops = (int)(sizeof binops / sizeof binops[0]), ncmpops = (int)(sizeof cmpops / sizeof cmpops[0]);
+    bool any_op = true;
+    for (int i = 0; i < nbinops; i++)
+        any_op &= acceptable[binops[i]];
+    if (any_op) {
+        for (int i = 0; i < nbinops; i++)
+            acceptable[binops[i]] = false;
+        for (int i = 0; i < ncmpops; i++)
+            acceptable[cmpops[i]] = false;
+    }
+    int expected[YYNTOKEN + 2], nexpected = 0;
     for (int t = 0; t < YYNTOKEN; t++)
         if (acceptable[t])
             expected[nexpected++] = t;
     if (any_expr)
         expected[nexpected++] = YYNTOKEN; /* "an expression" */
+    if (any_op)
+        expected[nexpected++] = YYNTOKEN + 1; /* "an operator" */
     char found[96];
     if (major == TK_IDENT || major == TK_INT || major == TK_FLOAT)
         snprintf(found, sizeof found, "'%.*s'", tok.len > 40 ? 40 : tok.len, tok.start);
