@@ -32,6 +32,65 @@ enum {
 };
 #endif
 
+/* Part 1b (always): calendar helpers, integer only, for host and device
+ * (rf_value.c parses and formats dates with them, the operators below
+ * compute with them). A date is a day number, 0 = 1970-01-01, proleptic
+ * Gregorian, years 1..9999 (H. Hinnant's days_from_civil / civil_from_days,
+ * exact for every int64 year here). */
+#ifndef RF_SCALAR_OPS_CAL_H
+#define RF_SCALAR_OPS_CAL_H
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define RF_HDX static __host__ __device__ __forceinline__
+#else
+#define RF_HDX static inline
+#endif
+#define RF_DATE_MIN_DAYS (-719162)  /* 0001-01-01 */
+#define RF_DATE_MAX_DAYS 2932896    /* 9999-12-31 */
+
+RF_HDX bool rf_cal_leap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+RF_HDX int rf_cal_month_days(int64_t y, int m)
+{
+    return m == 2 ? (rf_cal_leap(y) ? 29 : 28) : (m == 4 || m == 6 || m == 9 || m == 11) ? 30 : 31;
+}
+
+/* Day number of y-m-d (m 1..12, d 1..31; not validated). */
+RF_HDX int64_t rf_cal_days(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+/* The calendar date of day number z (|z| well below 2^60). */
+RF_HDX void rf_cal_civil(int64_t z, int64_t *y, int *m, int *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
+RF_HDX bool rf_cal_in_range(int64_t days) { return days >= RF_DATE_MIN_DAYS && days <= RF_DATE_MAX_DAYS; }
+
+/* 10^s for s = 0..18. */
+RF_HDX int64_t rf_pow10(int s)
+{
+    int64_t p = 1;
+    while (s-- > 0)
+        p *= 10;
+    return p;
+}
+#endif
+
 #if defined(RF_SOPS_CTX) && !defined(RF_SCALAR_OPS_FNS)
 #define RF_SCALAR_OPS_FNS
 

@@ -232,6 +232,9 @@ bool rf_parse_facts(const char *name, const char *text, size_t len, rf_file_form
                 t->cols[c][row] = w;
             } else if (rf_value_parse(types[c], s, f.len, &w, &why)) {
                 t->cols[c][row] = w;
+            } else if (strncmp(why, "has ", 4) == 0) { /* "12.345 has more than 2 decimal places" */
+                ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s:%d: error: field %d: %.*s %s", name, lineno, c + 1,
+                             (int)(f.len > 200 ? 200 : f.len), s, why);
             } else {
                 ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s:%d: error: field %d: %s: '%.*s'", name,
                              lineno, c + 1, why, (int)(f.len > 200 ? 200 : f.len), s);

@@ -102,7 +102,7 @@ static const rf_word *eval_binary(rf_eval *ev, int k, const uint16_t *sel, int n
     if (!b)
         return NULL;
     rf_type at = (rf_type)in->arg_type, t = (rf_type)in->type;
-    bool isint = rf_type_is_integer(at);
+    bool isint = rf_type_is_signed_word(at);
 #define LOOP(expr)                                                             \
     for (int i = 0; i < nsel; i++) {                                           \
         int r = sel[i];                                                        \

@@ -149,7 +149,14 @@ char *rf_codegen_source(bool join, int al, const rf_code *filter, int nproj, con
         {"RF_EX_GE", RF_EX_GE}, {"RF_EX_AND", RF_EX_AND}, {"RF_EX_OR", RF_EX_OR},
         {"RF_TYPE_INT32", RF_TYPE_INT32}, {"RF_TYPE_INT64", RF_TYPE_INT64},
         {"RF_TYPE_FLOAT64", RF_TYPE_FLOAT64}, {"RF_TYPE_BOOL", RF_TYPE_BOOL},
-        {"RF_TYPE_STRING", RF_TYPE_STRING},
+        {"RF_TYPE_STRING", RF_TYPE_STRING}, {"RF_TYPE_DATE", RF_TYPE_DATE},
+        {"RF_TYPE_DECIMAL0", RF_TYPE_DECIMAL0}, {"RF_TYPE_DECIMAL18", RF_TYPE_DECIMAL18},
+        {"RF_EX_IF", RF_EX_IF}, {"RF_EX_YEAR", RF_EX_YEAR}, {"RF_EX_MONTH", RF_EX_MONTH},
+        {"RF_EX_DAY", RF_EX_DAY}, {"RF_EX_ADD_MONTHS", RF_EX_ADD_MONTHS},
+        {"RF_EX_ADD_YEARS", RF_EX_ADD_YEARS}, {"RF_EX_SUBSTR", RF_EX_SUBSTR},
+        {"RF_EX_STRLEN", RF_EX_STRLEN}, {"RF_EX_CONCAT", RF_EX_CONCAT}, {"RF_EX_LIKE", RF_EX_LIKE},
+        {"RF_EX_STARTS_WITH", RF_EX_STARTS_WITH}, {"RF_EX_ENDS_WITH", RF_EX_ENDS_WITH},
+        {"RF_EX_CONTAINS", RF_EX_CONTAINS},
     };
     for (size_t i = 0; i < sizeof k / sizeof *k; i++)
         sb_printf(&b, "#define %s %d\n", k[i].name, k[i].v);

@@ -1302,7 +1302,7 @@ bool rf_cuda_aggregate(rf_cuda_ctx *c, const rf_drel *in, int nkeys, rf_aggfn fn
             bool mn = fn == RF_AGG_MIN;
             if (fn == RF_AGG_TOTAL)
                 kind = RF_RED_SUM_U64;
-            else if (t == RF_TYPE_INT32 || t == RF_TYPE_INT64)
+            else if (rf_type_is_signed_word(t)) /* ints, dates, decimals */
                 kind = mn ? RF_RED_MIN_I64 : RF_RED_MAX_I64;
             else if (t == RF_TYPE_FLOAT64)
                 kind = mn ? RF_RED_MIN_F64 : RF_RED_MAX_F64;

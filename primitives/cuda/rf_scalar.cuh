@@ -33,12 +33,12 @@ __device__ __forceinline__ int str_rank_cmp(const RfEnv &p, uint64_t a, uint64_t
 
 __device__ int value_compare(const RfEnv &p, int t, uint64_t a, uint64_t b)
 {
-    switch (t) {
-    case RF_TYPE_INT32:
-    case RF_TYPE_INT64: {
+    if (t == RF_TYPE_INT32 || t == RF_TYPE_INT64 || t == RF_TYPE_DATE ||
+        (t >= RF_TYPE_DECIMAL0 && t <= RF_TYPE_DECIMAL18)) { // signed words
         int64_t x = (int64_t)a, y = (int64_t)b;
         return (x > y) - (x < y);
     }
+    switch (t) {
     case RF_TYPE_FLOAT64: {
         double x = __longlong_as_double((long long)a), y = __longlong_as_double((long long)b);
         return (x > y) - (x < y);
