@@ -96,8 +96,8 @@ static int emit(gen *g, int k)
         int b = emit(g, g->right[k]);
         v = g->tmp++;
         bool cmp = rf_exop_is_comparison((rf_exop)in->op);
-        sb_printf(g->b, "  uint64_t v%d; if (!rf_sops_binary(env, %d, %d, v%d, v%d, &v%d)) return false;\n", v,
-                  in->op, cmp ? in->arg_type : in->type, a, b, v);
+        sb_printf(g->b, "  uint64_t v%d; if (!rf_sops_binary(env, %d, %d, %d, v%d, v%d, &v%d)) return false;\n", v,
+                  in->op, cmp ? in->arg_type : in->type, in->arg_type, a, b, v);
         return v;
     }
 }
@@ -138,7 +138,8 @@ char *rf_codegen_source(bool join, int al, const rf_code *filter, int nproj, con
     sb_printf(&b, "// Red Fox generated compute stage (%s)\n"
                   "typedef unsigned long long uint64_t; typedef long long int64_t;\n"
                   "typedef unsigned int uint32_t; typedef int int32_t; typedef unsigned char uint8_t;\n"
-                  "#define INT32_MIN (-2147483647 - 1)\n#define INT32_MAX 2147483647\n",
+                  "#define INT32_MIN (-2147483647 - 1)\n#define INT32_MAX 2147483647\n"
+                  "#define INT64_MIN (-9223372036854775807LL - 1)\n#define INT64_MAX 9223372036854775807LL\n",
               join ? "join" : "map");
     static const struct { const char *name; int v; } k[] = {
         {"RF_EX_CONST", RF_EX_CONST}, {"RF_EX_COL", RF_EX_COL}, {"RF_EX_NEG", RF_EX_NEG},
@@ -160,7 +161,7 @@ char *rf_codegen_source(bool join, int al, const rf_code *filter, int nproj, con
     };
     for (size_t i = 0; i < sizeof k / sizeof *k; i++)
         sb_printf(&b, "#define %s %d\n", k[i].name, k[i].v);
-    sb_printf(&b, "struct RfErr { int code; int aux; uint64_t value; };\n"
+    sb_printf(&b, "struct RfErr { int code; int aux; uint64_t value; uint64_t value2; };\n"
                   "struct RfCols { const uint64_t *c[%d]; };\nstruct RfWCols { uint64_t *c[%d]; };\n",
               RF_CUDA_MAX_COLS, RF_CUDA_MAX_COLS);
     sb_printf(&b, "%s\n%s\n", rf_scalar_cuh_text, rf_scalar_ops_text);

@@ -67,8 +67,9 @@ typedef struct rf_dins {
 /* First run-time fault of a kernel (first writer wins). */
 typedef struct rf_derr {
     int code;            /* RF_SERR_* (common/rf_scalar_ops.h) */
-    int aux;             /* types: from | to << 8 */
-    uint64_t value;
+    int aux;             /* types: from | to << 8; op | type << 8 | arg type << 16 */
+    uint64_t value;      /* the (first) operand */
+    uint64_t value2;     /* the second operand (overflow faults) */
 } rf_derr;
 
 /* Fault codes: RF_SERR_* of common/rf_scalar_ops.h (messages by

@@ -132,7 +132,7 @@ __device__ bool eval(const rf_dprog &prog, int begin, int end, const RowView &rv
         default: {
             bool cmp = in.op >= RF_EX_EQ && in.op <= RF_EX_GE;
             uint64_t b = stack[--sp];
-            if (!rf_sops_binary(p, in.op, cmp ? in.arg_type : in.type, stack[sp - 1], b,
+            if (!rf_sops_binary(p, in.op, cmp ? in.arg_type : in.type, in.arg_type, stack[sp - 1], b,
                                &stack[sp - 1]))
                 return false;
             break;

@@ -248,7 +248,7 @@ static bool check_fault(rf_cuda_ctx *c, rf_status *st)
     if (e.code == RF_SERR_NONE)
         return true;
     cudaMemsetAsync(c->err, 0, sizeof(rf_derr), c->stream);
-    return rf_scalar_fail(st, e.code, e.value, e.aux);
+    return rf_scalar_fail2(st, e.code, e.value, e.value2, e.aux);
 }
 
 /* ---- Relations ---- */

@@ -5,7 +5,7 @@
 // the interpreter (kernels.cu) and the NVRTC-generated kernels (codegen.c
 // embeds this file followed by rf_scalar_ops.h). It needs uint64_t & co.,
 // the RF_EX_* / RF_TYPE_* constants, INT32_MIN/MAX and a struct RfErr
-// {int code; int aux; uint64_t value;} from its includer.
+// {int code; int aux; uint64_t value, value2;} from its includer.
 // Compile with --fmad=false: a*b+c must not fuse.
 
 // Where a kernel finds the string order and reports its first fault.
@@ -15,14 +15,17 @@ struct RfEnv {
     RfErr *err;
 };
 
-__device__ bool fail(RfErr *err, int code, uint64_t value, int aux)
+__device__ bool fail2(RfErr *err, int code, uint64_t value, uint64_t value2, int aux)
 {
     if (atomicCAS(&err->code, 0, code) == 0) {
         err->value = value;
+        err->value2 = value2;
         err->aux = aux;
     }
     return false;
 }
+
+__device__ bool fail(RfErr *err, int code, uint64_t value, int aux) { return fail2(err, code, value, 0, aux); }
 
 __device__ __forceinline__ int str_rank_cmp(const RfEnv &p, uint64_t a, uint64_t b)
 {
@@ -54,6 +57,7 @@ __device__ int value_compare(const RfEnv &p, int t, uint64_t a, uint64_t b)
 
 #define RF_SOPS_CTX const RfEnv &
 #define rf_sops_fail(p, code, value, aux) fail((p).err, (code), (value), (aux))
+#define rf_sops_fail2(p, code, a, b, aux) fail2((p).err, (code), (a), (b), (aux))
 #define rf_sops_compare(p, t, a, b) value_compare((p), (t), (a), (b))
 #ifndef __CUDACC_RTC__
 #include "../../common/rf_scalar_ops.h"
