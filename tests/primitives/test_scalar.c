@@ -20,7 +20,7 @@ static rf_expr *i32(int64_t v) { return cst(RF_TYPE_INT32, v); }
 static rf_expr *i64(int64_t v) { return cst(RF_TYPE_INT64, v); }
 static rf_expr *dec(int s, int64_t v) { return cst(D(s), v); }
 static rf_expr *f64(double d) { return rf_expr_const(RF_TYPE_FLOAT64, rf_word_from_double(d)); }
-__attribute__((unused)) static rf_expr *str(const char *s) { return rf_expr_const(RF_TYPE_STRING, rf_str_intern(s, strlen(s))); }
+static rf_expr *str(const char *s) { return rf_expr_const(RF_TYPE_STRING, rf_str_intern(s, strlen(s))); }
 static rf_expr *col(rf_type t, int i) { return rf_expr_leaf(RF_EX_COL, t, i); }
 
 static int64_t days(const char *text)
@@ -36,7 +36,7 @@ static rf_expr *bin(rf_exop op, rf_type t, rf_expr *a, rf_expr *b) { return rf_e
 static rf_expr *un(rf_exop op, rf_type t, rf_expr *a) { return rf_expr_unary(op, t, a); }
 static rf_expr *cast(rf_type t, rf_expr *a) { return rf_expr_unary(RF_EX_CAST, t, a); }
 static rf_expr *cmp(rf_exop op, rf_expr *a, rf_expr *b) { return rf_expr_binary(op, RF_TYPE_BOOL, a, b); }
-__attribute__((unused)) static rf_expr *fn3(rf_exop op, rf_type t, rf_expr *a, rf_expr *b, rf_expr *c)
+static rf_expr *fn3(rf_exop op, rf_type t, rf_expr *a, rf_expr *b, rf_expr *c)
 {
     return rf_expr_ternary(op, t, a, b, c);
 }
@@ -90,7 +90,7 @@ static void run_case(const char *what, rf_expr *e, rf_word want, const char *wan
 
 static void ok_int(const char *what, rf_expr *e, int64_t want) { run_case(what, e, rf_word_from_int(want), NULL); }
 static void ok_word(const char *what, rf_expr *e, rf_word want) { run_case(what, e, want, NULL); }
-__attribute__((unused)) static void ok_str(const char *what, rf_expr *e, const char *want)
+static void ok_str(const char *what, rf_expr *e, const char *want)
 {
     run_case(what, e, rf_str_intern(want, strlen(want)), NULL);
 }
@@ -317,6 +317,210 @@ static void test_date_arith(void)
     ok_int("date = date", cmp(RF_EX_EQ, date("1995-03-15"), bin(RF_EX_ADD, T, date("1995-03-14"), i32(1))), 1);
 }
 
+/* ---- calendar functions ---- */
+static void test_date_functions(void)
+{
+    rf_type T = RF_TYPE_DATE, I = RF_TYPE_INT32;
+    for (int c = 0; c < NCOLS; c++)
+        g_fill[c] = rf_word_from_int(days("1995-06-17"));
+    set_row(rf_word_from_int(days("2000-02-29")), rf_word_from_int(days("1995-01-31")), 1, 0);
+    ok_int("year", un(RF_EX_YEAR, I, col(T, 0)), 2000);
+    ok_int("month", un(RF_EX_MONTH, I, col(T, 0)), 2);
+    ok_int("day", un(RF_EX_DAY, I, col(T, 0)), 29);
+    ok_int("year 0001", un(RF_EX_YEAR, I, date("0001-01-01")), 1);
+    ok_int("day 9999-12-31", un(RF_EX_DAY, I, date("9999-12-31")), 31);
+    ok_int("year 1969-12-31", un(RF_EX_YEAR, I, date("1969-12-31")), 1969);
+    ok_date("1995-01-31 + 1 month", bin(RF_EX_ADD_MONTHS, T, col(T, 1), i32(1)), "1995-02-28");
+    ok_date("1996-01-31 + 1 month", bin(RF_EX_ADD_MONTHS, T, date("1996-01-31"), i32(1)), "1996-02-29");
+    ok_date("1995-03-31 - 1 month", bin(RF_EX_ADD_MONTHS, T, date("1995-03-31"), i32(-1)), "1995-02-28");
+    ok_date("1995-01-31 + 3 months", bin(RF_EX_ADD_MONTHS, T, col(T, 1), i32(3)), "1995-04-30");
+    ok_date("1995-01-15 - 13 months", bin(RF_EX_ADD_MONTHS, T, date("1995-01-15"), i64(-13)), "1993-12-15");
+    ok_date("1995-12-15 + 1 month", bin(RF_EX_ADD_MONTHS, T, date("1995-12-15"), i32(1)), "1996-01-15");
+    ok_date("+ 0 months", bin(RF_EX_ADD_MONTHS, T, col(T, 0), i32(0)), "2000-02-29");
+    ok_date("2000-02-29 + 1 year", bin(RF_EX_ADD_YEARS, T, col(T, 0), i32(1)), "2001-02-28");
+    ok_date("2000-02-29 + 4 years", bin(RF_EX_ADD_YEARS, T, col(T, 0), i32(4)), "2004-02-29");
+    ok_date("2000-02-29 - 100 years", bin(RF_EX_ADD_YEARS, T, col(T, 0), i32(-100)), "1900-02-28");
+    ok_date("0001-01-01 + 9998 years", bin(RF_EX_ADD_YEARS, T, date("0001-01-01"), i32(9998)), "9999-01-01");
+    ok_date("9999-12-31 - 119987 months", bin(RF_EX_ADD_MONTHS, T, date("9999-12-31"), i32(-119987)),
+            "0001-01-31");
+    fails("9999-12-01 + 1 month", bin(RF_EX_ADD_MONTHS, T, date("9999-12-01"), i32(1)),
+          "date out of range: add_months(9999-12-01, 1)");
+    fails("0001-01-15 - 1 month", bin(RF_EX_ADD_MONTHS, T, date("0001-01-15"), i32(-1)),
+          "date out of range: add_months(0001-01-15, -1)");
+    fails("add_years 10000", bin(RF_EX_ADD_YEARS, T, date("0001-01-15"), i32(9999)),
+          "date out of range: add_years(0001-01-15, 9999)");
+    fails("add_months int64 max", bin(RF_EX_ADD_MONTHS, T, date("1995-01-31"), i64(INT64_MAX)),
+          "date out of range: add_months(1995-01-31, 9223372036854775807)");
+    fails("add_years int64 min", bin(RF_EX_ADD_YEARS, T, date("1995-01-31"), i64(INT64_MIN)),
+          "date out of range: add_years(1995-01-31, -9223372036854775808)");
+}
+
+/* ---- string functions ---- */
+static rf_word sid(const char *s) { return rf_str_intern(s, strlen(s)); }
+
+static void test_string_functions(void)
+{
+    rf_type S = RF_TYPE_STRING, L = RF_TYPE_INT64, B = RF_TYPE_BOOL;
+    g_fill[0] = sid("fill");
+    g_fill[1] = sid("%");
+    g_fill[2] = 1;
+    g_fill[3] = 1;
+    set_row(sid("hello"), sid("h_l%"), 0, 3);
+#define SUB(start, len) fn3(RF_EX_SUBSTR, S, col(S, 0), i64(start), i64(len))
+    ok_str("substr 1 3", SUB(1, 3), "hel");
+    ok_str("substr 2 100", SUB(2, 100), "ello");
+    ok_str("substr 0 3", SUB(0, 3), "he");
+    ok_str("substr -1 3", SUB(-1, 3), "h");
+    ok_str("substr -5 3", SUB(-5, 3), "");
+    ok_str("substr 5 1", SUB(5, 1), "o");
+    ok_str("substr 6 1 (past the end)", SUB(6, 1), "");
+    ok_str("substr 100 5", SUB(100, 5), "");
+    ok_str("substr 1 0", SUB(1, 0), "");
+    ok_str("substr 2 max", SUB(2, INT64_MAX), "ello");
+    ok_str("substr max max", SUB(INT64_MAX, INT64_MAX), "");
+    ok_str("substr min max", SUB(INT64_MIN, INT64_MAX), "");
+    ok_str("substr int32 args", fn3(RF_EX_SUBSTR, S, col(S, 0), col(RF_TYPE_INT32, 2), col(RF_TYPE_INT32, 3)), "he");
+    fails("substr negative length", SUB(2, -1), "substr: negative length -1");
+#undef SUB
+    ok_int("strlen", un(RF_EX_STRLEN, L, col(S, 0)), 5);
+    ok_int("strlen empty", un(RF_EX_STRLEN, L, str("")), 0);
+    ok_int("strlen bytes", un(RF_EX_STRLEN, L, str("caf\xc3\xa9")), 5);
+    ok_str("concat", bin(RF_EX_CONCAT, S, col(S, 0), str(", world")), "hello, world");
+    ok_str("concat empty", bin(RF_EX_CONCAT, S, str(""), str("")), "");
+    ok_str("concat col col", bin(RF_EX_CONCAT, S, col(S, 1), col(S, 0)), "h_l%hello");
+    static const struct { const char *s, *p; int want; } likes[] = {
+        {"abc", "a%", 1}, {"abc", "%c", 1}, {"abc", "%b%", 1}, {"abc", "a_c", 1}, {"abc", "a_", 0},
+        {"abc", "_", 0}, {"abc", "___", 1}, {"ab", "___", 0}, {"", "", 1}, {"a", "", 0}, {"", "%", 1},
+        {"", "%%", 1}, {"abc", "%%", 1}, {"abc", "%%c", 1}, {"abc", "ABC", 0}, {"a%c", "a%c", 1},
+        {"aXbXc", "%X%X%", 1}, {"aXb", "%X%X%", 0}, {"mississippi", "%iss%pi", 1}, {"mississippi", "m%iss_p%i", 1},
+        {"special packages requests", "%special%requests%", 1}, {"PROMO BRUSHED", "PROMO%", 1},
+        {"LARGE PROMO", "PROMO%", 0}, {"abcd", "a%d%", 1}, {"ab", "%_%_%", 1}, {"a", "%_%_%", 0},
+        {"hello", "h_l%", 1},
+    };
+    for (size_t i = 0; i < sizeof likes / sizeof *likes; i++) {
+        char what[96];
+        snprintf(what, sizeof what, "'%s' like '%s'", likes[i].s, likes[i].p);
+        ok_int(what, bin(RF_EX_LIKE, B, str(likes[i].s), str(likes[i].p)), likes[i].want);
+    }
+    ok_int("like with a column pattern", bin(RF_EX_LIKE, B, col(S, 0), col(S, 1)), 1);
+    ok_int("starts_with", bin(RF_EX_STARTS_WITH, B, col(S, 0), str("he")), 1);
+    ok_int("starts_with empty", bin(RF_EX_STARTS_WITH, B, col(S, 0), str("")), 1);
+    ok_int("starts_with longer", bin(RF_EX_STARTS_WITH, B, str("ab"), str("abc")), 0);
+    ok_int("starts_with no", bin(RF_EX_STARTS_WITH, B, col(S, 0), str("el")), 0);
+    ok_int("ends_with", bin(RF_EX_ENDS_WITH, B, col(S, 0), str("llo")), 1);
+    ok_int("ends_with whole", bin(RF_EX_ENDS_WITH, B, col(S, 0), str("hello")), 1);
+    ok_int("ends_with longer", bin(RF_EX_ENDS_WITH, B, str("lo"), str("llo")), 0);
+    ok_int("ends_with no", bin(RF_EX_ENDS_WITH, B, col(S, 0), str("hell")), 0);
+    ok_int("contains", bin(RF_EX_CONTAINS, B, col(S, 0), str("ll")), 1);
+    ok_int("contains empty", bin(RF_EX_CONTAINS, B, str(""), str("")), 1);
+    ok_int("contains no", bin(RF_EX_CONTAINS, B, col(S, 0), str("lo!")), 0);
+    ok_int("contains late", bin(RF_EX_CONTAINS, B, str("aaab"), str("ab")), 1);
+    /* strings order by text */
+    ok_int("'ab' < 'b'", cmp(RF_EX_LT, str("ab"), str("b")), 1);
+}
+
+/* ---- if(c, x, y): only the branch taken is evaluated ---- */
+static void test_if(void)
+{
+    rf_type L = RF_TYPE_INT64, B = RF_TYPE_BOOL;
+    g_fill[0] = 7;
+    g_fill[1] = 2;
+    g_fill[2] = 0;
+    g_fill[3] = 0;
+    set_row(7, 0, 0, 0);
+    /* if(y != 0, x / y, 0) with y = 0: no division by zero */
+    rf_expr *safe = fn3(RF_EX_IF, L, cmp(RF_EX_NE, col(L, 1), i64(0)), bin(RF_EX_DIV, L, col(L, 0), col(L, 1)), i64(-1));
+    ok_int("if(y != 0, x / y, -1), y = 0", rf_expr_clone(safe), -1);
+    set_row(7, 2, 0, 0);
+    ok_int("if(y != 0, x / y, -1), y = 2", rf_expr_clone(safe), 3);
+    /* the else branch faults only where taken */
+    rf_expr *els = fn3(RF_EX_IF, L, cmp(RF_EX_EQ, col(L, 1), i64(0)), i64(-1), bin(RF_EX_DIV, L, col(L, 0), col(L, 1)));
+    ok_int("if(y = 0, -1, x / y), y = 2", rf_expr_clone(els), 3);
+    set_row(7, 0, 0, 0);
+    ok_int("if(y = 0, -1, x / y), y = 0", rf_expr_clone(els), -1);
+    /* overflow in the branch not taken is not an error either */
+    set_row(rf_word_from_int(INT64_MAX), 0, 0, 0);
+    ok_int("if(x < 100, x + 1, x)", fn3(RF_EX_IF, L, cmp(RF_EX_LT, col(L, 0), i64(100)),
+                                     bin(RF_EX_ADD, L, col(L, 0), i64(1)), col(L, 0)), INT64_MAX);
+    fails("if(true, x + 1, 0) faults", fn3(RF_EX_IF, L, rf_expr_const(B, 1), bin(RF_EX_ADD, L, col(L, 0), i64(1)), i64(0)),
+          "integer overflow: 9223372036854775807 + 1 does not fit int64");
+    /* nested, and as a filter operand */
+    set_row(5, 0, 3, 0);
+    ok_int("nested if", fn3(RF_EX_IF, L, cmp(RF_EX_GT, col(L, 0), i64(4)),
+                            fn3(RF_EX_IF, L, cmp(RF_EX_EQ, col(L, 1), i64(0)), i64(100), bin(RF_EX_DIV, L, i64(1), col(L, 1))),
+                            bin(RF_EX_DIV, L, i64(1), col(L, 3))), 100);
+    ok_int("if inside &&", bin(RF_EX_AND, B, cmp(RF_EX_NE, col(L, 2), i64(0)),
+                               cmp(RF_EX_GT, fn3(RF_EX_IF, L, cmp(RF_EX_NE, col(L, 1), i64(0)),
+                                                 bin(RF_EX_DIV, L, col(L, 0), col(L, 1)), col(L, 2)), i64(2))), 1);
+    ok_str("if on strings", fn3(RF_EX_IF, RF_TYPE_STRING, cmp(RF_EX_LT, col(L, 0), i64(0)), str("neg"), str("pos")), "pos");
+    rf_expr_free(safe);
+    rf_expr_free(els);
+
+    /* A batch mixing both branches, through the vectorised evaluator:
+     * every row gets its own branch, no fault. */
+    rf_table t;
+    rf_table_init(&t, 2);
+    rf_table_resize(&t, 3000);
+    for (size_t r = 0; r < 3000; r++) {
+        t.cols[0][r] = rf_word_from_int((int64_t)r * 3);
+        t.cols[1][r] = rf_word_from_int((int64_t)(r % 5) - 2); /* zero every fifth row */
+    }
+    rf_expr *e = fn3(RF_EX_IF, L, cmp(RF_EX_NE, col(L, 1), i64(0)), bin(RF_EX_DIV, L, col(L, 0), col(L, 1)),
+                     bin(RF_EX_MOD, L, col(L, 0), i64(7)));
+    rf_code c;
+    rf_code_from_expr(&c, e);
+    rf_word *dst = rf_malloc(3000 * sizeof *dst);
+    rf_status st;
+    rf_status_init(&st);
+    CU_ASSERT_TRUE(rf_code_eval_batch(&c, t.cols, 0, 3000, dst, &st));
+    size_t bad = 0;
+    for (size_t r = 0; r < 3000; r++) {
+        int64_t x = (int64_t)r * 3, y = (int64_t)(r % 5) - 2;
+        if ((int64_t)dst[r] != (y != 0 ? x / y : x % 7))
+            bad++;
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    /* and through MAP, as a filter and a projection */
+    rf_expr *f = cmp(RF_EX_GE, rf_expr_clone(e), i64(0));
+    rf_code fc;
+    rf_code_from_expr(&fc, f);
+    rf_table out;
+    rf_status_init(&st);
+    CU_ASSERT_TRUE(rf_prim_map(&t, &fc, 1, &c, &out, &st));
+    size_t want = 0;
+    for (size_t r = 0; r < 3000; r++) {
+        int64_t x = (int64_t)r * 3, y = (int64_t)(r % 5) - 2;
+        want += (y != 0 ? x / y : x % 7) >= 0;
+    }
+    CU_ASSERT_EQUAL(out.nrows, want);
+    rf_table_free(&out);
+    rf_code_free(&fc);
+    rf_expr_free(f);
+    free(dst);
+    rf_code_free(&c);
+    rf_expr_free(e);
+    rf_table_free(&t);
+}
+
+/* Postfix code of arity-3 operators passes rf_code_check; malformed code
+ * (an IF short of an operand) does not. */
+static void test_code_check(void)
+{
+    rf_expr *e = fn3(RF_EX_IF, RF_TYPE_STRING, cmp(RF_EX_LT, col(RF_TYPE_INT64, 0), i64(0)),
+                     fn3(RF_EX_SUBSTR, RF_TYPE_STRING, col(RF_TYPE_STRING, 1), i64(1), i64(2)), str("x"));
+    rf_code c;
+    rf_code_from_expr(&c, e);
+    CU_ASSERT_EQUAL(c.n, 9);
+    CU_ASSERT_EQUAL(rf_code_check(&c, 2), 4);
+    CU_ASSERT_EQUAL(rf_code_check(&c, 1), -1); /* column 1 out of range */
+    rf_instr ins[3] = {c.ins[0], c.ins[1], c.ins[8]};
+    rf_code bad = {3, ins};  /* a < 0 ... if: two values for three operands */
+    ins[1] = c.ins[2];
+    CU_ASSERT_EQUAL(rf_code_check(&bad, 2), -1);
+    rf_code_free(&c);
+    rf_expr_free(e);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -327,6 +531,10 @@ int main(void)
     CU_add_test(s, "decimal arithmetic", test_decimal_arith);
     CU_add_test(s, "decimal conversions", test_decimal_casts);
     CU_add_test(s, "date arithmetic", test_date_arith);
+    CU_add_test(s, "year, month, day, add_months, add_years", test_date_functions);
+    CU_add_test(s, "string functions", test_string_functions);
+    CU_add_test(s, "if evaluates the branch taken only", test_if);
+    CU_add_test(s, "arity-3 code", test_code_check);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures();
