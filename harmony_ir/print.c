@@ -177,7 +177,7 @@ static void print_var(FILE *out, const rf_hvar *v)
     if (v->input_path) {
         fputs(", input ", out);
         print_string(out, v->input_path);
-        fputs(v->input_format == RF_FORMAT_CSV ? " csv" : " tsv", out);
+        fputs(v->input_format == RF_FORMAT_CSV ? " csv" : v->input_format == RF_FORMAT_TBL ? " tbl" : " tsv", out);
     }
     if (v->nfacts > 0) {
         fprintf(out, ", %zu fact%s", v->nfacts, v->nfacts == 1 ? "" : "s");

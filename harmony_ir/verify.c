@@ -65,7 +65,7 @@ static bool check_var(vctx *c, int i)
     for (int j = 0; j < v->arity; j++)
         if (!valid_type(v->types[j]))
             return bad(c, "variable %s: column %d has an invalid type", v->name, j);
-    if ((unsigned)v->input_format > RF_FORMAT_CSV)
+    if ((unsigned)v->input_format > RF_FORMAT_TBL)
         return bad(c, "variable %s: bad input format", v->name);
     if (v->arity == 0 && v->nfacts > 1)
         return bad(c, "variable %s: %zu facts of arity 0", v->name, v->nfacts);

@@ -419,6 +419,112 @@ static void test_decimals(void)
     expect_msg("1,5\n", d2, "f.tsv:1: error: field 1: not a decimal number (-digits.digits): '1,5'");
 }
 
+/* ---- dbgen's .tbl ---- */
+static const char *tbl_parse(const char *text, int arity, const rf_type *types, rf_table *t)
+{
+    static rf_status st;
+    rf_status_init(&st);
+    rf_table_init(t, arity);
+    bool ok = rf_parse_facts("f.tbl", text, strlen(text), RF_FORMAT_TBL, arity, types, t, &st);
+    if (!ok)
+        CU_ASSERT_EQUAL(st.code, RF_EXIT_RUNTIME_ERROR);
+    return ok ? "" : st.message;
+}
+
+static void tbl_rejects(const char *text, const char *msg)
+{
+    rf_type types[] = {RF_TYPE_INT32, RF_TYPE_STRING, RF_TYPE_DATE, rf_type_decimal(2)};
+    rf_table t;
+    const char *got = tbl_parse(text, 4, types, &t);
+    CU_ASSERT_STRING_EQUAL(got, msg);
+    if (strcmp(got, msg) != 0)
+        fprintf(stderr, "\n  tbl '%s': got \"%s\", expected \"%s\"\n", text, got, msg);
+    rf_table_free(&t);
+}
+
+static void test_tbl(void)
+{
+    CU_ASSERT_EQUAL(rf_format_from_path("lineitem.tbl"), RF_FORMAT_TBL);
+    CU_ASSERT_EQUAL(rf_format_from_path("x/ORDERS.TBL"), RF_FORMAT_TBL);
+    CU_ASSERT_EQUAL(rf_format_from_path("a.csv"), RF_FORMAT_CSV);
+    CU_ASSERT_EQUAL(rf_format_from_path("a.tbl.tsv"), RF_FORMAT_TSV);
+    rf_type types[] = {RF_TYPE_INT32, RF_TYPE_STRING, RF_TYPE_DATE, rf_type_decimal(2)};
+    rf_table t;
+    /* fields as they are: no escapes, '#' and '\\' are data, an empty
+     * field is the empty string, fewer fraction digits are padded, CRLF
+     * and a last line without a newline are fine */
+    const char *good = "1|Clerk#000000951|1996-01-02|173665.47|\n"
+                       "2|a\\tb \"q\"|1996-12-01|46929.18|\r\n"
+                       "#3||1993-10-14|-0.5|\n"
+                       "\n"
+                       "4| x |2000-02-29|7|";
+    rf_type first_str[] = {RF_TYPE_STRING, RF_TYPE_STRING, RF_TYPE_DATE, rf_type_decimal(2)};
+    CU_ASSERT_STRING_EQUAL(tbl_parse(good, 4, types, &t), "f.tbl:3:1: error: field 1: not an integer: '#3'");
+    rf_table_free(&t);
+    CU_ASSERT_STRING_EQUAL(tbl_parse(good, 4, first_str, &t), "");
+    CU_ASSERT_EQUAL(t.nrows, 4);
+    if (t.nrows == 4) {
+        CU_ASSERT_EQUAL(t.cols[0][0], str("1"));
+        CU_ASSERT_EQUAL(t.cols[1][0], str("Clerk#000000951"));
+        CU_ASSERT_EQUAL(t.cols[2][0], rf_word_from_int(9497));
+        CU_ASSERT_EQUAL(t.cols[3][0], rf_word_from_int(17366547));
+        CU_ASSERT_EQUAL(t.cols[1][1], str("a\\tb \"q\""));
+        CU_ASSERT_EQUAL(t.cols[3][1], rf_word_from_int(4692918));
+        CU_ASSERT_EQUAL(t.cols[0][2], str("#3"));
+        CU_ASSERT_EQUAL(t.cols[1][2], str(""));
+        CU_ASSERT_EQUAL(t.cols[3][2], rf_word_from_int(-50));
+        CU_ASSERT_EQUAL(t.cols[1][3], str(" x "));
+        CU_ASSERT_EQUAL(t.cols[2][3], rf_word_from_int(11016));
+        CU_ASSERT_EQUAL(t.cols[3][3], rf_word_from_int(700));
+    }
+    rf_table_free(&t);
+    /* one column */
+    rf_type one = RF_TYPE_STRING;
+    CU_ASSERT_STRING_EQUAL(tbl_parse("|\nx|\n", 1, &one, &t), "");
+    CU_ASSERT_EQUAL(t.nrows, 2);
+    if (t.nrows == 2)
+        CU_ASSERT_EQUAL(t.cols[0][0], str(""));
+    rf_table_free(&t);
+    /* the errors: FILE:LINE:COL, COL the byte column of the field */
+    tbl_rejects("1|abc|1995-03-15|12.34\n", "f.tbl:1:23: error: the line does not end with '|' (tbl format)");
+    tbl_rejects("1|abc|1995-03-15|12.34|\n2|b|1995-03-16|1.00\r\n",
+                "f.tbl:2:20: error: the line does not end with '|' (tbl format)");
+    tbl_rejects("1|abc|1995-02-30|12.34|\n", "f.tbl:1:7: error: field 3: day out of range for its month: '1995-02-30'");
+    tbl_rejects("1|abc|95-02-03|12.34|\n", "f.tbl:1:7: error: field 3: not a date (YYYY-MM-DD): '95-02-03'");
+    tbl_rejects("1|abc|1995-03-15|12.345|\n", "f.tbl:1:18: error: field 4: 12.345 has more than 2 decimal places");
+    tbl_rejects("1|abc|1995-03-15|1,5|\n", "f.tbl:1:18: error: field 4: not a decimal number (-digits.digits): '1,5'");
+    tbl_rejects("1|abc|1995-03-15|\n", "f.tbl:1:1: error: expected 4 fields, found 3");
+    tbl_rejects("1|abc|1995-03-15|1.00|x|\n", "f.tbl:1:1: error: expected 4 fields, found 5");
+    tbl_rejects("1|abc|1995-03-15|1.00||\n", "f.tbl:1:1: error: expected 4 fields, found 5");
+    tbl_rejects("x|abc|1995-03-15|1.00|\n", "f.tbl:1:1: error: field 1: not an integer: 'x'");
+    tbl_rejects("2147483648|abc|1995-03-15|1.00|\n",
+                "f.tbl:1:1: error: field 1: integer out of range for int32: '2147483648'");
+}
+
+/* Dates and decimals in output files: their text, and typed order (signed:
+ * a negative decimal or a date before 1970 sorts first). */
+static void test_write_dates_decimals(void)
+{
+    rf_type types[] = {RF_TYPE_DATE, rf_type_decimal(2), rf_type_decimal(0)};
+    rf_word rows[] = {
+        rf_word_from_int(9204), rf_word_from_int(12340), rf_word_from_int(7),
+        rf_word_from_int(-1), rf_word_from_int(-50), rf_word_from_int(-12),
+        rf_word_from_int(9204), rf_word_from_int(-50), rf_word_from_int(0),
+        (rf_word)RF_DATE_MIN_DAYS, rf_word_from_int(5), rf_word_from_int(INT64_MAX),
+    };
+    rf_table t;
+    rf_table_from_rows(&t, 3, rows, 4);
+    rf_sort_typed(&t, types);
+    size_t len;
+    char *out = write_table(&t, types, &len);
+    CU_ASSERT_STRING_EQUAL(out, "0001-01-01\t0.05\t9223372036854775807\n"
+                                "1969-12-31\t-0.50\t-12\n"
+                                "1995-03-15\t-0.50\t0\n"
+                                "1995-03-15\t123.40\t7\n");
+    free(out);
+    rf_table_free(&t);
+}
+
 /* ---- the round-trip property ---- */
 static const char *const g_edge_strings[] = {
     "", "#", "#x", "##", "\\#x", "\\e", "\\", "\\\\", "\t", "\n", "\r", "\r\n", " ", "  a  ", "a\tb",
@@ -601,6 +707,8 @@ int main(void)
     CU_add_test(s, "zero arity", test_zero_arity);
     CU_add_test(s, "dates", test_dates);
     CU_add_test(s, "decimals", test_decimals);
+    CU_add_test(s, "dbgen .tbl files", test_tbl);
+    CU_add_test(s, "dates and decimals written in typed order", test_write_dates_decimals);
     CU_add_test(s, "write then read, every type", test_roundtrip);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
