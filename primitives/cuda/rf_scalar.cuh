@@ -4,7 +4,8 @@
 // the string order, the fault slot, and typed comparison. Shared, as text, by
 // the interpreter (kernels.cu) and the NVRTC-generated kernels (codegen.c
 // embeds this file followed by rf_scalar_ops.h). It needs uint64_t & co.,
-// the RF_EX_* / RF_TYPE_* constants, INT32_MIN/MAX and a struct RfErr
+// the RF_EX_* / RF_TYPE_* / RF_SERR_* constants, RF_DOP_LOOKUP, INT32_MIN/MAX
+// and a struct RfErr
 // {int code; int aux; uint64_t value, value2;} from its includer.
 // Compile with --fmad=false: a*b+c must not fuse.
 
@@ -13,6 +14,7 @@ struct RfEnv {
     const uint32_t *rank;
     uint64_t nrank;
     RfErr *err;
+    const uint64_t *tab; // string tables (RF_DOP_LOOKUP), see prims.c
 };
 
 __device__ bool fail2(RfErr *err, int code, uint64_t value, uint64_t value2, int aux)
@@ -53,6 +55,16 @@ __device__ int value_compare(const RfEnv &p, int t, uint64_t a, uint64_t b)
     default:
         return (a > b) - (a < b);
     }
+}
+
+// A tabulated string subexpression (table k): its value for dictionary id
+// `id`. The tables' heads: tab[2k] offset, tab[2k+1] length.
+__device__ __forceinline__ bool rf_lookup(const RfEnv &p, uint64_t k, uint64_t id, uint64_t *out)
+{
+    if (id >= p.tab[2 * k + 1])
+        return fail(p.err, RF_SERR_HOST_ONLY, 0, RF_DOP_LOOKUP);
+    *out = p.tab[p.tab[2 * k] + id];
+    return true;
 }
 
 #define RF_SOPS_CTX const RfEnv &
