@@ -230,8 +230,19 @@ void rf_expr_print(const rf_expr *e, FILE *out, const char *const *var_names)
 
 /* ---- Scalar operators: the one definition in rf_scalar_ops.h ---- */
 
-bool rf_scalar_fail(rf_status *st, int code, uint64_t value, int aux)
+/* An operand of a faulting operator as text, by its type (ints, dates,
+ * decimals of `scale`, floats). */
+static void operand_text(rf_type t, uint64_t w, char *buf, size_t cap)
 {
+    if (t == RF_TYPE_DATE || t == RF_TYPE_FLOAT64 || rf_type_is_decimal(t))
+        rf_value_format(t, w, buf, cap);
+    else
+        snprintf(buf, cap, "%" PRId64, (int64_t)w);
+}
+
+bool rf_scalar_fail2(rf_status *st, int code, uint64_t value, uint64_t value2, int aux)
+{
+    char x[64], y[64];
     switch (code) {
     case RF_SERR_DIV_ZERO:
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "division by zero");
@@ -249,19 +260,66 @@ bool rf_scalar_fail(rf_status *st, int code, uint64_t value, int aux)
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "bad float operator");
     case RF_SERR_BAD_INT_OP:
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "bad integer operator");
+    case RF_SERR_INT_OVERFLOW:
+    case RF_SERR_DEC_OVERFLOW:
+    case RF_SERR_DATE_RANGE: {
+        rf_exop op = (rf_exop)(aux & 0xff);
+        rf_type t = (rf_type)((aux >> 8) & 0xff), at = (rf_type)((aux >> 16) & 0xff), bt = t;
+        if (at <= RF_TYPE_INVALID || at >= RF_TYPE_COUNT_)
+            at = t;
+        if (op == RF_EX_MUL && rf_type_is_decimal(t) && rf_type_is_decimal(at) &&
+            rf_decimal_scale(t) >= rf_decimal_scale(at))
+            bt = rf_type_decimal(rf_decimal_scale(t) - rf_decimal_scale(at)); /* s = s1 + s2 */
+        else if (op == RF_EX_ADD_MONTHS || op == RF_EX_ADD_YEARS || code == RF_SERR_DATE_RANGE)
+            bt = at == RF_TYPE_DATE ? RF_TYPE_INT64 : RF_TYPE_DATE; /* date + n, n + date */
+        operand_text(at, value, x, sizeof x);
+        operand_text(bt, value2, y, sizeof y);
+        const char *what = code == RF_SERR_INT_OVERFLOW ? "integer overflow" : code == RF_SERR_DEC_OVERFLOW
+                                                                                 ? "decimal overflow"
+                                                                                 : "date out of range";
+        if (code == RF_SERR_DATE_RANGE) {
+            if (op == RF_EX_ADD_MONTHS || op == RF_EX_ADD_YEARS)
+                return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s: %s(%s, %s)", what, rf_exop_symbol(op), x, y);
+            return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s: %s %s %s", what, x, rf_exop_symbol(op), y);
+        }
+        if (op == RF_EX_NEG)
+            return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s: -(%s) does not fit %s", what, x, rf_type_name(t));
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s: %s %s %s does not fit %s", what, x, rf_exop_symbol(op), y,
+                       rf_type_name(t));
+    }
+    case RF_SERR_RANGE: {
+        rf_type from = (rf_type)(aux & 0xff), to = (rf_type)((aux >> 8) & 0xff);
+        operand_text(from, value, x, sizeof x);
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "value %s out of range for %s", x, rf_type_name(to));
+    }
+    case RF_SERR_SUBSTR_LENGTH:
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "substr: negative length %" PRId64, (int64_t)value);
+    case RF_SERR_HOST_ONLY:
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "'%s' cannot run on the device", rf_exop_symbol((rf_exop)aux));
     default:
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "bad unary operator");
     }
 }
 
+bool rf_scalar_fail(rf_status *st, int code, uint64_t value, int aux)
+{
+    return rf_scalar_fail2(st, code, value, 0, aux);
+}
+
 #define RF_SOPS_CTX rf_status *
 #define rf_sops_fail(st, code, value, aux) rf_scalar_fail((st), (code), (value), (aux))
+#define rf_sops_fail2(st, code, a, b, aux) rf_scalar_fail2((st), (code), (a), (b), (aux))
 #define rf_sops_compare(st, t, a, b) ((void)(st), rf_value_compare((rf_type)(t), (a), (b)))
 #include "rf_scalar_ops.h"
 
 bool rf_scalar_binary(rf_exop op, rf_type t, rf_word a, rf_word b, rf_word *out, rf_status *st)
 {
-    return rf_sops_binary(st, (int)op, (int)t, a, b, out);
+    return rf_sops_binary(st, (int)op, (int)t, (int)t, a, b, out);
+}
+
+bool rf_scalar_binary2(rf_exop op, rf_type t, rf_type at, rf_word a, rf_word b, rf_word *out, rf_status *st)
+{
+    return rf_sops_binary(st, (int)op, (int)t, (int)at, a, b, out);
 }
 
 bool rf_scalar_unary(rf_exop op, rf_type from, rf_type to, rf_word a, rf_word *out, rf_status *st)
@@ -269,9 +327,109 @@ bool rf_scalar_unary(rf_exop op, rf_type from, rf_type to, rf_word a, rf_word *o
     return rf_sops_unary(st, (int)op, (int)from, (int)to, a, out);
 }
 
+/* SQL LIKE over bytes: '%' any run (also empty), '_' one byte, no escape.
+ * Greedy with one backtrack point (the last '%'): O(len(s) * len(p)). */
+bool rf_like_match(const char *s, size_t n, const char *p, size_t m)
+{
+    size_t i = 0, j = 0, star = SIZE_MAX, mark = 0;
+    while (i < n) {
+        if (j < m && p[j] == '%') {
+            star = j++;
+            mark = i;
+        } else if (j < m && (p[j] == '_' || p[j] == s[i])) {
+            i++;
+            j++;
+        } else if (star != SIZE_MAX) {
+            j = star + 1;
+            i = ++mark;
+        } else {
+            return false;
+        }
+    }
+    while (j < m && p[j] == '%')
+        j++;
+    return j == m;
+}
+
+/* The bytes [lo, hi) of a string of n bytes that SQL's
+ * SUBSTRING(s FROM start FOR len) takes (1-based, clipped); len >= 0. */
+static void substr_range(int64_t start, int64_t len, size_t n, size_t *lo, size_t *hi)
+{
+    /* end = start + len (exclusive, 1-based), saturated */
+    int64_t end = (len > 0 && start > INT64_MAX - len) ? INT64_MAX : start + len;
+    int64_t a = start < 1 ? 1 : start, b = end;
+    if (b > (int64_t)n + 1)
+        b = (int64_t)n + 1;
+    if (a > (int64_t)n + 1)
+        a = (int64_t)n + 1;
+    if (b < a)
+        b = a;
+    *lo = (size_t)(a - 1);
+    *hi = (size_t)(b - 1);
+}
+
+bool rf_scalar_string(rf_exop op, rf_word a, rf_word b, rf_word c, rf_word *out, rf_status *st)
+{
+    const char *s = rf_str_get(a);
+    size_t n = rf_str_len(a);
+    switch (op) {
+    case RF_EX_STRLEN:
+        *out = (rf_word)n;
+        return true;
+    case RF_EX_SUBSTR: {
+        int64_t len = (int64_t)c;
+        if (len < 0)
+            return rf_scalar_fail(st, RF_SERR_SUBSTR_LENGTH, c, 0);
+        size_t lo, hi;
+        substr_range((int64_t)b, len, n, &lo, &hi);
+        *out = rf_str_intern(s + lo, hi - lo);
+        return true;
+    }
+    default:
+        break;
+    }
+    const char *p = rf_str_get(b);
+    size_t m = rf_str_len(b);
+    switch (op) {
+    case RF_EX_CONCAT: {
+        char small[256];
+        char *buf = n + m <= sizeof small ? small : rf_malloc(n + m);
+        memcpy(buf, s, n);
+        memcpy(buf + n, p, m);
+        *out = rf_str_intern(buf, n + m);
+        if (buf != small)
+            free(buf);
+        return true;
+    }
+    case RF_EX_LIKE:
+        *out = rf_like_match(s, n, p, m);
+        return true;
+    case RF_EX_STARTS_WITH:
+        *out = m <= n && memcmp(s, p, m) == 0;
+        return true;
+    case RF_EX_ENDS_WITH:
+        *out = m <= n && memcmp(s + n - m, p, m) == 0;
+        return true;
+    case RF_EX_CONTAINS: {
+        bool found = m == 0;
+        for (size_t i = 0; !found && i + m <= n; i++)
+            found = s[i] == p[0] && memcmp(s + i, p, m) == 0;
+        *out = found;
+        return true;
+    }
+    default:
+        return rf_scalar_fail(st, RF_SERR_BAD_INT_OP, 0, 0);
+    }
+}
+
+bool rf_exop_is_string_op(rf_exop op)
+{
+    return op == RF_EX_SUBSTR || op == RF_EX_STRLEN || (op >= RF_EX_CONCAT && op <= RF_EX_CONTAINS);
+}
+
 bool rf_expr_eval(const rf_expr *e, const rf_word *row, rf_word *out, rf_status *st)
 {
-    rf_word a, b;
+    rf_word a, b, c = 0;
     switch (rf_expr_arity(e->op)) {
     case 0:
         *out = e->op == RF_EX_CONST ? e->value : row[e->index];
@@ -279,15 +437,25 @@ bool rf_expr_eval(const rf_expr *e, const rf_word *row, rf_word *out, rf_status 
     case 1:
         if (!rf_expr_eval(e->a, row, &a, st))
             return false;
+        if (e->op == RF_EX_STRLEN)
+            return rf_scalar_string(e->op, a, 0, 0, out, st);
         return rf_scalar_unary(e->op, e->a->type, e->type, a, out, st);
     default:
         if (!rf_expr_eval(e->a, row, &a, st))
             return false;
-        /* && and || short-circuit so that `y != 0 && x / y > 1` is safe. */
+        /* && and || short-circuit so that `y != 0 && x / y > 1` is safe;
+         * if(c, x, y) evaluates only the branch taken. */
         if (e->op == RF_EX_AND && !a) { *out = 0; return true; }
         if (e->op == RF_EX_OR && a) { *out = 1; return true; }
+        if (e->op == RF_EX_IF)
+            return rf_expr_eval(a ? e->b : e->c, row, out, st);
         if (!rf_expr_eval(e->b, row, &b, st))
             return false;
-        return rf_scalar_binary(e->op, rf_exop_is_comparison(e->op) ? e->a->type : e->type, a, b, out, st);
+        if (e->c && !rf_expr_eval(e->c, row, &c, st))
+            return false;
+        if (rf_exop_is_string_op(e->op))
+            return rf_scalar_string(e->op, a, b, c, out, st);
+        return rf_scalar_binary2(e->op, rf_exop_is_comparison(e->op) ? e->a->type : e->type, e->a->type, a, b,
+                                 out, st);
     }
 }

@@ -3,15 +3,31 @@
  * columns). The Harmony IR flattens them to postfix code (hir.h).
  *
  * Semantics, identical on every backend:
- *  - int32 arithmetic wraps modulo 2^32, int64 modulo 2^64 (no UB);
- *    INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0.
+ *  - int32 and int64 + - * / % and unary - are checked, never wrapping: a
+ *    result outside the type's range is the run-time error "integer
+ *    overflow: 3 * 1000000000 does not fit int32" (INT_MIN / -1 too;
+ *    INT_MIN % -1 = 0).
  *  - integer / and % by zero is a run-time error ("division by zero");
  *    / truncates toward zero, % has the sign of the dividend (as in C).
- *  - float64 division by zero is a run-time error too (so NaN/inf never
- *    enter relations).
- *  - comparisons on strings compare text (bytewise, like strcmp).
- *  - CAST converts between numeric types (int->float exact where possible,
- *    float->int truncates; out-of-range is a run-time error). */
+ *  - float64 division by zero and overflow are run-time errors too (so
+ *    NaN/inf never enter relations).
+ *  - decimal[s] words are value * 10^s: + - take operands of the result's
+ *    scale (the front end aligns them with CASTs), * multiplies the words
+ *    (scale s1 + s2); |result| >= 2^63 is "decimal overflow: ...".
+ *  - date + n, n + date, date - n (days, result type date) leaving
+ *    0001-01-01..9999-12-31 is "date out of range: ..."; date - date is an
+ *    int64 (the operands' types are in the instruction's arg_type / the
+ *    tree).
+ *  - comparisons on strings compare text (bytewise, like strcmp); dates
+ *    and decimals (of one scale) compare as signed int64.
+ *  - CAST converts between numeric types: int->float exact where possible,
+ *    float->int and decimal->int truncate toward zero; decimal[s1] ->
+ *    decimal[s2] with s2 < s1 and float->decimal round half away from
+ *    zero; out-of-range is a run-time error ("value X out of range for T").
+ *  - IF evaluates only the branch taken; && and || short-circuit.
+ *  - string functions follow SQL (substr 1-based and clipped, negative
+ *    length an error; like with % and _, no escape) and intern their string
+ *    results in the dictionary (rf_scalar_string). */
 #ifndef RF_EXPR_H
 #define RF_EXPR_H
 
@@ -80,9 +96,21 @@ bool rf_expr_eval(const rf_expr *e, const rf_word *row, rf_word *out, rf_status 
  * the CPU backend's vectorised evaluator, so both agree bit for bit.
  * `t` is the operand type (for comparisons) or the result type. */
 bool rf_scalar_binary(rf_exop op, rf_type t, rf_word a, rf_word b, rf_word *out, rf_status *st);
+/* The same with the first operand's type `at` (an instruction's arg_type),
+ * which overflow messages and date arithmetic print by. */
+bool rf_scalar_binary2(rf_exop op, rf_type t, rf_type at, rf_word a, rf_word b, rf_word *out, rf_status *st);
 bool rf_scalar_unary(rf_exop op, rf_type from, rf_type to, rf_word a, rf_word *out, rf_status *st);
+/* The string operators (host only: they read and intern dictionary
+ * strings): STRLEN (a), SUBSTR (a, b = start, c = len), CONCAT, LIKE,
+ * STARTS_WITH, ENDS_WITH, CONTAINS (a, b). */
+bool rf_scalar_string(rf_exop op, rf_word a, rf_word b, rf_word c, rf_word *out, rf_status *st);
+bool rf_exop_is_string_op(rf_exop op);   /* the ops rf_scalar_string takes */
+/* SQL LIKE of s against pattern p ('%' any run, '_' one byte). */
+bool rf_like_match(const char *s, size_t n, const char *p, size_t m);
 /* The message of a scalar fault (an RF_SERR_* code of rf_scalar_ops.h, its
  * value and aux): every backend reports faults through this. Returns false. */
 bool rf_scalar_fail(rf_status *st, int code, uint64_t value, int aux);
+/* The same for faults with two operand words (overflow: value, value2). */
+bool rf_scalar_fail2(rf_status *st, int code, uint64_t value, uint64_t value2, int aux);
 
 #endif

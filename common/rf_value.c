@@ -1,4 +1,5 @@
 #include "rf_value.h"
+#include "rf_scalar_ops.h" /* calendar helpers */
 
 #include <errno.h>
 #include <float.h>
@@ -31,7 +32,7 @@ rf_type rf_type_from_name(const char *name)
 }
 
 bool rf_type_is_integer(rf_type t) { return t == RF_TYPE_INT32 || t == RF_TYPE_INT64; }
-bool rf_type_is_numeric(rf_type t) { return rf_type_is_integer(t) || t == RF_TYPE_FLOAT64; }
+bool rf_type_is_numeric(rf_type t) { return rf_type_is_integer(t) || t == RF_TYPE_FLOAT64 || rf_type_is_decimal(t); }
 
 rf_word rf_word_from_double(double d)
 {
@@ -51,12 +52,11 @@ double rf_word_to_double(rf_word w)
 
 int rf_value_compare(rf_type t, rf_word a, rf_word b)
 {
-    switch (t) {
-    case RF_TYPE_INT32:
-    case RF_TYPE_INT64: {
+    if (rf_type_is_signed_word(t)) {
         int64_t x = rf_word_to_int(a), y = rf_word_to_int(b);
         return (x > y) - (x < y);
     }
+    switch (t) {
     case RF_TYPE_FLOAT64: {
         double x = rf_word_to_double(a), y = rf_word_to_double(b);
         return (x > y) - (x < y);
@@ -168,6 +168,13 @@ bool rf_value_parse(rf_type t, const char *text, size_t len, rf_word *out, const
         *out = rf_word_from_double(d);
         return true;
     }
+    case RF_TYPE_DATE: {
+        int64_t days;
+        if (!rf_date_parse(text, len, &days, why))
+            return false;
+        *out = rf_word_from_int(days);
+        return true;
+    }
     case RF_TYPE_BOOL:
         /* As in program text: no 1/0, no other spelling. */
         if (len == 4 && memcmp(text, "true", 4) == 0) { *out = 1; return true; }
@@ -175,9 +182,153 @@ bool rf_value_parse(rf_type t, const char *text, size_t len, rf_word *out, const
         *why = "not a bool (true/false)";
         return false;
     default:
+        if (rf_type_is_decimal(t)) {
+            int64_t v;
+            if (!rf_decimal_parse(text, len, rf_decimal_scale(t), &v, why))
+                return false;
+            *out = rf_word_from_int(v);
+            return true;
+        }
         *why = "unsupported type";
         return false;
     }
+}
+
+bool rf_date_parse(const char *text, size_t len, int64_t *days, const char **why)
+{
+    static const int digit_at[] = {0, 1, 2, 3, 5, 6, 8, 9};
+    if (len != 10 || text[4] != '-' || text[7] != '-') {
+        *why = "not a date (YYYY-MM-DD)";
+        return false;
+    }
+    for (size_t i = 0; i < sizeof digit_at / sizeof *digit_at; i++)
+        if (text[digit_at[i]] < '0' || text[digit_at[i]] > '9') {
+            *why = "not a date (YYYY-MM-DD)";
+            return false;
+        }
+    int y = (text[0] - '0') * 1000 + (text[1] - '0') * 100 + (text[2] - '0') * 10 + (text[3] - '0');
+    int m = (text[5] - '0') * 10 + (text[6] - '0');
+    int d = (text[8] - '0') * 10 + (text[9] - '0');
+    if (y < 1) {
+        *why = "year out of range (0001..9999)";
+        return false;
+    }
+    if (m < 1 || m > 12) {
+        *why = "month out of range (01..12)";
+        return false;
+    }
+    if (d < 1 || d > rf_cal_month_days(y, m)) {
+        *why = "day out of range for its month";
+        return false;
+    }
+    *days = rf_cal_days(y, m, d);
+    return true;
+}
+
+/* "number out of range for decimal[N]" for N = 0..18. */
+static const char *const g_decimal_range[RF_DECIMAL_MAX_SCALE + 1] = {
+    "number out of range for decimal[0]", "number out of range for decimal[1]",
+    "number out of range for decimal[2]", "number out of range for decimal[3]",
+    "number out of range for decimal[4]", "number out of range for decimal[5]",
+    "number out of range for decimal[6]", "number out of range for decimal[7]",
+    "number out of range for decimal[8]", "number out of range for decimal[9]",
+    "number out of range for decimal[10]", "number out of range for decimal[11]",
+    "number out of range for decimal[12]", "number out of range for decimal[13]",
+    "number out of range for decimal[14]", "number out of range for decimal[15]",
+    "number out of range for decimal[16]", "number out of range for decimal[17]",
+    "number out of range for decimal[18]",
+};
+
+/* "has more than N decimal places" for N = 0..18 (static strings). */
+static const char *const g_too_many_places[RF_DECIMAL_MAX_SCALE + 1] = {
+    "has more than 0 decimal places", "has more than 1 decimal place", "has more than 2 decimal places",
+    "has more than 3 decimal places", "has more than 4 decimal places", "has more than 5 decimal places",
+    "has more than 6 decimal places", "has more than 7 decimal places", "has more than 8 decimal places",
+    "has more than 9 decimal places", "has more than 10 decimal places", "has more than 11 decimal places",
+    "has more than 12 decimal places", "has more than 13 decimal places", "has more than 14 decimal places",
+    "has more than 15 decimal places", "has more than 16 decimal places", "has more than 17 decimal places",
+    "has more than 18 decimal places",
+};
+
+bool rf_decimal_parse(const char *text, size_t len, int scale, int64_t *out, const char **why)
+{
+    size_t i = 0;
+    bool neg = false;
+    if (i < len && text[i] == '-') {
+        neg = true;
+        i++;
+    }
+    size_t int0 = i;
+    while (i < len && text[i] >= '0' && text[i] <= '9')
+        i++;
+    size_t nint = i - int0, frac0 = 0, nfrac = 0;
+    if (i < len && text[i] == '.') {
+        frac0 = ++i;
+        while (i < len && text[i] >= '0' && text[i] <= '9')
+            i++;
+        nfrac = i - frac0;
+        if (nfrac == 0)
+            nint = 0; /* "5." */
+    }
+    if (nint == 0 || i != len) {
+        *why = "not a decimal number (-digits.digits)";
+        return false;
+    }
+    if ((int)nfrac > scale || nfrac > RF_DECIMAL_MAX_SCALE) {
+        *why = g_too_many_places[scale];
+        return false;
+    }
+    /* Magnitude in uint64: the digits, then the missing fraction digits. */
+    const uint64_t limit = (uint64_t)INT64_MAX; /* |value| <= 2^63 - 1, both signs */
+    uint64_t u = 0;
+    bool over = false;
+    for (size_t k = 0; k < nint + nfrac + (size_t)(scale - (int)nfrac); k++) {
+        unsigned dgt = 0;
+        if (k < nint)
+            dgt = (unsigned)(text[int0 + k] - '0');
+        else if (k < nint + nfrac)
+            dgt = (unsigned)(text[frac0 + (k - nint)] - '0');
+        if (u > (limit - dgt) / 10) {
+            over = true;
+            break;
+        }
+        u = u * 10 + dgt;
+    }
+    if (over) {
+        *why = g_decimal_range[scale];
+        return false;
+    }
+    *out = neg ? -(int64_t)u : (int64_t)u;
+    return true;
+}
+
+int rf_decimal_format(int64_t v, int scale, char *buf, size_t cap)
+{
+    char tmp[48], *e = tmp + sizeof tmp, *p = e;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    for (int k = 0; k < scale; k++) {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    }
+    if (scale > 0)
+        *--p = '.';
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *--p = '-';
+    return snprintf(buf, cap, "%.*s", (int)(e - p), p);
+}
+
+int rf_date_format(int64_t days, char *buf, size_t cap)
+{
+    if (!rf_cal_in_range(days)) /* never a valid date word; printed so it shows */
+        return snprintf(buf, cap, "date(%" PRId64 ")", days);
+    int64_t y;
+    int m, d;
+    rf_cal_civil(days, &y, &m, &d);
+    return snprintf(buf, cap, "%04d-%02d-%02d", (int)y, m, d);
 }
 
 /* Shortest %.Ng (N <= 17) of d that reads back as d. A decimal of at most
@@ -262,6 +413,8 @@ int rf_value_format(rf_type t, rf_word w, char *buf, size_t cap)
         return format_double(rf_word_to_double(w), buf, cap);
     case RF_TYPE_BOOL:
         return snprintf(buf, cap, "%s", w ? "true" : "false");
+    case RF_TYPE_DATE:
+        return rf_date_format(rf_word_to_int(w), buf, cap);
     case RF_TYPE_STRING: {
         size_t len = rf_str_len(w);
         char small[256];
@@ -277,6 +430,8 @@ int rf_value_format(rf_type t, rf_word w, char *buf, size_t cap)
         return n > INT_MAX ? INT_MAX : (int)n;
     }
     default:
+        if (rf_type_is_decimal(t))
+            return rf_decimal_format(rf_word_to_int(w), rf_decimal_scale(t), buf, cap);
         return snprintf(buf, cap, "?");
     }
 }

@@ -64,11 +64,25 @@ int rf_value_compare(rf_type t, rf_word a, rf_word b);
 
 /* Parses text as a value of type t (a field of a fact file; docs/design.md
  * "Input files"). Strings are taken as they are (unescaping is the file
- * format's business: rf_str_unescape). Numbers may have blanks around them;
- * ints are decimal, floats as rf_float64_parse, bools exactly true/false.
+ * format's business: rf_str_unescape). Numbers, dates and bools may have
+ * blanks around them; ints are decimal, floats as rf_float64_parse, bools
+ * exactly true/false, dates as rf_date_parse, decimals as rf_decimal_parse.
  * Returns false on bad syntax or a value out of range; *why explains
- * (static string). */
+ * (static string; one that begins with "has " is meant to follow the text:
+ * "12.345 has more than 2 decimal places"). */
 bool rf_value_parse(rf_type t, const char *text, size_t len, rf_word *out, const char **why);
+
+/* A date: exactly YYYY-MM-DD, year 0001..9999, month 01..12, day within
+ * the month (proleptic Gregorian). *days: 0 = 1970-01-01. */
+bool rf_date_parse(const char *text, size_t len, int64_t *days, const char **why);
+/* A decimal of `scale` fraction digits: -?digits[.digits] with at most
+ * scale fraction digits (fewer are padded), exact; |value * 10^scale| must
+ * stay below 2^63 (decimal words are symmetric: INT64_MIN is never one). */
+bool rf_decimal_parse(const char *text, size_t len, int scale, int64_t *out, const char **why);
+/* Text of a decimal word: exactly `scale` fraction digits ("-0.50", "12"
+ * for scale 0), and of a date word (YYYY-MM-DD). snprintf conventions. */
+int rf_decimal_format(int64_t v, int scale, char *buf, size_t cap);
+int rf_date_format(int64_t days, char *buf, size_t cap);
 
 /* A decimal float64: [+-] digits [. digits] [(e|E) [+-] digits], where
  * either side of the '.' may be empty but not both. Hex floats, nan and inf
@@ -80,7 +94,8 @@ bool rf_float64_parse(const char *text, size_t len, double *out, const char **wh
 
 /* Formats a value as the output writes it (docs/design.md "Output format"):
  * ints in decimal, doubles in the shortest %.Ng form that reads back exactly
- * (-0.0 as 0), bools as true/false, strings escaped as rf_str_escape.
+ * (-0.0 as 0), bools as true/false, strings escaped as rf_str_escape,
+ * dates YYYY-MM-DD, decimals with exactly s fraction digits.
  * Returns the length of the whole text, writes at most cap-1 chars and a NUL
  * (like snprintf). */
 int rf_value_format(rf_type t, rf_word w, char *buf, size_t cap);

@@ -88,6 +88,21 @@ static void print_expr(FILE *out, const rf_code *c, int end, int depth)
             fputs("?", out);
             return;
         }
+        if (rf_exop_is_function(op)) { /* name(a, b, c) */
+            int n = rf_expr_arity(op), ends[3], e = end - 1;
+            for (int i = n - 1; i >= 0; i--) {
+                ends[i] = e;
+                e = expr_start(c, e, depth + 1) - 1;
+            }
+            fprintf(out, "%s(", rf_exop_symbol(op));
+            for (int i = 0; i < n; i++) {
+                if (i)
+                    fputs(", ", out);
+                print_expr(out, c, ends[i], depth + 1);
+            }
+            fputc(')', out);
+            return;
+        }
         int rs = expr_start(c, end - 1, depth + 1);
         fputc('(', out);
         print_expr(out, c, rs - 1, depth + 1);
@@ -168,7 +183,7 @@ static void print_var(FILE *out, const rf_hvar *v)
     if (v->input_path) {
         fputs(", input ", out);
         print_string(out, v->input_path);
-        fputs(v->input_format == RF_FORMAT_CSV ? " csv" : " tsv", out);
+        fputs(v->input_format == RF_FORMAT_CSV ? " csv" : v->input_format == RF_FORMAT_TBL ? " tbl" : " tsv", out);
     }
     if (v->nfacts > 0) {
         fprintf(out, ", %zu fact%s", v->nfacts, v->nfacts == 1 ? "" : "s");

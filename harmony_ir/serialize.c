@@ -472,7 +472,7 @@ rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st)
             }
         }
         v->input_path = get_str(&r, "input path");
-        v->input_format = (rf_file_format)get_enum(&r, RF_FORMAT_CSV, "input format");
+        v->input_format = (rf_file_format)get_enum(&r, RF_FORMAT_TBL, "input format");
         v->is_output = get_bool(&r, "output flag");
         v->input_where = get_str(&r, "input origin");
         int no = get_count(&r, 5, "order column");

@@ -2,6 +2,7 @@
  * .rfx file, so nothing here may trust a count or an index it has not
  * checked itself: every access below is preceded by its bounds check. */
 #include "hir.h"
+#include "rf_scalar_ops.h" /* date range */
 
 #include <math.h>
 #include <stdio.h>
@@ -47,7 +48,10 @@ static bool check_word(rf_type t, rf_word w)
         double d = rf_word_to_double(w);
         return !isnan(d) && !isinf(d) && w != (rf_word)1 << 63;
     }
-    default: return true;
+    case RF_TYPE_DATE:
+        return (int64_t)w >= RF_DATE_MIN_DAYS && (int64_t)w <= RF_DATE_MAX_DAYS;
+    default:
+        return !rf_type_is_decimal(t) || w != (rf_word)1 << 63; /* decimals are symmetric */
     }
 }
 
@@ -61,7 +65,7 @@ static bool check_var(vctx *c, int i)
     for (int j = 0; j < v->arity; j++)
         if (!valid_type(v->types[j]))
             return bad(c, "variable %s: column %d has an invalid type", v->name, j);
-    if ((unsigned)v->input_format > RF_FORMAT_CSV)
+    if ((unsigned)v->input_format > RF_FORMAT_TBL)
         return bad(c, "variable %s: bad input format", v->name);
     if (v->arity == 0 && v->nfacts > 1)
         return bad(c, "variable %s: %zu facts of arity 0", v->name, v->nfacts);

@@ -1,9 +1,12 @@
 /* Fact files (docs/design.md "Input files"): TSV (tab separated; string
  * fields unescape \t \n \r \\ \# and \e, exactly what the output writes,
- * any other escape is an error) and CSV (comma separated, "..." quoting
- * with "" for a quote, quoted fields may span lines; no backslash escapes).
- * Blank lines and lines starting with '#' are skipped, except that a blank
- * line is the empty tuple of a zero-arity relation. The whole file is read
+ * any other escape is an error), CSV (comma separated, "..." quoting
+ * with "" for a quote, quoted fields may span lines; no backslash escapes)
+ * and TBL (dbgen's: every field followed by '|', so each line ends with
+ * '|'; no quoting, no escapes, no comment lines; errors name the byte
+ * column of the field). Blank lines and (but in TBL) lines starting with
+ * '#' are skipped, except that a blank line is the empty tuple of a
+ * zero-arity relation. The whole file is read
  * at once and parsed in place; integers take a hand-written fast path (no
  * strtoll, no copy), so large files parse at memory speed. */
 #include "runtime.h"
@@ -17,7 +20,11 @@
 rf_file_format rf_format_from_path(const char *path)
 {
     size_t n = strlen(path);
-    return n >= 4 && strcasecmp(path + n - 4, ".csv") == 0 ? RF_FORMAT_CSV : RF_FORMAT_TSV;
+    if (n >= 4 && strcasecmp(path + n - 4, ".csv") == 0)
+        return RF_FORMAT_CSV;
+    if (n >= 4 && strcasecmp(path + n - 4, ".tbl") == 0)
+        return RF_FORMAT_TBL;
+    return RF_FORMAT_TSV;
 }
 
 typedef struct field {
@@ -28,6 +35,7 @@ typedef struct field {
 typedef struct parser {
     const char *name;
     const char *p, *end;
+    const char *line_start; /* of the current record (TBL columns) */
     int line;
     rf_file_format fmt;
     bool zero_arity;        /* a blank line is the tuple () */
@@ -75,12 +83,33 @@ static int next_record(parser *ps, int *line_out, rf_status *st)
             ps->line++;
             return 1;
         }
-        if (len == 0 || line[0] == '#') {
+        if (len == 0 || (line[0] == '#' && ps->fmt != RF_FORMAT_TBL)) {
             ps->p = nl ? nl + 1 : ps->end;
             ps->line++;
             continue;
         }
         *line_out = lineno;
+        ps->line_start = line;
+        if (ps->fmt == RF_FORMAT_TBL) {
+            /* f1|f2|...|fn| : the last '|' ends the last field. */
+            if (line[len - 1] != '|') {
+                rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s:%d:%zu: error: the line does not end with '|' (tbl format)",
+                        ps->name, lineno, len + 1);
+                return -1;
+            }
+            const char *s = line, *e = line + len - 1;
+            for (;;) {
+                const char *bar = memchr(s, '|', (size_t)(e - s));
+                const char *fe = bar ? bar : e;
+                add_field(ps, s, (size_t)(fe - s), SIZE_MAX);
+                if (!bar)
+                    break;
+                s = bar + 1;
+            }
+            ps->p = nl ? nl + 1 : ps->end;
+            ps->line++;
+            return 1;
+        }
         if (ps->fmt == RF_FORMAT_TSV) {
             /* Fields stay raw here: string fields are unescaped by their
              * column (rf_parse_facts), numbers never contain a backslash. */
@@ -178,6 +207,18 @@ static bool fast_int(const char *s, size_t len, rf_type t, rf_word *out)
     return true;
 }
 
+/* "FILE:LINE" or, for TBL, "FILE:LINE:COL" with the byte column of field c
+ * (c < 0: column 1). */
+static const char *where(const parser *ps, int lineno, int c, char *buf, size_t cap)
+{
+    if (ps->fmt != RF_FORMAT_TBL)
+        snprintf(buf, cap, "%s:%d", ps->name, lineno);
+    else
+        snprintf(buf, cap, "%s:%d:%zu", ps->name, lineno,
+                 c < 0 ? (size_t)1 : (size_t)(ps->fields.items[c].s - ps->line_start) + 1);
+    return buf;
+}
+
 bool rf_parse_facts(const char *name, const char *text, size_t len, rf_file_format fmt, int arity,
                     const rf_type *types, rf_table *t, rf_status *st)
 {
@@ -186,10 +227,11 @@ bool rf_parse_facts(const char *name, const char *text, size_t len, rf_file_form
     size_t unesc_cap = 0;
     bool ok = true;
     int lineno = 0, r;
+    char loc[512];
     while ((r = next_record(&ps, &lineno, st)) == 1) {
         if ((int)ps.fields.len != arity) {
-            ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s:%d: error: expected %d field%s, found %zu",
-                         name, lineno, arity, arity == 1 ? "" : "s", ps.fields.len);
+            ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s: error: expected %d field%s, found %zu",
+                         where(&ps, lineno, -1, loc, sizeof loc), arity, arity == 1 ? "" : "s", ps.fields.len);
             break;
         }
         size_t row = t->nrows;
@@ -225,16 +267,20 @@ bool rf_parse_facts(const char *name, const char *text, size_t len, rf_file_form
                         why = "bad escape '\\e' ('\\e' stands alone for the empty string)";
                     else
                         snprintf(whybuf, sizeof whybuf, "bad escape '\\%c'", s[bad + 1]);
-                    ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s:%d: error: field %d: %s: '%.*s'", name,
-                                 lineno, c + 1, why, (int)(f.len > 200 ? 200 : f.len), s);
+                    ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s: error: field %d: %s: '%.*s'",
+                                 where(&ps, lineno, c, loc, sizeof loc), c + 1, why,
+                                 (int)(f.len > 200 ? 200 : f.len), s);
                 }
             } else if (rf_type_is_integer(types[c]) && fast_int(s, f.len, types[c], &w)) {
                 t->cols[c][row] = w;
             } else if (rf_value_parse(types[c], s, f.len, &w, &why)) {
                 t->cols[c][row] = w;
+            } else if (strncmp(why, "has ", 4) == 0) { /* "12.345 has more than 2 decimal places" */
+                ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s: error: field %d: %.*s %s",
+                             where(&ps, lineno, c, loc, sizeof loc), c + 1, (int)(f.len > 200 ? 200 : f.len), s, why);
             } else {
-                ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s:%d: error: field %d: %s: '%.*s'", name,
-                             lineno, c + 1, why, (int)(f.len > 200 ? 200 : f.len), s);
+                ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s: error: field %d: %s: '%.*s'",
+                             where(&ps, lineno, c, loc, sizeof loc), c + 1, why, (int)(f.len > 200 ? 200 : f.len), s);
             }
         }
         if (!ok)

@@ -1,6 +1,6 @@
 /* Output: typed sort order and TSV writing. Typed order is obtained by
  * mapping each column to an order-preserving unsigned key (sign bit flip
- * for ints, the IEEE trick for doubles, the rank of the text for strings),
+ * for ints, dates and decimals, the IEEE trick for doubles, the rank of the text for strings),
  * radix-sorting those with the primitive sort, and mapping back: O(n), no
  * comparison callbacks over 47M rows. */
 #include "runtime.h"
@@ -32,12 +32,12 @@ void rf_sort_typed(rf_table *t, const rf_type *types)
         }
     for (int c = 0; c < t->arity; c++) {
         rf_word *col = t->cols[c];
-        switch (types[c]) {
-        case RF_TYPE_INT32:
-        case RF_TYPE_INT64:
+        if (rf_type_is_signed_word(types[c])) {
             for (size_t i = 0; i < t->nrows; i++)
                 col[i] ^= SIGN;
-            break;
+            continue;
+        }
+        switch (types[c]) {
         case RF_TYPE_FLOAT64:
             for (size_t i = 0; i < t->nrows; i++)
                 col[i] = (col[i] & SIGN) ? ~col[i] : (col[i] | SIGN);
@@ -53,12 +53,12 @@ void rf_sort_typed(rf_table *t, const rf_type *types)
     rf_prim_sort_unique(t);
     for (int c = 0; c < t->arity; c++) {
         rf_word *col = t->cols[c];
-        switch (types[c]) {
-        case RF_TYPE_INT32:
-        case RF_TYPE_INT64:
+        if (rf_type_is_signed_word(types[c])) {
             for (size_t i = 0; i < t->nrows; i++)
                 col[i] ^= SIGN;
-            break;
+            continue;
+        }
+        switch (types[c]) {
         case RF_TYPE_FLOAT64:
             for (size_t i = 0; i < t->nrows; i++)
                 col[i] = (col[i] & SIGN) ? (col[i] & ~SIGN) : ~col[i];
@@ -118,7 +118,7 @@ static void put_int(wbuf *w, int64_t v)
 
 static void put_value(wbuf *w, rf_type t, rf_word v)
 {
-    if (rf_type_is_integer(t)) {
+    if (rf_type_is_integer(t) || t == RF_TYPE_DECIMAL0) {
         put_int(w, rf_word_to_int(v));
         return;
     }

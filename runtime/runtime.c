@@ -373,8 +373,8 @@ static void unmake_dir(const char *dir, const char *created)
     free(d);
 }
 
-/* A sorted variable is already in typed order when every column is of an
- * integer type and its values all share the sign bit (so the signed and
+/* A sorted variable is already in typed order when every column is of a
+ * signed-word type (ints, dates, decimals) and its values all share the sign bit (so the signed and
  * unsigned orders of that column agree): typical of node ids, and it saves
  * re-sorting tens of millions of output rows. */
 static bool typed_order_is_word_order(const rf_table *t, const rf_hvar *hv)
@@ -382,7 +382,7 @@ static bool typed_order_is_word_order(const rf_table *t, const rf_hvar *hv)
     if (!hv->sorted)
         return false;
     for (int c = 0; c < t->arity; c++) {
-        if (hv->types[c] != RF_TYPE_INT32 && hv->types[c] != RF_TYPE_INT64)
+        if (!rf_type_is_signed_word(hv->types[c]))
             return false;
         const rf_word *col = t->cols[c];
         rf_word any = 0, all = ~(rf_word)0;
@@ -404,7 +404,7 @@ static bool backend_says_word_order(rt *r, int v, const rf_hvar *hv)
     if (!hv->sorted || !r->be->column_sign_uniform || !r->dv[v])
         return false;
     for (int c = 0; c < hv->arity; c++)
-        if ((hv->types[c] != RF_TYPE_INT32 && hv->types[c] != RF_TYPE_INT64) ||
+        if (!rf_type_is_signed_word(hv->types[c]) ||
             !r->be->column_sign_uniform(r->be, r->dv[v], c))
             return false;
     return true;

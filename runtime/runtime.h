@@ -20,7 +20,7 @@
 
 typedef struct rf_input_override {
     const char *pred;        /* predicate name */
-    const char *path;        /* file; format from the extension (.csv = CSV) */
+    const char *path;        /* file; format from the extension (.csv = CSV, .tbl = TBL) */
 } rf_input_override;
 
 /* Progress of long loops (over 1 s): on a terminal one line rewritten in
@@ -66,7 +66,7 @@ bool rf_run(const rf_hprogram *p, const rf_run_options *opt, rf_status *st);
 bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *info, rf_status *st);
 
 /* ---- Input files (io.c) ---- */
-/* .csv (case-insensitive) = CSV, anything else TSV. */
+/* .csv (case-insensitive) = CSV, .tbl = TBL (dbgen), anything else TSV. */
 rf_file_format rf_format_from_path(const char *path);
 /* Appends the rows of a fact file to t (initialised with `arity`); field
  * syntax and escapes as in docs/design.md "Input files", so that every file
@@ -74,7 +74,10 @@ rf_file_format rf_format_from_path(const char *path);
  * "PATH:LINE: error: expected 2 fields, found 3",
  * "PATH:LINE: error: field 2: not an integer: 'abc'",
  * "PATH:LINE: error: field 1: bad escape '\q': 'x\qy'",
- * "cannot open 'PATH': REASON". */
+ * "cannot open 'PATH': REASON"; TBL errors add the byte column of the
+ * field: "PATH:LINE:COL: error: field 6: 12.345 has more than 2 decimal
+ * places", "PATH:LINE:COL: error: the line does not end with '|' (tbl
+ * format)". */
 bool rf_read_facts(const char *path, rf_file_format fmt, int arity, const rf_type *types,
                    rf_table *t, rf_status *st);
 /* The same over text in memory (tests); `name` is used in messages. */

@@ -4,7 +4,11 @@
  * the per-instruction dispatch is paid once per batch, and the common
  * integer operators run as tight loops. A selection vector (offsets of the
  * rows still alive) travels down the tree: `a && b` evaluates b only on the
- * rows where a holds, which is what makes `y != 0 && x / y > 1` safe. */
+ * rows where a holds, which is what makes `y != 0 && x / y > 1` safe, and
+ * `if(c, x, y)` evaluates x only on the rows where c holds and y only on
+ * the others. Integer arithmetic is checked (rf_scalar_ops.h): the fast
+ * loops note an overflow and leave the batch to the scalar path, which
+ * reports the first faulting row. */
 #include "prims_internal.h"
 
 #include <stdlib.h>
@@ -28,7 +32,7 @@ struct rf_eval {
     const rf_code *c;
     int *start;        /* start[k]: first instruction of the subtree ending at k */
     rf_word *bufs;     /* one RF_BATCH buffer per instruction */
-    uint16_t *sels;    /* one selection vector per instruction (AND/OR) */
+    uint16_t *sels;    /* two selection vectors per instruction (AND/OR, IF) */
     rf_word *const *cols;
     size_t base;
     rf_status *st;
@@ -41,7 +45,7 @@ rf_eval *rf_eval_new(const rf_code *c)
     int n = c->n > 0 ? c->n : 1;
     ev->start = rf_calloc((size_t)n, sizeof *ev->start);
     ev->bufs = rf_malloc(rf_mul_size((size_t)n * RF_BATCH, sizeof(rf_word)));
-    ev->sels = rf_malloc(rf_mul_size((size_t)n * RF_BATCH, sizeof(uint16_t)));
+    ev->sels = rf_malloc(rf_mul_size((size_t)n * 2 * RF_BATCH, sizeof(uint16_t)));
     /* Subtree extents from the postfix order: a node's last operand ends
      * right before it, the one before that ends right before the last
      * operand's start. */
@@ -80,7 +84,7 @@ static const rf_word *eval_binary(rf_eval *ev, int k, const uint16_t *sel, int n
     rf_exop op = (rf_exop)in->op;
     if (op == RF_EX_AND || op == RF_EX_OR) {
         /* Right operand only where the left one does not decide. */
-        uint16_t *sel2 = ev->sels + (size_t)k * RF_BATCH;
+        uint16_t *sel2 = ev->sels + (size_t)k * 2 * RF_BATCH;
         int n2 = 0;
         rf_word decided = op == RF_EX_OR;
         for (int i = 0; i < nsel; i++) {
@@ -102,7 +106,7 @@ static const rf_word *eval_binary(rf_eval *ev, int k, const uint16_t *sel, int n
     if (!b)
         return NULL;
     rf_type at = (rf_type)in->arg_type, t = (rf_type)in->type;
-    bool isint = rf_type_is_integer(at);
+    bool isint = rf_type_is_signed_word(at);
 #define LOOP(expr)                                                             \
     for (int i = 0; i < nsel; i++) {                                           \
         int r = sel[i];                                                        \
@@ -117,20 +121,100 @@ static const rf_word *eval_binary(rf_eval *ev, int k, const uint16_t *sel, int n
     case RF_EX_GT: if (isint) { LOOP((int64_t)a[r] > (int64_t)b[r]); } break;
     case RF_EX_GE: if (isint) { LOOP((int64_t)a[r] >= (int64_t)b[r]); } break;
     case RF_EX_ADD:
-        if (t == RF_TYPE_INT64) { LOOP(a[r] + b[r]); }
+        if (t == RF_TYPE_INT64) {
+            /* checked: the sign bit of ovf notes an overflow in the batch */
+            uint64_t ovf = 0;
+            for (int i = 0; i < nsel; i++) {
+                int r = sel[i];
+                uint64_t v = a[r] + b[r];
+                ovf |= (a[r] ^ v) & (b[r] ^ v);
+                out[r] = v;
+            }
+            if (!(ovf >> 63))
+                return out;
+        }
         break;
     case RF_EX_SUB:
-        if (t == RF_TYPE_INT64) { LOOP(a[r] - b[r]); }
+        if (t == RF_TYPE_INT64) {
+            uint64_t ovf = 0;
+            for (int i = 0; i < nsel; i++) {
+                int r = sel[i];
+                uint64_t v = a[r] - b[r];
+                ovf |= (a[r] ^ b[r]) & (a[r] ^ v);
+                out[r] = v;
+            }
+            if (!(ovf >> 63))
+                return out;
+        }
         break;
     default:
         break;
     }
 #undef LOOP
     /* Everything else through the shared scalar semantics. */
+    if (rf_exop_is_string_op(op)) {
+        for (int i = 0; i < nsel; i++) {
+            int r = sel[i];
+            if (!rf_scalar_string(op, a[r], b[r], 0, &out[r], ev->st))
+                return NULL;
+        }
+        return out;
+    }
     rf_type ty = rf_exop_is_comparison(op) ? at : t;
     for (int i = 0; i < nsel; i++) {
         int r = sel[i];
-        if (!rf_scalar_binary(op, ty, a[r], b[r], &out[r], ev->st))
+        if (!rf_scalar_binary2(op, ty, at, a[r], b[r], &out[r], ev->st))
+            return NULL;
+    }
+    return out;
+}
+
+/* if(c, x, y): x on the rows where c holds, y on the others (each branch
+ * only on its own rows, so a fault in the branch not taken never fires);
+ * substr(s, start, len) on all rows. */
+static const rf_word *eval_ternary(rf_eval *ev, int k, const uint16_t *sel, int nsel)
+{
+    const rf_instr *in = &ev->c->ins[k];
+    int third = k - 1, second = ev->start[third] - 1, first = ev->start[second] - 1;
+    rf_word *out = ev->bufs + (size_t)k * RF_BATCH;
+    const rf_word *a = eval_node(ev, first, sel, nsel);
+    if (!a)
+        return NULL;
+    if (in->op == RF_EX_IF) {
+        uint16_t *yes = ev->sels + (size_t)k * 2 * RF_BATCH, *no = yes + RF_BATCH;
+        int ny = 0, nn = 0;
+        for (int i = 0; i < nsel; i++) {
+            int r = sel[i];
+            if (a[r])
+                yes[ny++] = (uint16_t)r;
+            else
+                no[nn++] = (uint16_t)r;
+        }
+        if (ny > 0) {
+            const rf_word *x = eval_node(ev, second, yes, ny);
+            if (!x)
+                return NULL;
+            for (int i = 0; i < ny; i++)
+                out[yes[i]] = x[yes[i]];
+        }
+        if (nn > 0) {
+            const rf_word *y = eval_node(ev, third, no, nn);
+            if (!y)
+                return NULL;
+            for (int i = 0; i < nn; i++)
+                out[no[i]] = y[no[i]];
+        }
+        return out;
+    }
+    const rf_word *b = eval_node(ev, second, sel, nsel);
+    if (!b)
+        return NULL;
+    const rf_word *c = eval_node(ev, third, sel, nsel);
+    if (!c)
+        return NULL;
+    for (int i = 0; i < nsel; i++) {
+        int r = sel[i];
+        if (!rf_scalar_string((rf_exop)in->op, a[r], b[r], c[r], &out[r], ev->st))
             return NULL;
     }
     return out;
@@ -139,14 +223,12 @@ static const rf_word *eval_binary(rf_eval *ev, int k, const uint16_t *sel, int n
 static const rf_word *eval_node(rf_eval *ev, int k, const uint16_t *sel, int nsel)
 {
     const rf_instr *in = &ev->c->ins[k];
-    switch ((rf_exop)in->op) {
-    case RF_EX_COL:
-        return ev->cols[in->index] + ev->base;
-    case RF_EX_CONST:
-        return ev->bufs + (size_t)k * RF_BATCH;
-    case RF_EX_NEG:
-    case RF_EX_NOT:
-    case RF_EX_CAST: {
+    switch (rf_expr_arity((rf_exop)in->op)) {
+    case 0:
+        if (in->op == RF_EX_COL)
+            return ev->cols[in->index] + ev->base;
+        return ev->bufs + (size_t)k * RF_BATCH; /* RF_EX_CONST */
+    case 1: {
         const rf_word *a = eval_node(ev, k - 1, sel, nsel);
         if (!a)
             return NULL;
@@ -154,6 +236,11 @@ static const rf_word *eval_node(rf_eval *ev, int k, const uint16_t *sel, int nse
         if (in->op == RF_EX_NOT) {
             for (int i = 0; i < nsel; i++)
                 out[sel[i]] = !a[sel[i]];
+            return out;
+        }
+        if (in->op == RF_EX_STRLEN) {
+            for (int i = 0; i < nsel; i++)
+                out[sel[i]] = (rf_word)rf_str_len(a[sel[i]]);
             return out;
         }
         for (int i = 0; i < nsel; i++) {
@@ -164,8 +251,10 @@ static const rf_word *eval_node(rf_eval *ev, int k, const uint16_t *sel, int nse
         }
         return out;
     }
-    default:
+    case 2:
         return eval_binary(ev, k, sel, nsel);
+    default:
+        return eval_ternary(ev, k, sel, nsel);
     }
 }
 

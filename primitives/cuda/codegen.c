@@ -44,11 +44,15 @@ static void sb_printf(sbuf *b, const char *fmt, ...)
 typedef struct gen {
     sbuf *b;
     const rf_instr *ins;
-    int *left, *right;
+    int (*kid)[3];      /* operand instructions of each instruction */
     int al;
     bool join;
     int tmp;
 } gen;
+
+/* Operands of an instruction: RF_DOP_LOOKUP (prims.c's string tables) is
+ * unary; the IR's ops as rf_expr_arity says. */
+static int op_arity(int op) { return op == RF_DOP_LOOKUP ? 1 : rf_expr_arity((rf_exop)op); }
 
 static void col_expr(gen *g, int k, char *out, size_t cap)
 {
@@ -64,7 +68,7 @@ static int emit(gen *g, int k)
     const rf_instr *in = &g->ins[k];
     int v;
     char col[64];
-    switch (rf_expr_arity((rf_exop)in->op)) {
+    switch (op_arity(in->op)) {
     case 0:
         v = g->tmp++;
         if (in->op == RF_EX_CONST) {
@@ -75,29 +79,48 @@ static int emit(gen *g, int k)
         }
         return v;
     case 1: {
-        int a = emit(g, g->left[k]);
+        int a = emit(g, g->kid[k][0]);
         v = g->tmp++;
-        sb_printf(g->b, "  uint64_t v%d; if (!rf_sops_unary(env, %d, %d, %d, v%d, &v%d)) return false;\n", v, in->op,
-                  in->arg_type, in->type, a, v);
+        if (in->op == RF_DOP_LOOKUP)
+            sb_printf(g->b, "  uint64_t v%d; if (!rf_lookup(env, %dull, v%d, &v%d)) return false;\n", v,
+                      (int)in->index, a, v);
+        else
+            sb_printf(g->b, "  uint64_t v%d; if (!rf_sops_unary(env, %d, %d, %d, v%d, &v%d)) return false;\n", v,
+                      in->op, in->arg_type, in->type, a, v);
+        return v;
+    }
+    case 3: {
+        v = g->tmp++;
+        if (in->op != RF_EX_IF) { /* string functions are tabulated or run on the host */
+            sb_printf(g->b, "  uint64_t v%d = 0; return fail(env.err, %d, 0, %d);\n", v, RF_SERR_HOST_ONLY, in->op);
+            return v;
+        }
+        /* if(c, x, y): each branch only where it is taken */
+        int c = emit(g, g->kid[k][0]);
+        sb_printf(g->b, "  uint64_t v%d;\n  if (v%d) {\n", v, c);
+        int x = emit(g, g->kid[k][1]);
+        sb_printf(g->b, "  v%d = v%d;\n  } else {\n", v, x);
+        int y = emit(g, g->kid[k][2]);
+        sb_printf(g->b, "  v%d = v%d;\n  }\n", v, y);
         return v;
     }
     default:
         if (in->op == RF_EX_AND || in->op == RF_EX_OR) {
             /* Short circuit: the right operand runs only when needed. */
-            int a = emit(g, g->left[k]);
+            int a = emit(g, g->kid[k][0]);
             v = g->tmp++;
             bool and_ = in->op == RF_EX_AND;
             sb_printf(g->b, "  uint64_t v%d = %d;\n  if (%sv%d) {\n", v, and_ ? 0 : 1, and_ ? "" : "!", a);
-            int b = emit(g, g->right[k]);
+            int b = emit(g, g->kid[k][1]);
             sb_printf(g->b, "  v%d = v%d != 0;\n  }\n", v, b);
             return v;
         }
-        int a = emit(g, g->left[k]);
-        int b = emit(g, g->right[k]);
+        int a = emit(g, g->kid[k][0]);
+        int b = emit(g, g->kid[k][1]);
         v = g->tmp++;
         bool cmp = rf_exop_is_comparison((rf_exop)in->op);
-        sb_printf(g->b, "  uint64_t v%d; if (!rf_sops_binary(env, %d, %d, v%d, v%d, &v%d)) return false;\n", v,
-                  in->op, cmp ? in->arg_type : in->type, a, b, v);
+        sb_printf(g->b, "  uint64_t v%d; if (!rf_sops_binary(env, %d, %d, %d, v%d, v%d, &v%d)) return false;\n", v,
+                  in->op, cmp ? in->arg_type : in->type, in->arg_type, a, b, v);
         return v;
     }
 }
@@ -110,24 +133,19 @@ static void emit_stage(sbuf *b, const char *name, const rf_code *code, int al, b
         sb_printf(b, "  *out = 1;\n  return true;\n}\n");
         return;
     }
-    int *left = rf_malloc((size_t)code->n * sizeof *left), *right = rf_malloc((size_t)code->n * sizeof *right);
+    int (*kid)[3] = rf_malloc((size_t)code->n * sizeof *kid);
     int *stack = rf_malloc((size_t)code->n * sizeof *stack), sp = 0;
     for (int k = 0; k < code->n; k++) {
-        int ar = rf_expr_arity((rf_exop)code->ins[k].op);
-        left[k] = right[k] = -1;
-        if (ar == 1)
-            left[k] = stack[--sp];
-        else if (ar == 2) {
-            right[k] = stack[--sp];
-            left[k] = stack[--sp];
-        }
+        int ar = op_arity(code->ins[k].op);
+        kid[k][0] = kid[k][1] = kid[k][2] = -1;
+        for (int i = ar - 1; i >= 0; i--)
+            kid[k][i] = stack[--sp];
         stack[sp++] = k;
     }
-    gen g = {b, code->ins, left, right, al, join, 0};
+    gen g = {b, code->ins, kid, al, join, 0};
     int v = emit(&g, code->n - 1);
     sb_printf(b, "  *out = v%d;\n  return true;\n}\n", v);
-    free(left);
-    free(right);
+    free(kid);
     free(stack);
 }
 
@@ -138,7 +156,8 @@ char *rf_codegen_source(bool join, int al, const rf_code *filter, int nproj, con
     sb_printf(&b, "// Red Fox generated compute stage (%s)\n"
                   "typedef unsigned long long uint64_t; typedef long long int64_t;\n"
                   "typedef unsigned int uint32_t; typedef int int32_t; typedef unsigned char uint8_t;\n"
-                  "#define INT32_MIN (-2147483647 - 1)\n#define INT32_MAX 2147483647\n",
+                  "#define INT32_MIN (-2147483647 - 1)\n#define INT32_MAX 2147483647\n"
+                  "#define INT64_MIN (-9223372036854775807LL - 1)\n#define INT64_MAX 9223372036854775807LL\n",
               join ? "join" : "map");
     static const struct { const char *name; int v; } k[] = {
         {"RF_EX_CONST", RF_EX_CONST}, {"RF_EX_COL", RF_EX_COL}, {"RF_EX_NEG", RF_EX_NEG},
@@ -149,14 +168,25 @@ char *rf_codegen_source(bool join, int al, const rf_code *filter, int nproj, con
         {"RF_EX_GE", RF_EX_GE}, {"RF_EX_AND", RF_EX_AND}, {"RF_EX_OR", RF_EX_OR},
         {"RF_TYPE_INT32", RF_TYPE_INT32}, {"RF_TYPE_INT64", RF_TYPE_INT64},
         {"RF_TYPE_FLOAT64", RF_TYPE_FLOAT64}, {"RF_TYPE_BOOL", RF_TYPE_BOOL},
-        {"RF_TYPE_STRING", RF_TYPE_STRING},
+        {"RF_TYPE_STRING", RF_TYPE_STRING}, {"RF_TYPE_DATE", RF_TYPE_DATE},
+        {"RF_TYPE_DECIMAL0", RF_TYPE_DECIMAL0}, {"RF_TYPE_DECIMAL18", RF_TYPE_DECIMAL18},
+        {"RF_EX_IF", RF_EX_IF}, {"RF_EX_YEAR", RF_EX_YEAR}, {"RF_EX_MONTH", RF_EX_MONTH},
+        {"RF_EX_DAY", RF_EX_DAY}, {"RF_EX_ADD_MONTHS", RF_EX_ADD_MONTHS},
+        {"RF_EX_ADD_YEARS", RF_EX_ADD_YEARS}, {"RF_EX_SUBSTR", RF_EX_SUBSTR},
+        {"RF_EX_STRLEN", RF_EX_STRLEN}, {"RF_EX_CONCAT", RF_EX_CONCAT}, {"RF_EX_LIKE", RF_EX_LIKE},
+        {"RF_EX_STARTS_WITH", RF_EX_STARTS_WITH}, {"RF_EX_ENDS_WITH", RF_EX_ENDS_WITH},
+        {"RF_EX_CONTAINS", RF_EX_CONTAINS},
     };
     for (size_t i = 0; i < sizeof k / sizeof *k; i++)
         sb_printf(&b, "#define %s %d\n", k[i].name, k[i].v);
-    sb_printf(&b, "struct RfErr { int code; int aux; uint64_t value; };\n"
+    sb_printf(&b, "#define RF_DOP_LOOKUP %d\n", RF_DOP_LOOKUP);
+    sb_printf(&b, "struct RfErr { int code; int aux; uint64_t value; uint64_t value2; };\n"
                   "struct RfCols { const uint64_t *c[%d]; };\nstruct RfWCols { uint64_t *c[%d]; };\n",
               RF_CUDA_MAX_COLS, RF_CUDA_MAX_COLS);
-    sb_printf(&b, "%s\n%s\n", rf_scalar_cuh_text, rf_scalar_ops_text);
+    /* rf_scalar_ops.h twice: first its fault codes and helpers (which
+     * rf_scalar.cuh uses), then, with rf_scalar.cuh's context defined, the
+     * operators (each part has its own include guard). */
+    sb_printf(&b, "%s\n%s\n%s\n", rf_scalar_ops_text, rf_scalar_cuh_text, rf_scalar_ops_text);
     sb_printf(&b, "__device__ __forceinline__ uint64_t owner(const uint64_t *off, uint64_t n, uint64_t o)\n"
                   "{ uint64_t lo = 0, hi = n; while (hi - lo > 1) { uint64_t mid = lo + (hi - lo) / 2;\n"
                   "  if (off[mid] <= o) lo = mid; else hi = mid; } return lo; }\n");
@@ -368,6 +398,54 @@ static bool compile_src(cg_state *g, const char *src, char **cubin, size_t *len)
     bool ok = g->cubin(prog, *cubin) == 0;
     g->destroy(&prog);
     return ok;
+}
+
+int rf_codegen_compile_only(const char *src, const char *arch, char **log)
+{
+    *log = NULL;
+    const char *libs[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
+    void *lib = NULL;
+    for (size_t i = 0; i < 3 && !lib; i++)
+        lib = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        return -1;
+    cg_state g;
+    memset(&g, 0, sizeof g);
+    int rc = -1;
+#define SYM1(field, name)                                                             \
+    do {                                                                              \
+        union { void *p; __typeof__(g.field) f; } u_;                                 \
+        u_.p = dlsym(lib, name);                                                      \
+        if (!u_.p)                                                                    \
+            goto out;                                                                 \
+        g.field = u_.f;                                                               \
+    } while (0)
+    SYM1(create, "nvrtcCreateProgram");
+    SYM1(compile, "nvrtcCompileProgram");
+    SYM1(cubin_size, "nvrtcGetCUBINSize");
+    SYM1(cubin, "nvrtcGetCUBIN");
+    SYM1(log_size, "nvrtcGetProgramLogSize");
+    SYM1(log, "nvrtcGetProgramLog");
+    SYM1(destroy, "nvrtcDestroyProgram");
+#undef SYM1
+    snprintf(g.arch, sizeof g.arch, "%s", arch);
+    void *prog = NULL;
+    if (g.create(&prog, src, "rf_stage.cu", 0, NULL, NULL) != 0)
+        goto out;
+    char archopt[64];
+    snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", g.arch);
+    const char *opts[] = {archopt, "--fmad=false", "-std=c++17", "-default-device"};
+    int ok = g.compile(prog, 4, opts);
+    size_t n = 0;
+    g.log_size(prog, &n);
+    *log = rf_malloc(n + 1);
+    g.log(prog, *log);
+    (*log)[n] = '\0';
+    g.destroy(&prog);
+    rc = ok == 0 ? 1 : 0;
+out:
+    dlclose(lib);
+    return rc;
 }
 
 bool rf_codegen_kernels(rf_cuda_ctx *c, const char *src, void **filter_fn, void **emit_fn)

@@ -55,7 +55,11 @@ rf_dframe rf_dset_frame(const rf_dset *s);
 /* One compute-code instruction on the device. sc marks the first
  * instruction of the right operand of && (1) or || (2): when the left value
  * already decides, execution jumps past the operator at `skip` (short
- * circuit, so `y != 0 && x / y > 1` never divides by zero). */
+ * circuit, so `y != 0 && x / y > 1` never divides by zero). For
+ * if(c, x, y): sc 3 marks x's first instruction (c is popped there; when it
+ * is false execution jumps to y's first instruction, at `skip`), sc 4 marks
+ * y's first instruction (reached after x: jump past the IF at `skip`); the
+ * IF itself then does nothing. */
 typedef struct rf_dins {
     uint8_t op, type, arg_type, sc;
     int32_t index;
@@ -67,12 +71,20 @@ typedef struct rf_dins {
 /* First run-time fault of a kernel (first writer wins). */
 typedef struct rf_derr {
     int code;            /* RF_SERR_* (common/rf_scalar_ops.h) */
-    int aux;             /* types: from | to << 8 */
-    uint64_t value;
+    int aux;             /* types: from | to << 8; op | type << 8 | arg type << 16 */
+    uint64_t value;      /* the (first) operand */
+    uint64_t value2;     /* the second operand (overflow faults) */
 } rf_derr;
 
 /* Fault codes: RF_SERR_* of common/rf_scalar_ops.h (messages by
  * rf_scalar_fail, common/rf_expr.c). */
+
+/* A device-only instruction (never in rf_code from the IR): the value of a
+ * string subexpression tabulated on the host (prims.c, "String tables"):
+ * it pops a dictionary id and pushes table `index`'s entry for it, that is
+ * tab[tab[2 * index] + id] (tab[2 * index + 1] is the table's length; an id
+ * beyond it faults, which tabulation rules out). */
+#define RF_DOP_LOOKUP 250
 
 /* Compute stages of one kernel: a filter (filter_n instructions at 0, or 0
  * for none) and nproj expressions at [off[p], off[p+1]). */
@@ -81,6 +93,7 @@ typedef struct rf_dprog {
     const uint32_t *rank;      /* string ranks, or NULL */
     uint64_t nrank;
     rf_derr *err;
+    const uint64_t *tab;       /* string tables (RF_DOP_LOOKUP), or NULL */
     int filter_n;
     int nproj;
     int off[RF_CUDA_MAX_COLS + 1];
@@ -116,6 +129,12 @@ struct rf_cuda_ctx {
     uint64_t *host_small;
     uint32_t *rank;
     size_t nrank;
+    /* String tables of the current launch (RF_DOP_LOOKUP), in words. */
+    uint64_t *tab;
+    size_t tab_cap;
+    /* Kernels run on the host (string functions the device cannot do),
+     * tables built and their entries. */
+    size_t host_kernels, string_tables, string_table_entries;
     /* Run-time code generation (codegen.c). */
     bool codegen;
     void *cg;
@@ -139,6 +158,7 @@ typedef struct rf_denv {
     const uint32_t *rank;
     uint64_t nrank;
     rf_derr *err;
+    const uint64_t *tab;
 } rf_denv;
 
 /* ---- Run-time code generation (codegen.c) ----
@@ -156,6 +176,18 @@ char *rf_codegen_source(bool join, int al, const rf_code *filter, int nproj, con
  * falls back to the interpreter. */
 bool rf_codegen_kernels(rf_cuda_ctx *c, const char *src, void **filter_fn, void **emit_fn);
 bool rf_codegen_launch(rf_cuda_ctx *c, void *fn, size_t n, void **params, rf_status *st);
+/* Test hooks (prims.c), no device needed: the string tables of one code
+ * over the rows of a host table (as a launch over that input would build
+ * them: out, *tab of *ntab words, *host when the kernel would run on the
+ * host), and the device instructions of a code (sc/skip marked). */
+bool rf_cuda_test_tabulate(const rf_code *code, const rf_table *in, rf_code *out, rf_word **tab, size_t *ntab,
+                           bool *host, rf_status *st);
+bool rf_cuda_test_assemble(const rf_code *code, int ncols, rf_dins *ins, rf_status *st);
+
+/* Compiles src with NVRTC for `arch` ("sm_90") as rf_codegen_kernels
+ * would, without a device (tests): 1 compiled, 0 failed (*log says why),
+ * -1 NVRTC unavailable. *log (may be NULL) is the caller's to free. */
+int rf_codegen_compile_only(const char *src, const char *arch, char **log);
 extern const char rf_scalar_cuh_text[];
 extern const char rf_scalar_ops_text[];
 

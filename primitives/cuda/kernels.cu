@@ -99,12 +99,13 @@ typedef rf_derr RfErr;
 // Runs instructions [begin, end) over one row; false after a fault.
 __device__ bool eval(const rf_dprog &prog, int begin, int end, const RowView &rv, uint64_t *out)
 {
-    const RfEnv p{prog.rank, prog.nrank, prog.err};
+    const RfEnv p{prog.rank, prog.nrank, prog.err, prog.tab};
     uint64_t stack[RF_CUDA_MAX_STACK];
     int sp = 0;
+    bool jumped = false; // arrived at an else branch by the IF's jump
     for (int pc = begin; pc < end; pc++) {
         const rf_dins in = prog.ins[pc];
-        if (in.sc) {
+        if (in.sc && !jumped) {
             uint64_t top = stack[sp - 1];
             if (in.sc == 1 && !top) {
                 stack[sp - 1] = 0;
@@ -116,7 +117,20 @@ __device__ bool eval(const rf_dprog &prog, int begin, int end, const RowView &rv
                 pc = in.skip;
                 continue;
             }
+            if (in.sc == 3) { // then branch: pop the condition
+                sp--;
+                if (!top) {
+                    pc = in.skip - 1;
+                    jumped = true;
+                    continue;
+                }
+            }
+            if (in.sc == 4) { // else branch after the then branch: done
+                pc = in.skip;
+                continue;
+            }
         }
+        jumped = false;
         switch (in.op) {
         case RF_EX_CONST:
             stack[sp++] = in.value;
@@ -124,16 +138,28 @@ __device__ bool eval(const rf_dprog &prog, int begin, int end, const RowView &rv
         case RF_EX_COL:
             stack[sp++] = col_value(rv, in.index);
             break;
+        case RF_EX_IF: // the branch taken left its value on the stack
+            break;
+        case RF_DOP_LOOKUP:
+            if (!rf_lookup(p, (uint64_t)in.index, stack[sp - 1], &stack[sp - 1]))
+                return false;
+            break;
         case RF_EX_NEG:
         case RF_EX_NOT:
         case RF_EX_CAST:
+        case RF_EX_YEAR:
+        case RF_EX_MONTH:
+        case RF_EX_DAY:
+        case RF_EX_STRLEN:
             if (!rf_sops_unary(p, in.op, in.arg_type, in.type, stack[sp - 1], &stack[sp - 1]))
                 return false;
             break;
+        case RF_EX_SUBSTR: // string functions are tabulated or run on the host
+            return fail(p.err, RF_SERR_HOST_ONLY, 0, in.op);
         default: {
             bool cmp = in.op >= RF_EX_EQ && in.op <= RF_EX_GE;
             uint64_t b = stack[--sp];
-            if (!rf_sops_binary(p, in.op, cmp ? in.arg_type : in.type, stack[sp - 1], b,
+            if (!rf_sops_binary(p, in.op, cmp ? in.arg_type : in.type, in.arg_type, stack[sp - 1], b,
                                &stack[sp - 1]))
                 return false;
             break;

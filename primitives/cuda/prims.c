@@ -113,6 +113,8 @@ void rf_cuda_ctx_free(rf_cuda_ctx *c)
         rf_cuda_free(c, c->err, sizeof(rf_derr));
     if (c->rank)
         rf_cuda_free(c, c->rank, c->nrank * sizeof(uint32_t));
+    if (c->tab)
+        rf_cuda_free(c, c->tab, c->tab_cap * 8);
     if (c->stream)
         cudaStreamSynchronize(c->stream);
     if (c->host_small)
@@ -248,7 +250,7 @@ static bool check_fault(rf_cuda_ctx *c, rf_status *st)
     if (e.code == RF_SERR_NONE)
         return true;
     cudaMemsetAsync(c->err, 0, sizeof(rf_derr), c->stream);
-    return rf_scalar_fail(st, e.code, e.value, e.aux);
+    return rf_scalar_fail2(st, e.code, e.value, e.value2, e.aux);
 }
 
 /* ---- Relations ---- */
@@ -507,10 +509,39 @@ bool rf_cuda_set_string_ranks(rf_cuda_ctx *c, const uint32_t *rank, size_t n, rf
 
 size_t rf_cuda_string_ranks(const rf_cuda_ctx *c) { return c->nrank; }
 
+static int cmp_str_ids(const void *x, const void *y)
+{
+    return rf_value_compare(RF_TYPE_STRING, *(const rf_word *)x, *(const rf_word *)y);
+}
+
+bool rf_cuda_update_string_ranks(rf_cuda_ctx *c, rf_status *st)
+{
+    size_t n = rf_str_count();
+    if (n == c->nrank)
+        return true;
+    if (n > UINT32_MAX)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "too many strings for the GPU string order");
+    rf_word *ids = rf_malloc(rf_mul_size(n ? n : 1, sizeof *ids));
+    uint32_t *rank = rf_malloc(rf_mul_size(n ? n : 1, sizeof *rank));
+    for (size_t i = 0; i < n; i++)
+        ids[i] = i;
+    qsort(ids, n, sizeof *ids, cmp_str_ids);
+    for (size_t i = 0; i < n; i++)
+        rank[ids[i]] = (uint32_t)i;
+    bool ok = rf_cuda_set_string_ranks(c, rank, n, st);
+    free(ids);
+    free(rank);
+    return ok;
+}
+
 /* ---- Compute code ---- */
 
+/* Operands of a device instruction (RF_DOP_LOOKUP is unary). */
+static int dop_arity(int op) { return op == RF_DOP_LOOKUP ? 1 : rf_expr_arity((rf_exop)op); }
+
 /* Checks one code against the interpreter's limits and appends it to ins,
- * marking the right operand of every && / || for the short circuit. */
+ * marking the right operand of every && / || and the branches of every IF
+ * for the short circuit (rf_dins). */
 static bool append_code(const rf_code *code, int ncols, rf_dins *ins, int *pos, rf_status *st)
 {
     int base = *pos;
@@ -518,10 +549,10 @@ static bool append_code(const rf_code *code, int ncols, rf_dins *ins, int *pos, 
     int depth = 0;
     for (int k = 0; k < code->n; k++) {
         const rf_instr *i = &code->ins[k];
-        if (i->op >= RF_EX_COUNT_ || i->op == RF_EX_VAR ||
+        if ((i->op >= RF_EX_COUNT_ && i->op != RF_DOP_LOOKUP) || i->op == RF_EX_VAR ||
             (i->op == RF_EX_COL && (i->index < 0 || i->index >= ncols)))
             return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "malformed compute code (instruction %d)", k);
-        int ar = rf_expr_arity((rf_exop)i->op);
+        int ar = dop_arity(i->op);
         if (depth < ar)
             return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "malformed compute code (stack underflow)");
         int start = base + k;
@@ -533,6 +564,15 @@ static bool append_code(const rf_code *code, int ncols, rf_dins *ins, int *pos, 
             if (i->op == RF_EX_AND || i->op == RF_EX_OR) {
                 ins[right].sc = i->op == RF_EX_AND ? 1 : 2;
                 ins[right].skip = base + k;
+            }
+        } else if (ar == 3) {
+            int then_ = starts[depth - 2], else_ = starts[depth - 1];
+            start = starts[depth - 3];
+            if (i->op == RF_EX_IF) {
+                ins[then_].sc = 3;
+                ins[then_].skip = else_;
+                ins[else_].sc = 4;
+                ins[else_].skip = base + k;
             }
         }
         depth -= ar;
@@ -603,6 +643,7 @@ static bool upload_prog(rf_cuda_ctx *c, const rf_code *filter, int nproj, const 
     p->rank = c->rank;
     p->nrank = c->nrank;
     p->err = c->err;
+    p->tab = c->tab;
     return true;
 fail:
     free(ins);
@@ -651,6 +692,447 @@ static bool check_arity(const rf_drel *r, const char *what, rf_status *st)
     return true;
 }
 
+/* ---- String tables ----
+ * The string functions (substr, strlen, concat, like, starts_with,
+ * ends_with, contains: rf_exop_is_string_op) read and intern dictionary
+ * strings, which live on the host. A subexpression whose only non-constant
+ * input is one string column (like(s, "%x%"), substr(s, 1, 2) = "ab",
+ * strlen(s) > 3: the largest such subtree around each string function) is
+ * a function of that column's dictionary id: per launch it is evaluated on
+ * the host for every id the column holds (the CPU evaluator,
+ * rf_code_eval_batch, so the semantics are the CPU's), the results go to a
+ * table on the device, and the subtree becomes COL, RF_DOP_LOOKUP. A
+ * subtree of constants only becomes a CONST. Anything else (concat of two
+ * columns, like with a pattern column, substr with a column as start) and a
+ * tabulation that faults (on some id: the rows may never reach it) make
+ * the kernel run on the host instead (host_map, host_join), which
+ * rf_cuda_host_kernels counts. */
+
+typedef RF_VEC(rf_word) wordvec;
+
+/* Appends n zero words; returns the offset of the first. */
+static size_t wordvec_grow(wordvec *v, size_t n)
+{
+    size_t off = v->len;
+    if (n == 0)
+        return off;
+    if (v->len + n > v->cap) {
+        v->cap = v->len + n > 2 * v->cap ? v->len + n : 2 * v->cap;
+        v->items = rf_realloc(v->items, rf_mul_size(v->cap, sizeof *v->items));
+    }
+    memset(v->items + off, 0, n * sizeof *v->items);
+    v->len += n;
+    return off;
+}
+
+/* The tables of one launch: heads[2k], heads[2k+1] = offset and length of
+ * table k in data. On the device they are one buffer, the heads first (the
+ * offsets then count from the buffer's start): instructions name table k,
+ * so the generated source, and NVRTC's cache, do not change with the
+ * tables' sizes. */
+typedef struct tables {
+    wordvec heads, data;
+} tables;
+
+/* The device layout of t (caller frees buf->items). */
+static void tables_layout(const tables *t, wordvec *buf)
+{
+    memset(buf, 0, sizeof *buf);
+    size_t nh = t->heads.len;
+    wordvec_grow(buf, nh + t->data.len);
+    for (size_t i = 0; i < nh; i += 2) {
+        buf->items[i] = t->heads.items[i] + nh;
+        buf->items[i + 1] = t->heads.items[i + 1];
+    }
+    if (t->data.len)
+        memcpy(buf->items + nh, t->data.items, t->data.len * sizeof *buf->items);
+}
+
+typedef struct prepared {
+    const rf_code *filter;        /* the codes to run: the caller's, or own */
+    const rf_code *proj;
+    int nproj;
+    rf_code own_filter;
+    rf_code *own_proj;
+    bool owned;
+    bool host;                    /* the kernel must run on the host */
+} prepared;
+
+static void prepared_free(prepared *pp)
+{
+    if (pp->owned) {
+        rf_code_free(&pp->own_filter);
+        for (int k = 0; k < pp->nproj; k++)
+            rf_code_free(&pp->own_proj[k]);
+        free(pp->own_proj);
+    }
+    memset(pp, 0, sizeof *pp);
+}
+
+static bool code_compares_strings(const rf_code *c)
+{
+    for (int k = 0; c && k < c->n; k++)
+        if (c->ins[k].op >= RF_EX_LT && c->ins[k].op <= RF_EX_GE && c->ins[k].arg_type == RF_TYPE_STRING)
+            return true;
+    return false;
+}
+
+static bool code_has_string_op(const rf_code *c)
+{
+    for (int k = 0; c && k < c->n; k++)
+        if (c->ins[k].op < RF_EX_COUNT_ && rf_exop_is_string_op((rf_exop)c->ins[k].op))
+            return true;
+    return false;
+}
+
+bool rf_cuda_code_on_device(const rf_code *c)
+{
+    if (!code_has_string_op(c))
+        return true;
+    int n = c->n, sp = 0;
+    int *stack = rf_malloc((size_t)n * sizeof *stack), *col = rf_malloc((size_t)n * sizeof *col);
+    bool *str = rf_malloc((size_t)n), *ok = rf_malloc((size_t)n), on = true;
+    /* col[k]: -1 no column below k, -2 several, else the one column (a
+     * string column); str[k]: a string function below; ok[k]: every
+     * string function below k lies in a tabulable subtree. */
+    for (int k = 0; k < n; k++) {
+        const rf_instr *i = &c->ins[k];
+        int ar = rf_expr_arity((rf_exop)i->op);
+        col[k] = i->op == RF_EX_COL ? (i->type == RF_TYPE_STRING ? i->index : -2) : -1;
+        str[k] = i->op < RF_EX_COUNT_ && rf_exop_is_string_op((rf_exop)i->op);
+        bool kids_ok = true;
+        for (int a = 0; a < ar && sp > 0; a++) {
+            int ch = stack[--sp];
+            if (col[ch] != -1)
+                col[k] = col[k] == -1 || col[k] == col[ch] ? col[ch] : -2;
+            str[k] = str[k] || str[ch];
+            kids_ok = kids_ok && ok[ch];
+        }
+        ok[k] = (str[k] && col[k] != -2) || (kids_ok && !(i->op < RF_EX_COUNT_ && rf_exop_is_string_op((rf_exop)i->op)));
+        stack[sp++] = k;
+    }
+    on = n > 0 && ok[n - 1];
+    free(stack);
+    free(col);
+    free(str);
+    free(ok);
+    return on;
+}
+
+/* Where tabulation gets a column's words: the device (l ++ r), or host
+ * tables (tests). */
+typedef struct colsrc {
+    rf_cuda_ctx *c;
+    const rf_drel *l, *r;
+    int al;
+    const rf_table *host;
+} colsrc;
+
+/* The host words of column `col` of the (l ++ r) rows. */
+static bool download_column(rf_cuda_ctx *c, const rf_drel *l, int al, const rf_drel *r, int col, rf_word **out,
+                            size_t *n, rf_status *st)
+{
+    const rf_drel *rel = col < al ? l : r;
+    int k = col < al ? col : col - al;
+    *n = rel && k < rel->arity ? rel->nrows : 0;
+    *out = rf_malloc((*n ? *n : 1) * sizeof **out);
+    if (*n && !rf_cuda_read_back(c, rel->data + (size_t)k * rel->cap, *out, *n * sizeof **out, st)) {
+        free(*out);
+        *out = NULL;
+        return false;
+    }
+    c->io.download_bytes += *n * sizeof **out;
+    return true;
+}
+
+static bool fetch_column(const colsrc *src, int col, rf_word **out, size_t *n, rf_status *st)
+{
+    if (!src->host)
+        return download_column(src->c, src->l, src->al, src->r, col, out, n, st);
+    *n = col < src->host->arity ? src->host->nrows : 0;
+    *out = rf_malloc((*n ? *n : 1) * sizeof **out);
+    if (*n)
+        memcpy(*out, src->host->cols[col], *n * sizeof **out);
+    return true;
+}
+
+/* Table statistics (contexts only; tests tabulate without one). */
+static void count_table(const colsrc *src, size_t entries)
+{
+    if (src->c) {
+        src->c->string_tables++;
+        src->c->string_table_entries += entries;
+    }
+}
+
+/* Rewrites one code: each maximal tabulable subtree becomes COL + LOOKUP
+ * (its table appended to *tabs) or a CONST. *host when the code cannot run
+ * on the device (or a tabulation faulted). */
+static bool tabulate_code(const colsrc *src, const rf_code *code, rf_code *out, tables *tabs, bool *host,
+                          rf_status *st)
+{
+    memset(out, 0, sizeof *out);
+    if (!code_has_string_op(code)) {
+        out->n = code->n;
+        out->ins = code->n ? rf_malloc((size_t)code->n * sizeof *out->ins) : NULL;
+        if (code->n)
+            memcpy(out->ins, code->ins, (size_t)code->n * sizeof *out->ins);
+        return true;
+    }
+    if (!rf_cuda_code_on_device(code)) {
+        *host = true;
+        return true;
+    }
+    int n = code->n, sp = 0;
+    int *stack = rf_malloc((size_t)n * sizeof *stack), *col = rf_malloc((size_t)n * sizeof *col);
+    int *start = rf_malloc((size_t)n * sizeof *start), *parent = rf_malloc((size_t)n * sizeof *parent);
+    int *rootat = rf_malloc((size_t)n * sizeof *rootat);
+    bool *str = rf_malloc((size_t)n);
+    for (int k = 0; k < n; k++) {
+        const rf_instr *i = &code->ins[k];
+        int ar = rf_expr_arity((rf_exop)i->op);
+        col[k] = i->op == RF_EX_COL ? (i->type == RF_TYPE_STRING ? i->index : -2) : -1;
+        str[k] = rf_exop_is_string_op((rf_exop)i->op);
+        start[k] = k;
+        parent[k] = -1;
+        for (int a = 0; a < ar; a++) {
+            int ch = stack[--sp];
+            if (col[ch] != -1)
+                col[k] = col[k] == -1 || col[k] == col[ch] ? col[ch] : -2;
+            str[k] = str[k] || str[ch];
+            start[k] = start[ch];
+            parent[ch] = k;
+        }
+        stack[sp++] = k;
+    }
+    /* The roots: tabulable subtrees (a string function, at most one
+     * column, a string one) whose parent is not; rootat[first
+     * instruction] = root. */
+    for (int k = 0; k < n; k++)
+        rootat[k] = -1;
+    for (int k = 0; k < n; k++)
+        if (str[k] && col[k] != -2 && (parent[k] < 0 || col[parent[k]] == -2))
+            rootat[start[k]] = k;
+    out->ins = rf_calloc((size_t)n, sizeof *out->ins);
+    bool ok = true;
+    for (int k = 0; k < n && ok && !*host;) {
+        int root = rootat[k];
+        if (root < 0) {
+            out->ins[out->n++] = code->ins[k];
+            k++;
+            continue;
+        }
+        /* The subtree [k, root] as a code over one column, at index 0. */
+        rf_code sub = {root - k + 1, rf_malloc((size_t)(root - k + 1) * sizeof(rf_instr))};
+        memcpy(sub.ins, code->ins + k, (size_t)sub.n * sizeof *sub.ins);
+        for (int i = 0; i < sub.n; i++)
+            if (sub.ins[i].op == RF_EX_COL)
+                sub.ins[i].index = 0;
+        rf_status quiet;
+        rf_status_init(&quiet);
+        if (col[root] == -1) { /* constants only */
+            rf_word v, dummy = 0, *cols[1] = {&dummy};
+            if (!rf_code_eval_batch(&sub, cols, 0, 1, &v, &quiet)) {
+                *host = true;
+            } else {
+                rf_instr ci = code->ins[root];
+                memset(&ci, 0, sizeof ci);
+                ci.op = RF_EX_CONST;
+                ci.type = code->ins[root].type;
+                ci.arg_type = ci.type;
+                ci.value = v;
+                out->ins[out->n++] = ci;
+            }
+        } else {
+            /* The distinct ids of the column, and the value for each. */
+            rf_word *ids = NULL;
+            size_t nrows = 0;
+            ok = fetch_column(src, col[root], &ids, &nrows, st);
+            if (ok) {
+                rf_word maxid = 0;
+                for (size_t i = 0; i < nrows; i++)
+                    if (ids[i] > maxid)
+                        maxid = ids[i];
+                size_t len = nrows ? (size_t)maxid + 1 : 1;
+                uint8_t *seen = rf_calloc(len, 1);
+                size_t nd = 0;
+                for (size_t i = 0; i < nrows; i++)
+                    if (!seen[ids[i]]) {
+                        seen[ids[i]] = 1;
+                        ids[nd++] = ids[i];
+                    }
+                free(seen);
+                rf_word *vals = rf_malloc((nd ? nd : 1) * sizeof *vals);
+                rf_word *cols[1] = {ids};
+                if (nd && !rf_code_eval_batch(&sub, cols, 0, nd, vals, &quiet)) {
+                    *host = true;
+                } else {
+                    size_t off = wordvec_grow(&tabs->data, len), k = tabs->heads.len / 2;
+                    for (size_t i = 0; i < nd; i++)
+                        tabs->data.items[off + ids[i]] = vals[i];
+                    RF_PUSH(tabs->heads, off);
+                    RF_PUSH(tabs->heads, len);
+                    rf_instr ci, li;
+                    memset(&ci, 0, sizeof ci);
+                    memset(&li, 0, sizeof li);
+                    ci.op = RF_EX_COL;
+                    ci.type = ci.arg_type = RF_TYPE_STRING;
+                    ci.index = col[root];
+                    li.op = RF_DOP_LOOKUP;
+                    li.type = code->ins[root].type;
+                    li.arg_type = RF_TYPE_STRING;
+                    li.index = (int32_t)k;
+                    out->ins[out->n++] = ci;
+                    out->ins[out->n++] = li;
+                    count_table(src, nd);
+                    if (tabs->heads.len + tabs->data.len > INT32_MAX)
+                        ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "string tables too large for the GPU");
+                }
+                free(vals);
+            }
+            free(ids);
+        }
+        free(sub.ins);
+        k = root + 1;
+    }
+    free(stack);
+    free(col);
+    free(start);
+    free(parent);
+    free(rootat);
+    free(str);
+    if (!ok || *host) {
+        rf_code_free(out);
+        return ok;
+    }
+    return true;
+}
+
+/* The codes a kernel runs on the device (pp), with their string tables
+ * uploaded to c->tab; pp->host when the kernel must run on the host.
+ * Columns < al are l's, the others r's (r may be NULL). */
+static bool prepare(rf_cuda_ctx *c, const rf_code *filter, int nproj, const rf_code *proj, const rf_drel *l,
+                    int al, const rf_drel *r, prepared *pp, rf_status *st)
+{
+    memset(pp, 0, sizeof *pp);
+    pp->filter = filter;
+    pp->proj = proj;
+    pp->nproj = nproj;
+    bool any = code_has_string_op(filter);
+    for (int k = 0; k < nproj && !any; k++)
+        any = code_has_string_op(&proj[k]);
+    if (!any)
+        return true;
+    tables tabs = {{0}, {0}};
+    pp->owned = true;
+    pp->own_proj = rf_calloc((size_t)(nproj > 0 ? nproj : 1), sizeof *pp->own_proj);
+    colsrc src = {c, l, r, al, NULL};
+    bool ok = !filter || tabulate_code(&src, filter, &pp->own_filter, &tabs, &pp->host, st);
+    for (int k = 0; ok && !pp->host && k < nproj; k++)
+        ok = tabulate_code(&src, &proj[k], &pp->own_proj[k], &tabs, &pp->host, st);
+    if (ok && !pp->host && tabs.heads.len) {
+        wordvec buf;
+        tables_layout(&tabs, &buf);
+        if (buf.len > c->tab_cap) {
+            if (c->tab)
+                rf_cuda_free(c, c->tab, c->tab_cap * 8);
+            c->tab_cap = 0;
+            c->tab = rf_cuda_alloc(c, buf.len * 8, "string tables", st);
+            ok = c->tab != NULL;
+            if (ok)
+                c->tab_cap = buf.len;
+        }
+        /* Pageable source: staged before the call returns. */
+        ok = ok && rf_cuda_check(c, cudaMemcpyAsync(c->tab, buf.items, buf.len * 8, cudaMemcpyHostToDevice,
+                                                    c->stream), "upload string tables", st);
+        c->io.upload_bytes += buf.len * 8;
+        RF_VEC_FREE(buf);
+    }
+    RF_VEC_FREE(tabs.heads);
+    RF_VEC_FREE(tabs.data);
+    /* Strings the tables interned may meet a comparison on the device:
+     * the string order must cover them. */
+    bool cmp = ok && !pp->host && code_compares_strings(&pp->own_filter);
+    for (int k = 0; cmp == false && ok && !pp->host && k < nproj; k++)
+        cmp = code_compares_strings(&pp->own_proj[k]);
+    if (cmp)
+        ok = rf_cuda_update_string_ranks(c, st);
+    if (!ok || pp->host) {
+        bool host = pp->host;
+        prepared_free(pp);
+        pp->host = host;
+        pp->filter = filter;
+        pp->proj = proj;
+        pp->nproj = nproj;
+        return ok;
+    }
+    pp->filter = filter ? &pp->own_filter : NULL;
+    pp->proj = pp->own_proj;
+    return true;
+}
+
+size_t rf_cuda_host_kernels(const rf_cuda_ctx *c) { return c->host_kernels; }
+
+bool rf_cuda_test_tabulate(const rf_code *code, const rf_table *in, rf_code *out, rf_word **tab, size_t *ntab,
+                           bool *host, rf_status *st)
+{
+    colsrc src = {NULL, NULL, NULL, 0, in};
+    tables tabs = {{0}, {0}};
+    *host = false;
+    bool ok = tabulate_code(&src, code, out, &tabs, host, st);
+    wordvec buf;
+    tables_layout(&tabs, &buf);
+    RF_VEC_FREE(tabs.heads);
+    RF_VEC_FREE(tabs.data);
+    *tab = buf.items;
+    *ntab = buf.len;
+    return ok;
+}
+
+bool rf_cuda_test_assemble(const rf_code *code, int ncols, rf_dins *ins, rf_status *st)
+{
+    int pos = 0;
+    memset(ins, 0, (size_t)(code->n > 0 ? code->n : 1) * sizeof *ins);
+    return append_code(code, ncols, ins, &pos, st);
+}
+
+void rf_cuda_string_table_stats(const rf_cuda_ctx *c, size_t *tables, size_t *entries)
+{
+    *tables = c->string_tables;
+    *entries = c->string_table_entries;
+}
+
+/* A MAP or JOIN the device cannot run: downloaded, run by the CPU library
+ * (the same semantics, rf_prims.h), uploaded. */
+static bool host_kernel(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys, const rf_code *filter,
+                        int nproj, const rf_code *proj, rf_drel *out, const char *what, rf_status *st)
+{
+    rf_table tl, tr, res;
+    rf_table_init(&tl, l->arity);
+    rf_table_init(&tr, r ? r->arity : 0);
+    rf_table_init(&res, nproj);
+    bool ok = rf_drel_download(c, l, &tl, st) && (!r || rf_drel_download(c, r, &tr, st));
+    rf_table_free(&res); /* the primitives initialise their output */
+    if (ok) {
+        ok = r ? rf_prim_join(&tl, &tr, nkeys, filter, nproj, proj, &res, st)
+               : rf_prim_map(&tl, filter, nproj, proj, &res, st);
+        if (ok) {
+            rf_drel tmp;
+            rf_drel_init(&tmp, nproj);
+            ok = rf_drel_upload(c, &tmp, &res, what, st);
+            if (ok) {
+                rf_drel_move(c, out, &tmp);
+                out->arity = nproj;
+            }
+        }
+        rf_table_free(&res);
+    }
+    rf_table_free(&tl);
+    rf_table_free(&tr);
+    c->host_kernels++;
+    return ok;
+}
+
 /* ---- Generated compute stages ---- */
 
 static bool try_codegen(rf_cuda_ctx *c, bool join, int al, const rf_code *filter, int nproj,
@@ -668,7 +1150,7 @@ static bool try_codegen(rf_cuda_ctx *c, bool join, int al, const rf_code *filter
 static bool gen_filter(rf_cuda_ctx *c, void *fn, rf_cols l, rf_cols r, const uint64_t *lo, const uint64_t *off,
                        uint64_t nl, uint64_t total, uint8_t *flags, rf_status *st)
 {
-    rf_denv env = {c->rank, c->nrank, c->err};
+    rf_denv env = {c->rank, c->nrank, c->err, c->tab};
     void *params[] = {&l, &r, &lo, &off, &nl, &total, &env, &flags};
     return rf_codegen_launch(c, fn, total, params, st);
 }
@@ -677,7 +1159,7 @@ static bool gen_emit(rf_cuda_ctx *c, void *fn, rf_cols l, rf_cols r, const uint6
                      uint64_t nl, uint64_t total, const uint8_t *flags, const uint64_t *pos, rf_wcols out,
                      rf_status *st)
 {
-    rf_denv env = {c->rank, c->nrank, c->err};
+    rf_denv env = {c->rank, c->nrank, c->err, c->tab};
     void *params[] = {&l, &r, &lo, &off, &nl, &total, &flags, &pos, &env, &out};
     return rf_codegen_launch(c, fn, total, params, st);
 }
@@ -691,8 +1173,17 @@ bool rf_cuda_map(rf_cuda_ctx *c, const rf_drel *in, const rf_code *filter, int n
     tmpbuf flags = {0}, pos = {0};
     rf_drel res;
     rf_drel_init(&res, nproj);
-    if (!check_arity(in, what, st) || !upload_prog(c, filter, nproj, proj, in->arity, &prog, st))
+    prepared pp;
+    if (!check_arity(in, what, st) || !prepare(c, filter, nproj, proj, in, in->arity, NULL, &pp, st))
         return false;
+    if (pp.host)
+        return host_kernel(c, in, NULL, 0, filter, nproj, proj, out, what, st);
+    filter = pp.filter;
+    proj = pp.proj;
+    if (!upload_prog(c, filter, nproj, proj, in->arity, &prog, st)) {
+        prepared_free(&pp);
+        return false;
+    }
     bool has_filter = filter && filter->n > 0;
     size_t n = in->nrows, kept = n;
     if (n == 0)
@@ -740,12 +1231,14 @@ bool rf_cuda_map(rf_cuda_ctx *c, const rf_drel *in, const rf_code *filter, int n
 done:
     tmp_put(c, &flags);
     tmp_put(c, &pos);
+    prepared_free(&pp);
     rf_drel_move(c, out, &res);
     out->arity = nproj;
     return true;
 fail:
     tmp_put(c, &flags);
     tmp_put(c, &pos);
+    prepared_free(&pp);
     rf_drel_free(c, &res);
     return false;
 }
@@ -1012,8 +1505,17 @@ bool rf_cuda_join(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,
     tmpbuf lo = {0}, off = {0}, flags = {0}, pos = {0};
     rf_drel res;
     rf_drel_init(&res, nproj);
-    if (!check_join(l, r, nkeys, what, st) || !upload_prog(c, filter, nproj, proj, l->arity + r->arity, &prog, st))
+    prepared pp;
+    if (!check_join(l, r, nkeys, what, st) || !prepare(c, filter, nproj, proj, l, l->arity, r, &pp, st))
         return false;
+    if (pp.host)
+        return host_kernel(c, l, r, nkeys, filter, nproj, proj, out, what, st);
+    filter = pp.filter;
+    proj = pp.proj;
+    if (!upload_prog(c, filter, nproj, proj, l->arity + r->arity, &prog, st)) {
+        prepared_free(&pp);
+        return false;
+    }
     bool has_filter = filter && filter->n > 0;
     size_t nl = l->nrows;
     uint64_t total = 0, kept;
@@ -1047,6 +1549,7 @@ done:
     tmp_put(c, &off);
     tmp_put(c, &flags);
     tmp_put(c, &pos);
+    prepared_free(&pp);
     rf_drel_move(c, out, &res);
     out->arity = nproj;
     return true;
@@ -1055,6 +1558,7 @@ fail:
     tmp_put(c, &off);
     tmp_put(c, &flags);
     tmp_put(c, &pos);
+    prepared_free(&pp);
     rf_drel_free(c, &res);
     return false;
 }
@@ -1068,6 +1572,9 @@ bool rf_cuda_join_to_set(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int
     uint64_t counts[2] = {0, 0};
     if (s->total_bits < 0 || s->words)
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "join into a dense set for %s without a fresh frame",
+                       what ? what : "?");
+    if (code_has_string_op(filter))
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "join into a dense set for %s: string functions in its filter",
                        what ? what : "?");
     if (!check_join(l, r, nkeys, what, st) || !upload_prog(c, filter, 0, NULL, l->arity + r->arity, &prog, st))
         return false;
@@ -1313,11 +1820,30 @@ bool rf_cuda_aggregate_multi(rf_cuda_ctx *c, const rf_drel *in, int nkeys, int n
         }
         const uint64_t *v;
         int col = rf_code_as_column_(arg);
+        rf_type t = (rf_type)arg->ins[arg->n - 1].type;
         if (col >= 0) {
             v = in->data + (size_t)col * in->cap;
         } else {
+            /* String functions in the argument: tabulated over the ids the
+             * column holds (prepare), or refused when they cannot be. */
+            prepared pp = {0};
+            if (!prepare(c, NULL, 1, arg, in, in->arity, NULL, &pp, st))
+                goto fail;
+            if (pp.host) {
+                prepared_free(&pp);
+                rf_fail(st, RF_EXIT_RUNTIME_ERROR, "the aggregate argument of %s uses string functions the GPU "
+                        "backend cannot run (run it with --backend=cpu)", what ? what : "?");
+                goto fail;
+            }
+            if (pp.owned && (fn == RF_AGG_MIN || fn == RF_AGG_MAX) && t == RF_TYPE_STRING &&
+                !rf_cuda_update_string_ranks(c, st)) {
+                prepared_free(&pp);
+                goto fail;
+            }
             rf_dprog prog;
-            if (!upload_prog(c, NULL, 1, arg, in->arity, &prog, st))
+            bool up = upload_prog(c, NULL, 1, pp.proj, in->arity, &prog, st);
+            prepared_free(&pp);
+            if (!up)
                 goto fail;
             if (!vals.p && !tmp_get(c, &vals, n * 8, "aggregate values", st))
                 goto fail;
@@ -1326,7 +1852,6 @@ bool rf_cuda_aggregate_multi(rf_cuda_ctx *c, const rf_drel *in, int nkeys, int n
                 goto fail;
             v = vals.p;
         }
-        rf_type t = (rf_type)arg->ins[arg->n - 1].type;
         if (fn == RF_AGG_COUNT_DISTINCT) {
             if (!count_distinct(c, v, n, starts.p, g, result, what, st))
                 goto fail;
@@ -1346,7 +1871,7 @@ bool rf_cuda_aggregate_multi(rf_cuda_ctx *c, const rf_drel *in, int nkeys, int n
             bool mn = fn == RF_AGG_MIN;
             if (fn == RF_AGG_TOTAL)
                 kind = RF_RED_SUM_U64;
-            else if (rf_type_is_signed_word(t))
+            else if (rf_type_is_signed_word(t)) /* ints, dates, decimals */
                 kind = mn ? RF_RED_MIN_I64 : RF_RED_MAX_I64;
             else if (t == RF_TYPE_FLOAT64)
                 kind = mn ? RF_RED_MIN_F64 : RF_RED_MAX_F64;

@@ -95,6 +95,26 @@ bool rf_drel_column_sign_uniform(rf_cuda_ctx *c, const rf_drel *r, int col);
 bool rf_cuda_set_string_ranks(rf_cuda_ctx *c, const uint32_t *rank, size_t n, rf_status *st);
 /* Number of ranks uploaded so far (the caller refreshes when it grew). */
 size_t rf_cuda_string_ranks(const rf_cuda_ctx *c);
+/* Ranks of the whole dictionary, rebuilt (sorted on the host, uploaded)
+ * only when the dictionary grew since the last upload. */
+bool rf_cuda_update_string_ranks(rf_cuda_ctx *c, rf_status *st);
+
+/* ---- String functions ----
+ * substr, strlen, concat, like, starts_with, ends_with and contains need
+ * the host's string dictionary. Where such a function's subexpression has
+ * one string column as its only non-constant input, MAP, JOIN and AGG
+ * tabulate it on the host per launch (over the ids the column holds) and
+ * look it up on the device; otherwise MAP and JOIN run on the host (the CPU
+ * library: download, rf_prim_map / rf_prim_join, upload), as does a kernel
+ * whose tabulation faults (the rows may never reach the faulting id), and
+ * AGG fails with a message. */
+/* Whether code runs on the device: every string function in a tabulable
+ * subexpression. */
+bool rf_cuda_code_on_device(const rf_code *c);
+/* MAP/JOIN kernels run on the host so far. */
+size_t rf_cuda_host_kernels(const rf_cuda_ctx *c);
+/* String tables built so far and their entries (distinct ids tabulated). */
+void rf_cuda_string_table_stats(const rf_cuda_ctx *c, size_t *tables, size_t *entries);
 
 /* ---- Primitives (out is replaced; it must alias no input) ---- */
 bool rf_cuda_map(rf_cuda_ctx *c, const rf_drel *in, const rf_code *filter, int nproj,

@@ -137,16 +137,6 @@ static bool gpu_download(rf_backend *be, const rf_dvar *v, rf_table *t, rf_statu
 
 /* ---- String order: ranks of dictionary ids by text, for typed compares ---- */
 
-static int cmp_str_ids(const void *x, const void *y)
-{
-    rf_word a = *(const rf_word *)x, b = *(const rf_word *)y;
-    size_t la = rf_str_len(a), lb = rf_str_len(b);
-    int c = memcmp(rf_str_get(a), rf_str_get(b), la < lb ? la : lb);
-    if (c)
-        return c < 0 ? -1 : 1;
-    return (la > lb) - (la < lb);
-}
-
 static bool code_compares_strings(const rf_code *c)
 {
     for (int i = 0; c && i < c->n; i++)
@@ -173,27 +163,9 @@ static bool needs_string_order(const rf_kernel *k)
     return false;
 }
 
-/* The dictionary only grows (facts are loaded before kernels run), so the
- * table is rebuilt only when it has new strings. */
-static bool refresh_string_order(rf_cuda_ctx *ctx, rf_status *st)
-{
-    size_t n = rf_str_count();
-    if (n == rf_cuda_string_ranks(ctx))
-        return true;
-    if (n > UINT32_MAX)
-        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "too many strings for the GPU string order");
-    rf_word *ids = rf_malloc(rf_mul_size(n ? n : 1, sizeof *ids));
-    uint32_t *rank = rf_malloc(rf_mul_size(n ? n : 1, sizeof *rank));
-    for (size_t i = 0; i < n; i++)
-        ids[i] = i;
-    qsort(ids, n, sizeof *ids, cmp_str_ids);
-    for (size_t i = 0; i < n; i++)
-        rank[ids[i]] = (uint32_t)i;
-    bool ok = rf_cuda_set_string_ranks(ctx, rank, n, st);
-    free(ids);
-    free(rank);
-    return ok;
-}
+/* The dictionary only grows, so the table is rebuilt only when it has new
+ * strings (rf_cuda_update_string_ranks). */
+static bool refresh_string_order(rf_cuda_ctx *ctx, rf_status *st) { return rf_cuda_update_string_ranks(ctx, st); }
 
 static size_t rel_bytes(const rf_dvar *v) { return v && v->table_ok ? v->rel.nrows * (size_t)v->rel.arity * 8 : 0; }
 
@@ -359,6 +331,16 @@ static bool dense_union(rf_backend *be, rf_dvar *out, rf_dvar *a, rf_dvar *b, co
     return true;
 }
 
+/* String functions in a join's filter keep it off the dense path (their
+ * tables, or the host, are the plain join's business). */
+static bool filter_has_string_function(const rf_code *c)
+{
+    for (int i = 0; c && i < c->n; i++)
+        if (c->ins[i].op < RF_EX_COUNT_ && rf_exop_is_string_op((rf_exop)c->ins[i].op))
+            return true;
+    return false;
+}
+
 /* The kernel d places after k in k's block, or NULL. */
 static const rf_kernel *kernel_after(const rf_hprogram *p, const rf_kernel *k, int d)
 {
@@ -396,7 +378,7 @@ static bool dense_join(rf_backend *be, const rf_hprogram *p, const rf_kernel *k,
     const rf_kernel *sort = kernel_after(p, k, 1);
     if (g->dense_mode == 0 || !sort || sort->op != RF_K_SORT || sort->in[0] != k->out ||
         !kernel_frees(sort, k->out) || p->vars[k->out].is_output || k->nproj < 1 ||
-        k->nproj > RF_CUDA_MAX_COLS)
+        k->nproj > RF_CUDA_MAX_COLS || filter_has_string_function(&k->filter))
         return true;
     int src[RF_CUDA_MAX_COLS];
     for (int i = 0; i < k->nproj; i++) {
@@ -625,6 +607,11 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
                "%zu expansions, %zu unions fell back\n",
             g->dense_mode == 0 ? "off" : g->dense_mode == 2 ? "always" : "auto", g->dense_diffs, g->dense_set_diffs,
             g->dense_unions, g->dense_joins, g->dense_expands, g->dense_fallbacks);
+    size_t ntab = 0, nent = 0;
+    rf_cuda_string_table_stats(ctx, &ntab, &nent);
+    fprintf(f, "  gpu: string functions: %zu tables (%zu ids tabulated on the host); %zu kernels ran on the host "
+               "(string functions the device cannot run)\n",
+            ntab, nent, rf_cuda_host_kernels(ctx));
     fprintf(f, "  gpu: NVRTC %s: %zu compiled (%.3f s), %zu disk-cache hits, %zu memory hits, %zu failures, load %.3f s\n",
             getenv("RF_CUDA_CODEGEN") && strcmp(getenv("RF_CUDA_CODEGEN"), "0") ? "on" : "off", cg.compiled,
             cg.compile_seconds, cg.cache_hits, cg.mem_hits, cg.failures, cg.load_seconds);

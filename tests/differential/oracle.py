@@ -19,6 +19,17 @@ class EvalError(Exception):
     """A run-time fault the engine must report with exit status 2."""
 
 
+class Overflow(EvalError):
+    """Checked integer arithmetic: a result outside its type's range."""
+
+
+def checked(value, typ):
+    """value if it fits typ (int32/int64), else Overflow (no wrapping)."""
+    if wrap(value, typ) != value:
+        raise Overflow("integer overflow: %d does not fit %s" % (value, typ))
+    return value
+
+
 class NotStratified(Exception):
     pass
 
@@ -53,13 +64,13 @@ def eval_expr(e, env, var_types):
         if b == 0:
             raise EvalError("division by zero")
         # C semantics: quotient truncates toward zero, remainder has the
-        # dividend's sign. Computed on exact ints, then wrapped (so
-        # INT_MIN / -1 wraps to INT_MIN and INT_MIN % -1 is 0).
+        # dividend's sign. Computed on exact ints, then checked (so
+        # INT_MIN / -1 overflows and INT_MIN % -1 is 0).
         q = abs(a) // abs(b)
         if (a < 0) != (b < 0):
             q = -q
         r = q if e.op == "/" else a - b * q
-    return wrap(r, typ)
+    return checked(r, typ)
 
 
 def compare(op, a, b):
@@ -256,7 +267,14 @@ def eval_rule(rule, program, rels):
             if fn == "count":
                 res.append(len(vals))
             elif fn == "total":
-                res.append(wrap(sum(vals), var_types[arg.name]))
+                typ = var_types[arg.name]
+                res.append(checked(sum(vals), typ))
+                # A running total in another order may leave the type on the
+                # way (the engine's order is that of its words): may_overflow.
+                pos = sum(v for v in vals if v > 0)
+                neg = sum(v for v in vals if v < 0)
+                if wrap(pos, typ) != pos or wrap(neg, typ) != neg:
+                    program.total_may_overflow = True
             elif fn == "min":
                 res.append(min(vals))
             elif fn == "max":
@@ -302,3 +320,102 @@ def evaluate(program):
             if not changed or not recursive:
                 break
     return rels
+
+
+# ---------------------------------------------------------------- plan-independent overflow
+
+def _interval(e, env, var_types):
+    """Bounds (lo, hi) of e's exact value when each variable ranges over
+    env[name] = (lo, hi); raises Overflow when some value in the bounds of
+    any subexpression does not fit its type (conservative: intervals
+    over-approximate)."""
+    if isinstance(e, Var):
+        return env[e.name]
+    if isinstance(e, Const):
+        return (e.value, e.value)
+    a = _interval(e.a, env, var_types)
+    b = _interval(e.b, env, var_types)
+    if e.op == "+":
+        r = (a[0] + b[0], a[1] + b[1])
+    elif e.op == "-":
+        r = (a[0] - b[1], a[1] - b[0])
+    elif e.op == "*":
+        corners = [x * y for x in a for y in b]
+        r = (min(corners), max(corners))
+    elif e.op == "/":
+        # |a / b| <= |a| for b != 0; a divisor -1 negates.
+        m = max(abs(a[0]), abs(a[1]))
+        r = (-m, m)
+    else:
+        # |a % b| < |b| and <= |a|
+        m = min(max(abs(a[0]), abs(a[1])), max(abs(b[0]), abs(b[1])))
+        r = (-m, m)
+    typ = expr_type(e, var_types)
+    checked(r[0], typ)
+    checked(r[1], typ)
+    return r
+
+
+def may_overflow(program, rels):
+    """Whether some plan could meet an integer overflow: each rule's
+    expressions evaluated over every combination of its variables' values,
+    a variable ranging over the hull of the values of the atom columns it
+    appears in (plans evaluate expressions on partial joins, in any order
+    of the filters, so the bindings the oracle evaluates are not the only
+    ones). `rels` are the relations of a run that did not overflow."""
+    if getattr(program, "total_may_overflow", False):
+        return True
+    for rule in program.rules:
+        var_types = rule_var_types(rule, program)
+        env = {}
+        for lit in rule.body:
+            if not isinstance(lit, Atom):
+                continue
+            rel = rels[lit.pred]
+            for i, a in enumerate(lit.args):
+                if isinstance(a, Var) and var_types.get(a.name) in INT_TYPES:
+                    vals = [t[i] for t in rel]
+                    if not vals:
+                        continue
+                    lo, hi = env.get(a.name, (min(vals), max(vals)))
+                    env[a.name] = (min(lo, min(vals)), max(hi, max(vals)))
+        # `x = y` between variables may make them one variable (a join):
+        # either one's values may then meet the other's expressions.
+        for _ in rule.body:   # chains x = y, y = z: to a fixpoint
+            for lit in rule.body:
+                if (isinstance(lit, Compare) and lit.op == "=" and isinstance(lit.a, Var) and
+                        isinstance(lit.b, Var) and lit.a.name in env and lit.b.name in env):
+                    ia, ib = env[lit.a.name], env[lit.b.name]
+                    env[lit.a.name] = env[lit.b.name] = (min(ia[0], ib[0]), max(ia[1], ib[1]))
+        assigned = set(l.var.name for l in rule.body if isinstance(l, Assign))
+        for name, t in var_types.items():
+            if name not in env and name not in assigned:
+                env[name] = (0, 0)   # only in empty relations (or not an int)
+        exprs = []
+        try:
+            pending = [l for l in rule.body if isinstance(l, Assign)]
+            while pending:   # dependency order (rule_var_types checked it resolves)
+                for l in list(pending):
+                    if expr_vars(l.expr, set()) <= set(env):
+                        if var_types.get(l.var.name) in INT_TYPES:
+                            env[l.var.name] = _interval(l.expr, env, var_types)
+                        else:
+                            env[l.var.name] = (0, 0)
+                        pending.remove(l)
+            for lit in rule.body:
+                if isinstance(lit, Compare):
+                    exprs += [lit.a, lit.b]
+            exprs += list(rule.head_args)
+            for e in exprs:
+                if var_types_of(e, var_types) in INT_TYPES:
+                    _interval(e, env, var_types)
+        except Overflow:
+            return True
+    return False
+
+
+def var_types_of(e, var_types):
+    try:
+        return expr_type(e, var_types)
+    except (KeyError, TypeError):
+        return None

@@ -130,7 +130,8 @@ check("order text", [l for l in text.splitlines() if l.startswith("@")],
       ["@output(op).", "@order(op, desc(v1), v0).", "@limit(op, 10)."])
 
 
-nums = pred("nums", ["int32", "int32"], [(2147483647, 1), (-7, 2), (7, -2), (-2147483648, -1)])
+# int32 edges (checked: these fit), C division and remainder, int32+int64 promotion.
+nums = pred("nums", ["int32", "int32"], [(2147483646, 1), (-7, 2), (7, -2), (-2147483647, -1)])
 wide = pred("wide", ["int64"], [(3,)])
 ar = pred("ar", ["int32", "int32", "int32", "int32"])
 pr = pred("pr", ["int64"])
@@ -139,11 +140,29 @@ r = oracle.evaluate(prog([nums, wide, ar, pr], [
     Rule("pr", [d], [Atom("nums", [x, Const(1, "int32")]), Atom("wide", [z]),
                      Assign(d, Bin("+", x, z))])]))
 check("int32 arithmetic", r["ar"], {
-    (2147483647, -2147483648, 2147483647, 0),
+    (2147483646, 2147483647, 2147483646, 0),
     (-7, -5, -3, -1),
     (7, 5, -3, 1),
-    (-2147483648, 2147483647, -2147483648, 0)})
-check("int32+int64 promotes", r["pr"], {(2147483650,)})
+    (-2147483647, -2147483648, 2147483647, 0)})
+check("int32+int64 promotes", r["pr"], {(2147483649,)})
+
+# Checked arithmetic: a result outside the type is an Overflow (no wrap):
+# 2147483647 + 1, INT_MIN / -1 (but INT_MIN % -1 is 0), int64 products.
+for facts, expr, typ in [
+        ([(2147483647, 1)], Bin("+", x, y), "int32"),
+        ([(-2147483648, -1)], Bin("/", x, y), "int32"),
+        ([(-2147483648, 1)], Bin("-", x, y), "int32"),
+        ([(65536, 65536)], Bin("*", x, y), "int32"),
+        ([(4294967296, 4294967296)], Bin("*", x, y), "int64")]:
+    try:
+        oracle.evaluate(prog([pred("ov", [typ, typ], facts), pred("ovq", [typ])], [
+            Rule("ovq", [d], [Atom("ov", [x, y]), Assign(d, expr)])]))
+        failures.append("overflow %r %s: no error" % (facts, expr.op))
+    except oracle.Overflow:
+        pass
+r = oracle.evaluate(prog([pred("ov", ["int32", "int32"], [(-2147483648, -1)]), pred("ovq", ["int32"])], [
+    Rule("ovq", [d], [Atom("ov", [x, y]), Assign(d, Bin("%", x, y))])]))
+check("INT_MIN % -1", r["ovq"], {(0,)})
 
 # Division by zero is a run-time error.
 try:
@@ -192,6 +211,8 @@ for seed in range(300):
         continue
     try:
         oracle.evaluate(g)
+    except oracle.Overflow:
+        pass  # edge values met by arithmetic: run.py expects the overflow
     except oracle.EvalError:
         if g.expect != "runtime_error":
             failures.append("seed %d: unexpected run-time error" % seed)

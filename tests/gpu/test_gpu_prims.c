@@ -11,6 +11,9 @@
 #include <string.h>
 
 #include "../../runtime/backend.h"
+#include "../../common/rf_scalar_ops.h"
+#include "cuda_internal.h" /* rf_codegen_source, rf_codegen_compile_only, RF_DOP_LOOKUP */
+#include "../../primitives/rf_prims.h" /* host references */
 #include "rf_cuda_prims.h"
 #include "../../primitives/rf_prims.h"
 
@@ -146,6 +149,7 @@ static void emit_code(const rf_expr *e, rf_instr *ins, int *pos)
         return;
     emit_code(e->a, ins, pos);
     emit_code(e->b, ins, pos);
+    emit_code(e->c, ins, pos);
     rf_instr *i = &ins[(*pos)++];
     memset(i, 0, sizeof *i);
     i->op = (uint8_t)e->op;
@@ -155,7 +159,10 @@ static void emit_code(const rf_expr *e, rf_instr *ins, int *pos)
     i->value = e->op == RF_EX_CONST ? e->value : 0;
 }
 
-static int count_nodes(const rf_expr *e) { return e ? 1 + count_nodes(e->a) + count_nodes(e->b) : 0; }
+static int count_nodes(const rf_expr *e)
+{
+    return e ? 1 + count_nodes(e->a) + count_nodes(e->b) + count_nodes(e->c) : 0;
+}
 
 static rf_code to_code(const rf_expr *e)
 {
@@ -1227,6 +1234,545 @@ static rf_cuda_ctx *ctx_with_ranks(rf_status *st)
     return c;
 }
 
+/* ---- Business-query operators: dates, decimals, if, string functions ---- */
+static rf_expr *ecst(rf_type t, int64_t v) { return rf_expr_const(t, rf_word_from_int(v)); }
+static rf_expr *ecol(rf_type t, int i) { return rf_expr_leaf(RF_EX_COL, t, i); }
+static rf_expr *estr(const char *s) { return rf_expr_const(RF_TYPE_STRING, rf_str_intern(s, strlen(s))); }
+static rf_expr *e2(rf_exop op, rf_type t, rf_expr *a, rf_expr *b) { return rf_expr_binary(op, t, a, b); }
+static rf_expr *e1(rf_exop op, rf_type t, rf_expr *a) { return rf_expr_unary(op, t, a); }
+static rf_expr *e3(rf_exop op, rf_type t, rf_expr *a, rf_expr *b, rf_expr *c)
+{
+    return rf_expr_ternary(op, t, a, b, c);
+}
+static int64_t day_of(const char *text)
+{
+    int64_t d = 0;
+    const char *why;
+    if (!rf_date_parse(text, strlen(text), &d, &why))
+        abort();
+    return d;
+}
+static rf_type dec(int s) { return rf_type_decimal(s); }
+
+/* Columns of the business-query input: 0 id int64, 1 s string, 2 t string,
+ * 3 d date, 4 x decimal[2], 5 n int32 (small, often 0). */
+enum { BQ_ID, BQ_S, BQ_T, BQ_D, BQ_X, BQ_N, BQ_NCOLS };
+static rf_expr *bq(int c)
+{
+    static const rf_type t[] = {RF_TYPE_INT64, RF_TYPE_STRING, RF_TYPE_STRING, RF_TYPE_DATE, 0, RF_TYPE_INT32};
+    return ecol(c == BQ_X ? dec(2) : t[c], c);
+}
+
+/* Projections over the business-query input, each with the type it has;
+ * host[i]: needs the host (two string columns). */
+#define BQ_NPROJ 26
+static void bq_projections(rf_expr **p, bool *host)
+{
+    rf_type I = RF_TYPE_INT32, L = RF_TYPE_INT64, B = RF_TYPE_BOOL, S = RF_TYPE_STRING, T = RF_TYPE_DATE,
+            F = RF_TYPE_FLOAT64;
+    int k = 0;
+    /* if(n != 0, id / n, -1): no division by zero where n = 0 */
+    p[k++] = e3(RF_EX_IF, L, e2(RF_EX_NE, B, bq(BQ_N), ecst(I, 0)),
+                e2(RF_EX_DIV, L, bq(BQ_ID), e1(RF_EX_CAST, L, bq(BQ_N))), ecst(L, -1));
+    p[k++] = e1(RF_EX_YEAR, I, bq(BQ_D));
+    p[k++] = e1(RF_EX_MONTH, I, bq(BQ_D));
+    p[k++] = e1(RF_EX_DAY, I, bq(BQ_D));
+    p[k++] = e2(RF_EX_ADD_MONTHS, T, bq(BQ_D), bq(BQ_N));
+    p[k++] = e2(RF_EX_ADD_YEARS, T, bq(BQ_D), bq(BQ_N));
+    p[k++] = e2(RF_EX_SUB, T, bq(BQ_D), ecst(I, 90));
+    p[k++] = e2(RF_EX_SUB, L, bq(BQ_D), ecst(T, day_of("1995-01-01")));
+    p[k++] = e2(RF_EX_ADD, dec(2), bq(BQ_X), bq(BQ_X));
+    p[k++] = e2(RF_EX_MUL, dec(4), bq(BQ_X), e2(RF_EX_SUB, dec(2), ecst(dec(2), 100), bq(BQ_X)));
+    p[k++] = e1(RF_EX_CAST, dec(0), bq(BQ_X));                        /* rounds half away */
+    p[k++] = e1(RF_EX_CAST, F, bq(BQ_X));
+    p[k++] = e1(RF_EX_CAST, dec(1), e1(RF_EX_CAST, F, bq(BQ_X)));      /* float -> decimal rounds */
+    p[k++] = e1(RF_EX_CAST, L, bq(BQ_X));                             /* truncates */
+    p[k++] = e2(RF_EX_LIKE, B, bq(BQ_S), estr("%an%"));
+    p[k++] = e3(RF_EX_SUBSTR, S, bq(BQ_S), ecst(L, 2), ecst(L, 3));
+    p[k++] = e2(RF_EX_ADD, L, e1(RF_EX_STRLEN, L, bq(BQ_S)), bq(BQ_ID));
+    p[k++] = e2(RF_EX_CONCAT, S, bq(BQ_S), estr("!"));
+    p[k++] = e2(RF_EX_OR, B, e2(RF_EX_STARTS_WITH, B, bq(BQ_S), estr("a")),
+                e2(RF_EX_ENDS_WITH, B, bq(BQ_S), estr("e")));
+    p[k++] = e2(RF_EX_CONTAINS, B, bq(BQ_T), estr("p"));
+    p[k++] = e3(RF_EX_IF, S, e2(RF_EX_GT, B, e1(RF_EX_STRLEN, L, bq(BQ_S)), ecst(L, 3)),
+                e3(RF_EX_SUBSTR, S, bq(BQ_S), ecst(L, 1), ecst(L, 3)), bq(BQ_S));
+    /* a fresh string (substr's) compared by text with another column */
+    p[k++] = e2(RF_EX_LT, B, e3(RF_EX_SUBSTR, S, bq(BQ_S), ecst(L, 2), ecst(L, 2)), bq(BQ_T));
+    /* a constant string expression */
+    p[k++] = e2(RF_EX_CONCAT, S, estr("ab"), estr("cd"));
+    /* if over dates and decimals */
+    p[k++] = e3(RF_EX_IF, T, e2(RF_EX_LT, B, bq(BQ_X), ecst(dec(2), 0)), bq(BQ_D), ecst(T, day_of("2000-02-29")));
+    for (int i = 0; i < k; i++)
+        host[i] = false;
+    host[k] = true; /* two string columns: the host */
+    p[k++] = e2(RF_EX_CONCAT, S, bq(BQ_S), bq(BQ_T));
+    host[k] = true;
+    p[k++] = e2(RF_EX_LIKE, B, bq(BQ_T), bq(BQ_S));
+    if (k != BQ_NPROJ)
+        abort();
+}
+
+/* The generated CUDA of business-query stages compiles with NVRTC (no
+ * device needed: runs wherever libnvrtc loads), the string functions as the
+ * device gets them: tabulated (COL, RF_DOP_LOOKUP). */
+static void test_codegen_compiles(void)
+{
+    rf_expr *p[BQ_NPROJ];
+    bool host[BQ_NPROJ];
+    bq_projections(p, host);
+    rf_code codes[BQ_NPROJ];
+    int n = 0;
+    for (int i = 0; i < BQ_NPROJ; i++)
+        if (!host[i])
+            codes[n++] = to_code(p[i]);
+    /* A tabulated like(s, ...) in a filter, and a lookup in a join stage. */
+    rf_instr look[4] = {
+        {RF_EX_COL, RF_TYPE_STRING, RF_TYPE_STRING, 0, BQ_S, 0},
+        {RF_DOP_LOOKUP, RF_TYPE_BOOL, RF_TYPE_STRING, 0, 0, 0},
+        {RF_EX_COL, RF_TYPE_BOOL, RF_TYPE_BOOL, 0, 0, 0},
+        {RF_EX_AND, RF_TYPE_BOOL, RF_TYPE_BOOL, 0, 0, 0},
+    };
+    look[2].op = RF_EX_CONST;
+    look[2].value = 1;
+    rf_code filter = {4, look};
+    rf_expr *checked = e2(RF_EX_MUL, RF_TYPE_INT64, bq(BQ_ID), e1(RF_EX_NEG, RF_TYPE_INT64, bq(BQ_ID)));
+    codes[n++] = to_code(checked);
+    int compiled = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        /* pass 0: one MAP stage per projection (the string ones as the
+         * library would leave them: generation must not fail either);
+         * pass 1: a JOIN stage with all of them */
+        for (int i = 0; i < (pass == 0 ? n : 1); i++) {
+            char *src = pass == 0 ? rf_codegen_source(false, BQ_NCOLS, &filter, 1, &codes[i])
+                                  : rf_codegen_source(true, 3, &filter, n < RF_CUDA_MAX_COLS ? n : RF_CUDA_MAX_COLS,
+                                                      codes);
+            char *log = NULL;
+            int rc = rf_codegen_compile_only(src, "sm_90", &log);
+            if (rc < 0) {
+                printf("codegen compile check: skipped (no NVRTC)\n");
+                free(src);
+                goto done;
+            }
+            CHECK(rc == 1, "NVRTC rejected a generated stage (%s %d):\n%s", pass ? "join" : "map", i,
+                  log ? log : "");
+            compiled += rc == 1;
+            free(log);
+            free(src);
+        }
+    }
+    printf("codegen compile check: %d generated stages compiled with NVRTC (sm_90)\n", compiled);
+done:
+    for (int i = 0; i < BQ_NPROJ; i++)
+        rf_expr_free(p[i]);
+    for (int i = 0; i < n; i++)
+        free(codes[i].ins);
+    rf_expr_free(checked);
+}
+
+/* ---- A host model of the device interpreter (kernels.cu, eval) ----
+ * The same loop over the instructions prims.c assembles (sc/skip short
+ * circuits, IF, RF_DOP_LOOKUP), with the scalar operators of the host (the
+ * shared rf_scalar_ops.h): runs without a device, so that the assembly and
+ * the string tables are checked against rf_expr_eval everywhere. */
+static bool model_eval(const rf_dins *ins, int n, const rf_word *tab, const rf_word *row, rf_word *out,
+                       rf_status *st)
+{
+    uint64_t stack[RF_CUDA_MAX_STACK];
+    int sp = 0;
+    bool jumped = false;
+    for (int pc = 0; pc < n; pc++) {
+        const rf_dins in = ins[pc];
+        if (in.sc && !jumped) {
+            uint64_t top = stack[sp - 1];
+            if (in.sc == 1 && !top) {
+                stack[sp - 1] = 0;
+                pc = in.skip;
+                continue;
+            }
+            if (in.sc == 2 && top) {
+                stack[sp - 1] = 1;
+                pc = in.skip;
+                continue;
+            }
+            if (in.sc == 3) {
+                sp--;
+                if (!top) {
+                    pc = in.skip - 1;
+                    jumped = true;
+                    continue;
+                }
+            }
+            if (in.sc == 4) {
+                pc = in.skip;
+                continue;
+            }
+        }
+        jumped = false;
+        switch (in.op) {
+        case RF_EX_CONST:
+            stack[sp++] = in.value;
+            break;
+        case RF_EX_COL:
+            stack[sp++] = row[in.index];
+            break;
+        case RF_EX_IF:
+            break;
+        case RF_DOP_LOOKUP:
+            if (stack[sp - 1] >= tab[2 * (uint64_t)in.index + 1])
+                return rf_scalar_fail(st, RF_SERR_HOST_ONLY, 0, in.op);
+            stack[sp - 1] = tab[tab[2 * (uint64_t)in.index] + stack[sp - 1]];
+            break;
+        case RF_EX_NEG:
+        case RF_EX_NOT:
+        case RF_EX_CAST:
+        case RF_EX_YEAR:
+        case RF_EX_MONTH:
+        case RF_EX_DAY:
+        case RF_EX_STRLEN:
+            if (!rf_scalar_unary((rf_exop)in.op, (rf_type)in.arg_type, (rf_type)in.type, stack[sp - 1],
+                                 &stack[sp - 1], st))
+                return false;
+            break;
+        case RF_EX_SUBSTR:
+            return rf_scalar_fail(st, RF_SERR_HOST_ONLY, 0, in.op);
+        default: {
+            bool cmp = in.op >= RF_EX_EQ && in.op <= RF_EX_GE;
+            uint64_t b = stack[--sp];
+            if (!rf_scalar_binary2((rf_exop)in.op, (rf_type)(cmp ? in.arg_type : in.type), (rf_type)in.arg_type,
+                                   stack[sp - 1], b, &stack[sp - 1], st))
+                return false;
+            break;
+        }
+        }
+    }
+    *out = stack[0];
+    return sp == 1;
+}
+
+/* Random expressions over (0 int64, 1 string, 2 string, 3 int32) with the
+ * string functions, if, && and ||, faults included. */
+static rf_expr *sgen(rf_type t, int depth, bool one_string_col)
+{
+    rf_type L = RF_TYPE_INT64, B = RF_TYPE_BOOL, S = RF_TYPE_STRING;
+    static const char *pats[] = {"%a%", "a%", "%e", "_a%", "", "%", "%%", "an", "p_a%"};
+    int scol = one_string_col || rnd() % 4 ? 1 : 2;
+    if (depth <= 0 || rnd() % 5 == 0) {
+        switch (t) {
+        case RF_TYPE_STRING: return rnd() % 4 ? ecol(S, scol) : estr(pats[rnd() % 9]);
+        case RF_TYPE_BOOL: return rf_expr_const(B, rnd() % 2);
+        default: return rnd() % 2 ? ecol(L, 0) : ecst(L, (int64_t)(rnd() % 9) - 3);
+        }
+    }
+    unsigned k = rnd() % 8;
+    switch (t) {
+    case RF_TYPE_STRING:
+        if (k <= 2)
+            return e3(RF_EX_SUBSTR, S, sgen(S, depth - 1, one_string_col), sgen(L, depth - 1, one_string_col),
+                      rnd() % 3 ? ecst(L, (int64_t)(rnd() % 5)) : sgen(L, depth - 1, one_string_col));
+        if (k <= 4)
+            return e2(RF_EX_CONCAT, S, sgen(S, depth - 1, one_string_col), sgen(S, depth - 1, one_string_col));
+        if (k == 5)
+            return e3(RF_EX_IF, S, sgen(B, depth - 1, one_string_col), sgen(S, depth - 1, one_string_col),
+                      sgen(S, depth - 1, one_string_col));
+        return sgen(S, 0, one_string_col);
+    case RF_TYPE_BOOL: {
+        static const rf_exop preds[] = {RF_EX_LIKE, RF_EX_STARTS_WITH, RF_EX_ENDS_WITH, RF_EX_CONTAINS};
+        if (k <= 2)
+            return e2(preds[rnd() % 4], B, sgen(S, depth - 1, one_string_col),
+                      rnd() % 3 ? estr(pats[rnd() % 9]) : sgen(S, depth - 1, one_string_col));
+        if (k == 3)
+            return e2(rnd() % 2 ? RF_EX_AND : RF_EX_OR, B, sgen(B, depth - 1, one_string_col),
+                      sgen(B, depth - 1, one_string_col));
+        if (k == 4)
+            return e2(rnd() % 2 ? RF_EX_LT : RF_EX_EQ, B, sgen(S, depth - 1, one_string_col),
+                      sgen(S, depth - 1, one_string_col));
+        if (k == 5)
+            return e3(RF_EX_IF, B, sgen(B, depth - 1, one_string_col), sgen(B, depth - 1, one_string_col),
+                      sgen(B, depth - 1, one_string_col));
+        return e2(RF_EX_GT, B, sgen(L, depth - 1, one_string_col), ecst(L, 1));
+    }
+    default:
+        if (k <= 2)
+            return e1(RF_EX_STRLEN, L, sgen(S, depth - 1, one_string_col));
+        if (k == 3)
+            return e3(RF_EX_IF, L, sgen(B, depth - 1, one_string_col), sgen(L, depth - 1, one_string_col),
+                      sgen(L, depth - 1, one_string_col));
+        return e2(rnd() % 3 ? RF_EX_ADD : RF_EX_DIV, L, sgen(L, depth - 1, one_string_col),
+                  sgen(L, depth - 1, one_string_col));
+    }
+}
+
+static void test_device_model(void)
+{
+    static const char *words[] = {"apple", "banana", "pear", "", "an", "Pa", "papaya", "e", "mango"};
+    rf_table in;
+    rf_table_init(&in, 4);
+    rf_table_resize(&in, 64);
+    for (size_t i = 0; i < in.nrows; i++) {
+        const char *a = words[rnd() % 9], *b = words[rnd() % 9];
+        in.cols[0][i] = rf_word_from_int((int64_t)(rnd() % 7) - 3);
+        in.cols[1][i] = rf_str_intern(a, strlen(a));
+        in.cols[2][i] = rf_str_intern(b, strlen(b));
+        in.cols[3][i] = rf_word_from_int((int64_t)(rnd() % 5));
+    }
+    int on_device = 0, tabulated = 0, to_host = 0, faults = 0;
+    for (int it = 0; it < 3000; it++) {
+        static const rf_type ts[] = {RF_TYPE_INT64, RF_TYPE_BOOL, RF_TYPE_STRING};
+        rf_expr *e = sgen(ts[rnd() % 3], 1 + (int)(rnd() % 4), rnd() % 3 != 0);
+        rf_code code = to_code(e);
+        rf_code dev;
+        rf_word *tab = NULL;
+        size_t ntab = 0;
+        bool host = false;
+        rf_status st;
+        rf_status_init(&st);
+        bool ok = rf_cuda_test_tabulate(&code, &in, &dev, &tab, &ntab, &host, &st);
+        CHECK(ok, "tabulate: %s", st.message);
+        CHECK(host || rf_cuda_code_on_device(&code), "tabulated code the device cannot run");
+        if (!ok || host) {
+            to_host += host;
+            goto next;
+        }
+        on_device++;
+        tabulated += ntab > 0;
+        for (int i = 0; i < dev.n; i++)
+            CHECK(dev.ins[i].op == RF_DOP_LOOKUP || dev.ins[i].op >= RF_EX_COUNT_ ||
+                      !rf_exop_is_string_op((rf_exop)dev.ins[i].op),
+                  "a string function left for the device");
+        rf_dins *ins = rf_calloc((size_t)(dev.n ? dev.n : 1), sizeof *ins);
+        CHECK(rf_cuda_test_assemble(&dev, 4, ins, &st), "assemble: %s", st.message);
+        for (size_t r = 0; r < in.nrows; r++) {
+            rf_word row[4] = {in.cols[0][r], in.cols[1][r], in.cols[2][r], in.cols[3][r]}, want = 0, got = 0;
+            rf_status s1, s2;
+            rf_status_init(&s1);
+            rf_status_init(&s2);
+            bool ok1 = rf_expr_eval(e, row, &want, &s1);
+            bool ok2 = model_eval(ins, dev.n, tab, row, &got, &s2);
+            faults += !ok1;
+            if (ok1 != ok2 || (ok1 && want != got) || (!ok1 && strcmp(s1.message, s2.message) != 0)) {
+                CHECK(false, "device model differs on row %zu: %s %" PRIx64 " '%s' vs %s %" PRIx64 " '%s'", r,
+                      ok1 ? "ok" : "fault", want, s1.message, ok2 ? "ok" : "fault", got, s2.message);
+                rf_expr_print(e, stderr, NULL);
+                fputc('\n', stderr);
+                break;
+            }
+        }
+        free(ins);
+        rf_code_free(&dev);
+    next:
+        free(tab);
+        free(code.ins);
+        rf_expr_free(e);
+    }
+    printf("device model: %d expressions on the device (%d with string tables), %d to the host; %d row faults "
+           "agreed\n", on_device, tabulated, to_host, faults);
+    rf_table_free(&in);
+}
+
+static void bq_input(rf_table *t, size_t rows)
+{
+    static const char *words[] = {"apple", "banana", "pear", "", "mango", "an", "plane", "kiwi", "grape", "a"};
+    rf_table_init(t, BQ_NCOLS);
+    rf_table_resize(t, rows);
+    int64_t lo = day_of("1990-01-01"), hi = day_of("2000-12-31");
+    for (size_t i = 0; i < rows; i++) {
+        t->cols[BQ_ID][i] = rf_word_from_int((int64_t)i);
+        const char *a = words[rnd() % 10], *b = words[rnd() % 10];
+        t->cols[BQ_S][i] = rf_str_intern(a, strlen(a));
+        t->cols[BQ_T][i] = rf_str_intern(b, strlen(b));
+        t->cols[BQ_D][i] = rf_word_from_int(lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1)));
+        t->cols[BQ_X][i] = rf_word_from_int((int64_t)(rnd() % 200001) - 100000);
+        t->cols[BQ_N][i] = rf_word_from_int((int64_t)(rnd() % 11) - 5);
+    }
+}
+
+/* One MAP over the business-query input against the host reference:
+ * results, or the same fault message when want_msg is set. */
+static void bq_map(rf_cuda_ctx *c, const rf_table *in, rf_expr *filter, int nproj, rf_expr **proj, const char *what)
+{
+    rf_code fc = to_code(filter), pc[RF_CUDA_MAX_COLS];
+    for (int i = 0; i < nproj; i++)
+        pc[i] = to_code(proj[i]);
+    rf_status st_ref, st_gpu;
+    rf_status_init(&st_ref);
+    rf_status_init(&st_gpu);
+    rf_word *exp = NULL;
+    size_t nexp = 0;
+    bool ref_ok = ref_map(in, filter, nproj, proj, &exp, &nexp, &st_ref);
+    rf_drel din, dout;
+    upload(c, &din, in);
+    rf_drel_init(&dout, 0);
+    bool gpu_ok = rf_cuda_map(c, &din, &fc, nproj, pc, &dout, "bq out", &st_gpu);
+    CHECK(ref_ok == gpu_ok, "%s: reference %s, GPU %s (%s | %s)", what, ref_ok ? "ok" : "failed",
+          gpu_ok ? "ok" : "failed", st_ref.message, st_gpu.message);
+    if (ref_ok && gpu_ok)
+        expect_rel(c, &dout, exp, nexp, nproj, false, what);
+    if (!ref_ok && !gpu_ok)
+        CHECK(strcmp(st_ref.message, st_gpu.message) == 0, "%s: fault '%s' on the GPU, '%s' on the host", what,
+              st_gpu.message, st_ref.message);
+    free(exp);
+    free(fc.ins);
+    for (int i = 0; i < nproj; i++)
+        free(pc[i].ins);
+    rf_drel_free(c, &din);
+    rf_drel_free(c, &dout);
+}
+
+static void test_business_ops(rf_cuda_ctx *c)
+{
+    rf_table in;
+    bq_input(&in, 3000);
+    rf_expr *p[BQ_NPROJ];
+    bool host[BQ_NPROJ];
+    bq_projections(p, host);
+    char what[64];
+    /* each projection alone, on the device (tables) or the host */
+    for (int i = 0; i < BQ_NPROJ; i++) {
+        size_t before = rf_cuda_host_kernels(c);
+        snprintf(what, sizeof what, "business op %d", i);
+        bq_map(c, &in, NULL, 1, &p[i], what);
+        CHECK(rf_cuda_host_kernels(c) - before == (host[i] ? 1u : 0u), "%s: %zu kernels on the host, expected %d",
+              what, rf_cuda_host_kernels(c) - before, host[i]);
+    }
+    /* all device ones together under a filter mixing dates, decimals and
+     * a tabulated like */
+    rf_expr *f = e2(RF_EX_OR, RF_TYPE_BOOL,
+                    e2(RF_EX_AND, RF_TYPE_BOOL, e2(RF_EX_GE, RF_TYPE_BOOL, bq(BQ_D), ecst(RF_TYPE_DATE, day_of("1994-01-01"))),
+                       e2(RF_EX_LIKE, RF_TYPE_BOOL, bq(BQ_S), estr("%a%"))),
+                    e2(RF_EX_GT, RF_TYPE_BOOL, bq(BQ_X), ecst(dec(2), 50000)));
+    bq_map(c, &in, f, 16, p, "business ops under a filter");
+    bq_map(c, &in, f, 8, p + 16, "string ops under a filter");
+    /* A tabulation that faults for some id sends the kernel to the host,
+     * which finds no fault: the branch is never taken. */
+    size_t before = rf_cuda_host_kernels(c);
+    rf_expr *guarded = e3(RF_EX_IF, RF_TYPE_STRING, e2(RF_EX_GT, RF_TYPE_BOOL, bq(BQ_N), ecst(RF_TYPE_INT32, 100)),
+                          e3(RF_EX_SUBSTR, RF_TYPE_STRING, bq(BQ_S), ecst(RF_TYPE_INT64, 1), ecst(RF_TYPE_INT64, -1)),
+                          bq(BQ_T));
+    bq_map(c, &in, NULL, 1, &guarded, "substr with a negative length, never reached");
+    CHECK(rf_cuda_host_kernels(c) == before + 1, "a faulting tabulation must run on the host");
+    /* Faults: the same message as the host (one row: deterministic). */
+    rf_table one;
+    rf_table_init(&one, BQ_NCOLS);
+    rf_table_resize(&one, 1);
+    for (int k = 0; k < BQ_NCOLS; k++)
+        one.cols[k][0] = in.cols[k][5];
+    one.cols[BQ_ID][0] = rf_word_from_int(3);
+    one.cols[BQ_N][0] = rf_word_from_int(0);
+    one.cols[BQ_D][0] = rf_word_from_int(day_of("9999-12-15"));
+    one.cols[BQ_X][0] = rf_word_from_int(INT64_MAX - 5);
+    rf_expr *faults[] = {
+        e2(RF_EX_MUL, RF_TYPE_INT64, bq(BQ_ID), ecst(RF_TYPE_INT64, 4611686018427387904)),
+        e2(RF_EX_DIV, RF_TYPE_INT64, bq(BQ_ID), e1(RF_EX_CAST, RF_TYPE_INT64, bq(BQ_N))),
+        e2(RF_EX_ADD_MONTHS, RF_TYPE_DATE, bq(BQ_D), ecst(RF_TYPE_INT32, 1)),
+        e2(RF_EX_ADD, RF_TYPE_DATE, bq(BQ_D), ecst(RF_TYPE_INT32, 17)),
+        e2(RF_EX_ADD, dec(2), bq(BQ_X), ecst(dec(2), 6)),
+        e1(RF_EX_CAST, dec(3), bq(BQ_X)),
+        e1(RF_EX_CAST, RF_TYPE_INT32, bq(BQ_X)),
+        e2(RF_EX_ADD, RF_TYPE_INT32, ecst(RF_TYPE_INT32, INT32_MAX), e1(RF_EX_NEG, RF_TYPE_INT32, bq(BQ_N))),
+        e1(RF_EX_NEG, RF_TYPE_INT32, e2(RF_EX_SUB, RF_TYPE_INT32, ecst(RF_TYPE_INT32, INT32_MIN), bq(BQ_N))),
+    };
+    for (size_t i = 0; i < sizeof faults / sizeof *faults; i++) {
+        snprintf(what, sizeof what, "fault %zu", i);
+        bq_map(c, &one, NULL, 1, &faults[i], what);
+        rf_expr_free(faults[i]);
+    }
+    /* JOIN: tabulated string functions of either side, and a projection
+     * over both sides' strings (the host) */
+    rf_table l, r;
+    rf_table_init(&l, 2);
+    rf_table_init(&r, 2);
+    for (int64_t k = 0; k < 200; k++) {
+        rf_table_append_row(&l, (rf_word[]){rf_word_from_int(k % 50), in.cols[BQ_S][k]});
+        rf_table_append_row(&r, (rf_word[]){rf_word_from_int(k % 40), in.cols[BQ_T][k]});
+    }
+    rf_prim_sort_unique(&l);
+    rf_prim_sort_unique(&r);
+    rf_expr *jf = e2(RF_EX_AND, RF_TYPE_BOOL, e2(RF_EX_LIKE, RF_TYPE_BOOL, ecol(RF_TYPE_STRING, 1), estr("%a%")),
+                     e1(RF_EX_NOT, RF_TYPE_BOOL, e2(RF_EX_CONTAINS, RF_TYPE_BOOL, ecol(RF_TYPE_STRING, 3), estr("i"))));
+    rf_expr *jp[2][2] = {
+        {ecol(RF_TYPE_INT64, 0), e3(RF_EX_SUBSTR, RF_TYPE_STRING, ecol(RF_TYPE_STRING, 3), ecst(RF_TYPE_INT64, 1),
+                                    ecst(RF_TYPE_INT64, 2))},
+        {ecol(RF_TYPE_INT64, 0), e2(RF_EX_CONCAT, RF_TYPE_STRING, ecol(RF_TYPE_STRING, 1), ecol(RF_TYPE_STRING, 3))},
+    };
+    rf_drel dl, dr;
+    upload(c, &dl, &l);
+    upload(c, &dr, &r);
+    for (int v = 0; v < 2; v++) {
+        rf_code fc = to_code(jf), pc[2] = {to_code(jp[v][0]), to_code(jp[v][1])};
+        rf_table ref;
+        rf_status st;
+        rf_status_init(&st);
+        CHECK(rf_prim_join(&l, &r, 1, &fc, 2, pc, &ref, &st), "host join: %s", st.message);
+        rf_word *exp = table_rows(&ref);
+        size_t before_j = rf_cuda_host_kernels(c);
+        rf_drel out;
+        rf_drel_init(&out, 0);
+        bool ok = rf_cuda_join(c, &dl, &dr, 1, &fc, 2, pc, &out, "bq join", &st);
+        CHECK(ok, "business join %d: %s", v, st.message);
+        if (ok)
+            expect_rel(c, &out, exp, ref.nrows, 2, true, v ? "join, host" : "join, tables");
+        CHECK(rf_cuda_host_kernels(c) - before_j == (size_t)v, "join %d: %zu kernels on the host", v,
+              rf_cuda_host_kernels(c) - before_j);
+        free(exp);
+        rf_table_free(&ref);
+        rf_drel_free(c, &out);
+        free(fc.ins);
+        free(pc[0].ins);
+        free(pc[1].ins);
+        rf_expr_free(jp[v][0]);
+        rf_expr_free(jp[v][1]);
+    }
+    rf_expr_free(jf);
+    rf_drel_free(c, &dl);
+    rf_drel_free(c, &dr);
+    /* AGG with a tabulated argument: max(strlen(s)) per id % 7, and the
+     * greatest substr by text (strings the table made, in the rank order) */
+    rf_table g;
+    rf_table_init(&g, 2);
+    for (size_t i = 0; i < in.nrows; i++)
+        rf_table_append_row(&g, (rf_word[]){rf_word_from_int((int64_t)(i % 7)), in.cols[BQ_S][i]});
+    rf_prim_sort_unique(&g);
+    rf_expr *args[2] = {e1(RF_EX_STRLEN, RF_TYPE_INT64, ecol(RF_TYPE_STRING, 1)),
+                        e3(RF_EX_SUBSTR, RF_TYPE_STRING, ecol(RF_TYPE_STRING, 1), ecst(RF_TYPE_INT64, 2),
+                           ecst(RF_TYPE_INT64, 9))};
+    rf_type at[2] = {RF_TYPE_INT64, RF_TYPE_STRING};
+    rf_drel dg;
+    upload(c, &dg, &g);
+    for (int v = 0; v < 2; v++) {
+        rf_code ac = to_code(args[v]);
+        rf_table ref;
+        rf_status st;
+        rf_status_init(&st);
+        CHECK(rf_prim_aggregate(&g, 1, RF_AGG_MAX, at[v], &ac, &ref, &st), "host aggregate: %s", st.message);
+        rf_word *exp = table_rows(&ref);
+        rf_drel out;
+        rf_drel_init(&out, 0);
+        bool ok = rf_cuda_aggregate(c, &dg, 1, RF_AGG_MAX, at[v], &ac, &out, "bq agg", &st);
+        CHECK(ok, "business aggregate %d: %s", v, st.message);
+        if (ok)
+            expect_rel(c, &out, exp, ref.nrows, 2, false, "aggregate with a tabulated argument");
+        free(exp);
+        rf_table_free(&ref);
+        rf_drel_free(c, &out);
+        free(ac.ins);
+        rf_expr_free(args[v]);
+    }
+    rf_drel_free(c, &dg);
+    rf_table_free(&g);
+    for (int i = 0; i < BQ_NPROJ; i++)
+        rf_expr_free(p[i]);
+    rf_expr_free(f);
+    rf_expr_free(guarded);
+    rf_table_free(&one);
+    rf_table_free(&l);
+    rf_table_free(&r);
+    rf_table_free(&in);
+    size_t ntab = 0, nent = 0;
+    rf_cuda_string_table_stats(c, &ntab, &nent);
+    printf("business ops: %d projections, %zu string tables, %zu kernels on the host\n", BQ_NPROJ, ntab,
+           rf_cuda_host_kernels(c));
+}
+
 int main(int argc, char **argv)
 {
     size_t bench_n = 0;
@@ -1236,8 +1782,12 @@ int main(int argc, char **argv)
         else
             g_rng = strtoull(argv[i], NULL, 10) | 1;
     }
+    test_codegen_compiles(); /* NVRTC only: no device needed */
+    test_device_model();
     if (rf_cuda_device_count() <= 0) {
         printf("skipped: no CUDA device\n");
+        if (g_fail)
+            return 1;
         rf_status st;
         rf_status_init(&st);
         rf_backend *be = rf_backend_gpu_new(&st);
@@ -1272,6 +1822,7 @@ int main(int argc, char **argv)
         test_map_exprs(c, strs, 10, 300);
         test_aggregate(c, strs, 10);
         test_aggregate_multi(c, strs, 10);
+        test_business_ops(c);
         if (!getenv("RF_GPU_TEST_SKIP_OOM")) /* sanitizers report the planted OOM */
             test_oom(c);
     }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "runtime.h"
+#include "rf_scalar_ops.h"
 
 /* ---- helpers ---- */
 static uint64_t g_rng;
@@ -274,6 +275,256 @@ static void test_zero_arity(void)
     rf_table_free(&t);
 }
 
+/* ---- dates ---- */
+static int64_t date_of(const char *text)
+{
+    int64_t d = INT64_MIN;
+    const char *why = NULL;
+    CU_ASSERT_TRUE(rf_date_parse(text, strlen(text), &d, &why));
+    if (why)
+        fprintf(stderr, "\n  date '%s': %s\n", text, why);
+    return d;
+}
+
+static const char *date_why(const char *text)
+{
+    int64_t d;
+    const char *why = "";
+    CU_ASSERT_FALSE(rf_date_parse(text, strlen(text), &d, &why));
+    return why;
+}
+
+static void test_dates(void)
+{
+    CU_ASSERT_EQUAL(date_of("1970-01-01"), 0);
+    CU_ASSERT_EQUAL(date_of("1969-12-31"), -1);
+    CU_ASSERT_EQUAL(date_of("2000-01-01"), 10957);
+    CU_ASSERT_EQUAL(date_of("2000-02-29"), 11016);    /* 2000: divisible by 400, leap */
+    CU_ASSERT_EQUAL(date_of("2000-03-01"), 11017);
+    CU_ASSERT_EQUAL(date_of("1900-02-28"), -25509);
+    CU_ASSERT_EQUAL(date_of("1900-03-01"), -25508);   /* 1900: no Feb 29 */
+    CU_ASSERT_EQUAL(date_of("1996-02-29") + 1, date_of("1996-03-01"));
+    CU_ASSERT_EQUAL(date_of("1995-03-15"), 9204);
+    CU_ASSERT_EQUAL(date_of("0001-01-01"), RF_DATE_MIN_DAYS);
+    CU_ASSERT_EQUAL(date_of("9999-12-31"), RF_DATE_MAX_DAYS);
+    CU_ASSERT_STRING_EQUAL(fmt(RF_TYPE_DATE, (rf_word)RF_DATE_MIN_DAYS), "0001-01-01");
+    CU_ASSERT_STRING_EQUAL(fmt(RF_TYPE_DATE, (rf_word)RF_DATE_MAX_DAYS), "9999-12-31");
+    CU_ASSERT_STRING_EQUAL(fmt(RF_TYPE_DATE, rf_word_from_int(11016)), "2000-02-29");
+    CU_ASSERT_STRING_EQUAL(fmt(RF_TYPE_DATE, rf_word_from_int(-25508)), "1900-03-01");
+    CU_ASSERT_STRING_EQUAL(fmt(RF_TYPE_DATE, rf_word_from_int(-1)), "1969-12-31");
+    CU_ASSERT_STRING_EQUAL(date_why("1900-02-29"), "day out of range for its month");
+    CU_ASSERT_STRING_EQUAL(date_why("1999-02-29"), "day out of range for its month");
+    CU_ASSERT_STRING_EQUAL(date_why("2001-04-31"), "day out of range for its month");
+    CU_ASSERT_STRING_EQUAL(date_why("2001-01-00"), "day out of range for its month");
+    CU_ASSERT_STRING_EQUAL(date_why("2001-13-01"), "month out of range (01..12)");
+    CU_ASSERT_STRING_EQUAL(date_why("2001-00-10"), "month out of range (01..12)");
+    CU_ASSERT_STRING_EQUAL(date_why("0000-12-31"), "year out of range (0001..9999)");
+    CU_ASSERT_STRING_EQUAL(date_why("10000-01-01"), "not a date (YYYY-MM-DD)");
+    CU_ASSERT_STRING_EQUAL(date_why("1995-3-15"), "not a date (YYYY-MM-DD)");
+    CU_ASSERT_STRING_EQUAL(date_why("1995/03/15"), "not a date (YYYY-MM-DD)");
+    CU_ASSERT_STRING_EQUAL(date_why("1995-03-1x"), "not a date (YYYY-MM-DD)");
+    CU_ASSERT_STRING_EQUAL(date_why(""), "not a date (YYYY-MM-DD)");
+    /* Every day of the range: civil -> days -> civil is the identity, days
+     * are consecutive, and month lengths follow the leap rule. */
+    int64_t prev = RF_DATE_MIN_DAYS - 1, bad = 0;
+    for (int64_t y = 1; y <= 9999; y++)
+        for (int m = 1; m <= 12; m++)
+            for (int d = 1; d <= rf_cal_month_days(y, m); d++) {
+                int64_t z = rf_cal_days(y, m, d), y2;
+                int m2, d2;
+                rf_cal_civil(z, &y2, &m2, &d2);
+                if ((z != prev + 1 || y2 != y || m2 != m || d2 != d) && bad++ < 5)
+                    fprintf(stderr, "\n  %04d-%02d-%02d -> %" PRId64 "\n", (int)y, m, d, z);
+                prev = z;
+            }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(prev, RF_DATE_MAX_DAYS);
+    CU_ASSERT_EQUAL(rf_cal_days(2001, 1, 1) - rf_cal_days(2000, 1, 1), 366);
+    CU_ASSERT_EQUAL(rf_cal_days(1901, 1, 1) - rf_cal_days(1900, 1, 1), 365);
+    CU_ASSERT_TRUE(rf_cal_leap(2000) && rf_cal_leap(1996) && rf_cal_leap(4));
+    CU_ASSERT_FALSE(rf_cal_leap(1900) || rf_cal_leap(2100) || rf_cal_leap(1) || rf_cal_leap(9999));
+    /* Ordering is the signed order of the words. */
+    CU_ASSERT(rf_value_compare(RF_TYPE_DATE, rf_word_from_int(-1), rf_word_from_int(0)) < 0);
+    CU_ASSERT(rf_value_compare(RF_TYPE_DATE, (rf_word)RF_DATE_MAX_DAYS, (rf_word)RF_DATE_MIN_DAYS) > 0);
+    /* The reader: with blanks, and its messages. */
+    expect_word(" 1995-03-15\r\n", RF_FORMAT_TSV, RF_TYPE_DATE, rf_word_from_int(9204));
+    expect_msg("1995-02-29\n", RF_TYPE_DATE, "f.tsv:1: error: field 1: day out of range for its month: '1995-02-29'");
+}
+
+/* ---- decimals ---- */
+static int64_t dec_of(const char *text, int scale)
+{
+    int64_t v = INT64_MIN;
+    const char *why = NULL;
+    CU_ASSERT_TRUE(rf_decimal_parse(text, strlen(text), scale, &v, &why));
+    if (why)
+        fprintf(stderr, "\n  decimal[%d] '%s': %s\n", scale, text, why);
+    return v;
+}
+
+static const char *dec_why(const char *text, int scale)
+{
+    int64_t v;
+    const char *why = "";
+    CU_ASSERT_FALSE(rf_decimal_parse(text, strlen(text), scale, &v, &why));
+    return why;
+}
+
+static void test_decimals(void)
+{
+    CU_ASSERT_EQUAL(dec_of("123.40", 2), 12340);
+    CU_ASSERT_EQUAL(dec_of("123.4", 2), 12340);        /* fewer digits are padded */
+    CU_ASSERT_EQUAL(dec_of("123", 2), 12300);
+    CU_ASSERT_EQUAL(dec_of("-0.5", 2), -50);
+    CU_ASSERT_EQUAL(dec_of("-0", 2), 0);
+    CU_ASSERT_EQUAL(dec_of("0.05", 2), 5);
+    CU_ASSERT_EQUAL(dec_of("007", 0), 7);
+    CU_ASSERT_EQUAL(dec_of("9223372036854775807", 0), INT64_MAX);
+    CU_ASSERT_EQUAL(dec_of("-9223372036854775807", 0), -INT64_MAX);
+    CU_ASSERT_EQUAL(dec_of("9.223372036854775807", 18), INT64_MAX);
+    CU_ASSERT_EQUAL(dec_of("92233720368547758.07", 2), INT64_MAX);
+    CU_ASSERT_EQUAL(dec_of("0.000000000000000001", 18), 1);
+    CU_ASSERT_STRING_EQUAL(dec_why("12.345", 2), "has more than 2 decimal places");
+    CU_ASSERT_STRING_EQUAL(dec_why("1.0", 0), "has more than 0 decimal places");
+    CU_ASSERT_STRING_EQUAL(dec_why("9223372036854775808", 0), "number out of range for decimal[0]");
+    CU_ASSERT_STRING_EQUAL(dec_why("-9223372036854775808", 0), "number out of range for decimal[0]");
+    CU_ASSERT_STRING_EQUAL(dec_why("92233720368547758.08", 2), "number out of range for decimal[2]");
+    CU_ASSERT_STRING_EQUAL(dec_why("10", 18), "number out of range for decimal[18]");
+    CU_ASSERT_STRING_EQUAL(dec_why("99999999999999999999999", 0), "number out of range for decimal[0]");
+    const char *syntax = "not a decimal number (-digits.digits)";
+    CU_ASSERT_STRING_EQUAL(dec_why("+1", 2), syntax);
+    CU_ASSERT_STRING_EQUAL(dec_why(".5", 2), syntax);
+    CU_ASSERT_STRING_EQUAL(dec_why("5.", 2), syntax);
+    CU_ASSERT_STRING_EQUAL(dec_why("1e2", 2), syntax);
+    CU_ASSERT_STRING_EQUAL(dec_why("-", 2), syntax);
+    CU_ASSERT_STRING_EQUAL(dec_why("1.2.3", 2), syntax);
+    CU_ASSERT_STRING_EQUAL(dec_why("", 2), syntax);
+    CU_ASSERT_STRING_EQUAL(dec_why("--1", 2), syntax);
+    rf_type d2 = rf_type_decimal(2), d0 = rf_type_decimal(0), d6 = rf_type_decimal(6);
+    CU_ASSERT_STRING_EQUAL(fmt(d2, rf_word_from_int(-50)), "-0.50");
+    CU_ASSERT_STRING_EQUAL(fmt(d2, rf_word_from_int(12340)), "123.40");
+    CU_ASSERT_STRING_EQUAL(fmt(d2, rf_word_from_int(5)), "0.05");
+    CU_ASSERT_STRING_EQUAL(fmt(d2, rf_word_from_int(0)), "0.00");
+    CU_ASSERT_STRING_EQUAL(fmt(d0, rf_word_from_int(12)), "12");
+    CU_ASSERT_STRING_EQUAL(fmt(d0, rf_word_from_int(-12)), "-12");
+    CU_ASSERT_STRING_EQUAL(fmt(d6, rf_word_from_int(3000000)), "3.000000");
+    CU_ASSERT_STRING_EQUAL(fmt(rf_type_decimal(18), rf_word_from_int(-INT64_MAX)), "-9.223372036854775807");
+    CU_ASSERT_STRING_EQUAL(fmt(rf_type_decimal(18), rf_word_from_int(1)), "0.000000000000000001");
+    CU_ASSERT_STRING_EQUAL(rf_type_name(d2), "decimal[2]");
+    CU_ASSERT(rf_value_compare(d2, rf_word_from_int(-50), rf_word_from_int(5)) < 0);
+    CU_ASSERT(rf_type_is_numeric(d2) && rf_type_is_signed_word(d2) && !rf_type_is_numeric(RF_TYPE_DATE));
+    /* The reader: padded, blanks, and the messages (text first). */
+    expect_word(" 1.5 \n", RF_FORMAT_TSV, d2, rf_word_from_int(150));
+    expect_msg("12.345\n", d2, "f.tsv:1: error: field 1: 12.345 has more than 2 decimal places");
+    expect_msg("1,5\n", d2, "f.tsv:1: error: field 1: not a decimal number (-digits.digits): '1,5'");
+}
+
+/* ---- dbgen's .tbl ---- */
+static const char *tbl_parse(const char *text, int arity, const rf_type *types, rf_table *t)
+{
+    static rf_status st;
+    rf_status_init(&st);
+    rf_table_init(t, arity);
+    bool ok = rf_parse_facts("f.tbl", text, strlen(text), RF_FORMAT_TBL, arity, types, t, &st);
+    if (!ok)
+        CU_ASSERT_EQUAL(st.code, RF_EXIT_RUNTIME_ERROR);
+    return ok ? "" : st.message;
+}
+
+static void tbl_rejects(const char *text, const char *msg)
+{
+    rf_type types[] = {RF_TYPE_INT32, RF_TYPE_STRING, RF_TYPE_DATE, rf_type_decimal(2)};
+    rf_table t;
+    const char *got = tbl_parse(text, 4, types, &t);
+    CU_ASSERT_STRING_EQUAL(got, msg);
+    if (strcmp(got, msg) != 0)
+        fprintf(stderr, "\n  tbl '%s': got \"%s\", expected \"%s\"\n", text, got, msg);
+    rf_table_free(&t);
+}
+
+static void test_tbl(void)
+{
+    CU_ASSERT_EQUAL(rf_format_from_path("lineitem.tbl"), RF_FORMAT_TBL);
+    CU_ASSERT_EQUAL(rf_format_from_path("x/ORDERS.TBL"), RF_FORMAT_TBL);
+    CU_ASSERT_EQUAL(rf_format_from_path("a.csv"), RF_FORMAT_CSV);
+    CU_ASSERT_EQUAL(rf_format_from_path("a.tbl.tsv"), RF_FORMAT_TSV);
+    rf_type types[] = {RF_TYPE_INT32, RF_TYPE_STRING, RF_TYPE_DATE, rf_type_decimal(2)};
+    rf_table t;
+    /* fields as they are: no escapes, '#' and '\\' are data, an empty
+     * field is the empty string, fewer fraction digits are padded, CRLF
+     * and a last line without a newline are fine */
+    const char *good = "1|Clerk#000000951|1996-01-02|173665.47|\n"
+                       "2|a\\tb \"q\"|1996-12-01|46929.18|\r\n"
+                       "#3||1993-10-14|-0.5|\n"
+                       "\n"
+                       "4| x |2000-02-29|7|";
+    rf_type first_str[] = {RF_TYPE_STRING, RF_TYPE_STRING, RF_TYPE_DATE, rf_type_decimal(2)};
+    CU_ASSERT_STRING_EQUAL(tbl_parse(good, 4, types, &t), "f.tbl:3:1: error: field 1: not an integer: '#3'");
+    rf_table_free(&t);
+    CU_ASSERT_STRING_EQUAL(tbl_parse(good, 4, first_str, &t), "");
+    CU_ASSERT_EQUAL(t.nrows, 4);
+    if (t.nrows == 4) {
+        CU_ASSERT_EQUAL(t.cols[0][0], str("1"));
+        CU_ASSERT_EQUAL(t.cols[1][0], str("Clerk#000000951"));
+        CU_ASSERT_EQUAL(t.cols[2][0], rf_word_from_int(9497));
+        CU_ASSERT_EQUAL(t.cols[3][0], rf_word_from_int(17366547));
+        CU_ASSERT_EQUAL(t.cols[1][1], str("a\\tb \"q\""));
+        CU_ASSERT_EQUAL(t.cols[3][1], rf_word_from_int(4692918));
+        CU_ASSERT_EQUAL(t.cols[0][2], str("#3"));
+        CU_ASSERT_EQUAL(t.cols[1][2], str(""));
+        CU_ASSERT_EQUAL(t.cols[3][2], rf_word_from_int(-50));
+        CU_ASSERT_EQUAL(t.cols[1][3], str(" x "));
+        CU_ASSERT_EQUAL(t.cols[2][3], rf_word_from_int(11016));
+        CU_ASSERT_EQUAL(t.cols[3][3], rf_word_from_int(700));
+    }
+    rf_table_free(&t);
+    /* one column */
+    rf_type one = RF_TYPE_STRING;
+    CU_ASSERT_STRING_EQUAL(tbl_parse("|\nx|\n", 1, &one, &t), "");
+    CU_ASSERT_EQUAL(t.nrows, 2);
+    if (t.nrows == 2)
+        CU_ASSERT_EQUAL(t.cols[0][0], str(""));
+    rf_table_free(&t);
+    /* the errors: FILE:LINE:COL, COL the byte column of the field */
+    tbl_rejects("1|abc|1995-03-15|12.34\n", "f.tbl:1:23: error: the line does not end with '|' (tbl format)");
+    tbl_rejects("1|abc|1995-03-15|12.34|\n2|b|1995-03-16|1.00\r\n",
+                "f.tbl:2:20: error: the line does not end with '|' (tbl format)");
+    tbl_rejects("1|abc|1995-02-30|12.34|\n", "f.tbl:1:7: error: field 3: day out of range for its month: '1995-02-30'");
+    tbl_rejects("1|abc|95-02-03|12.34|\n", "f.tbl:1:7: error: field 3: not a date (YYYY-MM-DD): '95-02-03'");
+    tbl_rejects("1|abc|1995-03-15|12.345|\n", "f.tbl:1:18: error: field 4: 12.345 has more than 2 decimal places");
+    tbl_rejects("1|abc|1995-03-15|1,5|\n", "f.tbl:1:18: error: field 4: not a decimal number (-digits.digits): '1,5'");
+    tbl_rejects("1|abc|1995-03-15|\n", "f.tbl:1:1: error: expected 4 fields, found 3");
+    tbl_rejects("1|abc|1995-03-15|1.00|x|\n", "f.tbl:1:1: error: expected 4 fields, found 5");
+    tbl_rejects("1|abc|1995-03-15|1.00||\n", "f.tbl:1:1: error: expected 4 fields, found 5");
+    tbl_rejects("x|abc|1995-03-15|1.00|\n", "f.tbl:1:1: error: field 1: not an integer: 'x'");
+    tbl_rejects("2147483648|abc|1995-03-15|1.00|\n",
+                "f.tbl:1:1: error: field 1: integer out of range for int32: '2147483648'");
+}
+
+/* Dates and decimals in output files: their text, and typed order (signed:
+ * a negative decimal or a date before 1970 sorts first). */
+static void test_write_dates_decimals(void)
+{
+    rf_type types[] = {RF_TYPE_DATE, rf_type_decimal(2), rf_type_decimal(0)};
+    rf_word rows[] = {
+        rf_word_from_int(9204), rf_word_from_int(12340), rf_word_from_int(7),
+        rf_word_from_int(-1), rf_word_from_int(-50), rf_word_from_int(-12),
+        rf_word_from_int(9204), rf_word_from_int(-50), rf_word_from_int(0),
+        (rf_word)RF_DATE_MIN_DAYS, rf_word_from_int(5), rf_word_from_int(INT64_MAX),
+    };
+    rf_table t;
+    rf_table_from_rows(&t, 3, rows, 4);
+    rf_sort_typed(&t, types);
+    size_t len;
+    char *out = write_table(&t, types, &len);
+    CU_ASSERT_STRING_EQUAL(out, "0001-01-01\t0.05\t9223372036854775807\n"
+                                "1969-12-31\t-0.50\t-12\n"
+                                "1995-03-15\t-0.50\t0\n"
+                                "1995-03-15\t123.40\t7\n");
+    free(out);
+    rf_table_free(&t);
+}
+
 /* ---- the round-trip property ---- */
 static const char *const g_edge_strings[] = {
     "", "#", "#x", "##", "\\#x", "\\e", "\\", "\\\\", "\t", "\n", "\r", "\r\n", " ", "  a  ", "a\tb",
@@ -346,8 +597,24 @@ static rf_word random_value(rf_type t)
         return rnd() % 2;
     case RF_TYPE_STRING:
         return random_string();
-    default:
-        return 0;
+    case RF_TYPE_DATE: {
+        static const int64_t edge[] = {RF_DATE_MIN_DAYS, RF_DATE_MAX_DAYS, 0, -1, 1, 11016 /* 2000-02-29 */,
+                                       -25508 /* 1900-03-01 */};
+        if (rnd() % 4 == 0)
+            return rf_word_from_int(edge[rnd() % (sizeof edge / sizeof *edge)]);
+        return rf_word_from_int(RF_DATE_MIN_DAYS +
+                                (int64_t)(rnd() % (uint64_t)(RF_DATE_MAX_DAYS - RF_DATE_MIN_DAYS + 1)));
+    }
+    default: {
+        /* decimal[s]: any word but INT64_MIN (decimals are symmetric) */
+        static const int64_t edge[] = {0, 1, -1, 50, -50, INT64_MAX, -INT64_MAX, 100, -5, 999999999};
+        int64_t v;
+        if (rnd() % 4 == 0)
+            v = edge[rnd() % (sizeof edge / sizeof *edge)];
+        else
+            v = (int64_t)(rnd() >> (rnd() % 64)) * (rnd() % 2 ? 1 : -1);
+        return rf_word_from_int(v == INT64_MIN ? 0 : v);
+    }
     }
 }
 
@@ -416,10 +683,11 @@ static void roundtrip(int arity, const rf_type *types, size_t nrows)
 static void test_roundtrip(void)
 {
     g_rng = 20240613;
-    rf_type all[] = {RF_TYPE_STRING, RF_TYPE_INT32, RF_TYPE_INT64, RF_TYPE_FLOAT64, RF_TYPE_BOOL, RF_TYPE_STRING};
-    roundtrip(6, all, 4000);
+    rf_type all[] = {RF_TYPE_STRING, RF_TYPE_INT32, RF_TYPE_INT64, RF_TYPE_FLOAT64, RF_TYPE_BOOL, RF_TYPE_STRING,
+                     RF_TYPE_DATE, rf_type_decimal(2)};
+    roundtrip(8, all, 4000);
     /* One column: a value alone on its line (blank line, leading '#'). */
-    for (int t = RF_TYPE_INT32; t <= RF_TYPE_STRING; t++) { /* date and decimal: not yet written/read */
+    for (int t = RF_TYPE_INT32; t < RF_TYPE_COUNT_; t++) {
         rf_type one = (rf_type)t;
         roundtrip(1, &one, 2000);
     }
@@ -437,6 +705,10 @@ int main(void)
     CU_add_test(s, "reader accepts", test_parse_accepts);
     CU_add_test(s, "reader rejects", test_parse_rejects);
     CU_add_test(s, "zero arity", test_zero_arity);
+    CU_add_test(s, "dates", test_dates);
+    CU_add_test(s, "decimals", test_decimals);
+    CU_add_test(s, "dbgen .tbl files", test_tbl);
+    CU_add_test(s, "dates and decimals written in typed order", test_write_dates_decimals);
     CU_add_test(s, "write then read, every type", test_roundtrip);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
