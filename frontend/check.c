@@ -1160,9 +1160,11 @@ static rf_expr *free2(rf_expr *a, rf_expr *b)
 
 /* A binary node computed in type t (its own type made concrete): the
  * operands of arithmetic have the node's type, except that date
- * arithmetic takes a date and an int64 (or two dates); the sides of a
- * comparison share the type they are compared in (e->a->type after
- * lowering). */
+ * arithmetic takes a date and an int64 (or two dates), and that decimal *
+ * multiplies the words of operands of their own scales (an int is
+ * decimal[0]) into the sum of the scales (lower casts that up where a
+ * wider scale is wanted); the sides of a comparison share the type they
+ * are compared in (e->a->type after lowering). */
 static rf_expr *lower_binary(rule_ctx *rc, const ast_expr *e, rf_type t)
 {
     rf_type ta = t, tb = t;
@@ -1174,6 +1176,11 @@ static rf_expr *lower_binary(rule_ctx *rc, const ast_expr *e, rf_type t)
     } else if (e->a->type == RF_TYPE_DATE || e->b->type == RF_TYPE_DATE) {
         ta = e->a->type == RF_TYPE_DATE ? RF_TYPE_DATE : RF_TYPE_INT64;
         tb = e->b->type == RF_TYPE_DATE ? RF_TYPE_DATE : RF_TYPE_INT64;
+    } else if (e->op == RF_EX_MUL && rf_type_is_decimal(t)) {
+        int sa = scale_of(e->a->type), sb = scale_of(e->b->type);
+        ta = rf_type_decimal(sa);
+        tb = rf_type_decimal(sb);
+        t = rf_type_decimal(sa + sb);
     } else if (e->type == TY_INTLIT && rf_type_is_decimal(t) && (e->op == RF_EX_DIV || e->op == RF_EX_MOD)) {
         /* integer literals divide as integers, then become the decimal */
         ta = tb = t = RF_TYPE_INT64;
@@ -1658,6 +1665,10 @@ static void constrain(rule_ctx *rc, const ast_expr *e, int ctx)
         int ta = e->type, tb = e->type;
         if (rf_exop_is_comparison(e->op))
             ta = tb = compare_join(e->a->type, e->b->type);
+        else if (e->op == RF_EX_MUL && is_dec(e->type)) {   /* operands of their own scales */
+            ta = is_frac(e->a->type) ? (int)rf_type_decimal(scale_of(e->a->type)) : RF_TYPE_INT64;
+            tb = is_frac(e->b->type) ? (int)rf_type_decimal(scale_of(e->b->type)) : RF_TYPE_INT64;
+        }
         else if (e->a->type == RF_TYPE_DATE || e->b->type == RF_TYPE_DATE) {
             ta = e->a->type == RF_TYPE_DATE ? RF_TYPE_DATE : RF_TYPE_INT64;
             tb = e->b->type == RF_TYPE_DATE ? RF_TYPE_DATE : RF_TYPE_INT64;

@@ -1256,18 +1256,24 @@ static void test_decimal_typing(void)
         "r2(k, x) <- i(k, x), x >= 0.5.\n"                                             /* 14 */
         "r2(k, v) <- r2(k, v), v * v > 1.5 + 7 / 2.\n"
         "r2(k, -v) <- r2(k, v), decimal[1](v) = 0.0.\n"                                /* 16 */
-        "r2(k, 0.050) <- r2(k, _).\n");
+        "r2(k, 0.050) <- r2(k, _).\n"
+        "r2(k, k * price) <- r2(k, price).\n"                                         /* 18 */
+        "r4(k, price + 2 * 3) <- r2(k, price).\n"
+        "r4(k, 0.5 * 0.5 + price) <- r2(k, price).\n");                               /* 20 */
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     const rf_rule *r = p->rules;
-    check_expr(&r[0], r[0].head_args[1], "(decimal[4](price) * decimal[4]((1.00 - disc)))");
+    /* decimal * multiplies operands of their own scales */
+    check_expr(&r[0], r[0].head_args[1], "(price * (1.00 - disc))");
     CU_ASSERT_EQUAL(r[0].head_args[1]->type, rf_type_decimal(4));
+    CU_ASSERT_EQUAL(r[0].head_args[1]->b->type, rf_type_decimal(2));
     CU_ASSERT_EQUAL(r[0].head_args[1]->b->a->type, rf_type_decimal(2));
     check_body(p, 1, "atom li(k, price, disc, qty); filter (disc >= 0.05); filter (disc <= (0.06 + 0.01)); "
                      "filter (qty < 24.00)");
     CU_ASSERT_EQUAL(r[1].body[2].expr->b->type, rf_type_decimal(2));
     CU_ASSERT_EQUAL(r[1].body[2].expr->b->a->type, rf_type_decimal(2));
-    check_expr(&r[2], r[2].head_args[1], "(decimal[3](price) * 0.500)");
+    check_expr(&r[2], r[2].head_args[1], "(price * 0.5)");
     CU_ASSERT_EQUAL(r[2].head_args[1]->type, rf_type_decimal(3));
+    CU_ASSERT_EQUAL(r[2].head_args[1]->b->type, rf_type_decimal(1));
     /* different scales compare in the larger one */
     check_body(p, 3, "atom li(k, price, _, _); atom r3(k, v); filter (decimal[3](price) < v)");
     CU_ASSERT_EQUAL(r[3].body[2].expr->a->type, rf_type_decimal(3));
@@ -1285,8 +1291,9 @@ static void test_decimal_typing(void)
     check_expr(&r[10], r[10].head_args[1], "(float64(x) + 0.5)");
     CU_ASSERT_EQUAL(r[10].head_args[1]->b->type, RF_TYPE_FLOAT64);
     /* an integer literal meeting a decimal is exact */
-    check_expr(&r[11], r[11].head_args[1], "((price * 2.00) + 1.00)");
+    check_expr(&r[11], r[11].head_args[1], "((price * 2) + 1.00)");
     CU_ASSERT_EQUAL(r[11].head_args[1]->type, rf_type_decimal(2));
+    CU_ASSERT_EQUAL(r[11].head_args[1]->a->b->type, rf_type_decimal(0));
     check_expr(&r[12], r[12].head_args[1], "((decimal[3](v) + 0.125) - 1.500)");
     check_expr(&r[13], r[13].head_args[1], "(v * 0.5)");
     check_body(p, 13, "atom f(k, v); filter (v > 0.25)");
@@ -1294,12 +1301,20 @@ static void test_decimal_typing(void)
     check_body(p, 14, "atom i(k, x); filter (float64(x) >= 0.5)");
     check_expr(&r[14], r[14].head_args[1], "decimal[2](x)");
     /* v * v is decimal[4]; 7 / 2 divides as integers */
-    check_body(p, 15, "atom r2(k, v); filter ((decimal[4](v) * decimal[4](v)) > (1.5000 + decimal[4]((7 / 2))))");
+    check_body(p, 15, "atom r2(k, v); filter ((v * v) > (1.5000 + decimal[4]((7 / 2))))");
     CU_ASSERT_EQUAL(r[15].body[1].expr->b->b->a->type, RF_TYPE_INT64);
     check_body(p, 16, "atom r2(k, v); filter (decimal[1](v) = 0.0)");
     check_expr(&r[16], r[16].head_args[1], "-v");
     /* a bare literal takes the column's scale when exact */
     check_expr(&r[17], r[17].head_args[1], "0.05");
+    /* an int operand of a decimal * is decimal[0] */
+    check_expr(&r[18], r[18].head_args[1], "(decimal[0](k) * price)");
+    /* integer literals multiply as decimal[0], fraction literals at their own scale */
+    check_expr(&r[19], r[19].head_args[1], "decimal[4]((price + decimal[2]((2 * 3))))");
+    CU_ASSERT_EQUAL(r[19].head_args[1]->a->b->a->type, rf_type_decimal(0));
+    check_expr(&r[20], r[20].head_args[1], "decimal[4](((0.5 * 0.5) + price))");
+    CU_ASSERT_EQUAL(r[20].head_args[1]->a->a->type, rf_type_decimal(2));
+    CU_ASSERT_EQUAL(r[20].head_args[1]->a->a->a->type, rf_type_decimal(1));
     rf_program_free(p);
 
     /* variables assigned fraction literals */
@@ -1307,7 +1322,8 @@ static void test_decimal_typing(void)
         "r2(k, price) <- li(k, price, _, _), v = 0.05, price > v.\n"
         "f(k, x) <- f(k, x), v = 0.5, x < v.\n"
         "r3(k, w) <- r2(k, _), u = 1, w = u + 0.5.\n"
-        "f(k, v) <- r2(k, _), v = 0.5 * 2.\n");
+        "f(k, v) <- r2(k, _), v = 0.5 * 2.\n"
+        "r4(k, price * v) <- r2(k, price), v = 0.5.\n");
     CU_ASSERT_PTR_NOT_NULL_FATAL(p);
     r = p->rules;
     check_body(p, 0, "atom li(k, price, _, _); assign v = 0.05; filter (price > v)");
@@ -1318,6 +1334,8 @@ static void test_decimal_typing(void)
     check_body(p, 2, "atom r2(k, _); assign u = 1.000; assign w = (u + 0.500)");
     CU_ASSERT_EQUAL(var_type(&r[3], "v"), RF_TYPE_FLOAT64);
     check_body(p, 3, "atom r2(k, _); assign v = (0.5 * 2)");
+    CU_ASSERT_EQUAL(var_type(&r[4], "v"), rf_type_decimal(1));
+    check_expr(&r[4], r[4].head_args[1], "decimal[4]((price * v))");
     rf_program_free(p);
 
     /* facts */
