@@ -222,6 +222,7 @@ static void mark_vars(const rf_expr *e, bool *set)
         set[e->index] = true;
     mark_vars(e->a, set);
     mark_vars(e->b, set);
+    mark_vars(e->c, set);
 }
 
 static bool vars_bound(const rf_expr *e, const bool *bound)
@@ -230,7 +231,7 @@ static bool vars_bound(const rf_expr *e, const bool *bound)
         return true;
     if (e->op == RF_EX_VAR && !bound[e->index])
         return false;
-    return vars_bound(e->a, bound) && vars_bound(e->b, bound);
+    return vars_bound(e->a, bound) && vars_bound(e->b, bound) && vars_bound(e->c, bound);
 }
 
 static bool args_bound(const rf_literal *l, const bool *bound)
@@ -261,6 +262,7 @@ static rf_expr *translate(const rule_ctx *c, const rf_expr *e, const int *colmap
     *t = *e;
     t->a = translate(c, e->a, colmap);
     t->b = translate(c, e->b, colmap);
+    t->c = translate(c, e->c, colmap);
     return t;
 }
 
@@ -287,7 +289,7 @@ static bool computable(const rule_ctx *c, const rf_expr *e, const int *colmap)
     if (e->op == RF_EX_VAR)
         return colmap[e->index] >= 0 ||
                (c->assign[e->index] && computable(c, c->assign[e->index], colmap));
-    return computable(c, e->a, colmap) && computable(c, e->b, colmap);
+    return computable(c, e->a, colmap) && computable(c, e->b, colmap) && computable(c, e->c, colmap);
 }
 
 /* Can evaluating e (over colmap, as computable) never fail? Integer + - *
@@ -319,7 +321,7 @@ static bool cannot_fail(const rule_ctx *c, const rf_expr *e, const int *colmap)
     default:
         break;
     }
-    return cannot_fail(c, e->a, colmap) && cannot_fail(c, e->b, colmap);
+    return cannot_fail(c, e->a, colmap) && cannot_fail(c, e->b, colmap) && cannot_fail(c, e->c, colmap);
 }
 
 /* Column of each variable of atom `lit` in its relation (the first

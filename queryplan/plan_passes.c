@@ -112,6 +112,7 @@ static rf_expr *substitute(const rf_expr *e, rf_expr *const *cols)
     *t = *e;
     t->a = substitute(e->a, cols);
     t->b = substitute(e->b, cols);
+    t->c = substitute(e->c, cols);
     return t;
 }
 

@@ -49,9 +49,10 @@ static bool expr_ok(vctx *v, const rf_expr *e, int ncols, const rf_type *types, 
                         rf_type_name(e->type), rf_type_name(types[e->index]));
     }
     int ar = rf_expr_arity(e->op);
-    if ((ar >= 1) != (e->a != NULL) || (ar == 2) != (e->b != NULL))
+    if ((ar >= 1) != (e->a != NULL) || (ar >= 2) != (e->b != NULL) || (ar == 3) != (e->c != NULL))
         return FAIL(v, "%s has a malformed node", what);
-    return expr_ok(v, e->a, ncols, types, what) && expr_ok(v, e->b, ncols, types, what);
+    return expr_ok(v, e->a, ncols, types, what) && expr_ok(v, e->b, ncols, types, what) &&
+           expr_ok(v, e->c, ncols, types, what);
 }
 
 static bool same_shape(vctx *v, int a, int b)
