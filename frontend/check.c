@@ -1873,7 +1873,7 @@ static rf_type agg_arg_type(rf_aggfn fn, int arg_type, rf_type column)
 {
     if (fn != RF_AGG_AVG && fn != RF_AGG_COUNT_DISTINCT)
         return column;
-    return arg_type == TY_INTLIT ? RF_TYPE_INT64 : (rf_type)arg_type;
+    return concrete(arg_type, RF_TYPE_INVALID);
 }
 
 /* Aggregation: checks agg<<v1 = f1(a1), ...>>, binds v1..vn (the head's

@@ -292,11 +292,16 @@ static bool computable(const rule_ctx *c, const rf_expr *e, const int *colmap)
     return computable(c, e->a, colmap) && computable(c, e->b, colmap) && computable(c, e->c, colmap);
 }
 
-/* Can evaluating e (over colmap, as computable) never fail? Integer + - *
- * and negation wrap, widening casts and comparisons are exact; division,
- * float arithmetic (overflow) and narrowing casts can fail. Only such
- * expressions are computed ahead of the filters that would have guarded
- * them (as key columns, or as a filter moved into a scan). */
+/* May e (over colmap, as computable) be computed ahead of the filters that
+ * would have guarded it (as a key column, or as a filter moved into a
+ * scan)? Comparisons, && || and not, widening casts (int32 -> int64, int ->
+ * float64, decimal -> float64) and the string tests never fail. Division,
+ * float and decimal arithmetic and most functions can fail and stay after
+ * the join. Integer + - * can overflow (arithmetic is checked) but are
+ * allowed, so that `y + 1 = y2` is a join key rather than a cross product:
+ * the key is computed on the rows of its own atom, and an overflow there
+ * stops the run even when another condition of the rule would have
+ * removed that row (docs/language.md, "Equalities are joins"). */
 static bool cannot_fail(const rule_ctx *c, const rf_expr *e, const int *colmap)
 {
     if (!e)
@@ -304,22 +309,41 @@ static bool cannot_fail(const rule_ctx *c, const rf_expr *e, const int *colmap)
     switch (e->op) {
     case RF_EX_VAR:
         return colmap[e->index] >= 0 || cannot_fail(c, c->assign[e->index], colmap);
+    case RF_EX_CONST:
+    case RF_EX_COL:
+    case RF_EX_NOT:
+    case RF_EX_AND:
+    case RF_EX_OR:
+    case RF_EX_EQ:
+    case RF_EX_NE:
+    case RF_EX_LT:
+    case RF_EX_LE:
+    case RF_EX_GT:
+    case RF_EX_GE:
+    case RF_EX_YEAR:
+    case RF_EX_MONTH:
+    case RF_EX_DAY:
+    case RF_EX_STRLEN:
+    case RF_EX_LIKE:
+    case RF_EX_STARTS_WITH:
+    case RF_EX_ENDS_WITH:
+    case RF_EX_CONTAINS:
+        break;
     case RF_EX_CAST:
-        if (e->a->type != e->type && !(rf_type_is_integer(e->a->type) &&
-                                       (e->type == RF_TYPE_INT64 || e->type == RF_TYPE_FLOAT64)))
+        if (e->a->type != e->type &&
+            !(rf_type_is_integer(e->a->type) && (e->type == RF_TYPE_INT64 || e->type == RF_TYPE_FLOAT64)) &&
+            !(rf_type_is_decimal(e->a->type) && e->type == RF_TYPE_FLOAT64))
             return false;
         break;
+    case RF_EX_NEG:
     case RF_EX_ADD:
     case RF_EX_SUB:
     case RF_EX_MUL:
         if (!rf_type_is_integer(e->type))
             return false;
         break;
-    case RF_EX_DIV:
-    case RF_EX_MOD:
-        return false;
     default:
-        break;
+        return false;
     }
     return cannot_fail(c, e->a, colmap) && cannot_fail(c, e->b, colmap) && cannot_fail(c, e->c, colmap);
 }
