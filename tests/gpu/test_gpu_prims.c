@@ -911,8 +911,10 @@ static void test_aggregate_multi(rf_cuda_ctx *c, const rf_word *strs, int nstrs)
             expect_rel(c, &out, e, exp.nrows, nk + naggs, false, "aggregate multi");
             free(e);
         } else if (!ref_ok && !gpu_ok) {
-            CHECK(strcmp(st_ref.message, st_gpu.message) == 0, "aggregate multi %d: '%s' vs '%s'", iter,
-                  st_ref.message, st_gpu.message);
+            /* Both fault. The device evaluates rows in parallel and reports
+             * whichever faulting row got there first, the CPU the first in
+             * row order, so the two may name different rows (or faults). */
+            CHECK(st_ref.message[0] && st_gpu.message[0], "aggregate multi %d: a fault without a message", iter);
         }
         for (int j = 0; j < naggs; j++) {
             free(codes[j].ins);
