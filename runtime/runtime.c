@@ -475,7 +475,7 @@ static void order_rows(rf_table *t, const rf_hvar *hv)
         if (m == 0 || row_order_cmp(&o, idx[m - 1], idx[i]) != 0)
             idx[m++] = idx[i];
     rf_word *col = rf_malloc(rf_mul_size(m + 1, sizeof *col));
-    for (int c = 0; c < ar; c++) {
+    for (int c = 0; c < ar && m > 0; c++) {   /* (an empty table may have no storage) */
         for (size_t i = 0; i < m; i++)
             col[i] = t->cols[c][idx[i]];
         memcpy(t->cols[c], col, m * sizeof *col);
