@@ -5,6 +5,11 @@
  * subset of C11 and CUDA C++; the includer provides uint64_t, int64_t and
  * bool.
  *
+ * total(e) of integer and decimal[s] words: the exact 128-bit sum of the
+ * group's words, which cannot overflow and does not depend on the order of
+ * the rows; the result is an error when that sum does not fit the result
+ * type (rf_sum128_to_i64, then the type's range), never a wrapped value.
+ *
  * avg(e) = total / count in float64:
  *  - integer and decimal[s] arguments: the total is exact (a 128-bit sum of
  *    the scaled words, which cannot overflow), rounded to the nearest
@@ -76,6 +81,24 @@ RF_AGG_HD double rf_sum128_to_double(rf_sum128 s)
         d = RF_AGG_DMUL(RF_AGG_U2D(top), RF_AGG_U2D((uint64_t)1 << k));
     }
     return neg ? -d : d;
+}
+
+/* The sum as an int64, if it is one (then *out is set). */
+RF_AGG_HD bool rf_sum128_to_i64(rf_sum128 s, int64_t *out)
+{
+    if ((s.hi == 0 && (int64_t)s.lo >= 0) || (s.hi == -1 && (int64_t)s.lo < 0)) {
+        *out = (int64_t)s.lo;
+        return true;
+    }
+    return false;
+}
+
+/* Adds b into a (both 128-bit sums). */
+RF_AGG_HD void rf_sum128_merge(rf_sum128 *a, rf_sum128 b)
+{
+    uint64_t lo = a->lo + b.lo;
+    a->hi += b.hi + (lo < a->lo ? 1 : 0);
+    a->lo = lo;
 }
 
 /* avg of `count` (>= 1) integer or decimal[scale] words summing to s. */

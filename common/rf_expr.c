@@ -240,6 +240,40 @@ static void operand_text(rf_type t, uint64_t w, char *buf, size_t cap)
         snprintf(buf, cap, "%" PRId64, (int64_t)w);
 }
 
+/* The signed 128-bit integer hi * 2^64 + lo in decimal, with `scale`
+ * digits after a point (a total that overflowed its type). */
+static void format_int128(uint64_t lo, int64_t hi, int scale, char out[64])
+{
+    bool neg = hi < 0;
+    uint64_t h = (uint64_t)hi, l = lo;
+    if (neg) {
+        l = ~l + 1;
+        h = ~h + (l == 0 ? 1 : 0);
+    }
+    char digits[48];
+    int n = 0;
+    do { /* long division of (h, l) by 10, 32 bits at a time */
+        uint64_t parts[4] = {h >> 32, h & 0xffffffffu, l >> 32, l & 0xffffffffu}, rem = 0;
+        for (int i = 0; i < 4; i++) {
+            uint64_t cur = rem << 32 | parts[i];
+            parts[i] = cur / 10;
+            rem = cur % 10;
+        }
+        h = parts[0] << 32 | parts[1];
+        l = parts[2] << 32 | parts[3];
+        digits[n++] = (char)('0' + rem);
+    } while (h || l || n <= scale);
+    int k = 0;
+    if (neg)
+        out[k++] = '-';
+    for (int i = n - 1; i >= 0; i--) {
+        out[k++] = digits[i];
+        if (i == scale && scale > 0)
+            out[k++] = '.';
+    }
+    out[k] = '\0';
+}
+
 bool rf_scalar_fail2(rf_status *st, int code, uint64_t value, uint64_t value2, int aux)
 {
     char x[64], y[64];
@@ -296,6 +330,13 @@ bool rf_scalar_fail2(rf_status *st, int code, uint64_t value, uint64_t value2, i
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "substr: negative length %" PRId64, (int64_t)value);
     case RF_SERR_HOST_ONLY:
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "'%s' cannot run on the device", rf_exop_symbol((rf_exop)aux));
+    case RF_SERR_TOTAL_RANGE: {
+        rf_type t = (rf_type)aux;
+        char sum[64];
+        format_int128(value, (int64_t)value2, rf_type_is_decimal(t) ? rf_decimal_scale(t) : 0, sum);
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s: the total %s does not fit %s",
+                       rf_type_is_decimal(t) ? "decimal overflow" : "integer overflow", sum, rf_type_name(t));
+    }
     default:
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "bad unary operator");
     }

@@ -45,7 +45,9 @@ enum {
     RF_SERR_DATE_RANGE,     /* "date out of range: 9999-12-31 + 1" */
     RF_SERR_RANGE,          /* a conversion: value: the source word; aux: from | to << 8 */
     RF_SERR_SUBSTR_LENGTH,  /* value: the negative length */
-    RF_SERR_HOST_ONLY       /* aux: the op (a string operator on the device) */
+    RF_SERR_HOST_ONLY,      /* aux: the op (a string operator on the device) */
+    RF_SERR_TOTAL_RANGE     /* total(): value, value2: the exact sum's low and
+                               high words; aux: the result type */
 };
 #endif
 

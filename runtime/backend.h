@@ -49,6 +49,11 @@ struct rf_backend {
      * the same sign bit, so signed and unsigned orders agree on it (lets the
      * runtime skip a host scan of downloaded outputs). */
     bool (*column_sign_uniform)(rf_backend *be, const rf_dvar *v, int col);
+    /* Optional (NULL: the runtime sorts on the host, then calls upload):
+     * replaces v's contents with t's rows, which may be unsorted and hold
+     * duplicates, sorted and deduplicated by the backend (the GPU sorts
+     * large inputs far faster than the host can). */
+    bool (*upload_unsorted)(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st);
 };
 
 /* threads <= 0: one per core. */

@@ -46,7 +46,14 @@ if [ ! -x "$py" ]; then
     fi
   fi
 fi
-if ! "$py" -m pip install -q --disable-pip-version-check "${pins[@]}" >>"$log" 2>&1; then
+# RF_TPCH_WHEELS=DIR: install from the wheel files in DIR only, no index (a
+# machine that cannot reach PyPI, such as the GPU machine; fetch them where
+# it can: pip download --no-deps --only-binary=:all: --python-version 3.12
+# --platform manylinux_2_28_x86_64 ... tpchgen-cli==4.0.0 duckdb==1.5.5
+# duckdb-extension-tpch==1.5.5).
+source=()
+[ -n "${RF_TPCH_WHEELS:-}" ] && source=(--no-index --find-links "$RF_TPCH_WHEELS")
+if ! "$py" -m pip install -q --disable-pip-version-check "${source[@]}" "${pins[@]}" >>"$log" 2>&1; then
   cat "$log" >&2
   echo "tpch_env: error: pip install ${pins[*]} failed" >&2
   exit 1

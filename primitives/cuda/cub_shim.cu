@@ -163,12 +163,6 @@ bool rf_cub_segmented_reduce(rf_cuda_ctx *c, int kind, const uint64_t *vals, siz
 {
     if (nsegs == 0)
         return true;
-    if (kind == RF_RED_SUM_U64) {
-        CUB_TWO_PHASE(cub::DeviceSegmentedReduce::Reduce(tmp_, tmp_bytes_, vals, out,
-                                                         (int64_t)nsegs, starts, starts + 1,
-                                                         AddU64{}, (uint64_t)0, c->stream));
-        return true;
-    }
     TypedMinMax op{kind, c->rank, (uint64_t)c->nrank};
     CUB_TWO_PHASE(cub::DeviceSegmentedReduce::Reduce(tmp_, tmp_bytes_, vals, out, (int64_t)nsegs,
                                                      starts, starts + 1, op,

@@ -101,8 +101,7 @@ typedef struct rf_dprog {
 
 /* Aggregation kinds of the segmented reduce. */
 enum {
-    RF_RED_SUM_U64 = 0,  /* integer total (wraps; int32 rewrapped after) */
-    RF_RED_MIN_I64, RF_RED_MAX_I64,
+    RF_RED_MIN_I64 = 0, RF_RED_MAX_I64,   /* (integer totals: rf_k_seg_sum128) */
     RF_RED_MIN_U64, RF_RED_MAX_U64,
     RF_RED_MIN_F64, RF_RED_MAX_F64,
     RF_RED_MIN_STR, RF_RED_MAX_STR
@@ -281,18 +280,26 @@ cudaError_t rf_k_seg_count(cudaStream_t s, const uint64_t *starts, size_t g, uin
 /* Float64 sum per segment, in row order, one thread a segment. */
 cudaError_t rf_k_seg_fsum(cudaStream_t s, const uint64_t *vals, const uint64_t *starts, size_t g,
                           rf_derr *err, uint64_t *out);
-/* avg per segment (rf_agg_ops.h): of float64 values (in-order sum, as
- * rf_k_seg_fsum), of integer or decimal[scale] words (exact sum). */
+/* avg per segment of float64 values (in-order sum, as rf_k_seg_fsum;
+ * rf_agg_ops.h). */
 cudaError_t rf_k_seg_favg(cudaStream_t s, const uint64_t *vals, const uint64_t *starts, size_t g,
                           rf_derr *err, uint64_t *out);
-cudaError_t rf_k_seg_iavg(cudaStream_t s, const uint64_t *vals, const uint64_t *starts, size_t g,
-                          int scale, uint64_t *out);
+/* Exact 128-bit sums per segment of integer/decimal words: sums[2g] and
+ * sums[2g + 1] (zeroed by the caller) receive the low word and the high
+ * word of group g's sum; flags/pos: the group heads and their exclusive
+ * scan. Order-independent (rf_agg_ops.h). */
+cudaError_t rf_k_seg_sum128(cudaStream_t s, const uint64_t *vals, const uint8_t *flags, const uint64_t *pos,
+                            size_t n, unsigned long long *sums);
+/* total: out[g] = the sum if it fits `type`, else an RF_SERR_TOTAL_RANGE fault. */
+cudaError_t rf_k_seg_total_finish(cudaStream_t s, const unsigned long long *sums, size_t g, int type,
+                                  rf_derr *err, uint64_t *out);
+/* avg of integer/decimal[scale] words from the sums (rf_avg_exact). */
+cudaError_t rf_k_seg_iavg_finish(cudaStream_t s, const unsigned long long *sums, const uint64_t *starts,
+                                 size_t g, int scale, uint64_t *out);
 /* gid[i] = the segment of row i (starts[gid] <= i < starts[gid + 1]). */
 cudaError_t rf_k_row_groups(cudaStream_t s, const uint64_t *starts, size_t g, size_t n, uint64_t *gid);
 /* out[gid[i]] += 1 for every i (out zeroed by the caller). */
 cudaError_t rf_k_count_by_group(cudaStream_t s, const uint64_t *gid, size_t n, uint64_t *out);
-/* Sign-extends the low 32 bits (int32 totals). */
-cudaError_t rf_k_wrap32(cudaStream_t s, uint64_t *v, size_t n);
 cudaError_t rf_k_gather_rows(cudaStream_t s, rf_cols src, int ncols, const uint64_t *rows,
                              size_t n, rf_wcols dst);
 /* pos[n] = pos[n-1] + flags[n-1] (n >= 1): completes a flag scan. */

@@ -1766,7 +1766,7 @@ bool rf_cuda_aggregate_multi(rf_cuda_ctx *c, const rf_drel *in, int nkeys, int n
                              const rf_type *result_types, const rf_code *args, rf_drel *out,
                              const char *what, rf_status *st)
 {
-    tmpbuf flags = {0}, pos = {0}, starts = {0}, vals = {0};
+    tmpbuf flags = {0}, pos = {0}, starts = {0}, vals = {0}, sums = {0};
     rf_drel res;
     rf_drel_init(&res, nkeys + naggs);
     if (!check_arity(in, what, st))
@@ -1804,8 +1804,7 @@ bool rf_cuda_aggregate_multi(rf_cuda_ctx *c, const rf_drel *in, int nkeys, int n
         goto fail;
     CK(rf_k_seg_starts(c->stream, flags.p, pos.p, n, starts.p), "aggregate");
     CK(rf_k_fill(c->stream, (uint64_t *)starts.p + g, 1, n), "aggregate");
-    tmp_put(c, &flags);
-    tmp_put(c, &pos);
+    /* flags and pos stay: the exact sums find each row's group from them. */
     if (!rf_drel_alloc(c, &res, (size_t)g, what, st))
         goto fail;
     rf_wcols oc = rf_wcols_of(&res);
@@ -1859,19 +1858,28 @@ bool rf_cuda_aggregate_multi(rf_cuda_ctx *c, const rf_drel *in, int nkeys, int n
             CK(rf_k_seg_favg(c->stream, v, starts.p, g, c->err, result), "avg");
             if (!check_fault(c, st))
                 goto fail;
-        } else if (fn == RF_AGG_AVG) {
-            CK(rf_k_seg_iavg(c->stream, v, starts.p, g, rf_type_is_decimal(t) ? rf_decimal_scale(t) : 0,
-                             result), "avg");
         } else if (fn == RF_AGG_TOTAL && t == RF_TYPE_FLOAT64) {
             CK(rf_k_seg_fsum(c->stream, v, starts.p, g, c->err, result), "total");
             if (!check_fault(c, st))
                 goto fail;
+        } else if (fn == RF_AGG_AVG || fn == RF_AGG_TOTAL) {
+            /* Integers and decimals: exact 128-bit sums (rf_agg_ops.h). */
+            if (!sums.p && !tmp_get(c, &sums, (size_t)g * 16, "aggregate sums", st))
+                goto fail;
+            CK(cudaMemsetAsync(sums.p, 0, (size_t)g * 16, c->stream), "aggregate sums");
+            CK(rf_k_seg_sum128(c->stream, v, flags.p, pos.p, n, sums.p), fn == RF_AGG_AVG ? "avg" : "total");
+            if (fn == RF_AGG_AVG) {
+                CK(rf_k_seg_iavg_finish(c->stream, sums.p, starts.p, g,
+                                        rf_type_is_decimal(t) ? rf_decimal_scale(t) : 0, result), "avg");
+            } else {
+                CK(rf_k_seg_total_finish(c->stream, sums.p, g, (int)result_types[j], c->err, result), "total");
+                if (!check_fault(c, st))
+                    goto fail;
+            }
         } else {
             int kind;
             bool mn = fn == RF_AGG_MIN;
-            if (fn == RF_AGG_TOTAL)
-                kind = RF_RED_SUM_U64;
-            else if (rf_type_is_signed_word(t)) /* ints, dates, decimals */
+            if (rf_type_is_signed_word(t)) /* ints, dates, decimals */
                 kind = mn ? RF_RED_MIN_I64 : RF_RED_MAX_I64;
             else if (t == RF_TYPE_FLOAT64)
                 kind = mn ? RF_RED_MIN_F64 : RF_RED_MAX_F64;
@@ -1881,8 +1889,6 @@ bool rf_cuda_aggregate_multi(rf_cuda_ctx *c, const rf_drel *in, int nkeys, int n
                 kind = mn ? RF_RED_MIN_U64 : RF_RED_MAX_U64;
             if (!rf_cub_segmented_reduce(c, kind, v, g, starts.p, result, st))
                 goto fail;
-            if (fn == RF_AGG_TOTAL && (t == RF_TYPE_INT32 || result_types[j] == RF_TYPE_INT32))
-                CK(rf_k_wrap32(c->stream, result, g), "total");
         }
     }
 done:
@@ -1890,6 +1896,7 @@ done:
     tmp_put(c, &pos);
     tmp_put(c, &starts);
     tmp_put(c, &vals);
+    tmp_put(c, &sums);
     rf_drel_move(c, out, &res);
     out->arity = nkeys + naggs;
     return true;
@@ -1898,6 +1905,7 @@ fail:
     tmp_put(c, &pos);
     tmp_put(c, &starts);
     tmp_put(c, &vals);
+    tmp_put(c, &sums);
     rf_drel_free(c, &res);
     return false;
 }

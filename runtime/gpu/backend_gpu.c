@@ -130,6 +130,23 @@ static bool gpu_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status 
     return rf_drel_upload(ctx_of(be), &v->rel, t, "an input relation", st);
 }
 
+/* An input file's rows, in file order: uploaded as they are, then sorted
+ * and deduplicated on the device. */
+static bool gpu_upload_unsorted(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
+{
+    if (t->arity != v->rel.arity)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "upload of arity %d into a relation of arity %d",
+                       t->arity, v->rel.arity);
+    becomes_table(be, v);
+    rf_cuda_ctx *c = ctx_of(be);
+    rf_drel raw;
+    rf_drel_init(&raw, t->arity);
+    bool ok = rf_drel_upload(c, &raw, t, "an input relation", st) &&
+              rf_cuda_sort_unique(c, &raw, &v->rel, "an input relation", st);
+    rf_drel_free(c, &raw);
+    return ok;
+}
+
 static bool gpu_download(rf_backend *be, const rf_dvar *v, rf_table *t, rf_status *st)
 {
     return ensure_table(be, v, st) && rf_drel_download(ctx_of(be), &v->rel, t, st);
@@ -665,6 +682,7 @@ rf_backend *rf_backend_gpu_new(rf_status *st)
     be->var_free = gpu_var_free;
     be->var_rows = gpu_var_rows;
     be->upload = gpu_upload;
+    be->upload_unsorted = gpu_upload_unsorted;
     be->download = gpu_download;
     be->run = gpu_run;
     be->bytes_in_use = gpu_bytes_in_use;

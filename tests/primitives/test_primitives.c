@@ -634,7 +634,7 @@ static void test_aggregate(void)
     rf_table_from_rows(&in2, 2, big, 2);
     rf_status_init(&st);
     CU_ASSERT_FALSE(rf_prim_aggregate(&in2, 0, RF_AGG_TOTAL, RF_TYPE_INT32, &arg, &out, &st));
-    CU_ASSERT_STRING_EQUAL(st.message, "integer overflow: 2147483647 + 1 does not fit int32");
+    CU_ASSERT_STRING_EQUAL(st.message, "integer overflow: the total 2147483648 does not fit int32");
     CU_ASSERT_EQUAL(out.nrows, 0);
     rf_table_free(&out);
     /* float min uses float order */
