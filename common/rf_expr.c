@@ -83,7 +83,7 @@ bool rf_expr_equal(const rf_expr *a, const rf_expr *b)
         return false;
     if (a->op == RF_EX_CONST && a->value != b->value)
         return false;
-    if ((a->op == RF_EX_VAR || a->op == RF_EX_COL) && a->index != b->index)
+    if ((a->op == RF_EX_VAR || a->op == RF_EX_COL || a->op == RF_EX_ROWID) && a->index != b->index)
         return false;
     return rf_expr_equal(a->a, b->a) && rf_expr_equal(a->b, b->b) && rf_expr_equal(a->c, b->c);
 }
@@ -94,6 +94,7 @@ int rf_expr_arity(rf_exop op)
     case RF_EX_CONST:
     case RF_EX_VAR:
     case RF_EX_COL:
+    case RF_EX_ROWID:
         return 0;
     case RF_EX_NEG:
     case RF_EX_NOT:
@@ -114,7 +115,7 @@ int rf_expr_arity(rf_exop op)
 const char *rf_exop_symbol(rf_exop op)
 {
     static const char *const sym[RF_EX_COUNT_] = {
-        [RF_EX_CONST] = "const", [RF_EX_VAR] = "var", [RF_EX_COL] = "col",
+        [RF_EX_CONST] = "const", [RF_EX_VAR] = "var", [RF_EX_COL] = "col", [RF_EX_ROWID] = "rowid",
         [RF_EX_NEG] = "-", [RF_EX_NOT] = "!", [RF_EX_CAST] = "cast",
         [RF_EX_ADD] = "+", [RF_EX_SUB] = "-", [RF_EX_MUL] = "*",
         [RF_EX_DIV] = "/", [RF_EX_MOD] = "%", [RF_EX_EQ] = "=",
@@ -193,6 +194,9 @@ void rf_expr_print(const rf_expr *e, FILE *out, const char *const *var_names)
         return;
     case RF_EX_COL:
         fprintf(out, "$%d", e->index);
+        return;
+    case RF_EX_ROWID:
+        fprintf(out, "rowid(%d)", e->index);
         return;
     case RF_EX_NEG:
     case RF_EX_NOT:
@@ -468,35 +472,46 @@ bool rf_exop_is_string_op(rf_exop op)
     return op == RF_EX_SUBSTR || op == RF_EX_STRLEN || (op >= RF_EX_CONCAT && op <= RF_EX_CONTAINS);
 }
 
-bool rf_expr_eval(const rf_expr *e, const rf_word *row, rf_word *out, rf_status *st)
+bool rf_expr_eval_at(const rf_expr *e, const rf_word *row, const rf_word *rowids, rf_word *out, rf_status *st)
 {
     rf_word a, b, c = 0;
     switch (rf_expr_arity(e->op)) {
     case 0:
+        if (e->op == RF_EX_ROWID) {
+            if (!rowids)
+                return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "internal error: rowid() outside a command");
+            *out = rowids[e->index];
+            return true;
+        }
         *out = e->op == RF_EX_CONST ? e->value : row[e->index];
         return true;
     case 1:
-        if (!rf_expr_eval(e->a, row, &a, st))
+        if (!rf_expr_eval_at(e->a, row, rowids, &a, st))
             return false;
         if (e->op == RF_EX_STRLEN)
             return rf_scalar_string(e->op, a, 0, 0, out, st);
         return rf_scalar_unary(e->op, e->a->type, e->type, a, out, st);
     default:
-        if (!rf_expr_eval(e->a, row, &a, st))
+        if (!rf_expr_eval_at(e->a, row, rowids, &a, st))
             return false;
         /* && and || short-circuit so that `y != 0 && x / y > 1` is safe;
          * if(c, x, y) evaluates only the branch taken. */
         if (e->op == RF_EX_AND && !a) { *out = 0; return true; }
         if (e->op == RF_EX_OR && a) { *out = 1; return true; }
         if (e->op == RF_EX_IF)
-            return rf_expr_eval(a ? e->b : e->c, row, out, st);
-        if (!rf_expr_eval(e->b, row, &b, st))
+            return rf_expr_eval_at(a ? e->b : e->c, row, rowids, out, st);
+        if (!rf_expr_eval_at(e->b, row, rowids, &b, st))
             return false;
-        if (e->c && !rf_expr_eval(e->c, row, &c, st))
+        if (e->c && !rf_expr_eval_at(e->c, row, rowids, &c, st))
             return false;
         if (rf_exop_is_string_op(e->op))
             return rf_scalar_string(e->op, a, b, c, out, st);
         return rf_scalar_binary2(e->op, rf_exop_is_comparison(e->op) ? e->a->type : e->type, e->a->type, a, b,
                                  out, st);
     }
+}
+
+bool rf_expr_eval(const rf_expr *e, const rf_word *row, rf_word *out, rf_status *st)
+{
+    return rf_expr_eval_at(e, row, NULL, out, st);
 }

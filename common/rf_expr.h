@@ -38,6 +38,10 @@ typedef enum rf_exop {
     RF_EX_CONST,   /* value (encoded word) of type `type` */
     RF_EX_VAR,     /* rule variable `index` (checked program only) */
     RF_EX_COL,     /* input column `index` (plan and later) */
+    RF_EX_ROWID,   /* int64: position of the current row in input `index`
+                      (0 or 1; plan MAPFILTER/MAPJOIN only). The planner's
+                      row identity for count/total/avg bodies, so that they
+                      can drop columns without merging rows (plan_build.c) */
     RF_EX_NEG,     /* -a */
     RF_EX_NOT,     /* !a (bool) */
     RF_EX_CAST,    /* a converted to `type` */
@@ -60,13 +64,13 @@ typedef struct rf_expr {
     rf_exop op;
     rf_type type;        /* result type */
     rf_word value;       /* RF_EX_CONST */
-    int index;           /* RF_EX_VAR / RF_EX_COL */
+    int index;           /* RF_EX_VAR / RF_EX_COL / RF_EX_ROWID */
     struct rf_expr *a, *b, *c;   /* operands; c only for arity 3 (IF, SUBSTR) */
     rf_loc loc;
 } rf_expr;
 
 rf_expr *rf_expr_const(rf_type t, rf_word v);
-rf_expr *rf_expr_leaf(rf_exop op, rf_type t, int index); /* VAR or COL */
+rf_expr *rf_expr_leaf(rf_exop op, rf_type t, int index); /* VAR, COL or ROWID */
 rf_expr *rf_expr_unary(rf_exop op, rf_type t, rf_expr *a);
 rf_expr *rf_expr_binary(rf_exop op, rf_type t, rf_expr *a, rf_expr *b);
 rf_expr *rf_expr_ternary(rf_exop op, rf_type t, rf_expr *a, rf_expr *b, rf_expr *c);
@@ -91,6 +95,9 @@ void rf_expr_print(const rf_expr *e, FILE *out, const char *const *var_names);
  * Returns false and fills st on a run-time fault. Used by the CPU backend's
  * slow path and by constant folding. */
 bool rf_expr_eval(const rf_expr *e, const rf_word *row, rf_word *out, rf_status *st);
+/* The same where RF_EX_ROWID k reads rowids[k] (the row's position in the
+ * command's input k); rf_expr_eval fails on RF_EX_ROWID. */
+bool rf_expr_eval_at(const rf_expr *e, const rf_word *row, const rf_word *rowids, rf_word *out, rf_status *st);
 
 /* The scalar operators themselves, shared by the tree evaluator above and
  * the CPU backend's vectorised evaluator, so both agree bit for bit.

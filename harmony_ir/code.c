@@ -27,7 +27,7 @@ static void emit(const rf_expr *e, rf_instr *ins, int *pos)
     i->op = (uint8_t)e->op;
     i->type = (uint8_t)e->type;
     i->arg_type = (uint8_t)(e->a ? e->a->type : e->type);
-    i->index = (e->op == RF_EX_COL || e->op == RF_EX_VAR) ? e->index : 0;
+    i->index = (e->op == RF_EX_COL || e->op == RF_EX_VAR || e->op == RF_EX_ROWID) ? e->index : 0;
     if (e->op == RF_EX_VAR)
         i->op = RF_EX_COL; /* code reads columns only */
     i->value = e->op == RF_EX_CONST ? e->value : 0;
@@ -70,6 +70,8 @@ int rf_code_check(const rf_code *c, int ncols)
             i->arg_type <= RF_TYPE_INVALID || i->arg_type >= RF_TYPE_COUNT_)
             return -1;
         if (i->op == RF_EX_COL && (i->index < 0 || i->index >= ncols))
+            return -1;
+        if (i->op == RF_EX_ROWID && (i->index < 0 || i->index > 1 || i->type != RF_TYPE_INT64))
             return -1;
         int arity = rf_expr_arity((rf_exop)i->op);
         if (depth < arity)

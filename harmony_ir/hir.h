@@ -15,7 +15,9 @@
 
 /* ---- Compute-stage code: one expression in postfix form ---- */
 typedef struct rf_instr {
-    uint8_t op;          /* rf_exop; RF_EX_COL reads input column `index` */
+    uint8_t op;          /* rf_exop; RF_EX_COL reads input column `index`,
+                            RF_EX_ROWID the row's position in input `index`
+                            (MAP: 0; JOIN: 0 left, 1 right) */
     uint8_t type;        /* rf_type of the result */
     uint8_t arg_type;    /* rf_type of the operand(s): comparisons, CAST */
     uint8_t pad_;
@@ -175,9 +177,10 @@ bool rf_hir_verify(const rf_hprogram *p, rf_status *st);
  * so the output is whole or absent. The reader validates every field and
  * then runs rf_hir_verify; it never trusts a length or an index. */
 #define RF_HIR_MAGIC "RFOXHIR"
-#define RF_HIR_VERSION 3   /* 2: RF_K_CHECK_KEYS; 3: origins, input paths
+#define RF_HIR_VERSION 4   /* 2: RF_K_CHECK_KEYS; 3: origins, input paths
                               relative to the .rfx, several aggregates per
-                              AGG, output order and limit */
+                              AGG, output order and limit; 4: RF_EX_ROWID
+                              (operator numbers moved) */
 bool rf_hir_save(const rf_hprogram *p, const char *path, rf_status *st);
 uint8_t *rf_hir_serialize(const rf_hprogram *p, size_t *len_out);
 rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st);

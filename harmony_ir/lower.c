@@ -647,6 +647,8 @@ static void move_kernels(rf_hblock *hb, kvec *a, kvec *b)
         RF_VEC_FREE(*b);
 }
 
+static void elide_resorts(rf_hprogram *p); /* below */
+
 rf_hprogram *rf_hir_lower(const rf_plan *plan)
 {
     lower L;
@@ -796,11 +798,94 @@ rf_hprogram *rf_hir_lower(const rf_plan *plan)
     free(newpre);
     free(idx);
     free(preidx);
+    elide_resorts(p);
     rf_hir_liveness(p);
     return p;
 }
 
 /* ---- freeing ---- */
+
+static void free_kernel(rf_kernel *k);
+
+/* ---- sorts nothing needs ---- */
+
+/* Kernels reading (or, writes = true, writing) variable v, anywhere;
+ * a block condition counts as a read. */
+static int uses(const rf_hprogram *p, int v, bool writes)
+{
+    int n = 0;
+    for (int b = 0; b < p->nblocks; b++) {
+        const rf_hblock *hb = &p->blocks[b];
+        for (int i = 0; i < hb->nkernels; i++) {
+            const rf_kernel *k = &hb->kernels[i];
+            n += writes ? k->out == v : (k->in[0] == v) + (k->in[1] == v);
+        }
+        for (int i = 0; !writes && i < hb->nconds; i++)
+            n += hb->conds[i] == v;
+    }
+    return n;
+}
+
+static void remove_kernel(rf_hblock *hb, int i)
+{
+    free_kernel(&hb->kernels[i]);
+    memmove(hb->kernels + i, hb->kernels + i + 1, (size_t)(hb->nkernels - i - 1) * sizeof *hb->kernels);
+    hb->nkernels--;
+}
+
+/* A join or map whose result is sorted into a set that only a re-keying
+ * map reads, which re-sorts it in another order:
+ *     t := K(...); s := SORT t; ...; u := MAP s [columns]; v := SORT u
+ * becomes  u := K(...) [K's projections re-ordered]; ...; v := SORT u.
+ * The first sort only removed duplicates, which v's sort removes as well
+ * (and in bag bodies there are none: rows carry their identities). Each
+ * join step of a multi-way join then sorts once instead of twice. */
+static void elide_resorts(rf_hprogram *p)
+{
+    for (int b = 0; b < p->nblocks; b++) {
+        rf_hblock *hb = &p->blocks[b];
+        for (int i = 1; i < hb->nkernels; i++) {
+            rf_kernel *sort = &hb->kernels[i], *k = &hb->kernels[i - 1];
+            if (sort->op != RF_K_SORT || (k->op != RF_K_JOIN && k->op != RF_K_MAP) || k->out != sort->in[0])
+                continue;
+            int t = k->out, s = sort->out;
+            const rf_hvar *sv = &p->vars[s];
+            if (sv->pred || sv->is_output || uses(p, t, false) != 1 || uses(p, t, true) != 1 ||
+                uses(p, s, false) != 1 || uses(p, s, true) != 1)
+                continue;
+            int m = i + 1;
+            while (m < hb->nkernels && hb->kernels[m].in[0] != s && hb->kernels[m].in[1] != s)
+                m++;
+            if (m + 1 >= hb->nkernels)
+                continue;
+            rf_kernel *map = &hb->kernels[m], *resort = &hb->kernels[m + 1];
+            bool columns = map->op == RF_K_MAP && map->in[0] == s && map->filter.n == 0 &&
+                           resort->op == RF_K_SORT && resort->in[0] == map->out &&
+                           uses(p, map->out, false) == 1 && uses(p, map->out, true) == 1;
+            for (int j = 0; columns && j < map->nproj; j++)
+                columns = rf_code_as_column(&map->proj[j]) >= 0 &&
+                          rf_code_as_column(&map->proj[j]) < k->nproj;
+            if (!columns)
+                continue;
+            rf_code *proj = rf_calloc((size_t)map->nproj + 1, sizeof *proj);
+            for (int j = 0; j < map->nproj; j++) {
+                const rf_code *from = &k->proj[rf_code_as_column(&map->proj[j])];
+                proj[j].n = from->n;
+                proj[j].ins = rf_malloc((size_t)(from->n > 0 ? from->n : 1) * sizeof *proj[j].ins);
+                memcpy(proj[j].ins, from->ins, (size_t)from->n * sizeof *from->ins);
+            }
+            for (int j = 0; j < k->nproj; j++)
+                rf_code_free(&k->proj[j]);
+            free(k->proj);
+            k->proj = proj;
+            k->nproj = map->nproj;
+            k->out = map->out;
+            remove_kernel(hb, m);   /* the map (after the sort: index first) */
+            remove_kernel(hb, i);   /* the first sort */
+            i--;
+        }
+    }
+}
 
 static void free_kernel(rf_kernel *k)
 {

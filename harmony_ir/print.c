@@ -73,6 +73,9 @@ static void print_expr(FILE *out, const rf_code *c, int end, int depth)
     case RF_EX_VAR:
         fprintf(out, "$%d", (int)in->index);
         return;
+    case RF_EX_ROWID:
+        fprintf(out, "rowid(%d)", (int)in->index);
+        return;
     case RF_EX_NEG:
     case RF_EX_NOT:
         fputs(rf_exop_symbol(op), out);

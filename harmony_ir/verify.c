@@ -93,7 +93,7 @@ static bool check_var(vctx *c, int i)
 
 /* Checks code over `ncols` input columns of `types`; `want` is the result
  * type or RF_TYPE_INVALID for any. */
-static bool check_code(vctx *c, const rf_code *code, int ncols, const rf_type *types,
+static bool check_code(vctx *c, const rf_code *code, int ncols, int ninputs, const rf_type *types,
                        rf_type want, const char *what)
 {
     if (code->n < 0 || (code->n > 0 && !code->ins))
@@ -109,6 +109,8 @@ static bool check_code(vctx *c, const rf_code *code, int ncols, const rf_type *t
         if (in->op == RF_EX_COL && in->type != types[in->index])
             return bad(c, "%s: column $%d is %s, code says %s", what, (int)in->index,
                        rf_type_name(types[in->index]), rf_type_name((rf_type)in->type));
+        if (in->op == RF_EX_ROWID && in->index >= ninputs)
+            return bad(c, "%s: row position of input %d of %d", what, (int)in->index, ninputs);
         if (in->op == RF_EX_CONST && !check_word((rf_type)in->type, in->value))
             return bad(c, "%s: invalid %s constant", what, rf_type_name((rf_type)in->type));
     }
@@ -203,7 +205,7 @@ static bool check_kernel(vctx *c, const rf_kernel *k)
             memcpy(types, in0->types, (size_t)in0->arity * sizeof *types);
         if (in1 && in1->arity)
             memcpy(types + in0->arity, in1->types, (size_t)in1->arity * sizeof *types);
-        bool ok = check_code(c, &k->filter, ncols, types, RF_TYPE_BOOL, "filter");
+        bool ok = check_code(c, &k->filter, ncols, in1 ? 2 : 1, types, RF_TYPE_BOOL, "filter");
         if (ok && k->nproj != out->arity)
             ok = bad(c, "%s: %d projections for %s of arity %d", name, k->nproj, out->name, out->arity);
         for (int i = 0; ok && i < k->nproj; i++) {
@@ -212,7 +214,7 @@ static bool check_kernel(vctx *c, const rf_kernel *k)
             if (k->proj[i].n == 0)
                 ok = bad(c, "%s: %s is empty", name, what);
             else
-                ok = check_code(c, &k->proj[i], ncols, types, out->types[i], what);
+                ok = check_code(c, &k->proj[i], ncols, in1 ? 2 : 1, types, out->types[i], what);
         }
         free(types);
         if (!ok)
@@ -270,7 +272,7 @@ static bool check_kernel(vctx *c, const rf_kernel *k)
             if (fn == RF_AGG_COUNT_DISTINCT && rt != RF_TYPE_INT64)
                 return bad(c, "AGG: count_distinct produces int64");
             bool own = fn == RF_AGG_AVG || fn == RF_AGG_COUNT_DISTINCT;
-            if (!check_code(c, arg, in0->arity, in0->types, own ? RF_TYPE_INVALID : rt, "aggregate argument"))
+            if (!check_code(c, arg, in0->arity, 0, in0->types, own ? RF_TYPE_INVALID : rt, "aggregate argument"))
                 return false;
             rf_type at = (rf_type)arg->ins[arg->n - 1].type;
             if (fn == RF_AGG_AVG && !rf_type_is_numeric(at))

@@ -211,7 +211,13 @@ typedef struct rule_ctx {
     int nfinal;
     rf_expr **final;
     const rf_type *final_types;
-    int final_dst;           /* relation the last command writes */
+    int final_dst;           /* relation the last command writes (-1: made
+                                by the last command, identities appended) */
+    /* Bag body (count/total/avg range over every binding of the body):
+     * commands keep only the variables something later needs, plus row
+     * identities (columns whose curvar is -1) so that no two bindings
+     * ever become one row. See identities(). */
+    bool bag;
 } rule_ctx;
 
 static void mark_vars(const rf_expr *e, bool *set)
@@ -428,7 +434,54 @@ static void set_cur(rule_ctx *c, int rel, int n, const int *vars)
     for (int v = 0; v < c->r->nvars; v++)
         c->col[v] = -1;
     for (int i = 0; i < n; i++)
-        c->col[vars[i]] = i;
+        if (vars[i] >= 0)
+            c->col[vars[i]] = i;
+}
+
+/* One input of a command, for row identities: the variable of each of its
+ * columns (-1 for an identity column) from column `base` on, and which
+ * input it is (RF_EX_ROWID's index). */
+typedef struct idsrc {
+    const int *vars;
+    int n, base, input;
+} idsrc;
+
+/* The identity columns a command of a bag body appends to its output, in
+ * out[] (returns how many). A row of an input stays apart from the other
+ * rows of that input when the output keeps every one of its variables:
+ * then its identity columns are kept as they are. Otherwise the output
+ * gets the row's position in the input instead (which identifies the
+ * whole row, identities included). Inputs are sets, or bags whose rows
+ * are each one binding, so a position never merges two bindings. */
+static int identities(const idsrc *in, int nin, const bool *kept, rf_expr **out)
+{
+    int n = 0;
+    for (int s = 0; s < nin; s++) {
+        bool whole = true;
+        for (int k = 0; k < in[s].n && whole; k++)
+            whole = in[s].vars[k] < 0 || kept[in[s].vars[k]];
+        if (!whole) {
+            out[n++] = rf_expr_leaf(RF_EX_ROWID, RF_TYPE_INT64, in[s].input);
+            continue;
+        }
+        for (int k = 0; k < in[s].n; k++)
+            if (in[s].vars[k] < 0)
+                out[n++] = rf_expr_leaf(RF_EX_COL, RF_TYPE_INT64, in[s].base + k);
+    }
+    return n;
+}
+
+/* Identity columns an input can contribute at most (see identities). */
+static int max_identities(const idsrc *in, int nin)
+{
+    int n = 0;
+    for (int s = 0; s < nin; s++) {
+        int ids = 0;
+        for (int k = 0; k < in[s].n; k++)
+            ids += in[s].vars[k] < 0;
+        n += ids > 1 ? ids : 1;
+    }
+    return n;
 }
 
 static void give_comment(rule_ctx *c, rf_plan_cmd *cmd)
@@ -440,37 +493,62 @@ static void give_comment(rule_ctx *c, rf_plan_cmd *cmd)
 }
 
 /* Fills cmd's projection and destination: the final expressions when
- * nothing is left to do, else the needed bound variables. On return
- * vars[0..*nvars) names the columns of the result (when not final). */
+ * nothing is left to do, else the needed bound variables; in a bag body
+ * followed by the identity columns for the command's inputs in[0..nin).
+ * On return vars[0..*nvars) names the columns of the result (when not
+ * final; -1 for an identity column). */
 static void project(rule_ctx *c, rf_plan_cmd *cmd, const int *colmap, bool final,
-                    int *vars, int *nvars)
+                    int *vars, int *nvars, const idsrc *in, int nin)
 {
     const rf_rule *r = c->r;
     *nvars = 0;
+    int maxids = c->bag ? max_identities(in, nin) : 0;
+    bool *kept = rf_calloc((size_t)r->nvars + 1, sizeof *kept);
     if (final) {
-        cmd->nproj = c->nfinal;
-        cmd->proj = rf_malloc(rf_mul_size((size_t)(c->nfinal ? c->nfinal : 1), sizeof *cmd->proj));
-        for (int i = 0; i < c->nfinal; i++)
+        cmd->proj = rf_malloc(rf_mul_size((size_t)c->nfinal + (size_t)maxids + 1, sizeof *cmd->proj));
+        for (int i = 0; i < c->nfinal; i++) {
             cmd->proj[i] = translate(c, c->final[i], colmap);
+            if (c->final[i]->op == RF_EX_VAR)
+                kept[c->final[i]->index] = true;
+        }
+        cmd->nproj = c->nfinal;
+        if (c->bag) {
+            cmd->nproj += identities(in, nin, kept, cmd->proj + c->nfinal);
+            rf_type *types = rf_malloc(((size_t)cmd->nproj + 1) * sizeof *types);
+            for (int i = 0; i < cmd->nproj; i++)
+                types[i] = i < c->nfinal ? c->final_types[i] : RF_TYPE_INT64;
+            c->final_dst = new_temp(c->b, cmd->nproj, types);
+            free(types);
+        }
         cmd->dst = c->final_dst;
+        free(kept);
         return;
     }
     bool *need = rf_calloc((size_t)r->nvars + 1, sizeof *need);
     compute_need(c, need);
-    rf_type *types = rf_malloc(((size_t)r->nvars + 1) * sizeof *types);
-    cmd->proj = rf_malloc(((size_t)r->nvars + 1) * sizeof *cmd->proj);
+    rf_type *types = rf_malloc(((size_t)r->nvars + (size_t)maxids + 1) * sizeof *types);
+    cmd->proj = rf_malloc(((size_t)r->nvars + (size_t)maxids + 1) * sizeof *cmd->proj);
     for (int v = 0; v < r->nvars; v++) {
         if (!need[v] || !c->bound[v])
             continue;
         rf_expr leaf = { .op = RF_EX_VAR, .type = r->var_types[v], .index = v };
         cmd->proj[*nvars] = translate(c, &leaf, colmap);
         types[*nvars] = r->var_types[v];
+        kept[v] = true;
         vars[(*nvars)++] = v;
+    }
+    if (c->bag) {
+        int nid = identities(in, nin, kept, cmd->proj + *nvars);
+        for (int k = 0; k < nid; k++) {
+            types[*nvars] = RF_TYPE_INT64;
+            vars[(*nvars)++] = -1;
+        }
     }
     cmd->nproj = *nvars;
     cmd->dst = new_temp(c->b, *nvars, types);
     free(types);
     free(need);
+    free(kept);
 }
 
 /* Resolves assignments whose inputs are bound, and collects the filters
@@ -540,14 +618,16 @@ static void first_step(rule_ctx *c, int lit, int rel)
 {
     const rf_rule *r = c->r;
     int *colmap = rf_malloc(((size_t)r->nvars + 1) * sizeof *colmap);
-    int *vars = rf_malloc(((size_t)r->nvars + 1) * sizeof *vars);
+    int *vars = rf_malloc(((size_t)r->nvars + 2) * sizeof *vars);
     int *first = rf_malloc(((size_t)r->nvars + 1) * sizeof *first);
     for (int v = 0; v < r->nvars; v++)
         colmap[v] = -1;
     rf_expr *filter = NULL;
+    int natom = 0;
     if (lit >= 0) {
         int nv;
         filter = atom_conditions(c, &r->body[lit], rel, vars, first, &nv);
+        natom = nv;
         for (int k = 0; k < nv; k++) {
             colmap[vars[k]] = first[k];
             c->bound[vars[k]] = true;
@@ -559,7 +639,12 @@ static void first_step(rule_ctx *c, int lit, int rel)
     rf_plan_cmd *cmd = emit(c->b, RF_CMD_MAPFILTER, -1, rel, -1);
     cmd->filter = filter;
     int nout;
-    project(c, cmd, colmap, final, vars, &nout);
+    /* The atom's rows: its distinct variables (the unit relation has one
+     * row, which needs no identity). */
+    int *atom_vars = int_dup(vars, lit >= 0 ? natom : 0);
+    idsrc in = { atom_vars, lit >= 0 ? natom : 0, 0, 0 };
+    project(c, cmd, colmap, final, vars, &nout, &in, lit >= 0 ? 1 : 0);
+    free(atom_vars);
     /* A scan that neither filters nor drops columns is the relation itself. */
     bool identity = !final && !filter && cmd->nproj == arity_of(c->b, rel);
     for (int i = 0; identity && i < cmd->nproj; i++)
@@ -620,8 +705,8 @@ static int prescan(rule_ctx *c, int lit, int rel, int *vars, int *nvars, int nke
     compute_need(c, need);
     rf_plan_cmd cmd;
     memset(&cmd, 0, sizeof cmd);
-    cmd.proj = rf_malloc(((size_t)nv + nkeyx + 1) * sizeof *cmd.proj);
-    rf_type *types = rf_malloc(((size_t)nv + nkeyx + 1) * sizeof *types);
+    cmd.proj = rf_malloc(((size_t)nv + nkeyx + 2) * sizeof *cmd.proj);
+    rf_type *types = rf_malloc(((size_t)nv + nkeyx + 2) * sizeof *types);
     *nvars = 0;
     const rf_type *rtypes = c->b->rels.items[rel].types;
     bool identity = !filter && nv == l->nargs;
@@ -640,6 +725,14 @@ static int prescan(rule_ctx *c, int lit, int rel, int *vars, int *nvars, int nke
         cmd.proj[*nvars] = rf_expr_leaf(RF_EX_COL, rtypes[first[k]], first[k]);
         types[*nvars] = rtypes[first[k]];
         vars[(*nvars)++] = v;
+    }
+    /* In a bag body, a scan that drops variables keeps each row apart by
+     * its position (see identities). */
+    if (c->bag && *nvars < nv) {
+        identity = false;
+        cmd.proj[*nvars] = rf_expr_leaf(RF_EX_ROWID, RF_TYPE_INT64, 0);
+        types[*nvars] = RF_TYPE_INT64;
+        vars[(*nvars)++] = -1;
     }
     int ncols = *nvars;
     for (int k = 0; k < nkeyx; k++) {
@@ -711,7 +804,7 @@ static void join_step(rule_ctx *c, int lit, int rel)
         }
     }
 
-    int *rvars = rf_malloc(nv * sizeof *rvars);
+    int *rvars = rf_malloc((nv + 1) * sizeof *rvars);
     int nr;
     int right = prescan(c, lit, rel, rvars, &nr, neq, keyx, rkeyx);
 
@@ -747,6 +840,8 @@ static void join_step(rule_ctx *c, int lit, int rel)
         colmap[v] = c->col[v];
     for (int j = 0; j < nr; j++) {
         int v = rvars[j];
+        if (v < 0)
+            continue;   /* the right side's identity */
         if (c->col[v] >= 0) {
             lkeys[nkeys] = c->col[v];
             rkeys[nkeys++] = j;
@@ -767,9 +862,10 @@ static void join_step(rule_ctx *c, int lit, int rel)
     cmd->rkeys = rkeys;
     cmd->filter = filter;
     give_comment(c, cmd);
-    int *vars = rf_malloc(nv * sizeof *vars);
+    int *vars = rf_malloc((nv + 2) * sizeof *vars);
     int nout;
-    project(c, cmd, colmap, final, vars, &nout);
+    idsrc in[2] = { { c->curvar, c->ncur, 0, 0 }, { rvars, nr, nleft, 1 } };
+    project(c, cmd, colmap, final, vars, &nout, in, 2);
     set_cur(c, cmd->dst, nout, vars);
     free(vars);
     free(colmap);
@@ -826,9 +922,12 @@ static void apply_negations(rule_ctx *c)
         }
         give_comment(c, cmd);
         bool final = !pending(c, RF_LIT_ATOM) && !pending(c, RF_LIT_NEGATED);
-        int *vars = rf_malloc(((size_t)r->nvars + 1) * sizeof *vars);
+        int *vars = rf_malloc(((size_t)r->nvars + 3) * sizeof *vars);
         int nout;
-        project(c, cmd, c->col, final, vars, &nout);
+        int *curvar = int_dup(c->curvar, c->ncur);
+        idsrc in = { curvar, c->ncur, 0, 0 };
+        project(c, cmd, c->col, final, vars, &nout, &in, 1);
+        free(curvar);
         set_cur(c, cmd->dst, nout, vars);
         free(vars);
         free(nvars);
@@ -1110,12 +1209,24 @@ static void compile_rule(builder *b, int ri, int delta_lit, int dst)
         }
         /* count, total and avg range over distinct bindings of every
          * variable (one of them makes the rows those bindings: min, max and
-         * count_distinct are the same over them as over their values). */
-        if (bag)
-            for (int i = 0; i < r->nbody; i++)
-                if (r->body[i].kind == RF_LIT_ATOM)
-                    for (int j = 0; j < r->body[i].nargs; j++)
-                        mark_vars(r->body[i].args[j], use);
+         * count_distinct are the same over them as over their values).
+         * Planned, the body carries row identities instead of every
+         * variable (rule_ctx.bag); as written, every variable. */
+        c.bag = bag && b->optimize;
+        for (int i = 0; bag && i < r->nbody; i++) {
+            const rf_literal *l = &r->body[i];
+            if (l->kind != RF_LIT_ATOM)
+                continue;
+            /* A row identity would tell apart rows that differ only under
+             * a don't-care argument (no variable): one binding. Such an
+             * atom keeps its variables instead. */
+            bool dont_care = false;
+            for (int j = 0; j < l->nargs; j++)
+                dont_care |= l->args[j] == NULL;
+            if (!c.bag || dont_care)
+                for (int j = 0; j < l->nargs; j++)
+                    mark_vars(l->args[j], use);
+        }
         aggvars = rf_malloc(nv * sizeof *aggvars);
         for (int v = 0; v < r->nvars; v++)
             if (use[v])
@@ -1134,7 +1245,7 @@ static void compile_rule(builder *b, int ri, int delta_lit, int dst)
             final_types[nkeys + k] = r->var_types[v];
         }
         c.final_types = final_types;
-        c.final_dst = new_temp(b, c.nfinal, final_types);
+        c.final_dst = c.bag ? -1 : new_temp(b, c.nfinal, final_types);
     }
 
     int first = pick_atom(&c);

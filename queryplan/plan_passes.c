@@ -118,6 +118,21 @@ static rf_expr *substitute(const rf_expr *e, rf_expr *const *cols)
 
 /* ---- Pushdown ---- */
 
+static bool reads_rowid(const rf_expr *e)
+{
+    return e && (e->op == RF_EX_ROWID || reads_rowid(e->a) || reads_rowid(e->b) || reads_rowid(e->c));
+}
+
+/* A map reading its input's row positions cannot move into the command
+ * that produces that input: there the position is another input's. */
+static bool map_reads_rowid(const rf_plan_cmd *m)
+{
+    bool r = reads_rowid(m->filter);
+    for (int k = 0; k < m->nproj && !r; k++)
+        r = reads_rowid(m->proj[k]);
+    return r;
+}
+
 /* Last command in block b at or after `from` reading rel, or -1. */
 static int last_read(const rf_plan_block *blk, int from, int rel)
 {
@@ -161,7 +176,7 @@ bool rf_plan_pass_pushdown(rf_plan *plan)
             if (use < 0 || count_reads(plan, t) != 1)
                 continue;
             rf_plan_cmd *m = &blk->cmds[use];
-            if (m->kind != RF_CMD_MAPFILTER)
+            if (m->kind != RF_CMD_MAPFILTER || map_reads_rowid(m))
                 continue;
             bool clash = false;
             for (int k = i + 1; k < use && !clash; k++) {

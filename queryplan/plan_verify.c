@@ -33,7 +33,8 @@ static bool rel_ok(vctx *v, int r, const char *what)
 }
 
 /* Every column leaf is within ncols and has the column's type. */
-static bool expr_ok(vctx *v, const rf_expr *e, int ncols, const rf_type *types, const char *what)
+/* ninputs: how many inputs have a row position (RF_EX_ROWID) here. */
+static bool expr_ok(vctx *v, const rf_expr *e, int ncols, int ninputs, const rf_type *types, const char *what)
 {
     if (!e)
         return true;
@@ -48,11 +49,13 @@ static bool expr_ok(vctx *v, const rf_expr *e, int ncols, const rf_type *types, 
             return FAIL(v, "%s reads $%d as %s, column is %s", what, e->index,
                         rf_type_name(e->type), rf_type_name(types[e->index]));
     }
+    if (e->op == RF_EX_ROWID && (e->index < 0 || e->index >= ninputs || e->type != RF_TYPE_INT64))
+        return FAIL(v, "%s reads the row position of input %d of %d", what, e->index, ninputs);
     int ar = rf_expr_arity(e->op);
     if ((ar >= 1) != (e->a != NULL) || (ar >= 2) != (e->b != NULL) || (ar == 3) != (e->c != NULL))
         return FAIL(v, "%s has a malformed node", what);
-    return expr_ok(v, e->a, ncols, types, what) && expr_ok(v, e->b, ncols, types, what) &&
-           expr_ok(v, e->c, ncols, types, what);
+    return expr_ok(v, e->a, ncols, ninputs, types, what) && expr_ok(v, e->b, ncols, ninputs, types, what) &&
+           expr_ok(v, e->c, ncols, ninputs, types, what);
 }
 
 static bool same_shape(vctx *v, int a, int b)
@@ -69,6 +72,7 @@ static bool same_shape(vctx *v, int a, int b)
 
 static bool proj_ok(vctx *v, const rf_plan_cmd *c, int ncols, const rf_type *types)
 {
+    int ninputs = rf_plan_cmd_nsrcs(c->kind) == 2 && c->kind == RF_CMD_MAPJOIN ? 2 : 1;
     const rf_plan_rel *d = &v->plan->rels[c->dst];
     if (c->nproj != d->arity)
         return FAIL(v, "%d projections for %s of arity %d", c->nproj, d->name, d->arity);
@@ -78,12 +82,12 @@ static bool proj_ok(vctx *v, const rf_plan_cmd *c, int ncols, const rf_type *typ
         if (c->proj[i]->type != d->types[i])
             return FAIL(v, "projection %d is %s, %s column is %s", i,
                         rf_type_name(c->proj[i]->type), d->name, rf_type_name(d->types[i]));
-        if (!expr_ok(v, c->proj[i], ncols, types, "projection"))
+        if (!expr_ok(v, c->proj[i], ncols, ninputs, types, "projection"))
             return false;
     }
     if (c->filter && c->filter->type != RF_TYPE_BOOL)
         return FAIL(v, "filter is not bool");
-    return expr_ok(v, c->filter, ncols, types, "filter");
+    return expr_ok(v, c->filter, ncols, ninputs, types, "filter");
 }
 
 static bool keys_ok(vctx *v, const rf_plan_cmd *c)
@@ -186,7 +190,7 @@ static bool cmd_ok(vctx *v, const rf_plan_cmd *c, bool last)
             } else if (fn == RF_AGG_TOTAL && !rf_type_is_numeric(rt)) {
                 return FAIL(v, "total of a %s", rf_type_name(rt));
             }
-            if (!expr_ok(v, arg, s0->arity, s0->types, "aggregate argument"))
+            if (!expr_ok(v, arg, s0->arity, 0, s0->types, "aggregate argument"))
                 return false;
         }
         return true;

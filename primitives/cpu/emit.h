@@ -10,10 +10,14 @@ typedef struct rf_emitter {
     int *projcol;             /* >= 0: projection is that column (copy) */
     rf_eval **proj;           /* evaluators for computed projections */
     uint16_t sel[RF_BATCH];
+    bool uses_rows;           /* some code reads RF_EX_ROWID */
 } rf_emitter;
 
 void rf_emitter_init(rf_emitter *em, const rf_code *filter, int nproj, const rf_code *proj);
 void rf_emitter_free(rf_emitter *em);
+/* The rows' positions in the inputs for the next batches (JOIN: gathered
+ * per batch; see rf_eval_set_rows). */
+void rf_emitter_set_rows(rf_emitter *em, const rf_word *row0, const rf_word *row1);
 /* Rows base..base+n-1 of cols -> filtered, projected rows appended to out. */
 bool rf_emit_batch(rf_emitter *em, rf_word *const *cols, size_t base, int n, rf_table *out,
                    rf_status *st);

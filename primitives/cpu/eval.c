@@ -35,8 +35,15 @@ struct rf_eval {
     uint16_t *sels;    /* two selection vectors per instruction (AND/OR, IF) */
     rf_word *const *cols;
     size_t base;
+    const rf_word *rows[2]; /* RF_EX_ROWID: positions by offset; NULL: base + offset */
     rf_status *st;
 };
+
+void rf_eval_set_rows(rf_eval *ev, const rf_word *row0, const rf_word *row1)
+{
+    ev->rows[0] = row0;
+    ev->rows[1] = row1;
+}
 
 rf_eval *rf_eval_new(const rf_code *c)
 {
@@ -227,6 +234,14 @@ static const rf_word *eval_node(rf_eval *ev, int k, const uint16_t *sel, int nse
     case 0:
         if (in->op == RF_EX_COL)
             return ev->cols[in->index] + ev->base;
+        if (in->op == RF_EX_ROWID) {
+            if (ev->rows[in->index])
+                return ev->rows[in->index];
+            rf_word *out = ev->bufs + (size_t)k * RF_BATCH;
+            for (int i = 0; i < nsel; i++)
+                out[sel[i]] = ev->base + sel[i];
+            return out;
+        }
         return ev->bufs + (size_t)k * RF_BATCH; /* RF_EX_CONST */
     case 1: {
         const rf_word *a = eval_node(ev, k - 1, sel, nsel);

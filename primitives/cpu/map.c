@@ -17,7 +17,20 @@ void rf_emitter_init(rf_emitter *em, const rf_code *filter, int nproj, const rf_
         em->projcol[j] = rf_code_as_column(&proj[j]);
         if (em->projcol[j] < 0)
             em->proj[j] = rf_eval_new(&proj[j]);
+        for (int i = 0; i < proj[j].n; i++)
+            em->uses_rows |= proj[j].ins[i].op == RF_EX_ROWID;
     }
+    for (int i = 0; filter && i < filter->n; i++)
+        em->uses_rows |= filter->ins[i].op == RF_EX_ROWID;
+}
+
+void rf_emitter_set_rows(rf_emitter *em, const rf_word *row0, const rf_word *row1)
+{
+    if (em->filter)
+        rf_eval_set_rows(em->filter, row0, row1);
+    for (int j = 0; j < em->nproj; j++)
+        if (em->proj[j])
+            rf_eval_set_rows(em->proj[j], row0, row1);
 }
 
 void rf_emitter_free(rf_emitter *em)

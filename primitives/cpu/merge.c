@@ -111,6 +111,7 @@ typedef struct join_state {
     int ncols;                /* arity(l) + arity(r) */
     bool *used;               /* columns read by filter/projections */
     rf_word **gbuf;           /* gathered columns of l ++ r, RF_BATCH each */
+    rf_word *rows[2];         /* RF_EX_ROWID: the batch's rows of l and r */
     size_t li[PAIRS], ri[PAIRS];
     int npairs;
     bool failed;
@@ -174,6 +175,11 @@ static void flush_pairs(join_state *s)
                     dst[i] = src[s->ri[base + i]];
             }
         }
+        if (s->em.uses_rows)
+            for (int i = 0; i < cnt; i++) {
+                s->rows[0][i] = s->li[base + i];
+                s->rows[1][i] = s->ri[base + i];
+            }
         if (!rf_emit_batch(&s->em, s->gbuf, 0, cnt, out, s->st)) {
             s->failed = true;
             return;
@@ -216,6 +222,11 @@ static void join_piece(void *ctx, int p)
         for (int c = 0; c < s->ncols; c++)
             if (s->used[c])
                 s->gbuf[c] = rf_malloc(RF_BATCH * sizeof(rf_word));
+        if (s->em.uses_rows) {
+            s->rows[0] = rf_malloc(RF_BATCH * sizeof(rf_word));
+            s->rows[1] = rf_malloc(RF_BATCH * sizeof(rf_word));
+            rf_emitter_set_rows(&s->em, s->rows[0], s->rows[1]);
+        }
     }
     const rf_table *l = j->l, *r = j->r;
     int k = j->nkeys;
@@ -244,6 +255,8 @@ static void join_piece(void *ctx, int p)
     for (int c = 0; c < s->ncols; c++)
         free(s->gbuf[c]);
     free(s->gbuf);
+    free(s->rows[0]);
+    free(s->rows[1]);
     free(s->used);
     rf_emitter_free(&s->em);
     free(s);

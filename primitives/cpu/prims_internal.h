@@ -57,6 +57,10 @@ void rf_eval_free(rf_eval *ev);
  * evaluated, and `&&`/`||` evaluate their right operand only where needed. */
 const rf_word *rf_eval_run(rf_eval *ev, rf_word *const *cols, size_t base,
                            const uint16_t *sel, int nsel, rf_status *st);
+/* Where RF_EX_ROWID reads the rows' positions in input 0 and 1 (arrays by
+ * offset, like the columns); NULL (the default) for input 0 means the
+ * rows are base + offset of input 0 itself, as in a MAP. */
+void rf_eval_set_rows(rf_eval *ev, const rf_word *row0, const rf_word *row1);
 /* 0, 1, ..., RF_BATCH-1 */
 extern const uint16_t rf_iota16[RF_BATCH];
 

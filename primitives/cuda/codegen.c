@@ -73,6 +73,8 @@ static int emit(gen *g, int k)
         v = g->tmp++;
         if (in->op == RF_EX_CONST) {
             sb_printf(g->b, "  uint64_t v%d = 0x%" PRIx64 "ull;\n", v, in->value);
+        } else if (in->op == RF_EX_ROWID) { /* the row's position: i (left/map) or j (right) */
+            sb_printf(g->b, "  uint64_t v%d = %s;\n", v, in->index ? "j" : "i");
         } else {
             col_expr(g, in->index, col, sizeof col);
             sb_printf(g->b, "  uint64_t v%d = %s;\n", v, col);

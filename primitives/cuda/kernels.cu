@@ -138,6 +138,9 @@ __device__ bool eval(const rf_dprog &prog, int begin, int end, const RowView &rv
         case RF_EX_COL:
             stack[sp++] = col_value(rv, in.index);
             break;
+        case RF_EX_ROWID: // the row's position in input 0 (a) or 1 (b)
+            stack[sp++] = in.index ? rv.ib : rv.ia;
+            break;
         case RF_EX_IF: // the branch taken left its value on the stack
             break;
         case RF_DOP_LOOKUP:

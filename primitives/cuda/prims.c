@@ -550,7 +550,8 @@ static bool append_code(const rf_code *code, int ncols, rf_dins *ins, int *pos, 
     for (int k = 0; k < code->n; k++) {
         const rf_instr *i = &code->ins[k];
         if ((i->op >= RF_EX_COUNT_ && i->op != RF_DOP_LOOKUP) || i->op == RF_EX_VAR ||
-            (i->op == RF_EX_COL && (i->index < 0 || i->index >= ncols)))
+            (i->op == RF_EX_COL && (i->index < 0 || i->index >= ncols)) ||
+            (i->op == RF_EX_ROWID && (i->index < 0 || i->index > 1)))
             return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "malformed compute code (instruction %d)", k);
         int ar = dop_arity(i->op);
         if (depth < ar)
@@ -798,7 +799,9 @@ bool rf_cuda_code_on_device(const rf_code *c)
     for (int k = 0; k < n; k++) {
         const rf_instr *i = &c->ins[k];
         int ar = rf_expr_arity((rf_exop)i->op);
-        col[k] = i->op == RF_EX_COL ? (i->type == RF_TYPE_STRING ? i->index : -2) : -1;
+        col[k] = i->op == RF_EX_COL ? (i->type == RF_TYPE_STRING ? i->index : -2)
+                 : i->op == RF_EX_ROWID ? -2 /* varies by row: never a constant */
+                                        : -1;
         str[k] = i->op < RF_EX_COUNT_ && rf_exop_is_string_op((rf_exop)i->op);
         bool kids_ok = true;
         for (int a = 0; a < ar && sp > 0; a++) {
@@ -868,6 +871,52 @@ static void count_table(const colsrc *src, size_t entries)
 /* Rewrites one code: each maximal tabulable subtree becomes COL + LOOKUP
  * (its table appended to *tabs) or a CONST. *host when the code cannot run
  * on the device (or a tabulation faulted). */
+/* Evaluates a tabulated subexpression over nd distinct ids. On every core
+ * when it interns nothing (like, contains, strlen, comparisons: results
+ * that are not strings, no string made on the way), since the dictionary
+ * is then only read; in one thread otherwise (substr, concat intern their
+ * results, and the dictionary is not thread-safe). Q13's like() over 1.5M
+ * order comments at SF 1: 0.27 s on one core. */
+typedef struct id_eval {
+    const rf_code *code;
+    rf_word *const *cols;
+    size_t n, per;
+    rf_word *vals;
+    rf_status *st;                /* [pieces] */
+    bool *ok;                     /* [pieces] */
+} id_eval;
+
+static void id_eval_piece(void *ctx, int piece)
+{
+    id_eval *e = ctx;
+    size_t b = (size_t)piece * e->per, end = b + e->per < e->n ? b + e->per : e->n;
+    rf_status_init(&e->st[piece]);
+    e->ok[piece] = b >= end || rf_code_eval_batch(e->code, e->cols, b, end, e->vals + b, &e->st[piece]);
+}
+
+static bool eval_distinct_ids(const rf_code *code, rf_word *const *cols, size_t nd, rf_word *vals, rf_status *st)
+{
+    bool interns = false;
+    for (int k = 0; k < code->n; k++)
+        if (code->ins[k].type == RF_TYPE_STRING && code->ins[k].op != RF_EX_COL && code->ins[k].op != RF_EX_CONST)
+            interns = true;
+    int pieces = interns || nd < 8192 ? 1 : rf_prims_threads() * 4;
+    if (pieces <= 1)
+        return rf_code_eval_batch(code, cols, 0, nd, vals, st);
+    id_eval e = {code, cols, nd, (nd + (size_t)pieces - 1) / (size_t)pieces, vals,
+                 rf_calloc((size_t)pieces, sizeof(rf_status)), rf_calloc((size_t)pieces, sizeof(bool))};
+    rf_par_for(pieces, id_eval_piece, &e);
+    bool ok = true;
+    for (int i = 0; i < pieces && ok; i++)
+        if (!e.ok[i]) {
+            *st = e.st[i];
+            ok = false;
+        }
+    free(e.st);
+    free(e.ok);
+    return ok;
+}
+
 static bool tabulate_code(const colsrc *src, const rf_code *code, rf_code *out, tables *tabs, bool *host,
                           rf_status *st)
 {
@@ -891,7 +940,9 @@ static bool tabulate_code(const colsrc *src, const rf_code *code, rf_code *out, 
     for (int k = 0; k < n; k++) {
         const rf_instr *i = &code->ins[k];
         int ar = rf_expr_arity((rf_exop)i->op);
-        col[k] = i->op == RF_EX_COL ? (i->type == RF_TYPE_STRING ? i->index : -2) : -1;
+        col[k] = i->op == RF_EX_COL ? (i->type == RF_TYPE_STRING ? i->index : -2)
+                 : i->op == RF_EX_ROWID ? -2 /* varies by row: never a constant */
+                                        : -1;
         str[k] = rf_exop_is_string_op((rf_exop)i->op);
         start[k] = k;
         parent[k] = -1;
@@ -964,7 +1015,7 @@ static bool tabulate_code(const colsrc *src, const rf_code *code, rf_code *out, 
                 free(seen);
                 rf_word *vals = rf_malloc((nd ? nd : 1) * sizeof *vals);
                 rf_word *cols[1] = {ids};
-                if (nd && !rf_code_eval_batch(&sub, cols, 0, nd, vals, &quiet)) {
+                if (nd && !eval_distinct_ids(&sub, cols, nd, vals, &quiet)) {
                     *host = true;
                 } else {
                     size_t off = wordvec_grow(&tabs->data, len), k = tabs->heads.len / 2;

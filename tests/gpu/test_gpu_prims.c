@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../../runtime/backend.h"
+#include "../../common/rf_agg_ops.h"
 #include "../../common/rf_scalar_ops.h"
 #include "cuda_internal.h" /* rf_codegen_source, rf_codegen_compile_only, RF_DOP_LOOKUP */
 #include "../../primitives/rf_prims.h" /* host references */
@@ -491,6 +492,8 @@ static void test_dense_sets(rf_cuda_ctx *c)
                 tn.cols[k][i] += base;
         }
         bool plant_outside = iter % 5 == 4 && tn.nrows > 0; /* a new row beyond the frame of full alone */
+        if (plant_outside) /* the last row, far beyond every frame: stays sorted and unique */
+            tn.cols[0][tn.nrows - 1] = base + (1ull << 40);
         rf_drel df, dn, out;
         upload(c, &df, &tf);
         upload(c, &dn, &tn);
@@ -803,6 +806,7 @@ static void test_aggregate(rf_cuda_ctx *c, const rf_word *strs, int nstrs)
                 j++;
             rf_word acc = 0;
             double facc = 0;
+            rf_sum128 exact = {0, 0}; /* integer totals: exact, checked at the end */
             for (size_t r = i; r < j && ref_ok; r++) {
                 rf_word v = 0;
                 if (arg && !(ref_ok = rf_expr_eval(arg, rows + r * g_ncols, &v, &st_ref)))
@@ -812,7 +816,7 @@ static void test_aggregate(rf_cuda_ctx *c, const rf_word *strs, int nstrs)
                 else if (fn == RF_AGG_TOTAL && t == RF_TYPE_FLOAT64)
                     facc = r == i ? rf_word_to_double(v) : facc + rf_word_to_double(v);
                 else if (fn == RF_AGG_TOTAL)
-                    acc = r == i ? v : acc + v;
+                    rf_sum128_add(&exact, rf_word_to_int(v));
                 else if (r == i)
                     acc = v;
                 else {
@@ -823,8 +827,15 @@ static void test_aggregate(rf_cuda_ctx *c, const rf_word *strs, int nstrs)
             }
             if (fn == RF_AGG_TOTAL && t == RF_TYPE_FLOAT64)
                 acc = rf_word_from_double(facc);
-            if (fn == RF_AGG_TOTAL && t == RF_TYPE_INT32)
-                acc = rf_word_from_int((int32_t)(uint32_t)acc);
+            if (ref_ok && fn == RF_AGG_TOTAL && t != RF_TYPE_FLOAT64) {
+                int64_t sum;
+                if (rf_sum128_to_i64(exact, &sum) && (t != RF_TYPE_INT32 || (sum >= INT32_MIN && sum <= INT32_MAX)))
+                    acc = rf_word_from_int(sum);
+                else
+                    ref_ok = rf_fail(&st_ref, RF_EXIT_RUNTIME_ERROR, "total out of range");
+            }
+            if (!ref_ok)
+                break;
             if (nk)
                 exp[m * 2] = rows[i * g_ncols];
             exp[m * (nk + 1) + nk] = acc;

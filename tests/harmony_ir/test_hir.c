@@ -701,6 +701,17 @@ static void test_verify_rejects(void)
     expect_invalid(h, "malformed code");
     j->proj[1].ins[0].index = 3;
 
+    /* Row positions: a JOIN has inputs 0 and 1, and they are int64. */
+    rf_instr saved_ins = j->proj[1].ins[0];
+    j->proj[1].ins[0].op = RF_EX_ROWID;
+    j->proj[1].ins[0].index = 2;
+    j->proj[1].ins[0].type = RF_TYPE_INT64;
+    expect_invalid(h, "malformed code");
+    j->proj[1].ins[0].index = 1;
+    j->proj[1].ins[0].type = RF_TYPE_INT32;
+    expect_invalid(h, "malformed code");
+    j->proj[1].ins[0] = saved_ins;
+
     j->in[1] = 99;
     expect_invalid(h, "out of range");
     j->in[1] = var(h, "path.delta");
@@ -869,12 +880,12 @@ static void test_roundtrip(void)
     rf_status_init(&st);
     CU_ASSERT_PTR_NULL(rf_hir_deserialize(data, len, &st));
     CU_ASSERT_STRING_EQUAL(st.message,
-                           "compiled by another version of redfox (format 9, this one reads 3): compile it again");
-    data[8] = 2; /* the format before origins */
+                           "compiled by another version of redfox (format 9, this one reads 4): compile it again");
+    data[8] = 3; /* the format before row identities (operator numbers moved) */
     rf_status_init(&st);
     CU_ASSERT_PTR_NULL(rf_hir_deserialize(data, len, &st));
     CU_ASSERT_STRING_EQUAL(st.message,
-                           "compiled by another version of redfox (format 2, this one reads 3): compile it again");
+                           "compiled by another version of redfox (format 3, this one reads 4): compile it again");
     data[8] = RF_HIR_VERSION;
     uint8_t *longer = rf_calloc(len + 1, 1);
     memcpy(longer, data, len);

@@ -89,23 +89,25 @@ static bool contains(const irel *r, const rf_word *row)
     return false;
 }
 
-static bool eval_bool(interp *it, const rf_expr *e, const rf_word *row, bool *ok)
+/* rowids: the row's position in each input (RF_EX_ROWID) */
+static bool eval_bool(interp *it, const rf_expr *e, const rf_word *row, const rf_word *rowids, bool *ok)
 {
     if (!e)
         return true;
     rf_word w;
-    if (!rf_expr_eval(e, row, &w, &it->st)) {
+    if (!rf_expr_eval_at(e, row, rowids, &w, &it->st)) {
         *ok = false;
         return false;
     }
     return w != 0;
 }
 
-static bool project_row(interp *it, const rf_plan_cmd *c, const rf_word *row, rowbuf *out)
+static bool project_row(interp *it, const rf_plan_cmd *c, const rf_word *row, const rf_word *rowids,
+                        rowbuf *out)
 {
     rf_word tmp[64];
     for (int i = 0; i < c->nproj; i++)
-        if (!rf_expr_eval(c->proj[i], row, &tmp[i], &it->st))
+        if (!rf_expr_eval_at(c->proj[i], row, rowids, &tmp[i], &it->st))
             return false;
     push_row(out, tmp);
     return true;
@@ -262,9 +264,11 @@ static bool exec(interp *it, const rf_plan_cmd *c)
         break;
     }
     case RF_CMD_MAPFILTER:
-        for (size_t i = 0; i < s0->n && ok; i++)
-            if (eval_bool(it, c->filter, row_at(s0, i), &ok) && ok)
-                ok = project_row(it, c, row_at(s0, i), &out);
+        for (size_t i = 0; i < s0->n && ok; i++) {
+            rf_word at[2] = { i, 0 };
+            if (eval_bool(it, c->filter, row_at(s0, i), at, &ok) && ok)
+                ok = project_row(it, c, row_at(s0, i), at, &out);
+        }
         break;
     case RF_CMD_MAPJOIN: {
         for (size_t i = 0; i < s0->n && ok; i++)
@@ -274,8 +278,9 @@ static bool exec(interp *it, const rf_plan_cmd *c)
                     continue;
                 memcpy(row, l, (size_t)s0->arity * sizeof *row);
                 memcpy(row + s0->arity, r, (size_t)s1->arity * sizeof *row);
-                if (eval_bool(it, c->filter, row, &ok) && ok)
-                    ok = project_row(it, c, row, &out);
+                rf_word at[2] = { i, j };
+                if (eval_bool(it, c->filter, row, at, &ok) && ok)
+                    ok = project_row(it, c, row, at, &out);
             }
         break;
     }
@@ -285,8 +290,9 @@ static bool exec(interp *it, const rf_plan_cmd *c)
             bool found = false;
             for (size_t j = 0; j < s1->n && !found; j++)
                 found = keys_match(c, l, row_at(s1, j));
-            if (!found && eval_bool(it, c->filter, l, &ok) && ok)
-                ok = project_row(it, c, l, &out);
+            rf_word at[2] = { i, 0 };
+            if (!found && eval_bool(it, c->filter, l, at, &ok) && ok)
+                ok = project_row(it, c, l, at, &out);
         }
         break;
     }

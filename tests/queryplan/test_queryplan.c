@@ -505,7 +505,9 @@ static void test_multi_aggregation(void)
     FILE *f = open_memstream(&text, &len);
     rf_plan_print(r.plan[1], f);
     fclose(f);
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "count(), total($3), avg($3), count_distinct($3), min($3), max($3)"));
+    /* Planned, the body keeps x, c and a row identity (rowid). */
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "project ($0, $2, rowid(0))"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "count(), total($1), avg($1), count_distinct($1), min($1), max($1)"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "// stats(x, count(), total(c), avg(c), count_distinct(c), min(c), "
                                         "max(c)) <- w(x, y, c)"));
     free(text);
@@ -529,6 +531,23 @@ static void test_multi_aggregation(void)
     agg->naggs = 6;
     rf_status_init(&st);
     CU_ASSERT_TRUE(rf_plan_verify(r.plan[0], &st));
+    /* ... and row positions: a MapFilter has one input. */
+    rf_expr *rowid = NULL;
+    for (int bl = 0; bl < r.plan[1]->nblocks && !rowid; bl++)
+        for (int i = 0; i < r.plan[1]->blocks[bl].ncmds && !rowid; i++) {
+            rf_plan_cmd *c = &r.plan[1]->blocks[bl].cmds[i];
+            for (int k = 0; c->kind == RF_CMD_MAPFILTER && k < c->nproj && !rowid; k++)
+                if (c->proj[k]->op == RF_EX_ROWID)
+                    rowid = c->proj[k];
+        }
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rowid);
+    rowid->index = 1;
+    rf_status_init(&st);
+    CU_ASSERT_FALSE(rf_plan_verify(r.plan[1], &st));
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.message, "row position of input 1 of 1"));
+    rowid->index = 0;
+    rf_status_init(&st);
+    CU_ASSERT_TRUE(rf_plan_verify(r.plan[1], &st));
     run_end(&r);
 }
 
