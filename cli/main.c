@@ -16,6 +16,7 @@
 
 #include "../frontend/frontend.h"
 #include "../harmony_ir/hir.h"
+#include "../primitives/rf_prims.h"
 #include "../queryplan/plan.h"
 #include "../runtime/runtime.h"
 
@@ -53,7 +54,8 @@ static const char help_text[] =
     "                      memory; equal hashes: equal output files)\n"
     "  --stats             per-kernel times, rows, bytes, loop iterations, peak memory\n"
     "  --backend=B         auto (GPU if present, default), cpu or gpu\n"
-    "  --threads N         CPU backend worker threads (default: one per core)\n"
+    "  --threads N         host worker threads: the CPU backend's kernels, and reading\n"
+    "                      input files with either backend (default: one per core)\n"
     "  --max-iterations N  fail (exit 2) when a recursive loop runs more than N\n"
     "                      iterations without reaching its fixpoint\n"
     "  --progress          print loop progress (a line a second after the first\n"
@@ -315,6 +317,8 @@ static int cmd_run(int argc, char **argv)
             goto done;
         }
     }
+    if (be && threads)
+        rf_prims_set_threads(threads); /* the GPU backend's host work: reading inputs, copies */
     if (!be)
         be = rf_backend_cpu_new(threads);
     rf_run_options ro = {

@@ -1,3 +1,4 @@
+#define _DEFAULT_SOURCE /* madvise */
 #define _POSIX_C_SOURCE 200809L
 #include "rf_common.h"
 
@@ -5,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 void rf_out_of_memory(size_t n)
@@ -118,6 +120,19 @@ char *rf_read_file(const char *path, size_t *len_out, rf_status *st)
     if (len_out)
         *len_out = len;
     return buf;
+}
+
+void rf_hint_huge_pages(void *p, size_t bytes)
+{
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t b = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + bytes) & ~(huge - 1);
+    if (p && bytes >= 4 * huge && e > b)
+        (void)madvise((void *)b, e - b, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
 }
 
 double rf_now(void)

@@ -436,50 +436,88 @@ int rf_value_format(rf_type t, rf_word w, char *buf, size_t cap)
     }
 }
 
-/* ---- String dictionary: open addressing over ids, arena per string ---- */
+/* ---- String dictionary ----
+ * Open addressing over ids; a slot holds the id + 1 in its low 32 bits and
+ * the high 32 bits of the string's hash in its high bits, so that a probe
+ * rarely touches an entry (a cache miss) or its text (another) that is not
+ * the one sought. Texts live in an arena of large chunks, NUL-terminated,
+ * and never move (rf_str_get's pointers stay valid): a malloc per string
+ * was a good part of interning millions of distinct strings. */
 typedef struct strentry {
-    char *text;
+    const char *text;
     size_t len;
+    uint64_t hash;           /* growing the table rehashes without the text */
 } strentry;
+
+#define ARENA_CHUNK ((size_t)1 << 20)
 
 static strentry *g_strs;
 static size_t g_nstrs, g_capstrs;
-static uint32_t *g_slots;      /* id + 1, 0 = empty */
+static uint64_t *g_slots;      /* (hash >> 32) << 32 | (id + 1); 0 = empty */
 static size_t g_nslots;
+static char **g_chunks;        /* the arena */
+static size_t g_nchunks, g_capchunks;
+static char *g_free;           /* unused tail of the newest chunk */
+static size_t g_free_len;
 
-static uint64_t hash_bytes(const char *s, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
+static uint64_t slot_of(uint64_t h, size_t id) { return (h >> 32 << 32) | ((uint64_t)id + 1); }
 
 static void rehash(size_t nslots)
 {
     free(g_slots);
     g_slots = rf_calloc(nslots, sizeof *g_slots);
+    rf_hint_huge_pages(g_slots, nslots * sizeof *g_slots); /* probed at random */
     g_nslots = nslots;
     for (size_t id = 0; id < g_nstrs; id++) {
-        size_t i = hash_bytes(g_strs[id].text, g_strs[id].len) & (nslots - 1);
+        uint64_t h = g_strs[id].hash;
+        size_t i = h & (nslots - 1);
         while (g_slots[i])
             i = (i + 1) & (nslots - 1);
-        g_slots[i] = (uint32_t)id + 1;
+        g_slots[i] = slot_of(h, id);
     }
 }
 
-rf_word rf_str_intern(const char *s, size_t len)
+static char *new_chunk(size_t size)
+{
+    if (g_nchunks == g_capchunks) {
+        g_capchunks = g_capchunks ? 2 * g_capchunks : 64;
+        g_chunks = rf_realloc(g_chunks, rf_mul_size(g_capchunks, sizeof *g_chunks));
+    }
+    return g_chunks[g_nchunks++] = rf_malloc(size);
+}
+
+/* A NUL-terminated copy of s in the arena. */
+static const char *arena_copy(const char *s, size_t len)
+{
+    char *d;
+    if (len + 1 > ARENA_CHUNK / 4) {
+        d = new_chunk(len + 1); /* a long string gets a chunk of its own */
+    } else {
+        if (len + 1 > g_free_len) {
+            g_free = new_chunk(ARENA_CHUNK);
+            g_free_len = ARENA_CHUNK;
+        }
+        d = g_free;
+        g_free += len + 1;
+        g_free_len -= len + 1;
+    }
+    memcpy(d, s, len);
+    d[len] = '\0';
+    return d;
+}
+
+rf_word rf_str_intern_hashed(const char *s, size_t len, uint64_t h)
 {
     if (2 * (g_nstrs + 1) > g_nslots)
         rehash(g_nslots ? 2 * g_nslots : 1024);
-    size_t i = hash_bytes(s, len) & (g_nslots - 1);
-    while (g_slots[i]) {
-        strentry *e = &g_strs[g_slots[i] - 1];
+    uint64_t tag = h >> 32 << 32;
+    size_t i = h & (g_nslots - 1);
+    for (uint64_t sl; (sl = g_slots[i]) != 0; i = (i + 1) & (g_nslots - 1)) {
+        if ((sl >> 32 << 32) != tag)
+            continue;
+        const strentry *e = &g_strs[(uint32_t)sl - 1];
         if (e->len == len && memcmp(e->text, s, len) == 0)
-            return g_slots[i] - 1;
-        i = (i + 1) & (g_nslots - 1);
+            return (uint32_t)sl - 1;
     }
     if (g_nstrs == UINT32_MAX - 1)
         rf_out_of_memory(len);
@@ -487,10 +525,30 @@ rf_word rf_str_intern(const char *s, size_t len)
         g_capstrs = g_capstrs ? 2 * g_capstrs : 1024;
         g_strs = rf_realloc(g_strs, rf_mul_size(g_capstrs, sizeof *g_strs));
     }
-    g_strs[g_nstrs].text = rf_strndup(s, len);
-    g_strs[g_nstrs].len = len;
-    g_slots[i] = (uint32_t)g_nstrs + 1;
+    g_strs[g_nstrs] = (strentry){arena_copy(s, len), len, h};
+    g_slots[i] = slot_of(h, g_nstrs);
     return g_nstrs++;
+}
+
+rf_word rf_str_intern(const char *s, size_t len) { return rf_str_intern_hashed(s, len, rf_str_hash(s, len)); }
+
+void rf_str_reserve(size_t more)
+{
+    size_t want = g_nstrs + more, nslots = g_nslots ? g_nslots : 1024;
+    while (2 * (want + 1) > nslots)
+        nslots *= 2;
+    if (nslots != g_nslots)
+        rehash(nslots);
+    if (want > g_capstrs) {
+        g_capstrs = want;
+        g_strs = rf_realloc(g_strs, rf_mul_size(g_capstrs, sizeof *g_strs));
+    }
+}
+
+void rf_str_prefetch(uint64_t h)
+{
+    if (g_nslots)
+        __builtin_prefetch(&g_slots[h & (g_nslots - 1)]);
 }
 
 const char *rf_str_get(rf_word id) { return id < g_nstrs ? g_strs[id].text : "<bad string id>"; }
@@ -499,11 +557,14 @@ size_t rf_str_count(void) { return g_nstrs; }
 
 void rf_str_reset(void)
 {
-    for (size_t i = 0; i < g_nstrs; i++)
-        free(g_strs[i].text);
+    for (size_t i = 0; i < g_nchunks; i++)
+        free(g_chunks[i]);
+    free(g_chunks);
     free(g_strs);
     free(g_slots);
+    g_chunks = NULL;
     g_strs = NULL;
     g_slots = NULL;
-    g_nstrs = g_capstrs = g_nslots = 0;
+    g_free = NULL;
+    g_nstrs = g_capstrs = g_nslots = g_nchunks = g_capchunks = g_free_len = 0;
 }

@@ -6,16 +6,24 @@
  * '|'; no quoting, no escapes, no comment lines; errors name the byte
  * column of the field). Blank lines and (but in TBL) lines starting with
  * '#' are skipped, except that a blank line is the empty tuple of a
- * zero-arity relation. The whole file is read
- * at once and parsed in place; integers take a hand-written fast path (no
- * strtoll, no copy), so large files parse at memory speed. */
+ * zero-arity relation. The whole file is read at once (by several
+ * threads) and parsed in place, TBL and TSV by several threads in pieces
+ * of whole lines ("Parsing in pieces" below); integers, decimals and
+ * dates take fast paths, so large files parse at memory speed. Columns the
+ * program never reads (rf_needed_columns) are checked but not kept. */
 #include "runtime.h"
+#include "rf_prims.h"
+#include "rf_strdict.h"
 
-#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 rf_file_format rf_format_from_path(const char *path)
 {
@@ -42,7 +50,7 @@ typedef struct parser {
     char *scratch;          /* unescaped/unquoted text of the current record */
     size_t scratch_cap, scratch_len;
     RF_VEC(field) fields;
-    RF_VEC(size_t) offs;    /* fields living in scratch: offset, else SIZE_MAX */
+    RF_VEC(size_t) offs;    /* CSV: fields living in scratch: offset, else SIZE_MAX */
 } parser;
 
 static void scratch_put(parser *ps, char c)
@@ -54,11 +62,46 @@ static void scratch_put(parser *ps, char c)
     ps->scratch[ps->scratch_len++] = c;
 }
 
-static void add_field(parser *ps, const char *s, size_t len, size_t off)
+static inline void add_field(parser *ps, const char *s, size_t len, size_t off)
 {
     field f = {s, len};
     RF_PUSH(ps->fields, f);
-    RF_PUSH(ps->offs, off);
+    if (ps->fmt == RF_FORMAT_CSV)
+        RF_PUSH(ps->offs, off);
+}
+
+/* The first sep in [s, e), or e. Eight bytes a step where the byte order
+ * allows: fields are short, and a memchr call per field cost more than the
+ * scan itself. */
+static inline const char *find_sep(const char *s, const char *e, char sep)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    const uint64_t pat = ones * (unsigned char)sep;
+    for (; e - s >= 8; s += 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        w ^= pat; /* bytes equal to sep are now 0 */
+        uint64_t z = (w - ones) & ~w & highs; /* its lowest set bit marks the first 0 byte */
+        if (z)
+            return s + (__builtin_ctzll(z) >> 3);
+    }
+#endif
+    while (s < e && *s != sep)
+        s++;
+    return s;
+}
+
+/* Fields of a TBL or TSV line [s, e), separated by sep. */
+static void split_line(parser *ps, const char *s, const char *e, char sep)
+{
+    for (;;) {
+        const char *fe = find_sep(s, e, sep);
+        add_field(ps, s, (size_t)(fe - s), SIZE_MAX);
+        if (fe == e)
+            break;
+        s = fe + 1;
+    }
 }
 
 /* Splits the next record into fields. Returns 0 at end of input, 1 for a
@@ -97,15 +140,7 @@ static int next_record(parser *ps, int *line_out, rf_status *st)
                         ps->name, lineno, len + 1);
                 return -1;
             }
-            const char *s = line, *e = line + len - 1;
-            for (;;) {
-                const char *bar = memchr(s, '|', (size_t)(e - s));
-                const char *fe = bar ? bar : e;
-                add_field(ps, s, (size_t)(fe - s), SIZE_MAX);
-                if (!bar)
-                    break;
-                s = bar + 1;
-            }
+            split_line(ps, line, line + len - 1, '|');
             ps->p = nl ? nl + 1 : ps->end;
             ps->line++;
             return 1;
@@ -113,15 +148,7 @@ static int next_record(parser *ps, int *line_out, rf_status *st)
         if (ps->fmt == RF_FORMAT_TSV) {
             /* Fields stay raw here: string fields are unescaped by their
              * column (rf_parse_facts), numbers never contain a backslash. */
-            const char *s = line, *e = line + len;
-            for (;;) {
-                const char *tab = memchr(s, '\t', (size_t)(e - s));
-                const char *fe = tab ? tab : e;
-                add_field(ps, s, (size_t)(fe - s), SIZE_MAX);
-                if (!tab)
-                    break;
-                s = tab + 1;
-            }
+            split_line(ps, line, line + len, '\t');
             ps->p = nl ? nl + 1 : ps->end;
             ps->line++;
             return 1;
@@ -207,6 +234,37 @@ static bool fast_int(const char *s, size_t len, rf_type t, rf_word *out)
     return true;
 }
 
+/* Decimal fast path: [-]digits[.digits], at most `scale` fraction digits,
+ * at most 18 digits with the padding (so no overflow), nothing else;
+ * anything else goes to rf_value_parse, which also words the errors. */
+static bool fast_decimal(const char *s, size_t len, int scale, rf_word *out)
+{
+    bool neg = len && s[0] == '-';
+    size_t i = neg, i0 = i;
+    int64_t v = 0;
+    while (i < len && (unsigned)(s[i] - '0') <= 9 && i - i0 < 18)
+        v = v * 10 + (s[i++] - '0');
+    size_t nint = i - i0;
+    if (nint == 0 || nint + (size_t)scale > 18)
+        return false;
+    int nfrac = 0;
+    if (i < len && s[i] == '.') {
+        i++;
+        while (i < len && (unsigned)(s[i] - '0') <= 9 && nfrac < scale) {
+            v = v * 10 + (s[i++] - '0');
+            nfrac++;
+        }
+        if (nfrac == 0)
+            return false;
+    }
+    if (i != len)
+        return false;
+    for (; nfrac < scale; nfrac++)
+        v *= 10;
+    *out = rf_word_from_int(neg ? -v : v);
+    return true;
+}
+
 /* "FILE:LINE" or, for TBL, "FILE:LINE:COL" with the byte column of field c
  * (c < 0: column 1). */
 static const char *where(const parser *ps, int lineno, int c, char *buf, size_t cap)
@@ -219,91 +277,487 @@ static const char *where(const parser *ps, int lineno, int c, char *buf, size_t 
     return buf;
 }
 
-bool rf_parse_facts(const char *name, const char *text, size_t len, rf_file_format fmt, int arity,
-                    const rf_type *types, rf_table *t, rf_status *st)
+/* ---- Parsing in pieces ----
+ * The text is cut at line starts into pieces that threads parse at once
+ * (TBL and TSV; CSV's quoted fields may span lines, so it is one piece).
+ * Newlines are counted first, so each piece knows its first line number
+ * and a bound on its rows: it writes them straight into the table at its
+ * own offset, and the rows are moved together afterwards only when some
+ * lines were not rows (blank lines, TSV comments). Each piece stops at its
+ * first error; the error of the earliest failing piece is the one a
+ * sequential parse meets first, and the pieces after it are dropped.
+ * Strings: with several pieces each interns into a local dictionary, and
+ * the local dictionaries go into the global one in piece order (the same
+ * ids as a sequential parse; rf_strdict.h); a single piece interns into
+ * the global dictionary directly. */
+#define PAR_MIN_BYTES ((size_t)4 << 20)     /* smaller texts: one piece */
+#define PIECE_MIN_BYTES ((size_t)1 << 20)
+#define PIECES_PER_THREAD 4                 /* dynamic hand-out evens out slow pieces */
+#define STOP_CHECK_ROWS 1024                /* how often a piece looks for an earlier failure */
+
+typedef struct piece {
+    const char *begin, *end;   /* whole lines */
+    size_t lines;              /* newlines in [begin, end) */
+    size_t cap;                /* most rows it can hold */
+    int first_line;
+    size_t base;               /* its first row in the table */
+    size_t rows;               /* rows parsed (those before its first error) */
+    rf_strdict *dict;          /* NULL: strings go to the global dictionary */
+    rf_word *ids;              /* dict's local ids -> global ids */
+    rf_status st;
+} piece;
+
+typedef struct load_job {
+    const char *name;
+    rf_file_format fmt;
+    int arity;
+    const rf_type *types;
+    const bool *needed;        /* NULL: every column */
+    rf_word **cols;            /* the table's columns */
+    piece *pieces;
+    int npieces;
+    int used;                  /* pieces 0..used-1 make the result */
+    bool zeroed;               /* the table's new rows are all 0 already */
+    atomic_int first_failed;   /* earliest piece known to have failed */
+} load_job;
+
+/* Strings wait in a short queue before they are interned, in their order
+ * (so they get the ids of interning each at once): each one's slot is
+ * prefetched when it is queued and is mostly in cache when the queue is
+ * drained. Interning at once waited for a cache miss per new string,
+ * which was most of the time spent on millions of distinct comments. */
+#define PENDING_MAX 32
+
+typedef struct pending {
+    const char *s;             /* in the text: stays valid */
+    size_t len;
+    uint64_t hash;
+    rf_word *dst;              /* where its id goes */
+} pending;
+
+/* Per-thread state of a piece's parse. */
+typedef struct conv {
+    const load_job *j;
+    piece *pc;
+    parser *ps;
+    char *unesc;               /* an unescaped TSV string field */
+    size_t unesc_cap;
+    int npend;
+    pending pend[PENDING_MAX];
+} conv;
+
+static bool column_needed(const load_job *j, int c) { return !j->needed || j->needed[c]; }
+
+static void flush_strings(conv *cv)
 {
-    parser ps = {.name = name, .p = text, .end = text + len, .line = 1, .fmt = fmt, .zero_arity = arity == 0};
-    char *unesc = NULL; /* an unescaped TSV string field */
-    size_t unesc_cap = 0;
-    bool ok = true;
+    rf_strdict *d = cv->pc->dict;
+    for (int i = 0; i < cv->npend; i++) {
+        const pending *q = &cv->pend[i];
+        *q->dst = d ? rf_strdict_add_hashed(d, q->s, q->len, q->hash, false) : rf_str_intern_hashed(q->s, q->len, q->hash);
+    }
+    cv->npend = 0;
+}
+
+/* s lies in the text: queued. */
+static void queue_string(conv *cv, const char *s, size_t len, rf_word *dst)
+{
+    if (cv->npend == PENDING_MAX)
+        flush_strings(cv);
+    uint64_t h = rf_str_hash(s, len);
+    if (cv->pc->dict)
+        rf_strdict_prefetch(cv->pc->dict, h);
+    else
+        rf_str_prefetch(h);
+    cv->pend[cv->npend++] = (pending){s, len, h, dst};
+}
+
+/* s lies in a scratch buffer (unescaped, unquoted): interned now, after
+ * the queued ones, and copied. */
+static rf_word intern_now(conv *cv, const char *s, size_t len)
+{
+    flush_strings(cv);
+    if (cv->pc->dict)
+        return rf_strdict_add(cv->pc->dict, s, len, true);
+    return rf_str_intern(s, len);
+}
+
+/* A TSV string field with a backslash: unescaped (even when the column is
+ * not needed: a bad escape is an error either way). */
+static bool unescape_field(conv *cv, int c, int lineno, const char *s, size_t len, rf_word *dst, rf_status *st)
+{
+    if (len > cv->unesc_cap) {
+        cv->unesc_cap = len > 2 * cv->unesc_cap ? len : 2 * cv->unesc_cap;
+        cv->unesc = rf_realloc(cv->unesc, cv->unesc_cap);
+    }
+    size_t n, bad;
+    if (rf_str_unescape(s, len, cv->unesc, &n, &bad)) {
+        if (column_needed(cv->j, c))
+            *dst = intern_now(cv, cv->unesc, n);
+        return true;
+    }
+    char whybuf[32], loc[512];
+    const char *why = whybuf;
+    if (bad + 1 >= len)
+        why = "bad escape: '\\' at the end of the field";
+    else if (s[bad + 1] == 'e')
+        why = "bad escape '\\e' ('\\e' stands alone for the empty string)";
+    else
+        snprintf(whybuf, sizeof whybuf, "bad escape '\\%c'", s[bad + 1]);
+    return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s: error: field %d: %s: '%.*s'",
+                   where(cv->ps, lineno, c, loc, sizeof loc), c + 1, why, (int)(len > 200 ? 200 : len), s);
+}
+
+/* Converts field c of the current record to its word in *dst (a string's
+ * id may arrive later: flush_strings); a column that is not needed is
+ * checked the same way but left alone (parse_piece zeroes it; its strings
+ * are not interned). False, with st filled, on a bad value. */
+static bool convert_field(conv *cv, int c, int lineno, rf_word *dst, rf_status *st)
+{
+    const load_job *j = cv->j;
+    const parser *ps = cv->ps;
+    field f = ps->fields.items[c];
+    const char *s = f.s;
+    bool quoted = ps->fmt == RF_FORMAT_CSV && ps->offs.items[c] != SIZE_MAX;
+    if (quoted) /* a quoted CSV field; "" may find no scratch yet */
+        s = ps->scratch ? ps->scratch + ps->offs.items[c] : "";
+    rf_type ty = j->types[c];
+    bool need = column_needed(j, c);
+    if (ty == RF_TYPE_STRING) {
+        if (j->fmt == RF_FORMAT_TSV && memchr(s, '\\', f.len))
+            return unescape_field(cv, c, lineno, s, f.len, dst, st);
+        if (!need)
+            return true;
+        if (quoted)
+            *dst = intern_now(cv, s, f.len);
+        else
+            queue_string(cv, s, f.len, dst);
+        return true;
+    }
+    rf_word w;
+    int64_t days;
+    const char *why = "bad value";
+    if ((rf_type_is_integer(ty) && fast_int(s, f.len, ty, &w)) ||
+        (rf_type_is_decimal(ty) && fast_decimal(s, f.len, rf_decimal_scale(ty), &w))) {
+        /* the common forms, without rf_value_parse's generality */
+    } else if (ty == RF_TYPE_DATE && f.len == 10 && rf_date_parse(s, f.len, &days, &why)) {
+        w = rf_word_from_int(days);
+    } else if (!rf_value_parse(ty, s, f.len, &w, &why)) {
+        char loc[512];
+        int n = (int)(f.len > 200 ? 200 : f.len);
+        if (strncmp(why, "has ", 4) == 0) /* "12.345 has more than 2 decimal places" */
+            return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s: error: field %d: %.*s %s",
+                           where(ps, lineno, c, loc, sizeof loc), c + 1, n, s, why);
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s: error: field %d: %s: '%.*s'",
+                       where(ps, lineno, c, loc, sizeof loc), c + 1, why, n, s);
+    }
+    if (need)
+        *dst = w;
+    return true;
+}
+
+/* Records that piece p failed (keeps the earliest). */
+static void note_failure(load_job *j, int p)
+{
+    int cur = atomic_load(&j->first_failed);
+    while (p < cur && !atomic_compare_exchange_weak(&j->first_failed, &cur, p)) {
+    }
+}
+
+/* Parses piece p into rows base.. of the table (rf_par_for task). */
+static void parse_piece(void *ctx, int p)
+{
+    load_job *j = ctx;
+    piece *pc = &j->pieces[p];
+    parser ps = {.name = j->name, .p = pc->begin, .end = pc->end, .line = pc->first_line, .fmt = j->fmt,
+                 .zero_arity = j->arity == 0};
+    conv cv = {.j = j, .pc = pc, .ps = &ps};
+    rf_status_init(&pc->st);
+    for (int c = 0; c < j->arity && pc->cap && !j->zeroed; c++) /* one sweep, not a store per row */
+        if (!column_needed(j, c))
+            memset(j->cols[c] + pc->base, 0, pc->cap * sizeof(rf_word));
+    size_t row = 0;
     int lineno = 0, r;
-    char loc[512];
-    while ((r = next_record(&ps, &lineno, st)) == 1) {
-        if ((int)ps.fields.len != arity) {
-            ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s: error: expected %d field%s, found %zu",
-                         where(&ps, lineno, -1, loc, sizeof loc), arity, arity == 1 ? "" : "s", ps.fields.len);
+    bool ok = true;
+    while (ok && (r = next_record(&ps, &lineno, &pc->st)) == 1) {
+        if (row % STOP_CHECK_ROWS == 0 && atomic_load_explicit(&j->first_failed, memory_order_relaxed) < p)
+            break; /* an earlier piece failed: this one will be dropped */
+        if ((int)ps.fields.len != j->arity) {
+            char loc[512];
+            ok = rf_fail(&pc->st, RF_EXIT_RUNTIME_ERROR, "%s: error: expected %d field%s, found %zu",
+                         where(&ps, lineno, -1, loc, sizeof loc), j->arity, j->arity == 1 ? "" : "s",
+                         ps.fields.len);
             break;
         }
-        size_t row = t->nrows;
-        if (arity > 0) {
-            if (row == t->cap)
-                rf_table_reserve(t, row + 1);
-        } else {
-            t->nrows = 1; /* a nullary relation holds at most () */
+        if (j->arity == 0) {
+            row = 1; /* a nullary relation holds at most () */
             continue;
         }
-        for (int c = 0; c < arity && ok; c++) {
-            field f = ps.fields.items[c];
-            const char *s = f.s;
-            if (ps.offs.items[c] != SIZE_MAX) /* a quoted CSV field; "" may find no scratch yet */
-                s = ps.scratch ? ps.scratch + ps.offs.items[c] : "";
-            rf_word w;
-            const char *why = "bad value";
-            char whybuf[32];
-            size_t bad;
-            if (types[c] == RF_TYPE_STRING && fmt == RF_FORMAT_TSV && memchr(s, '\\', f.len)) {
-                if (f.len > unesc_cap) {
-                    unesc_cap = f.len > 2 * unesc_cap ? f.len : 2 * unesc_cap;
-                    unesc = rf_realloc(unesc, unesc_cap);
-                }
-                size_t n;
-                if (rf_str_unescape(s, f.len, unesc, &n, &bad)) {
-                    t->cols[c][row] = rf_str_intern(unesc, n);
-                } else {
-                    why = whybuf;
-                    if (bad + 1 >= f.len)
-                        why = "bad escape: '\\' at the end of the field";
-                    else if (s[bad + 1] == 'e')
-                        why = "bad escape '\\e' ('\\e' stands alone for the empty string)";
-                    else
-                        snprintf(whybuf, sizeof whybuf, "bad escape '\\%c'", s[bad + 1]);
-                    ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s: error: field %d: %s: '%.*s'",
-                                 where(&ps, lineno, c, loc, sizeof loc), c + 1, why,
-                                 (int)(f.len > 200 ? 200 : f.len), s);
-                }
-            } else if (rf_type_is_integer(types[c]) && fast_int(s, f.len, types[c], &w)) {
-                t->cols[c][row] = w;
-            } else if (rf_value_parse(types[c], s, f.len, &w, &why)) {
-                t->cols[c][row] = w;
-            } else if (strncmp(why, "has ", 4) == 0) { /* "12.345 has more than 2 decimal places" */
-                ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s: error: field %d: %.*s %s",
-                             where(&ps, lineno, c, loc, sizeof loc), c + 1, (int)(f.len > 200 ? 200 : f.len), s, why);
-            } else {
-                ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s: error: field %d: %s: '%.*s'",
-                             where(&ps, lineno, c, loc, sizeof loc), c + 1, why, (int)(f.len > 200 ? 200 : f.len), s);
-            }
-        }
-        if (!ok)
-            break;
-        t->nrows = row + 1;
+        for (int c = 0; c < j->arity && ok; c++)
+            ok = convert_field(&cv, c, lineno, &j->cols[c][pc->base + row], &pc->st);
+        row += ok;
     }
+    flush_strings(&cv); /* also on an error: the strings before it are interned, as they were */
     if (r < 0)
         ok = false;
+    pc->rows = row;
+    if (!ok)
+        note_failure(j, p);
     free(ps.scratch);
-    free(unesc);
+    free(cv.unesc);
     RF_VEC_FREE(ps.fields);
     RF_VEC_FREE(ps.offs);
-    return ok;
+}
+
+static int pieces_for(size_t len, rf_file_format fmt, int arity)
+{
+    int threads = rf_prims_threads();
+    if (threads <= 1 || len < PAR_MIN_BYTES || fmt == RF_FORMAT_CSV || arity == 0)
+        return 1;
+    size_t n = (size_t)threads * PIECES_PER_THREAD, most = len / PIECE_MIN_BYTES;
+    return (int)(n < most ? n : most);
+}
+
+/* Cuts text into n pieces of about len/n bytes, each beginning at a line
+ * start: piece p ends after the first newline at or after byte
+ * (p + 1) * len / n. A line longer than a piece makes the pieces it
+ * covers empty; one that runs to the end without a newline makes every
+ * later piece empty. */
+static void split_lines(const char *text, size_t len, piece *pcs, int n)
+{
+    const char *end = text + len, *at = text;
+    for (int p = 0; p < n; p++) {
+        pcs[p].begin = at;
+        const char *want = text + len / (size_t)n * (size_t)(p + 1);
+        if (p == n - 1) {
+            at = end;
+        } else if (want > at && want < end) {
+            const char *nl = memchr(want, '\n', (size_t)(end - want));
+            at = nl ? nl + 1 : end;
+        }
+        pcs[p].end = at;
+    }
+}
+
+static void count_lines(void *ctx, int p)
+{
+    piece *pc = &((load_job *)ctx)->pieces[p];
+    size_t n = 0;
+    for (const char *q = pc->begin; (q = memchr(q, '\n', (size_t)(pc->end - q))) != NULL; q++)
+        n++;
+    pc->lines = n;
+}
+
+/* Rewrites the string columns of piece p from local to global ids. */
+static void remap_piece(void *ctx, int p)
+{
+    load_job *j = ctx;
+    piece *pc = &j->pieces[p];
+    for (int c = 0; c < j->arity; c++) {
+        if (j->types[c] != RF_TYPE_STRING || !column_needed(j, c))
+            continue;
+        rf_word *col = j->cols[c] + pc->base;
+        for (size_t i = 0; i < pc->rows; i++)
+            col[i] = pc->ids[col[i]];
+    }
+}
+
+/* Closes the gaps that lines without a row left between the pieces' rows
+ * (one column; pieces in order, as each moves down onto space the ones
+ * before it have vacated). */
+static void compact_column(void *ctx, int c)
+{
+    load_job *j = ctx;
+    rf_word *col = j->cols[c];
+    size_t to = j->pieces[0].base;
+    for (int p = 0; p < j->used; p++) {
+        const piece *pc = &j->pieces[p];
+        if (pc->base != to && pc->rows)
+            memmove(col + to, col + pc->base, pc->rows * sizeof *col);
+        to += pc->rows;
+    }
+}
+
+static bool needs_local_dicts(const load_job *j)
+{
+    if (j->npieces <= 1)
+        return false;
+    for (int c = 0; c < j->arity; c++)
+        if (j->types[c] == RF_TYPE_STRING && column_needed(j, c))
+            return true;
+    return false;
+}
+
+/* Splits, counts lines, places the pieces in the table (reserved here). */
+static void plan_pieces(load_job *j, const char *text, size_t len, rf_table *t)
+{
+    split_lines(text, len, j->pieces, j->npieces);
+    rf_par_for(j->npieces, count_lines, j);
+    size_t at = t->nrows;
+    int line = 1;
+    for (int p = 0; p < j->npieces; p++) {
+        piece *pc = &j->pieces[p];
+        pc->first_line = line;
+        line += (int)pc->lines;
+        /* A row is a line (a CSV record one or more): at most one per
+         * newline, and one more where the text ends without a newline
+         * (only the piece that holds the end can, which need not be the
+         * last piece: split_lines). */
+        pc->cap = pc->lines + (pc->end > pc->begin && pc->end[-1] != '\n');
+        pc->base = at;
+        at += pc->cap;
+    }
+    if (t->arity > 0 && t->cap == 0 && at > 0) {
+        /* A new table: fresh zero pages (calloc knows them), so columns
+         * that are not needed are never touched here. */
+        for (int c = 0; c < t->arity; c++) {
+            free(t->cols[c]);
+            t->cols[c] = rf_calloc(at, sizeof(rf_word));
+            rf_hint_huge_pages(t->cols[c], at * sizeof(rf_word)); /* filled by the pieces' threads */
+        }
+        t->cap = at;
+        j->zeroed = true;
+    } else if (t->arity > 0) {
+        rf_table_reserve(t, at);
+        for (int c = 0; c < t->arity; c++)
+            rf_hint_huge_pages(t->cols[c], t->cap * sizeof(rf_word));
+    }
+    j->cols = t->cols;
+}
+
+/* After the parallel parse: strings into the global dictionary (pieces in
+ * order), local ids rewritten, rows moved together. Returns the rows. */
+static size_t gather_pieces(load_job *j)
+{
+    bool dicts = j->pieces[0].dict != NULL;
+    size_t total = 0; /* at most this many new strings: the table grows once */
+    for (int p = 0; dicts && p < j->used; p++)
+        total += rf_strdict_count(j->pieces[p].dict);
+    rf_str_reserve(total);
+    for (int p = 0; dicts && p < j->used; p++) {
+        piece *pc = &j->pieces[p];
+        pc->ids = rf_malloc(rf_mul_size(rf_strdict_count(pc->dict) + 1, sizeof *pc->ids));
+        rf_strdict_to_global(pc->dict, pc->ids);
+    }
+    if (dicts)
+        rf_par_for(j->used, remap_piece, j);
+    size_t rows = 0;
+    bool gaps = false;
+    for (int p = 0; p < j->used; p++) {
+        gaps |= j->pieces[p].base != j->pieces[0].base + rows;
+        rows += j->pieces[p].rows;
+    }
+    if (gaps && j->arity > 0)
+        rf_par_for(j->arity, compact_column, j);
+    return rows;
+}
+
+bool rf_parse_facts(const char *name, const char *text, size_t len, rf_file_format fmt, int arity,
+                    const rf_type *types, const bool *needed, rf_table *t, rf_status *st)
+{
+    load_job j = {.name = name, .fmt = fmt, .arity = arity, .types = types, .needed = needed};
+    j.npieces = pieces_for(len, fmt, arity);
+    j.pieces = rf_calloc((size_t)j.npieces, sizeof *j.pieces);
+    atomic_init(&j.first_failed, j.npieces);
+    plan_pieces(&j, text, len, t);
+    bool dicts = needs_local_dicts(&j);
+    for (int p = 0; dicts && p < j.npieces; p++)
+        j.pieces[p].dict = rf_strdict_new();
+    rf_par_for(j.npieces, parse_piece, &j);
+    int failed = atomic_load(&j.first_failed);
+    j.used = failed < j.npieces ? failed + 1 : j.npieces;
+    size_t rows = gather_pieces(&j);
+    if (arity > 0)
+        t->nrows += rows;
+    else if (rows > 0)
+        t->nrows = 1;
+    if (failed < j.npieces)
+        rf_fail(st, j.pieces[failed].st.code, "%s", j.pieces[failed].st.message);
+    for (int p = 0; p < j.npieces; p++) {
+        rf_strdict_free(j.pieces[p].dict);
+        free(j.pieces[p].ids);
+    }
+    free(j.pieces);
+    return failed >= j.npieces;
+}
+
+/* ---- Reading the file ----
+ * One allocation of the file's size and reads by several threads at once
+ * (each copies from the page cache and faults in its part of the buffer);
+ * anything but a regular file whose size holds still goes through
+ * rf_read_file. */
+#define READ_CHUNK ((size_t)16 << 20)
+
+typedef struct read_job {
+    int fd;
+    char *buf;
+    size_t len;
+    int nchunks;
+    atomic_int short_read;     /* the file changed (or a read failed) */
+    atomic_int err;            /* errno of a failed read */
+} read_job;
+
+static void read_chunk(void *ctx, int k)
+{
+    read_job *rj = ctx;
+    size_t off = (size_t)k * READ_CHUNK, end = off + READ_CHUNK < rj->len ? off + READ_CHUNK : rj->len;
+    while (off < end) {
+        ssize_t got = pread(rj->fd, rj->buf + off, end - off, (off_t)off);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            if (got < 0)
+                atomic_store(&rj->err, errno);
+            atomic_store(&rj->short_read, 1);
+            return;
+        }
+        off += (size_t)got;
+    }
+}
+
+static char *read_text(const char *path, size_t *len, rf_status *st)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) {
+        rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < (off_t)READ_CHUNK) {
+        close(fd);
+        return rf_read_file(path, len, st);
+    }
+    read_job rj = {.fd = fd, .len = (size_t)sb.st_size};
+    rj.buf = rf_malloc(rj.len + 1);
+    rf_hint_huge_pages(rj.buf, rj.len + 1);
+    rj.nchunks = (int)((rj.len + READ_CHUNK - 1) / READ_CHUNK);
+    atomic_init(&rj.short_read, 0);
+    atomic_init(&rj.err, 0);
+    rf_par_for(rj.nchunks, read_chunk, &rj);
+    char probe;
+    bool grew = pread(fd, &probe, 1, (off_t)rj.len) == 1;
+    close(fd);
+    if (atomic_load(&rj.err)) {
+        rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot read '%s': %s", path, strerror(atomic_load(&rj.err)));
+        free(rj.buf);
+        return NULL;
+    }
+    if (atomic_load(&rj.short_read) || grew) { /* changed while read: read it the plain way */
+        free(rj.buf);
+        return rf_read_file(path, len, st);
+    }
+    rj.buf[rj.len] = '\0';
+    *len = rj.len;
+    return rj.buf;
 }
 
 bool rf_read_facts(const char *path, rf_file_format fmt, int arity, const rf_type *types,
-                   rf_table *t, rf_status *st)
+                   const bool *needed, rf_table *t, rf_status *st)
 {
     size_t len = 0;
-    char *text = rf_read_file(path, &len, st);
+    char *text = read_text(path, &len, st);
     if (!text)
         return false;
-    bool ok = rf_parse_facts(path, text, len, fmt, arity, types, t, st);
+    bool ok = rf_parse_facts(path, text, len, fmt, arity, types, needed, t, st);
     free(text);
     return ok;
 }

@@ -27,6 +27,7 @@ typedef struct rt {
     FILE *out, *err;
     rf_dvar **dv;            /* [nvars] storage, NULL until defined */
     bool *keep;              /* outputs: never freed before HALT */
+    bool **needed;           /* [nvars] columns a LOAD parses (rf_needed_columns) */
     kstat **ks;              /* [block][kernel] */
     size_t *entries;         /* [block] times entered */
     bool *loop_header;       /* [block] target of a back edge */
@@ -91,7 +92,8 @@ static void locate_error(rf_status *st, const char *where, const char *note)
 }
 
 /* LOAD: inline facts ∪ the input file (--input overrides the directive's),
- * sorted and deduplicated, uploaded. */
+ * sorted and deduplicated, uploaded. Of the file only the columns the
+ * program reads are parsed (r->needed), the others are 0. */
 static bool run_load(rt *r, int v, rf_status *st)
 {
     const rf_hvar *hv = &r->p->vars[v];
@@ -108,7 +110,7 @@ static bool run_load(rt *r, int v, rf_status *st)
         }
     bool ok = true;
     if (path)
-        ok = rf_read_facts(path, fmt, hv->arity, hv->types, &t, st);
+        ok = rf_read_facts(path, fmt, hv->arity, hv->types, r->needed[v], &t, st);
     if (!ok && option) {
         char *note = rf_sprintf("from --input %s=%s", option->pred, option->path);
         locate_error(st, NULL, note);
@@ -599,6 +601,25 @@ static bool write_outputs(rt *r, const int *outs, int nouts, rf_status *st)
     return ok;
 }
 
+/* "input lineitem: parsed 5 of 16 columns (4, 5, 6, 7, 10)" for every
+ * loaded variable the program reads only partly. */
+static void print_pruned_inputs(rt *r)
+{
+    for (int v = 0; v < r->p->nvars; v++) {
+        const bool *need = r->needed[v];
+        if (!need)
+            continue;
+        int ar = r->p->vars[v].arity, n = 0;
+        for (int c = 0; c < ar; c++)
+            n += need[c];
+        fprintf(r->err, "  input %s: parsed %d of %d columns (", var_label(&r->p->vars[v]), n, ar);
+        for (int c = 0, k = 0; c < ar; c++)
+            if (need[c])
+                fprintf(r->err, "%s%d", k++ ? ", " : "", c);
+        fputs(")\n", r->err);
+    }
+}
+
 static void print_stats(rt *r, double total)
 {
     const rf_hprogram *p = r->p;
@@ -619,6 +640,7 @@ static void print_stats(rt *r, double total)
                     s->be_seconds, (double)s->bytes / 1e6,
                     s->be_seconds > 0 ? (double)s->bytes / s->be_seconds / 1e9 : 0.0);
         }
+    print_pruned_inputs(r);
     for (int b = 0; b < p->nblocks; b++)
         if (r->loop_header[b])
             fprintf(e, "  loop %s (block %d): %zu iterations\n",
@@ -662,6 +684,7 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
         }
         r.keep[v] = true;
     }
+    r.needed = rf_needed_columns(p, r.keep);
     r.dv = rf_calloc((size_t)p->nvars + 1, sizeof *r.dv);
     r.ks = rf_calloc((size_t)p->nblocks + 1, sizeof *r.ks);
     r.entries = rf_calloc((size_t)p->nblocks + 1, sizeof *r.entries);
@@ -706,6 +729,7 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
     free(r.ks);
     free(r.dv);
     free(r.keep);
+    rf_needed_columns_free(r.needed, p->nvars);
     free(r.entries);
     free(r.loop_header);
     free(r.loop_start);

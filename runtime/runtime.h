@@ -65,12 +65,33 @@ typedef struct rf_run_info {
 bool rf_run(const rf_hprogram *p, const rf_run_options *opt, rf_status *st);
 bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *info, rf_status *st);
 
+/* ---- Input column pruning (needed_cols.c) ---- */
+/* For every variable defined by a LOAD kernel, which of its columns the
+ * program can observe: MAP's filter and projections, JOIN's keys and the
+ * columns its codes read (of l ++ r), ANTIJOIN's keys when it is in1; a
+ * code with an operator not known to read only values, any other reader,
+ * an output, keep[v] (outputs and --print; may be NULL) or a loop
+ * condition needs them all. Returns an array of nvars entries: NULL
+ * where every column is needed (or v is not loaded), else a bool per
+ * column. Filling the unneeded columns with 0 before the load
+ * deduplicates changes no answer's rows (needed_cols.c says why, and what
+ * it may change: string ids, the last bits of a float64 total). Free with
+ * rf_needed_columns_free. */
+bool **rf_needed_columns(const rf_hprogram *p, const bool *keep);
+void rf_needed_columns_free(bool **needed, int nvars);
+
 /* ---- Input files (io.c) ---- */
 /* .csv (case-insensitive) = CSV, .tbl = TBL (dbgen), anything else TSV. */
 rf_file_format rf_format_from_path(const char *path);
-/* Appends the rows of a fact file to t (initialised with `arity`); field
- * syntax and escapes as in docs/design.md "Input files", so that every file
- * rf_write_tsv writes reads back as the same rows. Errors:
+/* Appends the rows of a fact file to t (initialised with `arity`), in file
+ * order; field syntax and escapes as in docs/design.md "Input files", so
+ * that every file rf_write_tsv writes reads back as the same rows.
+ * needed (NULL: all): columns c with !needed[c] are checked as usual (a bad
+ * value is still an error) but stored as 0, and their strings are not
+ * interned. TBL and TSV text of several MB is parsed by rf_prims_threads()
+ * threads; the rows, string ids and errors are exactly those of a
+ * sequential parse. On an error, t holds the rows before the bad one.
+ * Errors:
  * "PATH:LINE: error: expected 2 fields, found 3",
  * "PATH:LINE: error: field 2: not an integer: 'abc'",
  * "PATH:LINE: error: field 1: bad escape '\q': 'x\qy'",
@@ -79,10 +100,10 @@ rf_file_format rf_format_from_path(const char *path);
  * places", "PATH:LINE:COL: error: the line does not end with '|' (tbl
  * format)". */
 bool rf_read_facts(const char *path, rf_file_format fmt, int arity, const rf_type *types,
-                   rf_table *t, rf_status *st);
+                   const bool *needed, rf_table *t, rf_status *st);
 /* The same over text in memory (tests); `name` is used in messages. */
 bool rf_parse_facts(const char *name, const char *text, size_t len, rf_file_format fmt, int arity,
-                    const rf_type *types, rf_table *t, rf_status *st);
+                    const rf_type *types, const bool *needed, rf_table *t, rf_status *st);
 
 /* ---- Output (output.c) ---- */
 /* Sorts rows in typed value order (rf_value_compare column by column) and

@@ -263,7 +263,7 @@ static void expect_parse_error(const char *text, rf_file_format fmt, int arity, 
     rf_table_init(&t, arity);
     rf_status st;
     rf_status_init(&st);
-    CU_ASSERT_FALSE(rf_parse_facts("f.tsv", text, strlen(text), fmt, arity, types, &t, &st));
+    CU_ASSERT_FALSE(rf_parse_facts("f.tsv", text, strlen(text), fmt, arity, types, NULL, &t, &st));
     CU_ASSERT_STRING_EQUAL(st.message, msg);
     CU_ASSERT_EQUAL(st.code, RF_EXIT_RUNTIME_ERROR);
     rf_table_free(&t);
@@ -285,7 +285,7 @@ static void test_parse_errors(void)
     rf_table_init(&t, 2);
     rf_status st;
     rf_status_init(&st);
-    CU_ASSERT_FALSE(rf_read_facts("/nonexistent/x.tsv", RF_FORMAT_TSV, 2, int2, &t, &st));
+    CU_ASSERT_FALSE(rf_read_facts("/nonexistent/x.tsv", RF_FORMAT_TSV, 2, int2, NULL, &t, &st));
     CU_ASSERT_STRING_EQUAL(st.message, "cannot open '/nonexistent/x.tsv': No such file or directory");
     rf_table_free(&t);
 }
@@ -298,7 +298,7 @@ static void test_parse_ok(void)
     rf_table_init(&t, 3);
     rf_status st;
     rf_status_init(&st);
-    CU_ASSERT_TRUE_FATAL(rf_parse_facts("x.csv", csv, strlen(csv), RF_FORMAT_CSV, 3, ts, &t, &st));
+    CU_ASSERT_TRUE_FATAL(rf_parse_facts("x.csv", csv, strlen(csv), RF_FORMAT_CSV, 3, ts, NULL, &t, &st));
     CU_ASSERT_EQUAL_FATAL(t.nrows, 4);
     CU_ASSERT_STRING_EQUAL(rf_str_get(t.cols[0][0]), "a,b");
     CU_ASSERT_STRING_EQUAL(rf_str_get(t.cols[0][1]), "say \"hi\"");
@@ -316,7 +316,7 @@ static void test_parse_ok(void)
     const char *tsv = "a\\tb\t1\nc\\\\d\\ne\t2\n";
     rf_type st2[] = {RF_TYPE_STRING, RF_TYPE_INT64};
     rf_table_init(&t, 2);
-    CU_ASSERT_TRUE(rf_parse_facts("x.tsv", tsv, strlen(tsv), RF_FORMAT_TSV, 2, st2, &t, &st));
+    CU_ASSERT_TRUE(rf_parse_facts("x.tsv", tsv, strlen(tsv), RF_FORMAT_TSV, 2, st2, NULL, &t, &st));
     CU_ASSERT_EQUAL_FATAL(t.nrows, 2);
     CU_ASSERT_STRING_EQUAL(rf_str_get(t.cols[0][0]), "a\tb");
     CU_ASSERT_STRING_EQUAL(rf_str_get(t.cols[0][1]), "c\\d\ne");

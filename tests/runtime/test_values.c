@@ -89,7 +89,7 @@ static const char *parse1(const char *text, rf_file_format ff, rf_type t, rf_wor
     rf_table tab;
     rf_table_init(&tab, 1);
     rf_status_init(&st);
-    bool ok = rf_parse_facts("f.tsv", text, strlen(text), ff, 1, &t, &tab, &st);
+    bool ok = rf_parse_facts("f.tsv", text, strlen(text), ff, 1, &t, NULL, &tab, &st);
     if (ok) {
         CU_ASSERT_EQUAL(tab.nrows, 1);
         if (tab.nrows == 1)
@@ -247,7 +247,7 @@ static void test_parse_rejects(void)
     rf_status st;
     rf_status_init(&st);
     const char *text = "1\tok\n# c\n2\tx\\qy\n";
-    CU_ASSERT_FALSE(rf_parse_facts("d.tsv", text, strlen(text), RF_FORMAT_TSV, 2, two, &t, &st));
+    CU_ASSERT_FALSE(rf_parse_facts("d.tsv", text, strlen(text), RF_FORMAT_TSV, 2, two, NULL, &t, &st));
     CU_ASSERT_STRING_EQUAL(st.message, "d.tsv:3: error: field 2: bad escape '\\q': 'x\\qy'");
     rf_table_free(&t);
 }
@@ -260,16 +260,16 @@ static void test_zero_arity(void)
     rf_status st;
     rf_status_init(&st);
     rf_table_init(&t, 0);
-    CU_ASSERT_TRUE(rf_parse_facts("z.tsv", "", 0, RF_FORMAT_TSV, 0, NULL, &t, &st));
+    CU_ASSERT_TRUE(rf_parse_facts("z.tsv", "", 0, RF_FORMAT_TSV, 0, NULL, NULL, &t, &st));
     CU_ASSERT_EQUAL(t.nrows, 0);
-    CU_ASSERT_TRUE(rf_parse_facts("z.tsv", "# none\n", 7, RF_FORMAT_TSV, 0, NULL, &t, &st));
+    CU_ASSERT_TRUE(rf_parse_facts("z.tsv", "# none\n", 7, RF_FORMAT_TSV, 0, NULL, NULL, &t, &st));
     CU_ASSERT_EQUAL(t.nrows, 0);
     t.nrows = 1;
     size_t len;
     char *out = write_table(&t, NULL, &len);
     CU_ASSERT_STRING_EQUAL(out, "\n");
     rf_table_clear(&t);
-    CU_ASSERT_TRUE(rf_parse_facts("z.tsv", out, len, RF_FORMAT_TSV, 0, NULL, &t, &st));
+    CU_ASSERT_TRUE(rf_parse_facts("z.tsv", out, len, RF_FORMAT_TSV, 0, NULL, NULL, &t, &st));
     CU_ASSERT_EQUAL(t.nrows, 1);
     free(out);
     rf_table_free(&t);
@@ -425,7 +425,7 @@ static const char *tbl_parse(const char *text, int arity, const rf_type *types, 
     static rf_status st;
     rf_status_init(&st);
     rf_table_init(t, arity);
-    bool ok = rf_parse_facts("f.tbl", text, strlen(text), RF_FORMAT_TBL, arity, types, t, &st);
+    bool ok = rf_parse_facts("f.tbl", text, strlen(text), RF_FORMAT_TBL, arity, types, NULL, t, &st);
     if (!ok)
         CU_ASSERT_EQUAL(st.code, RF_EXIT_RUNTIME_ERROR);
     return ok ? "" : st.message;
@@ -635,7 +635,7 @@ static void roundtrip(int arity, const rf_type *types, size_t nrows)
     rf_status st;
     rf_status_init(&st);
     rf_table_init(&back, arity);
-    bool ok = rf_parse_facts("rt.tsv", text, len, RF_FORMAT_TSV, arity, types, &back, &st);
+    bool ok = rf_parse_facts("rt.tsv", text, len, RF_FORMAT_TSV, arity, types, NULL, &back, &st);
     CU_ASSERT_TRUE(ok);
     if (!ok)
         fprintf(stderr, "\n  %s\n", st.message);
@@ -655,7 +655,7 @@ static void roundtrip(int arity, const rf_type *types, size_t nrows)
     CU_ASSERT_EQUAL((size_t)write(fd, text, len), len);
     close(fd);
     rf_table_clear(&back);
-    CU_ASSERT_TRUE(rf_read_facts(path, RF_FORMAT_TSV, arity, types, &back, &st));
+    CU_ASSERT_TRUE(rf_read_facts(path, RF_FORMAT_TSV, arity, types, NULL, &back, &st));
     CU_ASSERT_EQUAL(back.nrows, t.nrows);
     for (int c = 0; c < arity && back.nrows == t.nrows; c++)
         CU_ASSERT_EQUAL(memcmp(back.cols[c], t.cols[c], t.nrows * sizeof(rf_word)), 0);
