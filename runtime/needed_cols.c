@@ -15,9 +15,15 @@
  *    (Aggregation rules keep their multiset that way: the planner gives
  *    every `_` of a count/total/avg body a variable of its own, so such a
  *    body projects, and here marks, every column of its atoms.)
- *  - a code with any other operator (one that reads a row's position or
- *    identity instead of its values, say) could tell collapsed rows apart:
- *    every column of that kernel's loaded inputs is needed. So is every
+ *  - RF_EX_ROWID (the planner's row identity in count/total/avg bodies,
+ *    plan_build.c) reads no value but tells rows apart: collapsed rows
+ *    would count once. It marks no column; the variable is flagged in
+ *    `positions`, and the runtime loads it again with every column when
+ *    the pruned load lost rows to deduplication (run_load), so the rows
+ *    stay exactly the file's distinct rows.
+ *  - a code with any other operator could tell collapsed rows apart in
+ *    ways not judged here: every column of that kernel's loaded inputs is
+ *    needed. So is every
  *    column for every other reader (SORT, UNION, DIFF, AGG, COPY,
  *    CHECK_KEYS, the in0 of an ANTIJOIN, an output, a --print, a loop
  *    condition), which sees or counts whole rows.
@@ -84,11 +90,17 @@ static bool op_reads_values_only(rf_exop op)
 }
 
 /* Marks the columns [from, from + arity) that code c reads (as columns of
- * the variable, from 0). False when c uses an operator that may see more
- * than values (op_reads_values_only): the caller then needs every column. */
-static bool mark_code(const rf_code *c, bool *mark, int from, int arity)
+ * the variable, from 0), and *positions when it reads the row positions of
+ * the variable (its kernel input `input`). False when c uses an operator
+ * that may see more than values (op_reads_values_only): the caller then
+ * needs every column. */
+static bool mark_code(const rf_code *c, bool *mark, int from, int arity, int input, bool *positions)
 {
     for (int i = 0; i < c->n; i++) {
+        if (c->ins[i].op == RF_EX_ROWID) {
+            *positions |= c->ins[i].index == input;
+            continue;
+        }
         if (!op_reads_values_only((rf_exop)c->ins[i].op))
             return false;
         if (c->ins[i].op == RF_EX_COL) {
@@ -109,11 +121,11 @@ static void mark_all(bool *mark, int arity)
 /* Marks the columns of v read by the codes of MAP/JOIN kernel k, whose
  * column indices are offset by `from` (JOIN's in1: arity of in0); all of
  * them when a code may see more than the values it reads. */
-static void mark_codes(const rf_kernel *k, bool *mark, int from, int arity)
+static void mark_codes(const rf_kernel *k, bool *mark, int from, int arity, int input, bool *positions)
 {
-    bool values_only = mark_code(&k->filter, mark, from, arity);
+    bool values_only = mark_code(&k->filter, mark, from, arity, input, positions);
     for (int j = 0; j < k->nproj && values_only; j++)
-        values_only = mark_code(&k->proj[j], mark, from, arity);
+        values_only = mark_code(&k->proj[j], mark, from, arity, input, positions);
     if (!values_only)
         mark_all(mark, arity);
 }
@@ -125,7 +137,7 @@ static void mark_keys(bool *mark, int nkeys, int arity)
 }
 
 /* What kernel k reads of the loaded variables (need[v] non-NULL). */
-static void mark_kernel(const rf_hprogram *p, const rf_kernel *k, bool **need)
+static void mark_kernel(const rf_hprogram *p, const rf_kernel *k, bool **need, bool *positions)
 {
     for (int s = 0; s < 2; s++) {
         int v = k->in[s];
@@ -135,13 +147,13 @@ static void mark_kernel(const rf_hprogram *p, const rf_kernel *k, bool **need)
         switch (k->op) {
         case RF_K_MAP:
             if (s == 0)
-                mark_codes(k, need[v], 0, ar);
+                mark_codes(k, need[v], 0, ar, 0, &positions[v]);
             else
                 mark_all(need[v], ar);
             break;
         case RF_K_JOIN:
             mark_keys(need[v], k->nkeys, ar);
-            mark_codes(k, need[v], s == 0 ? 0 : p->vars[k->in[0]].arity, ar);
+            mark_codes(k, need[v], s == 0 ? 0 : p->vars[k->in[0]].arity, ar, s, &positions[v]);
             break;
         case RF_K_ANTIJOIN:
             if (s == 1)
@@ -159,9 +171,10 @@ static void mark_kernel(const rf_hprogram *p, const rf_kernel *k, bool **need)
     }
 }
 
-bool **rf_needed_columns(const rf_hprogram *p, const bool *keep)
+bool **rf_needed_columns(const rf_hprogram *p, const bool *keep, bool *positions)
 {
     bool **need = rf_calloc((size_t)p->nvars + 1, sizeof *need);
+    bool *pos = rf_calloc((size_t)p->nvars + 1, sizeof *pos);
     for (int b = 0; b < p->nblocks; b++)
         for (int i = 0; i < p->blocks[b].nkernels; i++) {
             const rf_kernel *k = &p->blocks[b].kernels[i];
@@ -171,7 +184,7 @@ bool **rf_needed_columns(const rf_hprogram *p, const bool *keep)
     for (int b = 0; b < p->nblocks; b++) {
         const rf_hblock *blk = &p->blocks[b];
         for (int i = 0; i < blk->nkernels; i++)
-            mark_kernel(p, &blk->kernels[i], need);
+            mark_kernel(p, &blk->kernels[i], need, pos);
         for (int i = 0; i < blk->nconds; i++) {
             int v = blk->conds[i];
             if (v >= 0 && v < p->nvars && need[v])
@@ -191,6 +204,9 @@ bool **rf_needed_columns(const rf_hprogram *p, const bool *keep)
             need[v] = NULL;
         }
     }
+    for (int v = 0; v < p->nvars && positions; v++)
+        positions[v] = pos[v] && need[v];
+    free(pos);
     return need;
 }
 

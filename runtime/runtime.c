@@ -28,6 +28,8 @@ typedef struct rt {
     rf_dvar **dv;            /* [nvars] storage, NULL until defined */
     bool *keep;              /* outputs: never freed before HALT */
     bool **needed;           /* [nvars] columns a LOAD parses (rf_needed_columns) */
+    bool *positions;         /* [nvars] pruned, and readers see row positions */
+    size_t parsed_rows;      /* rows the last LOAD read, before deduplication */
     kstat **ks;              /* [block][kernel] */
     size_t *entries;         /* [block] times entered */
     bool *loop_header;       /* [block] target of a back edge */
@@ -94,7 +96,26 @@ static void locate_error(rf_status *st, const char *where, const char *note)
 /* LOAD: inline facts ∪ the input file (--input overrides the directive's),
  * sorted and deduplicated, uploaded. Of the file only the columns the
  * program reads are parsed (r->needed), the others are 0. */
+static bool load_columns(rt *r, int v, const bool *needed, rf_status *st);
+
 static bool run_load(rt *r, int v, rf_status *st)
+{
+    const bool *needed = r->needed[v];
+    if (!load_columns(r, v, needed, st))
+        return false;
+    /* Rows that differ only in unread columns became one row. Where a
+     * reader tells rows apart by position (a count/total/avg body's row
+     * identity), that would count them once: load every column instead
+     * (rare: the rows of input files are usually distinct already). */
+    if (needed && r->positions[v] && r->be->var_rows(r->be, r->dv[v]) < r->parsed_rows) {
+        free(r->needed[v]);
+        r->needed[v] = NULL;   /* (--stats: not pruned) */
+        return load_columns(r, v, NULL, st);
+    }
+    return true;
+}
+
+static bool load_columns(rt *r, int v, const bool *needed, rf_status *st)
 {
     const rf_hvar *hv = &r->p->vars[v];
     rf_table t;
@@ -110,7 +131,8 @@ static bool run_load(rt *r, int v, rf_status *st)
         }
     bool ok = true;
     if (path)
-        ok = rf_read_facts(path, fmt, hv->arity, hv->types, r->needed[v], &t, st);
+        ok = rf_read_facts(path, fmt, hv->arity, hv->types, needed, &t, st);
+    r->parsed_rows = t.nrows;
     if (!ok && option) {
         char *note = rf_sprintf("from --input %s=%s", option->pred, option->path);
         locate_error(st, NULL, note);
@@ -684,7 +706,8 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
         }
         r.keep[v] = true;
     }
-    r.needed = rf_needed_columns(p, r.keep);
+    r.positions = rf_calloc((size_t)p->nvars + 1, sizeof *r.positions);
+    r.needed = rf_needed_columns(p, r.keep, r.positions);
     r.dv = rf_calloc((size_t)p->nvars + 1, sizeof *r.dv);
     r.ks = rf_calloc((size_t)p->nblocks + 1, sizeof *r.ks);
     r.entries = rf_calloc((size_t)p->nblocks + 1, sizeof *r.entries);
@@ -730,6 +753,7 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
     free(r.dv);
     free(r.keep);
     rf_needed_columns_free(r.needed, p->nvars);
+    free(r.positions);
     free(r.entries);
     free(r.loop_header);
     free(r.loop_start);

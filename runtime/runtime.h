@@ -76,8 +76,10 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
  * column. Filling the unneeded columns with 0 before the load
  * deduplicates changes no answer's rows (needed_cols.c says why, and what
  * it may change: string ids, the last bits of a float64 total). Free with
- * rf_needed_columns_free. */
-bool **rf_needed_columns(const rf_hprogram *p, const bool *keep);
+ * rf_needed_columns_free. positions (nvars entries, may be NULL) is set
+ * where a pruned variable's readers also see its row positions
+ * (RF_EX_ROWID): its load must keep the file's distinct rows apart. */
+bool **rf_needed_columns(const rf_hprogram *p, const bool *keep, bool *positions);
 void rf_needed_columns_free(bool **needed, int nvars);
 
 /* ---- Input files (io.c) ---- */

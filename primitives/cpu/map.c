@@ -109,6 +109,22 @@ static void map_piece(void *ctx, int p)
     rf_emitter_free(&em);
 }
 
+static bool code_interns(const rf_code *c)
+{
+    for (int i = 0; c && i < c->n; i++)
+        if (c->ins[i].op == RF_EX_SUBSTR || c->ins[i].op == RF_EX_CONCAT)
+            return true;
+    return false;
+}
+
+bool rf_codes_intern(const rf_code *filter, int nproj, const rf_code *proj)
+{
+    bool r = code_interns(filter);
+    for (int j = 0; j < nproj && !r; j++)
+        r = code_interns(&proj[j]);
+    return r;
+}
+
 bool rf_pieces_status(rf_status *sts, int n, rf_status *st)
 {
     for (int p = 0; p < n; p++)
@@ -123,7 +139,7 @@ bool rf_prim_map(const rf_table *in, const rf_code *filter, int nproj, const rf_
                  rf_table *out, rf_status *st)
 {
     map_job j = {.in = in, .filter = filter, .proj = proj, .nproj = nproj};
-    j.npieces = rf_pieces_for(in->nrows, 1);
+    j.npieces = rf_codes_intern(filter, nproj, proj) ? 1 : rf_pieces_for(in->nrows, 1);
     j.pieces = rf_calloc((size_t)j.npieces, sizeof *j.pieces);
     j.sts = rf_calloc((size_t)j.npieces, sizeof *j.sts);
     rf_par_for(j.npieces, map_piece, &j);

@@ -270,7 +270,7 @@ bool rf_prim_join(const rf_table *l, const rf_table *r, int nkeys, const rf_code
     size_t big = l->nrows > r->nrows ? l->nrows : r->nrows;
     if (j.cross)
         big = l->nrows * (r->nrows ? 1 : 0) * 4 > big ? l->nrows * 4 : big;
-    j.npieces = rf_pieces_for(big, 4);
+    j.npieces = rf_codes_intern(filter, nproj, proj) ? 1 : rf_pieces_for(big, 4);
     if (j.cross && (size_t)j.npieces > l->nrows)
         j.npieces = l->nrows > 0 ? (int)l->nrows : 1;
     j.ls = rf_calloc((size_t)j.npieces + 1, sizeof *j.ls);

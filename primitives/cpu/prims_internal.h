@@ -15,6 +15,11 @@
 
 /* How many pieces an operator over `rows` rows should use. */
 int rf_pieces_for(size_t rows, int per_thread);
+/* Whether codes make new strings (substr, concat): they intern into the
+ * one string dictionary, which is not thread-safe and hands out ids in
+ * call order, so such a MAP or JOIN runs as one piece (deterministic ids,
+ * no race). */
+bool rf_codes_intern(const rf_code *filter, int nproj, const rf_code *proj);
 
 /* Lexicographic compare of row i of a and row j of b on the first k
  * columns, words unsigned. */

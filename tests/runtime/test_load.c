@@ -631,7 +631,7 @@ static void test_needed_kernels(void)
     rf_hprogram p = {.nvars = NV, .vars = vars, .nblocks = 1, .blocks = &blk};
     bool keep[NV] = {false};
     keep[W] = true;
-    bool **need = rf_needed_columns(&p, keep);
+    bool **need = rf_needed_columns(&p, keep, NULL);
     check_mask(need, R, 4, "1010");
     check_mask(need, S, 3, "101");
     check_mask(need, T, 2, NULL);       /* key + column 1: all */
@@ -646,7 +646,7 @@ static void test_needed_kernels(void)
     check_mask(need, O, 3, NULL);       /* not loaded */
     rf_needed_columns_free(need, NV);
     /* without keep, w is read in column 0 only */
-    need = rf_needed_columns(&p, NULL);
+    need = rf_needed_columns(&p, NULL, NULL);
     check_mask(need, W, 2, "10");
     rf_needed_columns_free(need, NV);
     for (int i = 0; i < nk; i++) {
@@ -685,7 +685,7 @@ static void test_needed_unknown_operator(void)
     };
     rf_hblock blk = {.nkernels = (int)(sizeof k / sizeof k[0]), .kernels = k, .term = RF_TERM_HALT};
     rf_hprogram p = {.nvars = NV, .vars = vars, .nblocks = 1, .blocks = &blk};
-    bool **need = rf_needed_columns(&p, NULL);
+    bool **need = rf_needed_columns(&p, NULL, NULL);
     check_mask(need, R, 3, NULL);
     check_mask(need, S, 2, NULL);
     check_mask(need, T, 2, NULL);
@@ -693,7 +693,7 @@ static void test_needed_unknown_operator(void)
     /* the same kernels with plain column reads prune */
     k[3].filter = (rf_code){0};
     k[4].proj = (rf_code[]){col0, col1};
-    need = rf_needed_columns(&p, NULL);
+    need = rf_needed_columns(&p, NULL, NULL);
     check_mask(need, R, 3, "100");
     check_mask(need, S, 2, NULL); /* key and column 1 */
     check_mask(need, T, 2, "10"); /* the key */
@@ -756,7 +756,7 @@ static void test_pruned_run(void)
         if (hp->vars[v].pred && strcmp(hp->vars[v].pred, "r") == 0 && !hp->vars[v].is_output)
             r = v;
     CU_ASSERT_FATAL(r >= 0);
-    bool **need = rf_needed_columns(hp, NULL);
+    bool **need = rf_needed_columns(hp, NULL, NULL);
     check_mask(need, r, 4, "1001");
     rf_needed_columns_free(need, hp->nvars);
 
