@@ -372,10 +372,58 @@ bool rf_scalar_unary(rf_exop op, rf_type from, rf_type to, rf_word a, rf_word *o
     return rf_sops_unary(st, (int)op, (int)from, (int)to, a, out);
 }
 
+/* First occurrence of w (wn > 0 bytes) in s[0, n), or NULL: memchr for the
+ * first byte (vectorised in libc), then a compare. */
+static const char *find_bytes(const char *s, size_t n, const char *w, size_t wn)
+{
+    const char *end = s + n;
+    while ((size_t)(end - s) >= wn) {
+        const char *c = memchr(s, w[0], (size_t)(end - s) - wn + 1);
+        if (!c)
+            return NULL;
+        if (memcmp(c, w, wn) == 0)
+            return c;
+        s = c + 1;
+    }
+    return NULL;
+}
+
+/* LIKE with '%' only (TPC-H's '%special%requests%', '%green%'): the runs
+ * between the '%'s must occur in order, the first at the start and the
+ * last at the end unless a '%' stands there; taking each middle run at
+ * its first occurrence after the previous one is never worse. */
+static bool like_percent_only(const char *s, size_t n, const char *p, size_t m)
+{
+    const char *first_pct = memchr(p, '%', m);
+    size_t head = (size_t)(first_pct - p), tail = 0;
+    while (tail < m && p[m - 1 - tail] != '%')
+        tail++;
+    if (head + tail > n || memcmp(s, p, head) != 0 || memcmp(s + n - tail, p + m - tail, tail) != 0)
+        return false;
+    size_t pos = head, end = n - tail;
+    for (size_t j = head; j < m - tail;) {
+        while (j < m - tail && p[j] == '%')
+            j++;
+        size_t k = j;
+        while (k < m - tail && p[k] != '%')
+            k++;
+        if (k > j) {
+            const char *at = find_bytes(s + pos, end - pos, p + j, k - j);
+            if (!at)
+                return false;
+            pos = (size_t)(at - s) + (k - j);
+        }
+        j = k;
+    }
+    return true;
+}
+
 /* SQL LIKE over bytes: '%' any run (also empty), '_' one byte, no escape.
  * Greedy with one backtrack point (the last '%'): O(len(s) * len(p)). */
 bool rf_like_match(const char *s, size_t n, const char *p, size_t m)
 {
+    if (memchr(p, '%', m) && !memchr(p, '_', m))
+        return like_percent_only(s, n, p, m);
     size_t i = 0, j = 0, star = SIZE_MAX, mark = 0;
     while (i < n) {
         if (j < m && p[j] == '%') {
@@ -413,6 +461,17 @@ static void substr_range(int64_t start, int64_t len, size_t n, size_t *lo, size_
     *hi = (size_t)(b - 1);
 }
 
+bool rf_substr_slice(rf_word s, rf_word start, rf_word len, const char **text, size_t *n, rf_status *st)
+{
+    if ((int64_t)len < 0)
+        return rf_scalar_fail(st, RF_SERR_SUBSTR_LENGTH, len, 0);
+    size_t lo, hi;
+    substr_range((int64_t)start, (int64_t)len, rf_str_len(s), &lo, &hi);
+    *text = rf_str_get(s) + lo;
+    *n = hi - lo;
+    return true;
+}
+
 bool rf_scalar_string(rf_exop op, rf_word a, rf_word b, rf_word c, rf_word *out, rf_status *st)
 {
     const char *s = rf_str_get(a);
@@ -422,12 +481,11 @@ bool rf_scalar_string(rf_exop op, rf_word a, rf_word b, rf_word c, rf_word *out,
         *out = (rf_word)n;
         return true;
     case RF_EX_SUBSTR: {
-        int64_t len = (int64_t)c;
-        if (len < 0)
-            return rf_scalar_fail(st, RF_SERR_SUBSTR_LENGTH, c, 0);
-        size_t lo, hi;
-        substr_range((int64_t)b, len, n, &lo, &hi);
-        *out = rf_str_intern(s + lo, hi - lo);
+        const char *t = NULL;
+        size_t len = 0;
+        if (!rf_substr_slice(a, b, c, &t, &len, st))
+            return false;
+        *out = rf_str_intern(t, len);
         return true;
     }
     default:
@@ -455,13 +513,9 @@ bool rf_scalar_string(rf_exop op, rf_word a, rf_word b, rf_word c, rf_word *out,
     case RF_EX_ENDS_WITH:
         *out = m <= n && memcmp(s + n - m, p, m) == 0;
         return true;
-    case RF_EX_CONTAINS: {
-        bool found = m == 0;
-        for (size_t i = 0; !found && i + m <= n; i++)
-            found = s[i] == p[0] && memcmp(s + i, p, m) == 0;
-        *out = found;
+    case RF_EX_CONTAINS:
+        *out = m == 0 || find_bytes(s, n, p, m) != NULL;
         return true;
-    }
     default:
         return rf_scalar_fail(st, RF_SERR_BAD_INT_OP, 0, 0);
     }

@@ -114,6 +114,10 @@ bool rf_scalar_string(rf_exop op, rf_word a, rf_word b, rf_word c, rf_word *out,
 bool rf_exop_is_string_op(rf_exop op);   /* the ops rf_scalar_string takes */
 /* SQL LIKE of s against pattern p ('%' any run, '_' one byte). */
 bool rf_like_match(const char *s, size_t n, const char *p, size_t m);
+/* The bytes substr(s, start, len) takes, without interning them (the
+ * evaluators compare them with a constant directly); fails as substr
+ * does on a negative length. */
+bool rf_substr_slice(rf_word s, rf_word start, rf_word len, const char **text, size_t *n, rf_status *st);
 /* The message of a scalar fault (an RF_SERR_* code of rf_scalar_ops.h, its
  * value and aux): every backend reports faults through this. Returns false. */
 bool rf_scalar_fail(rf_status *st, int code, uint64_t value, int aux);

@@ -52,6 +52,53 @@ void rf_code_free(rf_code *c)
     c->n = 0;
 }
 
+bool rf_code_substr_compare(const rf_code *c, const int *start, int k, int *sub, int *cst)
+{
+    const rf_instr *in = &c->ins[k];
+    if ((in->op != RF_EX_EQ && in->op != RF_EX_NE) || in->arg_type != RF_TYPE_STRING || k < 2)
+        return false;
+    int right = k - 1, left = start[right] - 1;
+    if (left < 0)
+        return false;
+    if (c->ins[left].op == RF_EX_SUBSTR && c->ins[right].op == RF_EX_CONST) {
+        *sub = left;
+        *cst = right;
+        return true;
+    }
+    if (c->ins[right].op == RF_EX_SUBSTR && c->ins[left].op == RF_EX_CONST) {
+        *sub = right;
+        *cst = left;
+        return true;
+    }
+    return false;
+}
+
+bool rf_code_interns(const rf_code *c)
+{
+    bool any = false;
+    for (int k = 0; c && k < c->n; k++)
+        any |= c->ins[k].op == RF_EX_SUBSTR || c->ins[k].op == RF_EX_CONCAT;
+    if (!any)
+        return false;
+    /* Subtree starts (postfix), then which substrs are only compared. */
+    int *start = rf_malloc((size_t)c->n * sizeof *start);
+    bool *compared = rf_calloc((size_t)c->n, 1), interns = false;
+    for (int k = 0; k < c->n; k++) {
+        int ar = rf_expr_arity((rf_exop)c->ins[k].op), s = k;
+        for (int a = 0; a < ar && s > 0; a++)
+            s = start[s - 1];
+        start[k] = s;
+        int sub, cst;
+        if (rf_code_substr_compare(c, start, k, &sub, &cst))
+            compared[sub] = true;
+    }
+    for (int k = 0; k < c->n && !interns; k++)
+        interns = c->ins[k].op == RF_EX_CONCAT || (c->ins[k].op == RF_EX_SUBSTR && !compared[k]);
+    free(start);
+    free(compared);
+    return interns;
+}
+
 int rf_code_as_column(const rf_code *c)
 {
     return (c->n == 1 && c->ins[0].op == RF_EX_COL) ? c->ins[0].index : -1;

@@ -35,6 +35,16 @@ void rf_code_free(rf_code *c);
 /* If the code is a single column read, returns its index, else -1 (the
  * backends' fast path for pure projections). */
 int rf_code_as_column(const rf_code *c);
+/* Whether the code makes new strings (interns into the one dictionary):
+ * concat, and substr except where it is only compared (= or !=) with a
+ * string constant, which the evaluators do on the bytes. The dictionary
+ * is not thread-safe and numbers strings in the order they come, so the
+ * backends evaluate such code on one thread. */
+bool rf_code_interns(const rf_code *c);
+/* For instruction k of c: whether it is `substr(...) = CONST` or
+ * `CONST = substr(...)` (or !=) over strings; *sub and *cst get the two
+ * operands' instructions. */
+bool rf_code_substr_compare(const rf_code *c, const int *start, int k, int *sub, int *cst);
 /* Deepest stack the code needs; -1 if malformed (stack underflow, leftover
  * values, bad op/type, column out of range given `ncols`). */
 int rf_code_check(const rf_code *c, int ncols);

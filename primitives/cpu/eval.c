@@ -80,11 +80,39 @@ void rf_eval_free(rf_eval *ev)
 
 static const rf_word *eval_node(rf_eval *ev, int k, const uint16_t *sel, int nsel);
 
+/* substr(s, start, len) = CONST (or !=): the bytes compared with the
+ * constant's, so nothing is interned (rf_code_interns). */
+static const rf_word *eval_substr_compare(rf_eval *ev, int k, int sub, int cst, const uint16_t *sel, int nsel)
+{
+    int third = sub - 1, second = ev->start[third] - 1, first = ev->start[second] - 1;
+    const rf_word *s = eval_node(ev, first, sel, nsel);
+    const rf_word *from = s ? eval_node(ev, second, sel, nsel) : NULL;
+    const rf_word *len = from ? eval_node(ev, third, sel, nsel) : NULL;
+    if (!len)
+        return NULL;
+    rf_word want = ev->c->ins[cst].value, ne = ev->c->ins[k].op == RF_EX_NE;
+    const char *w = rf_str_get(want);
+    size_t wn = rf_str_len(want);
+    rf_word *out = ev->bufs + (size_t)k * RF_BATCH;
+    for (int i = 0; i < nsel; i++) {
+        int r = sel[i];
+        const char *t = NULL;
+        size_t n = 0;
+        if (!rf_substr_slice(s[r], from[r], len[r], &t, &n, ev->st))
+            return NULL;
+        out[r] = (n == wn && memcmp(t, w, n) == 0) != ne;
+    }
+    return out;
+}
+
 static const rf_word *eval_binary(rf_eval *ev, int k, const uint16_t *sel, int nsel)
 {
     const rf_instr *in = &ev->c->ins[k];
     int right = k - 1, left = ev->start[k - 1] - 1;
     rf_word *out = ev->bufs + (size_t)k * RF_BATCH;
+    int sub, cst;
+    if (rf_code_substr_compare(ev->c, ev->start, k, &sub, &cst))
+        return eval_substr_compare(ev, k, sub, cst, sel, nsel);
     const rf_word *a = eval_node(ev, left, sel, nsel);
     if (!a)
         return NULL;

@@ -109,19 +109,11 @@ static void map_piece(void *ctx, int p)
     rf_emitter_free(&em);
 }
 
-static bool code_interns(const rf_code *c)
-{
-    for (int i = 0; c && i < c->n; i++)
-        if (c->ins[i].op == RF_EX_SUBSTR || c->ins[i].op == RF_EX_CONCAT)
-            return true;
-    return false;
-}
-
 bool rf_codes_intern(const rf_code *filter, int nproj, const rf_code *proj)
 {
-    bool r = code_interns(filter);
+    bool r = filter && rf_code_interns(filter);
     for (int j = 0; j < nproj && !r; j++)
-        r = code_interns(&proj[j]);
+        r = rf_code_interns(&proj[j]);
     return r;
 }
 

@@ -896,11 +896,7 @@ static void id_eval_piece(void *ctx, int piece)
 
 static bool eval_distinct_ids(const rf_code *code, rf_word *const *cols, size_t nd, rf_word *vals, rf_status *st)
 {
-    bool interns = false;
-    for (int k = 0; k < code->n; k++)
-        if (code->ins[k].type == RF_TYPE_STRING && code->ins[k].op != RF_EX_COL && code->ins[k].op != RF_EX_CONST)
-            interns = true;
-    int pieces = interns || nd < 8192 ? 1 : rf_prims_threads() * 4;
+    int pieces = rf_code_interns(code) || nd < 8192 ? 1 : rf_prims_threads() * 4;
     if (pieces <= 1)
         return rf_code_eval_batch(code, cols, 0, nd, vals, st);
     id_eval e = {code, cols, nd, (nd + (size_t)pieces - 1) / (size_t)pieces, vals,

@@ -521,6 +521,39 @@ static void test_code_check(void)
     rf_expr_free(e);
 }
 
+/* The definition of LIKE, by recursion (exponential, fine for short
+ * strings): the oracle for rf_like_match's fast paths. */
+static bool like_oracle(const char *s, size_t n, const char *p, size_t m)
+{
+    if (m == 0)
+        return n == 0;
+    if (p[0] == '%')
+        return like_oracle(s, n, p + 1, m - 1) || (n > 0 && like_oracle(s + 1, n - 1, p, m));
+    return n > 0 && (p[0] == '_' || p[0] == s[0]) && like_oracle(s + 1, n - 1, p + 1, m - 1);
+}
+
+static void test_like_random(void)
+{
+    uint64_t x = 12345;
+    int wrong = 0;
+    for (int round = 0; round < 200000; round++) {
+        char s[12], p[10];
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        size_t n = (size_t)(x >> 60) % 12, m = (size_t)(x >> 56) % 10;
+        for (size_t i = 0; i < n; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            s[i] = "abc"[(x >> 33) % 3];
+        }
+        for (size_t i = 0; i < m; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            p[i] = "abc%%_"[(x >> 33) % (round % 2 ? 5 : 6)];  /* odd rounds: no '_' */
+        }
+        if (rf_like_match(s, n, p, m) != like_oracle(s, n, p, m) && wrong++ < 5)
+            fprintf(stderr, "\nlike('%.*s', '%.*s') wrong\n", (int)n, s, (int)m, p);
+    }
+    CU_ASSERT_EQUAL(wrong, 0);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -533,6 +566,7 @@ int main(void)
     CU_add_test(s, "date arithmetic", test_date_arith);
     CU_add_test(s, "year, month, day, add_months, add_years", test_date_functions);
     CU_add_test(s, "string functions", test_string_functions);
+    CU_add_test(s, "like against its definition (random)", test_like_random);
     CU_add_test(s, "if evaluates the branch taken only", test_if);
     CU_add_test(s, "arity-3 code", test_code_check);
     CU_basic_set_mode(CU_BRM_VERBOSE);
