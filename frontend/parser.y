@@ -68,20 +68,33 @@ static ast_expr *float_literal(rf_token t)
     const char *why;
     /* As input files read floats; out of range (1e400, 1e-400) is reported by the checks. */
     e->too_big = !rf_float64_parse(text, strlen(text), &e->fval, &why);
-    /* Plain digits: also the exact value, for where the literal meets a decimal. */
+    /* Plain digits: also the exact value, for where the literal meets a decimal.
+     * Trailing zeros of the fraction are dropped where they would not fit
+     * (more than 18 fraction digits, or more digits than int64 holds):
+     * 2.5000000000000000000 is 2.5 (docs/language.md, "Lexical structure"). */
     if (!strpbrk(text, "eE")) {
+        const char *end = text + strlen(text), *dot = strchr(text, '.');
         uint64_t v = 0;
         int scale = 0;
         bool ok = true, frac = false;
-        for (const char *p = text; *p && ok; p++) {
-            if (*p == '.') {
-                frac = true;
-                continue;
+        for (int pass = 0; pass < 2; pass++) {
+            if (pass == 1) {
+                if (ok && scale <= 18)
+                    break;
+                while (end > dot + 1 && end[-1] == '0')
+                    end--;
+                v = 0, scale = 0, ok = true, frac = false;
             }
-            unsigned d = (unsigned)(*p - '0');
-            ok = v <= ((uint64_t)INT64_MAX - d) / 10;
-            v = v * 10 + d;
-            scale += frac;
+            for (const char *p = text; p < end && ok; p++) {
+                if (*p == '.') {
+                    frac = true;
+                    continue;
+                }
+                unsigned d = (unsigned)(*p - '0');
+                ok = v <= ((uint64_t)INT64_MAX - d) / 10;
+                v = v * 10 + d;
+                scale += frac;
+            }
         }
         if (ok && scale <= 18) {
             e->dec_ok = true;

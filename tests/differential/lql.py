@@ -10,6 +10,9 @@ Also here: the value semantics shared by oracle and output comparison
 """
 
 import functools
+from fractions import Fraction
+
+import typed
 
 INT_TYPES = ("int32", "int64")
 TYPES = ("int32", "int64", "string")
@@ -54,6 +57,12 @@ def string_literal(s):
 
 def format_value(value, typ):
     """One field as design.md's output format writes it."""
+    if typ == "date":
+        return typed.format_date(value)
+    if typ.startswith("decimal["):
+        return typed.decimal_text(value, typed.scale(typ))
+    if typ == "float64" and value == 0:
+        return "0"
     if typ == "string":
         if value == "":
             return "\\e"
@@ -82,6 +91,10 @@ def parse_field(text, typ):
         return text == "true"
     if typ == "float64":
         return float(text)
+    if typ == "date":
+        return typed.parse_date_text(text)
+    if typ.startswith("decimal["):
+        return typed.parse_decimal_text(text, typed.scale(typ), True)
     if text == "\\e":
         return ""
     out, i = [], 0
@@ -99,11 +112,19 @@ def parse_field(text, typ):
     return "".join(out)
 
 
+def value_key(v):
+    """Typed order of one value: numbers (and the words of dates and
+    decimals) by value, strings bytewise by their UTF-8 text (strings cut
+    inside a character carry surrogate escapes: compared as their bytes),
+    false < true."""
+    if isinstance(v, str):
+        return v.encode("utf-8", "surrogateescape")
+    return v
+
+
 def sort_key(row):
-    """Typed value order: ints and floats numerically, strings bytewise
-    (UTF-8 byte order equals code point order, so Python's str order is
-    right)."""
-    return tuple(row)
+    """Typed row order: value_key column by column."""
+    return tuple(value_key(v) for v in row)
 
 
 def output_rows(pred, rows):
@@ -116,8 +137,9 @@ def output_rows(pred, rows):
 
     def cmp(a, b):
         for c, desc in order:
-            if a[c] != b[c]:
-                r = -1 if a[c] < b[c] else 1
+            x, y = value_key(a[c]), value_key(b[c])
+            if x != y:
+                r = -1 if x < y else 1
                 return -r if desc else r
         return 0
     out = sorted(set(rows), key=functools.cmp_to_key(cmp))
@@ -238,6 +260,143 @@ class Program:
         return None
 
 
+# ---------------------------------------------------------------- typed expressions
+# The business-query language (gen_biz.py; the oracle types and evaluates
+# them with typed.py). Old programs (gen.py) use Const/Bin/Compare only.
+
+class Lit:
+    """A literal as written. kind: 'int' (an integer literal: adapts to
+    what it meets), 'frac' (plain digits with a point, text like "0.50":
+    value is the exact Fraction), 'float' (exponent form, always float64),
+    'string', 'bool', 'date' (value: the day number; text YYYY-MM-DD)."""
+
+    def __init__(self, kind, value, text=None):
+        self.kind, self.value, self.text = kind, value, text
+
+    @staticmethod
+    def frac(text):
+        return Lit("frac", Fraction(text), text)
+
+    @staticmethod
+    def date(text):
+        return Lit("date", typed.parse_date_text(text), text)
+
+    def negative(self):
+        return self.kind in ("int", "frac", "float") and (
+            self.value < 0 or (self.text or "").startswith("-"))
+
+    def __repr__(self):
+        return lit_text(self)
+
+
+class Op:
+    """a op b: arithmetic (+ - * / %), comparison (= != < <= > >=) or
+    logic (&& ||)."""
+
+    def __init__(self, op, a, b):
+        self.op, self.a, self.b = op, a, b
+
+
+class Neg:
+    def __init__(self, a):
+        self.a = a
+
+
+class Call:
+    """name(args): a function of docs/language.md, a conversion (int32,
+    int64, float64, decimal with scale) or if/not."""
+
+    def __init__(self, name, args, scale=None):
+        self.name, self.args, self.scale = name, list(args), scale
+
+
+class Paren:
+    """Redundant parentheses (printing only)."""
+
+    def __init__(self, a):
+        self.a = a
+
+
+class Cond:
+    """A body literal that is a bool expression. bang: a test function
+    negated the way an atom is, `!starts_with(s, "a")` (expr is then
+    not(call))."""
+
+    def __init__(self, expr, bang=False):
+        self.expr, self.bang = expr, bang
+
+
+TEST_FUNCTIONS = ("like", "starts_with", "ends_with", "contains")
+OP_PREC = {"||": 1, "&&": 2, "=": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3,
+           "+": 4, "-": 4, "*": 5, "/": 5, "%": 5}
+
+
+def lit_text(e):
+    if e.kind == "int":
+        return str(e.value)
+    if e.kind in ("frac", "float"):
+        return e.text
+    if e.kind == "string":
+        return string_literal(e.value)
+    if e.kind == "bool":
+        return "true" if e.value else "false"
+    if e.kind == "date":
+        return 'date("%s")' % e.text
+    raise TypeError(e.kind)
+
+
+def typed_expr_text(e, parent=0, right=False):
+    if isinstance(e, Var):
+        return e.name
+    if isinstance(e, Wild):
+        return "_"
+    if isinstance(e, Lit):
+        t = lit_text(e)
+        return "(%s)" % t if parent and e.negative() else t
+    if isinstance(e, Paren):
+        return "(%s)" % typed_expr_text(e.a)
+    if isinstance(e, Neg):
+        t = "-" + typed_expr_text(e.a, 6)
+        return "(%s)" % t if parent else t
+    if isinstance(e, Call):
+        name = "decimal[%d]" % e.scale if e.name == "decimal" else e.name
+        return "%s(%s)" % (name, ", ".join(typed_expr_text(a) for a in e.args))
+    if isinstance(e, Op):
+        p = OP_PREC[e.op]
+        text = "%s %s %s" % (typed_expr_text(e.a, p), e.op, typed_expr_text(e.b, p, True))
+        if p < parent or (p == parent and (right or p == 3)):
+            text = "(" + text + ")"
+        return text
+    if isinstance(e, (Const, Bin)):
+        return expr_text(e, parent, right)
+    raise TypeError(e)
+
+
+def value_literal(v, typ, variant=0):
+    """A constant of a column type as program text; variant picks among
+    equivalent spellings (decimals with fewer or more fraction digits, an
+    integral float as an integer literal)."""
+    if typ == "string":
+        return string_literal(v)
+    if typ == "bool":
+        return "true" if v else "false"
+    if typ == "date":
+        return 'date("%s")' % typed.format_date(v)
+    if typ == "float64":
+        if variant % 3 == 1 and v == int(v) and abs(v) < 1e15:
+            return str(int(v))
+        return repr(v)
+    if typ.startswith("decimal["):
+        s = typed.scale(typ)
+        text = typed.decimal_text(v, s)
+        if variant % 4 == 1 and s > 0:      # fewer digits: 12.5 for 12.50, 7 for 7.00
+            text = text.rstrip("0").rstrip(".")
+        elif variant % 4 == 2:              # more digits: 12.500
+            text = text + ("0" if s else ".0")
+        return text
+    return str(v)
+
+
 # ---------------------------------------------------------------- printing
 
 PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "%": 2}
@@ -269,7 +428,7 @@ def expr_text(e, parent_prec=0, right=False):
 
 def atom_text(atom, program):
     pred = program.pred(atom.pred)
-    args = [expr_text(a) for a in atom.args]
+    args = [typed_expr_text(a) for a in atom.args]
     if pred is not None and pred.functional:
         text = "%s[%s] = %s" % (atom.pred, ", ".join(args[:-1]), args[-1])
     else:
@@ -283,20 +442,31 @@ def literal_text(lit, program):
     if isinstance(lit, Compare):
         return "%s %s %s" % (expr_text(lit.a), lit.op, expr_text(lit.b))
     if isinstance(lit, Assign):
-        return "%s = %s" % (lit.var.name, expr_text(lit.expr))
+        if getattr(lit, "flipped", False):
+            return "%s = %s" % (typed_expr_text(lit.expr, 3), lit.var.name)
+        return "%s = %s" % (lit.var.name, typed_expr_text(lit.expr, 3))
+    if isinstance(lit, Cond):
+        e = lit.expr
+        if lit.bang and program.pred(e.args[0].name) is None:
+            return "!" + typed_expr_text(e.args[0])
+        if isinstance(e, Call) and program.pred(e.name) is not None:
+            # a predicate named like the function: a call alone at the top
+            # of a literal would be its atom; in parentheses it is the call
+            return "(%s)" % typed_expr_text(e)
+        return typed_expr_text(e)
     raise TypeError(lit)
 
 
 def rule_text(rule, program):
     pred = program.pred(rule.head)
-    args = [expr_text(a) for a in rule.head_args]
+    args = [typed_expr_text(a) for a in rule.head_args]
     if pred is not None and pred.functional:
         head = "%s[%s] = %s" % (rule.head, ", ".join(args[:-1]), args[-1])
     else:
         head = "%s(%s)" % (rule.head, ", ".join(args))
     body = ", ".join(literal_text(l, program) for l in rule.body)
     if rule.agg:
-        body = "agg<<%s>> %s" % (", ".join("%s = %s(%s)" % (result.name, fn, arg.name if arg else "")
+        body = "agg<<%s>> %s" % (", ".join("%s = %s(%s)" % (result.name, fn, typed_expr_text(arg) if arg else "")
                                            for fn, result, arg in rule.agg), body)
     return "%s <- %s." % (head, body)
 
@@ -310,10 +480,13 @@ def decl_text(pred):
     return "%s -> %s." % (head, ", ".join("%s(%s)" % (t, n) for t, n in zip(pred.types, names)))
 
 
-def fact_text(pred, row):
+def fact_text(pred, row, variant=0):
     # By the value's Python type, not the column's: invalid programs put a
     # string in an int column on purpose.
-    vals = [string_literal(v) if isinstance(v, str) else str(v) for v in row]
+    if getattr(pred, "typed_facts", False):
+        vals = [value_literal(v, t, variant + i) for i, (v, t) in enumerate(zip(row, pred.types))]
+    else:
+        vals = [string_literal(v) if isinstance(v, str) else str(v) for v in row]
     if pred.functional:
         return "%s[%s] = %s." % (pred.name, ", ".join(vals[:-1]), vals[-1])
     return "%s(%s)." % (pred.name, ", ".join(vals))
@@ -330,7 +503,7 @@ def to_text(program):
     fact_lines = {}
     for p in program.preds:
         for i, row in enumerate(p.facts):
-            lines.append(fact_text(p, row))
+            lines.append(fact_text(p, row, i))
             fact_lines[(p.name, i)] = len(lines)
         if p.file_rows is not None:
             if p.file_format == "csv":
@@ -362,6 +535,26 @@ def input_file_text(pred):
     """Contents of a predicate's @input file (plain values only)."""
     sep = "," if pred.file_format == "csv" else "\t"
     out = []
-    for row in pred.file_rows:
-        out.append(sep.join(str(v) for v in row))
+    for i, row in enumerate(pred.file_rows):
+        if getattr(pred, "typed_facts", False):
+            out.append(sep.join(file_value(v, t, i + j) for j, (v, t) in enumerate(zip(row, pred.types))))
+        else:
+            out.append(sep.join(str(v) for v in row))
     return "\n".join(out) + ("\n" if out else "")
+
+
+def file_value(v, typ, variant=0):
+    """A field of an input file (plain strings only: no escapes needed)."""
+    if typ == "bool":
+        return "true" if v else "false"
+    if typ == "date":
+        return typed.format_date(v)
+    if typ == "float64":
+        return repr(v)
+    if typ.startswith("decimal["):
+        s = typed.scale(typ)
+        text = typed.decimal_text(v, s)
+        if variant % 3 == 1 and s > 0:      # fewer digits are padded
+            text = text.rstrip("0").rstrip(".")
+        return text
+    return str(v)

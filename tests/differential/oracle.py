@@ -13,14 +13,23 @@ finds unstratified raises NotStratified.
 """
 
 from lql import Atom, Compare, Assign, Var, Const, Wild, Bin, INT_TYPES, wrap, promote
+import typed
+import oracle_typed
 
 
-class EvalError(Exception):
-    """A run-time fault the engine must report with exit status 2."""
+class EvalError(typed.EvalError):
+    """A run-time fault the engine must report with exit status 2 (the
+    typed programs' faults are typed.EvalError, the base class)."""
+
+    def __init__(self, msg, kind="div_zero"):
+        typed.EvalError.__init__(self, kind, msg)
 
 
 class Overflow(EvalError):
     """Checked integer arithmetic: a result outside its type's range."""
+
+    def __init__(self, msg):
+        EvalError.__init__(self, msg, "int_overflow")
 
 
 def checked(value, typ):
@@ -294,6 +303,8 @@ def eval_rule(rule, program, rels):
 def evaluate(program):
     """Returns {pred name: set of tuples}. Raises EvalError on a run-time
     fault and NotStratified if negation/aggregation goes through recursion."""
+    if getattr(program, "lang", "classic") == "biz":
+        return oracle_typed.evaluate(program, components, NotStratified)
     rels = {}
     for p in program.preds:
         rels[p.name] = set(map(tuple, p.facts)) | set(map(tuple, p.file_rows or ()))

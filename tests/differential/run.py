@@ -23,6 +23,16 @@ failure reproduces with --program-seed. For each program: generate it
   - a valid program where only some plan could meet an overflow (an
     expression over partial joins or before a filter: oracle.may_overflow):
     the oracle's answer, or that overflow error.
+--lang biz runs the business-query programs instead (gen_biz.py, judged
+by oracle_typed.py): valid ones are fault-free by construction except the
+boundary cases, where the oracle decides exactly (exit 2 and the fault's
+words on stderr, or the exact answer); their stdout (no --output) must
+also show each output's rows exactly as its file has them.
+
+--break-oracle checks that the suite can fail: it changes one written row
+of the oracle's answer for every valid program with a non-empty output
+(those report as expectation "broken"), so each of them must FAIL; a
+healthy run ends with `broken 0 passed`.
 Ends with `N passed, M failed`; exit status 1 if anything failed.
 Standard library only.
 """
@@ -41,8 +51,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import gen      # noqa: E402
+import gen_biz  # noqa: E402
 import lql      # noqa: E402
 import oracle   # noqa: E402
+import oracle_typed  # noqa: E402
+import typed    # noqa: E402
+
+GENERATORS = {"classic": gen.generate, "biz": gen_biz.generate}
+# What a run-time fault of each kind (typed.EvalError.kind) says on stderr.
+FAULT_WORDS = {"div_zero": ["division by zero"], "int_overflow": ["integer overflow"],
+               "dec_overflow": ["decimal overflow"], "date_range": ["date out of range"],
+               "range": ["out of range"], "float_overflow": ["float64 overflow"],
+               "substr": ["substr"]}
 
 ERROR_RE = re.compile(r"^(.*?):(\d+):(\d+): error:", re.M)
 MAX_DIFF_ROWS = 15
@@ -65,9 +85,11 @@ def write_program(program, folder):
 
 
 def parse_output(path, pred):
-    """Rows of one output file per design.md; raises ValueError."""
+    """Rows of one output file per design.md; raises ValueError. Floats must
+    be written in their shortest round-trip form (typed.check_float_text),
+    decimals with exactly their scale, dates as YYYY-MM-DD."""
     with open(path, "rb") as f:
-        data = f.read().decode("utf-8")
+        data = f.read().decode("utf-8", "surrogateescape")
     if data == "":
         return []
     if not data.endswith("\n"):
@@ -78,10 +100,46 @@ def parse_output(path, pred):
         if len(fields) != pred.arity:
             raise ValueError("line %d: %d fields, expected %d: %r" % (n, len(fields), pred.arity, line))
         try:
-            rows.append(tuple(lql.parse_field(x, t) for x, t in zip(fields, pred.types)))
+            row = tuple(lql.parse_field(x, t) for x, t in zip(fields, pred.types))
+            for x, t, v in zip(fields, pred.types, row):
+                if t == "float64":
+                    typed.check_float_text(x, v)
+            rows.append(row)
         except ValueError as e:
             raise ValueError("line %d: %s" % (n, e))
     return rows
+
+
+def check_stdout(redfox, path, outdir, program, extra):
+    """Without --output, stdout shows each output as `# NAME (N tuples)` and
+    then exactly the lines of its --output file (same order, same cut)."""
+    proc = subprocess.run(redfox + ["run", path] + extra, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=60)
+    if proc.returncode != 0:
+        return ["without --output: exit status %s" % proc.returncode]
+    sections, name = {}, None
+    for line in proc.stdout.split(b"\n")[:-1]:
+        m = re.match(rb"^# (\w+) \((\d+) tuples\)$", line)
+        if m:
+            name = m.group(1).decode()
+            sections[name] = [int(m.group(2))]
+        elif name is None:
+            return ["stdout starts with %r, not a `# NAME (N tuples)` line" % line[:80]]
+        else:
+            sections[name].append(line)
+    problems = []
+    for p in program.preds:
+        if not p.output:
+            continue
+        with open(os.path.join(outdir, p.name + ".tsv"), "rb") as f:
+            lines = f.read().split(b"\n")[:-1]
+        got = sections.get(p.name)
+        if got is None:
+            problems.append("stdout has no section for %s" % p.name)
+        elif got[0] != len(lines) or got[1:] != lines:
+            problems.append("stdout section of %s (%d tuples, %d lines) differs from %s.tsv (%d lines)" %
+                            (p.name, got[0], len(got) - 1, p.name, len(lines)))
+    return problems
 
 
 def show_row(row):
@@ -92,7 +150,8 @@ def check_one(args_tuple):
     """Runs one program; returns (seed, passed, report, expectation)."""
     redfox, seed, extra, keep = args_tuple[:4]
     compare = args_tuple[4] if len(args_tuple) > 4 else None
-    program = gen.generate(seed)
+    lang = args_tuple[5] if len(args_tuple) > 5 else "classic"
+    program = GENERATORS[lang](seed)
     work = tempfile.mkdtemp(prefix="rfdiff%d_" % seed)
     try:
         res = run_program(redfox, seed, program, work, extra)
@@ -148,12 +207,52 @@ def compare_backends(redfox, seed, work, extra, other, res):
     return False, (report + "\n" if not passed else "") + msg, expect
 
 
+def perturbed(v):
+    """A value that is surely not v (and of its Python type)."""
+    if isinstance(v, bool):
+        return not v
+    if isinstance(v, str):
+        return v + "x"
+    if isinstance(v, float) and v + 1.0 == v:
+        return v * 2.0
+    return v + 1
+
+
+def break_answer(program, expected):
+    """--break-oracle: changes the first written row of the first output
+    with one (a wrong oracle answer the check must catch). True when it
+    changed something."""
+    for p in program.preds:
+        if not p.output:
+            continue
+        written = lql.output_rows(p, expected[p.name])
+        if written:
+            row = written[0]
+            expected[p.name] = (set(expected[p.name]) - {row}) | {row[:-1] + (perturbed(row[-1]),)}
+            return True
+    return False
+
+
 def run_program(redfox, seed, program, work, extra):
     path, text, rule_lines, fact_lines = write_program(program, work)
     problems = []
     expected = None
     expect = program.expect
-    if expect == "ok" or expect == "runtime_error":
+    fault = None
+    if getattr(program, "lang", "classic") == "biz" and expect in ("ok", "oracle"):
+        # Typed programs: the generator makes them fault-free, except the
+        # boundary cases, where the oracle decides (exactly).
+        try:
+            expected = oracle.evaluate(program)
+            expect = "ok"
+        except typed.EvalError as e:
+            if expect == "ok":
+                problems.append("GENERATOR BUG: oracle hit a run-time fault (%s: %s) in a program "
+                                "meant to be fault-free" % (e.kind, e))
+            expect, fault = "runtime_error", e
+        except (typed.TypeErr, oracle_typed.GenBug, oracle.NotStratified) as e:
+            problems.append("GENERATOR/ORACLE BUG: %s: %s" % (type(e).__name__, e))
+    elif expect == "ok" or expect == "runtime_error":
         try:
             expected = oracle.evaluate(program)
             if expect == "runtime_error":
@@ -168,6 +267,9 @@ def run_program(redfox, seed, program, work, extra):
                 problems.append("GENERATOR BUG: oracle hit a run-time error in a program meant to be valid")
         except oracle.NotStratified as e:
             problems.append("GENERATOR BUG: oracle says not stratified: %s" % e)
+    if os.environ.get("RF_DIFF_BREAK_ORACLE") and expect == "ok" and \
+            not problems and break_answer(program, expected):
+        expect = "broken"
     outdir = os.path.join(work, "out")
     os.mkdir(outdir)
     cmd = redfox + ["run", path, "--output", outdir] + extra
@@ -183,7 +285,7 @@ def run_program(redfox, seed, program, work, extra):
     if expect == "ok_or_overflow" and not problems and overflowed:
         if files:
             problems.append("files left in --output dir: %s" % files)
-    elif expect in ("ok", "ok_or_overflow") and not problems:
+    elif expect in ("ok", "ok_or_overflow", "broken") and not problems:
         if rc != 0:
             problems.append("exit status %s, expected 0" % rc)
         else:
@@ -223,6 +325,8 @@ def run_program(redfox, seed, program, work, extra):
                 elif got != want_written:
                     problems.append("%s.tsv: right rows but not in %s order" %
                                     (p.name, "@order's" if p.order else "typed sort"))
+            if getattr(program, "lang", "classic") == "biz" and not problems:
+                problems += check_stdout(redfox, path, outdir, program, extra)
     elif expect == "compile_error":
         if rc != 1:
             problems.append("exit status %s, expected 1 (invalid program: %s)" % (rc, program.error_kind))
@@ -233,6 +337,9 @@ def run_program(redfox, seed, program, work, extra):
         else:
             lines = set(rule_lines[i] for i in program.error_rules)
             lines |= set(fact_lines[k] for k in program.error_facts)
+            nlines = text.count("\n")
+            lines |= set(nlines - len(program.extra_lines) + 1 + i
+                         for i in getattr(program, "error_extra", ()))
             if lines and not any(l in lines for l, _ in locs):
                 problems.append("error names line(s) %s, expected one of %s (%s)" %
                                 (sorted(set(l for l, _ in locs)), sorted(lines), program.error_kind))
@@ -249,10 +356,13 @@ def run_program(redfox, seed, program, work, extra):
         if files:
             problems.append("files left in --output dir: %s" % files)
     elif expect == "runtime_error" and not problems:
+        what = "%s: %s" % (fault.kind, fault) if fault else "division by zero"
         if rc != 2:
-            problems.append("exit status %s, expected 2 (division by zero)" % rc)
+            problems.append("exit status %s, expected 2 (%s)" % (rc, what))
         if "error" not in err:
-            problems.append("no error message on stderr for the division by zero")
+            problems.append("no error message on stderr for the fault (%s)" % what)
+        elif fault and not any(w in err for w in FAULT_WORDS[fault.kind]):
+            problems.append("stderr does not say %s (%s)" % (" or ".join(FAULT_WORDS[fault.kind]), what))
         if files:
             problems.append("files left in --output dir: %s" % files)
 
@@ -275,6 +385,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--redfox", help="the redfox binary (or a command line)")
     ap.add_argument("--count", type=int, default=100)
+    ap.add_argument("--lang", choices=sorted(GENERATORS), default="classic",
+                    help="classic: the core language (gen.py); biz: dates, decimals, strings, "
+                         "if/&&/||, multi-aggregates, @order/@limit (gen_biz.py)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--program-seed", type=int, action="append", default=[],
                     help="run just this program seed (repeatable)")
@@ -288,10 +401,15 @@ def main():
     ap.add_argument("--keep", help="copy every program's folder (program, inputs, outputs) here")
     ap.add_argument("--print", type=int, metavar="SEED", help="print one program and exit")
     ap.add_argument("--max-reports", type=int, default=20, help="full reports shown (others: seed only)")
+    ap.add_argument("--break-oracle", action="store_true",
+                    help="test the test: change one row of the oracle's answer of every valid program "
+                         "with output (expectation 'broken'): each of those must fail")
     a = ap.parse_args()
+    if a.break_oracle:
+        os.environ["RF_DIFF_BREAK_ORACLE"] = "1"   # for the worker processes
 
     if a.print is not None:
-        print(lql.to_text(gen.generate(a.print))[0], end="")
+        print(lql.to_text(GENERATORS[a.lang](a.print))[0], end="")
         return 0
     if not a.redfox:
         ap.error("--redfox is required")
@@ -300,7 +418,7 @@ def main():
         os.makedirs(a.keep, exist_ok=True)
     seeds = a.program_seed or [program_seed(a.seed, i) for i in range(a.count)]
     extra = list(a.extra_arg) + (["--backend=" + a.backend] if a.backend else [])
-    jobs = [(redfox, s, extra, a.keep, a.compare_backend) for s in seeds]
+    jobs = [(redfox, s, extra, a.keep, a.compare_backend, a.lang) for s in seeds]
     passed, failed, reports = 0, [], 0
     by_kind = {}
     with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, a.jobs)) as pool:
@@ -322,7 +440,8 @@ def main():
                                           for k, v in sorted(by_kind.items())))
     if failed:
         print("failing seeds: " + " ".join(map(str, failed[:200])))
-        print("rerun one: %s --redfox %s --program-seed %d" % (sys.argv[0], a.redfox, failed[0]))
+        print("rerun one: %s --redfox %s --lang %s --program-seed %d" % (sys.argv[0], a.redfox, a.lang,
+                                                                        failed[0]))
     print("%d passed, %d failed" % (passed, len(failed)))
     return 1 if failed else 0
 

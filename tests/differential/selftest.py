@@ -219,6 +219,106 @@ for seed in range(300):
     except Exception as ex:  # noqa: BLE001
         failures.append("seed %d: %r" % (seed, ex))
 
+# ---------------------------------------------------------------- typed (biz)
+# Scalar semantics of docs/language.md, worked by hand.
+import typed as T              # noqa: E402
+import oracle_typed            # noqa: E402
+import gen_biz                 # noqa: E402
+from lql import Lit, Op, Call, Cond  # noqa: E402
+
+day = T.parse_date_text
+check("substr from 0", T.substr("abcdef", 0, 3), "ab")
+check("substr before start", T.substr("abc", -1, 2), "")
+check("substr clipped", T.substr("abc", 2, 100), "bc")
+check("substr cuts a character", T.sbytes(T.substr("gr\u00fcn", 3, 1)), b"\xc3")
+check("like no escape", T.like("a_b", "a\\_b"), False)
+check("like _", T.like("ab", "_"), False)
+check("like %", T.like("", "%"), True)
+check("like bytes", T.like("\u00fc", "__"), True)
+check("add_months clamps", T.format_date(T.add_months(day("1995-01-31"), 1)), "1995-02-28")
+check("add_months leap", T.format_date(T.add_months(day("1996-01-31"), 1)), "1996-02-29")
+check("add_years from Feb 29", T.format_date(T.add_months(day("1996-02-29"), 12)), "1997-02-28")
+check("dec narrowing half away", T.convert(-2500, "decimal[3]", "decimal[0]"), -3)
+check("dec narrowing", T.convert(1005, "decimal[3]", "decimal[1]"), 10)
+# float64 -> decimal[s]: x * 10^s in float64 (2.675 * 100 is 267.5 there),
+# then half away from zero; 1.005 * 100 is 100.49999999999999.
+check("float to dec, one product", T.convert(2.675, "float64", "decimal[2]"), 268)
+check("float to dec, one product 2", T.convert(1.005, "float64", "decimal[2]"), 100)
+check("float to dec, half away", T.convert(0.125, "float64", "decimal[2]"), 13)
+check("dec to int truncates", T.convert(-199, "decimal[2]", "int32"), -1)
+check("dec text", (T.decimal_text(-5, 2), T.decimal_text(7, 0)), ("-0.05", "7"))
+try:
+    T.convert(92233720368547759, "int64", "decimal[2]")
+    failures.append("int64 -> decimal[2] out of range: no error")
+except T.EvalError as ex:
+    check("int64 -> decimal range kind", ex.kind, "range")
+
+
+def biz(preds, rules):
+    p = prog(preds, rules)
+    p.lang = "biz"
+    return p
+
+
+# decimals.lql's li: price * (1 - disc) is decimal[4], price * 0.5 decimal[3];
+# a fraction literal meeting a decimal is exact (disc >= 0.06 - 0.01).
+k, price, disc = Var("k"), Var("price"), Var("disc")
+li = pred("li", ["int32", "decimal[2]", "decimal[2]"],
+          [(1, 10000, 5), (2, 1250, 6), (3, 700, 10), (4, 123456, 4)])
+rev = pred("rev", ["int32", "decimal[4]"])
+half = pred("half", ["int32", "decimal[3]"])
+q6 = pred("q6", ["int32"])
+r = oracle.evaluate(biz([li, rev, half, q6], [
+    Rule("rev", [k, Op("*", price, Op("-", Lit("int", 1), disc))], [Atom("li", [k, price, disc])]),
+    Rule("half", [k, Op("*", price, Lit.frac("0.5"))], [Atom("li", [k, price, Wild()])]),
+    Rule("q6", [k], [Atom("li", [k, Wild(), disc]),
+                     Cond(Op(">=", disc, Op("-", Lit.frac("0.06"), Lit.frac("0.01")))),
+                     Cond(Op("<=", disc, Op("+", Lit.frac("0.06"), Lit.frac("0.01"))))])]))
+check("decimal product", r["rev"], {(1, 950000), (2, 117500), (3, 63000), (4, 11851776)})
+check("decimal times fraction literal", r["half"], {(1, 50000), (2, 6250), (3, 3500), (4, 617280)})
+check("exact fraction literals", r["q6"], {(1,), (2,)})
+
+# total is exact (the language.md example), its overflow a fault; avg of
+# decimals is the exact total over count * 10^s.
+ti = pred("ti", ["int32"], [(2147483647,), (1,), (-5,)])
+td = pred("td", ["decimal[2]"], [(T.DEC_MAX,), (1,)])
+tq = pred("tq", ["int32"], functional=True)
+tdq = pred("tdq", ["decimal[2]"], functional=True)
+aq = pred("aq", ["float64"], functional=True)
+av = pred("av", ["decimal[2]"], [(1,), (2,)])
+r = oracle.evaluate(biz([ti, tq, av, aq], [
+    Rule("tq", [v], [Atom("ti", [x])], agg=[("total", v, x)]),
+    Rule("aq", [v], [Atom("av", [x])], agg=[("avg", v, x)])]))
+check("exact total", r["tq"], {(2147483643,)})
+check("avg of decimals", r["aq"], {(0.015,)})
+try:
+    oracle.evaluate(biz([td, tdq], [Rule("tdq", [v], [Atom("td", [x])], agg=[("total", v, x)])]))
+    failures.append("decimal total overflow: no error")
+except T.EvalError as ex:
+    check("decimal total overflow kind", ex.kind, "dec_overflow")
+
+# if() evaluates only the branch taken: a guarded division does not fault.
+gz = pred("gz", ["int32", "int32"], [(9, 0), (9, 4)])
+gq = pred("gq", ["int32", "int32"])
+r = oracle.evaluate(biz([gz, gq], [
+    Rule("gq", [x, Call("if", [Op("!=", y, Lit("int", 0)), Op("/", x, y), Lit("int", -1)])],
+         [Atom("gz", [x, y])])]))
+check("guarded division", r["gq"], {(9, -1), (9, 2)})
+
+# The business generator's programs: well typed, and fault-free where they
+# are meant to be (the boundary cases may fault: run.py checks those).
+for seed in range(150):
+    g = gen_biz.generate(seed)
+    if g.expect == "compile_error":
+        continue
+    try:
+        oracle.evaluate(g)
+    except T.EvalError:
+        if g.expect == "ok":
+            failures.append("biz seed %d: unexpected run-time error" % seed)
+    except Exception as ex:  # noqa: BLE001
+        failures.append("biz seed %d: %r" % (seed, ex))
+
 for f in failures:
     print("FAIL", f)
 print("selftest: %d failures" % len(failures))

@@ -70,9 +70,13 @@ step ctest_gpu ctest --test-dir "$BUILD" -R '^gpu_' --output-on-failure
 # 2. Golden cases and example programs on the GPU (same expected output).
 step golden_gpu python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" --backend gpu
 
-# 3. Random programs: GPU against the oracle and byte for byte against the CPU backend.
+# 3. Random programs (the core language, then the business queries of
+#    gen_biz.py): GPU against the oracle and byte for byte against the CPU backend.
 step differential_gpu python3 "$ROOT/tests/differential/run.py" --redfox "$RF" --count "$COUNT" --seed 1 \
   --backend gpu --compare-backend cpu --jobs 16
+
+step differential_gpu_biz python3 "$ROOT/tests/differential/run.py" --redfox "$RF" --lang biz --count "$COUNT" \
+  --seed 1 --backend gpu --compare-backend cpu --jobs 16
 
 # 3b. The same with every DIFF/UNION against a full relation on dense sets
 #     (RF_CUDA_DENSE=always: test-sized relations never reach the size at
