@@ -318,6 +318,8 @@ typedef struct load_job {
     int npieces;
     int used;                  /* pieces 0..used-1 make the result */
     bool zeroed;               /* the table's new rows are all 0 already */
+    int print_col;             /* -1, or the unread column that gets a
+                                  fingerprint of the row's unread fields */
     atomic_int first_failed;   /* earliest piece known to have failed */
 } load_job;
 
@@ -344,7 +346,19 @@ typedef struct conv {
     size_t unesc_cap;
     int npend;
     pending pend[PENDING_MAX];
+    uint64_t print;            /* fingerprint of the record's unread fields */
 } conv;
+
+/* Folds the value of unread field c (a string's bytes by their hash,
+ * another type's canonical word) into the record's fingerprint: equal
+ * rows get equal fingerprints, whatever their text ("1.5" and "1.50"). */
+static void fold_unread(conv *cv, int c, uint64_t value)
+{
+    uint64_t x = cv->print ^ (value + 0x9e3779b97f4a7c15ull * (uint64_t)(c + 1));
+    x ^= x >> 31;
+    x *= 0xbf58476d1ce4e5b9ull;
+    cv->print = x ^ (x >> 29);
+}
 
 static bool column_needed(const load_job *j, int c) { return !j->needed || j->needed[c]; }
 
@@ -393,6 +407,8 @@ static bool unescape_field(conv *cv, int c, int lineno, const char *s, size_t le
     if (rf_str_unescape(s, len, cv->unesc, &n, &bad)) {
         if (column_needed(cv->j, c))
             *dst = intern_now(cv, cv->unesc, n);
+        else if (cv->j->print_col >= 0)
+            fold_unread(cv, c, rf_str_hash(cv->unesc, n));
         return true;
     }
     char whybuf[32], loc[512];
@@ -425,8 +441,11 @@ static bool convert_field(conv *cv, int c, int lineno, rf_word *dst, rf_status *
     if (ty == RF_TYPE_STRING) {
         if (j->fmt == RF_FORMAT_TSV && memchr(s, '\\', f.len))
             return unescape_field(cv, c, lineno, s, f.len, dst, st);
-        if (!need)
+        if (!need) {
+            if (j->print_col >= 0)
+                fold_unread(cv, c, rf_str_hash(s, f.len));
             return true;
+        }
         if (quoted)
             *dst = intern_now(cv, s, f.len);
         else
@@ -452,6 +471,8 @@ static bool convert_field(conv *cv, int c, int lineno, rf_word *dst, rf_status *
     }
     if (need)
         *dst = w;
+    else if (j->print_col >= 0)
+        fold_unread(cv, c, w);
     return true;
 }
 
@@ -492,8 +513,11 @@ static void parse_piece(void *ctx, int p)
             row = 1; /* a nullary relation holds at most () */
             continue;
         }
+        cv.print = 0;
         for (int c = 0; c < j->arity && ok; c++)
             ok = convert_field(&cv, c, lineno, &j->cols[c][pc->base + row], &pc->st);
+        if (ok && j->print_col >= 0)
+            j->cols[j->print_col][pc->base + row] = cv.print;
         row += ok;
     }
     flush_strings(&cv); /* also on an error: the strings before it are interned, as they were */
@@ -651,10 +675,13 @@ static size_t gather_pieces(load_job *j)
     return rows;
 }
 
-bool rf_parse_facts(const char *name, const char *text, size_t len, rf_file_format fmt, int arity,
-                    const rf_type *types, const bool *needed, rf_table *t, rf_status *st)
+static bool parse_facts(const char *name, const char *text, size_t len, rf_file_format fmt, int arity,
+                        const rf_type *types, const bool *needed, bool fingerprint, rf_table *t, rf_status *st)
 {
-    load_job j = {.name = name, .fmt = fmt, .arity = arity, .types = types, .needed = needed};
+    load_job j = {.name = name, .fmt = fmt, .arity = arity, .types = types, .needed = needed, .print_col = -1};
+    for (int c = 0; fingerprint && needed && c < arity && j.print_col < 0; c++)
+        if (!needed[c])
+            j.print_col = c;
     j.npieces = pieces_for(len, fmt, arity);
     j.pieces = rf_calloc((size_t)j.npieces, sizeof *j.pieces);
     atomic_init(&j.first_failed, j.npieces);
@@ -750,14 +777,32 @@ static char *read_text(const char *path, size_t *len, rf_status *st)
     return rj.buf;
 }
 
-bool rf_read_facts(const char *path, rf_file_format fmt, int arity, const rf_type *types,
-                   const bool *needed, rf_table *t, rf_status *st)
+bool rf_parse_facts(const char *name, const char *text, size_t len, rf_file_format fmt, int arity,
+                    const rf_type *types, const bool *needed, rf_table *t, rf_status *st)
+{
+    return parse_facts(name, text, len, fmt, arity, types, needed, false, t, st);
+}
+
+static bool read_facts(const char *path, rf_file_format fmt, int arity, const rf_type *types,
+                       const bool *needed, bool fingerprint, rf_table *t, rf_status *st)
 {
     size_t len = 0;
     char *text = read_text(path, &len, st);
     if (!text)
         return false;
-    bool ok = rf_parse_facts(path, text, len, fmt, arity, types, needed, t, st);
+    bool ok = parse_facts(path, text, len, fmt, arity, types, needed, fingerprint, t, st);
     free(text);
     return ok;
+}
+
+bool rf_read_facts(const char *path, rf_file_format fmt, int arity, const rf_type *types,
+                   const bool *needed, rf_table *t, rf_status *st)
+{
+    return read_facts(path, fmt, arity, types, needed, false, t, st);
+}
+
+bool rf_read_facts_fingerprinted(const char *path, rf_file_format fmt, int arity, const rf_type *types,
+                                 const bool *needed, rf_table *t, rf_status *st)
+{
+    return read_facts(path, fmt, arity, types, needed, true, t, st);
 }

@@ -18,9 +18,11 @@
  *  - RF_EX_ROWID (the planner's row identity in count/total/avg bodies,
  *    plan_build.c) reads no value but tells rows apart: collapsed rows
  *    would count once. It marks no column; the variable is flagged in
- *    `positions`, and the runtime loads it again with every column when
- *    the pruned load lost rows to deduplication (run_load), so the rows
- *    stay exactly the file's distinct rows.
+ *    `positions`: its load keeps a fingerprint of the unread fields in
+ *    the first unread column (rf_read_facts_fingerprinted), and the
+ *    runtime loads it again with every column when deduplication still
+ *    merged rows (run_load), so the rows stay exactly the file's distinct
+ *    rows.
  *  - a code with any other operator could tell collapsed rows apart in
  *    ways not judged here: every column of that kernel's loaded inputs is
  *    needed. So is every

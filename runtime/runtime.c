@@ -103,10 +103,11 @@ static bool run_load(rt *r, int v, rf_status *st)
     const bool *needed = r->needed[v];
     if (!load_columns(r, v, needed, st))
         return false;
-    /* Rows that differ only in unread columns became one row. Where a
-     * reader tells rows apart by position (a count/total/avg body's row
-     * identity), that would count them once: load every column instead
-     * (rare: the rows of input files are usually distinct already). */
+    /* Where a reader tells rows apart by position (a count/total/avg
+     * body's row identity), rows that differ only in unread columns must
+     * not become one: such a load keeps a fingerprint of the unread fields
+     * (load_columns), and when deduplication still merged rows (equal
+     * rows, or a fingerprint collision) it loads every column instead. */
     if (needed && r->positions[v] && r->be->var_rows(r->be, r->dv[v]) < r->parsed_rows) {
         free(r->needed[v]);
         r->needed[v] = NULL;   /* (--stats: not pruned) */
@@ -131,7 +132,9 @@ static bool load_columns(rt *r, int v, const bool *needed, rf_status *st)
         }
     bool ok = true;
     if (path)
-        ok = rf_read_facts(path, fmt, hv->arity, hv->types, needed, &t, st);
+        ok = needed && r->positions[v]
+                 ? rf_read_facts_fingerprinted(path, fmt, hv->arity, hv->types, needed, &t, st)
+                 : rf_read_facts(path, fmt, hv->arity, hv->types, needed, &t, st);
     r->parsed_rows = t.nrows;
     if (!ok && option) {
         char *note = rf_sprintf("from --input %s=%s", option->pred, option->path);

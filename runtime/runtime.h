@@ -103,6 +103,13 @@ rf_file_format rf_format_from_path(const char *path);
  * format)". */
 bool rf_read_facts(const char *path, rf_file_format fmt, int arity, const rf_type *types,
                    const bool *needed, rf_table *t, rf_status *st);
+/* The same, with the first unread column (needed[c] false) holding a
+ * fingerprint of the row's unread fields instead of 0: rows that differ
+ * only there stay apart (unless their fingerprints collide), so the
+ * deduplication of a pruned load merges only rows that may be equal. The
+ * column's words are no values of its type: nothing may read them. */
+bool rf_read_facts_fingerprinted(const char *path, rf_file_format fmt, int arity, const rf_type *types,
+                                 const bool *needed, rf_table *t, rf_status *st);
 /* The same over text in memory (tests); `name` is used in messages. */
 bool rf_parse_facts(const char *name, const char *text, size_t len, rf_file_format fmt, int arity,
                     const rf_type *types, const bool *needed, rf_table *t, rf_status *st);

@@ -793,6 +793,42 @@ static void test_pruned_run(void)
     rf_str_reset();
 }
 
+/* rf_read_facts_fingerprinted: the first unread column holds a
+ * fingerprint of the unread fields, equal for equal values ("1.5" and
+ * "1.50", a string escaped or not) and different where they differ. */
+static void test_fingerprint(void)
+{
+    char path[] = "/tmp/rf_fp_XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    const char *text = "1\tx\t1.5\t7\n"     /* rows 0 and 1: equal values */
+                       "1\tx\t1.50\t7\n"
+                       "1\ty\t1.5\t7\n"     /* another string */
+                       "1\tx\t2.5\t7\n"     /* another decimal */
+                       "2\tx\t1.5\t7\n";    /* another read value, same unread */
+    CU_ASSERT_EQUAL(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    const rf_type types[4] = {RF_TYPE_INT32, RF_TYPE_STRING, RF_TYPE_DECIMAL0 + 2, RF_TYPE_INT32};
+    const bool needed[4] = {true, false, false, true};
+    rf_table t;
+    rf_table_init(&t, 4);
+    rf_status st;
+    rf_status_init(&st);
+    CU_ASSERT_TRUE_FATAL(rf_read_facts_fingerprinted(path, RF_FORMAT_TSV, 4, types, needed, &t, &st));
+    CU_ASSERT_EQUAL_FATAL(t.nrows, 5);
+    const rf_word *fp = t.cols[1];
+    CU_ASSERT_EQUAL(fp[0], fp[1]);
+    CU_ASSERT_NOT_EQUAL(fp[0], fp[2]);
+    CU_ASSERT_NOT_EQUAL(fp[0], fp[3]);
+    CU_ASSERT_NOT_EQUAL(fp[2], fp[3]);
+    CU_ASSERT_EQUAL(fp[0], fp[4]);      /* only the unread fields count */
+    for (size_t i = 0; i < t.nrows; i++)
+        CU_ASSERT_EQUAL(t.cols[2][i], 0); /* the other unread column: 0 */
+    CU_ASSERT_EQUAL(t.cols[3][0], rf_word_from_int(7));
+    rf_table_free(&t);
+    unlink(path);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -808,6 +844,7 @@ int main(void)
     CU_add_test(s, "columns each kernel reads", test_needed_kernels);
     CU_add_test(s, "an operator that may see more than values", test_needed_unknown_operator);
     CU_add_test(s, "a run that prunes", test_pruned_run);
+    CU_add_test(s, "fingerprint of the unread fields", test_fingerprint);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures();
