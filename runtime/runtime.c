@@ -466,8 +466,67 @@ static int row_order_cmp(const row_order *o, size_t a, size_t b)
     return 0;
 }
 
+/* Merge sort of idx[0..n) by o (tmp: n more entries); returns the array
+ * holding the result (idx or tmp). */
+static size_t *sort_indices(const row_order *o, size_t *idx, size_t *tmp, size_t n)
+{
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                tmp[k++] = row_order_cmp(o, idx[j], idx[i]) < 0 ? idx[j++] : idx[i++];
+            while (i < mid)
+                tmp[k++] = idx[i++];
+            while (j < hi)
+                tmp[k++] = idx[j++];
+        }
+        size_t *s = idx;
+        idx = tmp;
+        tmp = s;
+    }
+    return idx;
+}
+
+/* The `limit` first rows of t in o's order, into idx[0..limit) (a max-heap
+ * of the best rows so far: n log(limit) compares, not n log n). */
+static void first_rows(const row_order *o, size_t n, size_t limit, size_t *idx)
+{
+    size_t h = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (h < limit) {   /* push, sift up */
+            size_t k = h++;
+            idx[k] = i;
+            while (k > 0 && row_order_cmp(o, idx[(k - 1) / 2], idx[k]) < 0) {
+                size_t p = (k - 1) / 2, x = idx[p];
+                idx[p] = idx[k];
+                idx[k] = x;
+                k = p;
+            }
+        } else if (row_order_cmp(o, i, idx[0]) < 0) {   /* replace the worst, sift down */
+            idx[0] = i;
+            for (size_t k = 0;;) {
+                size_t l = 2 * k + 1, r = l + 1, m = k;
+                if (l < h && row_order_cmp(o, idx[l], idx[m]) > 0)
+                    m = l;
+                if (r < h && row_order_cmp(o, idx[r], idx[m]) > 0)
+                    m = r;
+                if (m == k)
+                    break;
+                size_t x = idx[m];
+                idx[m] = idx[k];
+                idx[k] = x;
+                k = m;
+            }
+        }
+    }
+}
+
 /* Sorts t's rows by @order (hv->order_cols / order_desc), dropping
- * duplicate rows: a merge sort of row indices, then the columns gathered. */
+ * duplicate rows: a merge sort of row indices, then the columns gathered.
+ * With a @limit well below the rows, only the first rows are selected and
+ * sorted (the rows of a relation are distinct, so they are the first rows
+ * of the whole order; if duplicates showed up, the whole sort runs). */
 static void order_rows(rf_table *t, const rf_hvar *hv)
 {
     size_t n = t->nrows;
@@ -485,27 +544,31 @@ static void order_rows(rf_table *t, const rf_hvar *hv)
             o.cols[o.ncols++] = c;
     size_t *idx = rf_malloc(rf_mul_size(n + 1, sizeof *idx));
     size_t *tmp = rf_malloc(rf_mul_size(n + 1, sizeof *tmp));
-    for (size_t i = 0; i < n; i++)
-        idx[i] = i;
-    for (size_t w = 1; w < n; w *= 2) {
-        for (size_t lo = 0; lo < n; lo += 2 * w) {
-            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-            size_t i = lo, j = mid, k = lo;
-            while (i < mid && j < hi)
-                tmp[k++] = row_order_cmp(&o, idx[j], idx[i]) < 0 ? idx[j++] : idx[i++];
-            while (i < mid)
-                tmp[k++] = idx[i++];
-            while (j < hi)
-                tmp[k++] = idx[j++];
-        }
-        size_t *s = idx;
-        idx = tmp;
-        tmp = s;
+    size_t m = 0, sorted = n;
+    if (hv->limit > 0 && (size_t)hv->limit < n / 8) {
+        sorted = (size_t)hv->limit;
+        first_rows(&o, n, sorted, idx);
+        size_t *res = sort_indices(&o, idx, tmp, sorted);
+        for (size_t i = 0; i < sorted; i++)
+            if (m == 0 || row_order_cmp(&o, res[m - 1], res[i]) != 0)
+                res[m++] = res[i];
+        if (res != idx)
+            memcpy(idx, res, m * sizeof *idx);
+        if (m < sorted)
+            sorted = n, m = 0;   /* duplicates: the whole order below */
     }
-    size_t m = 0;   /* distinct rows, in order */
-    for (size_t i = 0; i < n; i++)
-        if (m == 0 || row_order_cmp(&o, idx[m - 1], idx[i]) != 0)
-            idx[m++] = idx[i];
+    if (sorted == n) {
+        for (size_t i = 0; i < n; i++)
+            idx[i] = i;
+        size_t *res = sort_indices(&o, idx, tmp, n);
+        if (res != idx) {
+            tmp = idx;
+            idx = res;
+        }
+        for (size_t i = 0; i < n; i++)   /* distinct rows, in order */
+            if (m == 0 || row_order_cmp(&o, idx[m - 1], idx[i]) != 0)
+                idx[m++] = idx[i];
+    }
     rf_word *col = rf_malloc(rf_mul_size(m + 1, sizeof *col));
     for (int c = 0; c < ar && m > 0; c++) {   /* (an empty table may have no storage) */
         for (size_t i = 0; i < m; i++)
