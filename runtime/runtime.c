@@ -29,7 +29,6 @@ typedef struct rt {
     bool *keep;              /* outputs: never freed before HALT */
     bool **needed;           /* [nvars] columns a LOAD parses (rf_needed_columns) */
     bool *positions;         /* [nvars] pruned, and readers see row positions */
-    size_t parsed_rows;      /* rows the last LOAD read, before deduplication */
     kstat **ks;              /* [block][kernel] */
     size_t *entries;         /* [block] times entered */
     bool *loop_header;       /* [block] target of a back edge */
@@ -96,27 +95,29 @@ static void locate_error(rf_status *st, const char *where, const char *note)
 /* LOAD: inline facts ∪ the input file (--input overrides the directive's),
  * sorted and deduplicated, uploaded. Of the file only the columns the
  * program reads are parsed (r->needed), the others are 0. */
-static bool load_columns(rt *r, int v, const bool *needed, rf_status *st);
+static bool load_columns(rt *r, int v, const bool *needed, size_t *rows_read, rf_status *st);
 
 static bool run_load(rt *r, int v, rf_status *st)
 {
     const bool *needed = r->needed[v];
-    if (!load_columns(r, v, needed, st))
+    size_t rows_read = 0;
+    if (!load_columns(r, v, needed, &rows_read, st))
         return false;
     /* Where a reader tells rows apart by position (a count/total/avg
      * body's row identity), rows that differ only in unread columns must
      * not become one: such a load keeps a fingerprint of the unread fields
      * (load_columns), and when deduplication still merged rows (equal
      * rows, or a fingerprint collision) it loads every column instead. */
-    if (needed && r->positions[v] && r->be->var_rows(r->be, r->dv[v]) < r->parsed_rows) {
+    if (needed && r->positions[v] && r->be->var_rows(r->be, r->dv[v]) < rows_read) {
         free(r->needed[v]);
         r->needed[v] = NULL;   /* (--stats: not pruned) */
-        return load_columns(r, v, NULL, st);
+        return load_columns(r, v, NULL, &rows_read, st);
     }
     return true;
 }
 
-static bool load_columns(rt *r, int v, const bool *needed, rf_status *st)
+/* *rows_read: the rows read (facts and file), before deduplication. */
+static bool load_columns(rt *r, int v, const bool *needed, size_t *rows_read, rf_status *st)
 {
     const rf_hvar *hv = &r->p->vars[v];
     rf_table t;
@@ -135,7 +136,7 @@ static bool load_columns(rt *r, int v, const bool *needed, rf_status *st)
         ok = needed && r->positions[v]
                  ? rf_read_facts_fingerprinted(path, fmt, hv->arity, hv->types, needed, &t, st)
                  : rf_read_facts(path, fmt, hv->arity, hv->types, needed, &t, st);
-    r->parsed_rows = t.nrows;
+    *rows_read = t.nrows;
     if (!ok && option) {
         char *note = rf_sprintf("from --input %s=%s", option->pred, option->path);
         locate_error(st, NULL, note);
