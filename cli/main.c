@@ -1,9 +1,9 @@
 /* The redfox command line (docs/design.md, "Command line"):
  *   redfox run PROG.lql|PROG.rfx [--input PRED=FILE]... [--output DIR]
  *              [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]
- *              [--max-iterations N] [--progress]
- *   redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx
- *   redfox compile PROG.lql -o PROG.rfx
+ *              [--max-iterations N] [--progress] [--no-fuse]
+ *   redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse]
+ *   redfox compile PROG.lql -o PROG.rfx [--no-fuse]
  *   redfox check PROG.lql|PROG.rfx
  * A program is compiled (.rfx) when its first bytes are the .rfx magic or
  * its name ends in .rfx; anything else is source text.
@@ -19,6 +19,7 @@
 #include "../primitives/rf_prims.h"
 #include "../queryplan/plan.h"
 #include "../runtime/runtime.h"
+#include "../weaver/weaver.h"
 
 #define RF_VERSION "0.1"
 #define EXIT_INTERNAL 70
@@ -26,9 +27,9 @@
 static const char usage_text[] =
     "usage: redfox run PROG.lql|PROG.rfx [--input PRED=FILE]... [--output DIR]\n"
     "                  [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]\n"
-    "                  [--max-iterations N] [--progress]\n"
-    "       redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx\n"
-    "       redfox compile PROG.lql -o PROG.rfx\n"
+    "                  [--max-iterations N] [--progress] [--no-fuse]\n"
+    "       redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse]\n"
+    "       redfox compile PROG.lql -o PROG.rfx [--no-fuse]\n"
     "       redfox check PROG.lql|PROG.rfx\n"
     "       redfox --help | --version\n";
 
@@ -60,6 +61,8 @@ static const char help_text[] =
     "                      iterations without reaching its fixpoint\n"
     "  --progress          print loop progress (a line a second after the first\n"
     "                      second) even when stderr is not a terminal\n"
+    "  --no-fuse           run every kernel on its own (Kernel Weaver off; also for\n"
+    "                      explain and compile, and for a .rfx compiled with fusion)\n"
     "\n"
     "Without --output, outputs are printed sorted to stdout. Outputs are the\n"
     "@output predicates plus --print ones; with neither, every predicate defined\n"
@@ -165,6 +168,29 @@ static void default_outputs(rf_program *prog)
             prog->preds[i].is_output = true;
 }
 
+/* Kernel Weaver on (the default) or off (--no-fuse). */
+static bool fuse = true;
+
+/* Fuses (or, with --no-fuse, unfuses a compiled program's groups) and
+ * verifies; false with an internal error printed. */
+static bool weave(rf_hprogram *hp)
+{
+    if (fuse) {
+        rf_weave_opts wo = {.reduce = true};
+        rf_weave(hp, &wo, NULL);
+    } else {
+        rf_unweave(hp);
+    }
+    rf_status st;
+    rf_status_init(&st);
+    if (!rf_hir_verify(hp, &st)) {
+        fprintf(stderr, "redfox: internal error: invalid Harmony IR after %s: %s\n",
+                fuse ? "fusion" : "unfusing", st.message);
+        return false;
+    }
+    return true;
+}
+
 /* Program -> verified Harmony IR; NULL with an internal error printed. */
 static rf_hprogram *lower(const rf_program *prog, rf_plan **plan_out)
 {
@@ -188,6 +214,10 @@ static rf_hprogram *lower(const rf_program *prog, rf_plan **plan_out)
     rf_status_init(&st);
     if (!rf_hir_verify(hp, &st)) {
         fprintf(stderr, "redfox: internal error: invalid Harmony IR: %s\n", st.message);
+        rf_hir_free(hp);
+        return NULL;
+    }
+    if (!weave(hp)) {
         rf_hir_free(hp);
         return NULL;
     }
@@ -236,6 +266,8 @@ static int cmd_run(int argc, char **argv)
             stats = true;
         } else if (strcmp(argv[i], "--count") == 0) {
             count_only = true;
+        } else if (strcmp(argv[i], "--no-fuse") == 0) {
+            fuse = false;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             err = usage("unknown option '%s'", argv[i]);
         } else if (!prog_path) {
@@ -279,6 +311,10 @@ static int cmd_run(int argc, char **argv)
     if (is_rfx(prog_path)) {
         if (!(hp = load_compiled(prog_path, &rc)))
             goto done;
+        if (!fuse && !weave(hp)) {
+            rc = EXIT_INTERNAL;
+            goto done;
+        }
     } else {
         if (!(prog = compile(prog_path))) {
             rc = RF_EXIT_COMPILE_ERROR;
@@ -355,6 +391,8 @@ static int cmd_explain(int argc, char **argv)
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--plan") == 0 || strcmp(argv[i], "--ir") == 0)
             mode = argv[i];
+        else if (strcmp(argv[i], "--no-fuse") == 0)
+            fuse = false;
         else if (argv[i][0] == '-' && argv[i][1])
             return usage("unknown option '%s'", argv[i]);
         else if (!path)
@@ -370,10 +408,11 @@ static int cmd_explain(int argc, char **argv)
                          "its kernels)", path);
         int rc = RF_EXIT_OK;
         rf_hprogram *hp = load_compiled(path, &rc);
-        if (hp) {
+        if (hp && !fuse && !weave(hp))
+            rc = EXIT_INTERNAL;
+        else if (hp)
             rf_hir_print(hp, stdout);
-            rf_hir_free(hp);
-        }
+        rf_hir_free(hp);
         return rc;
     }
     rf_program *prog = compile(path);
@@ -414,6 +453,8 @@ static int cmd_compile(int argc, char **argv)
             if (err)
                 return err;
             out = v;
+        } else if (strcmp(argv[i], "--no-fuse") == 0) {
+            fuse = false;
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return usage("unknown option '%s'", argv[i]);
         } else if (!path) {

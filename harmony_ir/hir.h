@@ -77,6 +77,11 @@ typedef enum rf_kop {
                       differ in the rest. No output: out = -1. Run by the
                       runtime itself (download + host scan), never by a
                       backend's `run` */
+    RF_K_FUSED,    /* a group of member kernels run as one (Kernel Weaver,
+                      docs/weaver.md): `fused` holds them; in[] = -1 and
+                      out = fused->out[0]. Its members' results that only
+                      other members read (internal variables) never exist
+                      outside it */
     RF_K_COUNT_
 } rf_kop;
 
@@ -94,10 +99,43 @@ typedef enum rf_partition {
 typedef enum rf_gather {
     RF_GATHER_NONE,     /* output written in place */
     RF_GATHER_COMPACT,  /* per-piece counts -> prefix sum -> concatenation */
-    RF_GATHER_MERGE     /* per-piece sorted runs merged (SORT) */
+    RF_GATHER_MERGE,    /* per-piece sorted runs merged (SORT) */
+    RF_GATHER_REDUCE    /* FUSED only, ending SORT -> AGG: the rows fold into
+                           per-group accumulators as they are made, without
+                           the sort (every aggregate order-insensitive and
+                           the SORT's input duplicate-free; see verify.c) */
 } rf_gather;
 
-typedef struct rf_kernel {
+/* How a member of a fused group depends on the member that made its input
+ * (thesis ch. 4.3.1): thread, row by row (MAP, JOIN -> MAP): the value can
+ * stay in registers; CTA, on a partition of rows (JOIN, set operations
+ * after the same partitioning); kernel, on the whole input (SORT, a
+ * reduction over everything). */
+typedef enum rf_dep { RF_DEP_THREAD, RF_DEP_CTA, RF_DEP_KERNEL, RF_DEP_COUNT_ } rf_dep;
+
+/* An internal variable of a fused group: written by member `from`, read by
+ * member `to` (one edge per reading member). */
+typedef struct rf_fedge {
+    int var, from, to;
+    rf_dep dep;
+} rf_fedge;
+
+/* RF_FUSED_MAX: the most members one group holds. */
+#define RF_FUSED_MAX 16
+
+typedef struct rf_kernel rf_kernel;
+typedef struct rf_fused {
+    int nmembers;            /* 2..RF_FUSED_MAX, in execution order */
+    rf_kernel *members;      /* plain kernels (no LOAD, COPY, CLEAR,
+                                CHECK_KEYS or FUSED); their free lists are
+                                empty: the group frees as one kernel */
+    int nedges;
+    rf_fedge *edges;
+    int nin, *in;            /* external variables read, in member order */
+    int nout, *out;          /* external variables written */
+} rf_fused;
+
+struct rf_kernel {
     rf_kop op;
     int out;
     int in[2];               /* variable indices, -1 when unused */
@@ -116,7 +154,17 @@ typedef struct rf_kernel {
     int *frees;
     char *comment;           /* provenance (plan command), may be NULL */
     rf_origin origin;        /* the rule it computes, for run-time errors */
-} rf_kernel;
+    rf_fused *fused;         /* RF_K_FUSED only */
+};
+
+/* The variables a kernel reads and writes as the rest of the program sees
+ * them: a plain kernel's in[0..1] / out where set, a FUSED kernel's
+ * external in / out. Returns the count (at most RF_KERNEL_VARS_MAX). */
+#define RF_KERNEL_VARS_MAX (2 * RF_FUSED_MAX)
+int rf_kernel_reads(const rf_kernel *k, int *vars);
+int rf_kernel_writes(const rf_kernel *k, int *vars);
+void rf_kernel_free(rf_kernel *k);     /* its contents, members included */
+void rf_fused_free(rf_fused *f);
 
 typedef enum rf_term {
     RF_TERM_FALLTHROUGH,     /* to the next block */
@@ -151,6 +199,7 @@ typedef struct rf_hvar {
     char *input_path;        /* LOAD: default input file or NULL */
     rf_file_format input_format;
     bool is_output;          /* value at HALT is the output of `pred` */
+    bool internal;           /* lives only inside one FUSED kernel */
     char *input_where;       /* LOAD: "prog.lql:3:1", the @input directive
                                 that named input_path (for its errors) */
     /* Output order and limit (@order / @limit): the runtime writes the
@@ -175,6 +224,9 @@ rf_hprogram *rf_hir_lower(const rf_plan *plan);
 void rf_hir_liveness(rf_hprogram *p);   /* fills frees / free_entry */
 void rf_hir_free(rf_hprogram *p);
 
+/* Whether group f may end in RF_GATHER_REDUCE (the verifier's rule). */
+bool rf_fused_reduce_legal(const rf_hprogram *p, const rf_fused *f);
+
 /* `redfox explain --ir` */
 void rf_hir_print(const rf_hprogram *p, FILE *out);
 
@@ -187,10 +239,11 @@ bool rf_hir_verify(const rf_hprogram *p, rf_status *st);
  * so the output is whole or absent. The reader validates every field and
  * then runs rf_hir_verify; it never trusts a length or an index. */
 #define RF_HIR_MAGIC "RFOXHIR"
-#define RF_HIR_VERSION 4   /* 2: RF_K_CHECK_KEYS; 3: origins, input paths
+#define RF_HIR_VERSION 5   /* 2: RF_K_CHECK_KEYS; 3: origins, input paths
                               relative to the .rfx, several aggregates per
                               AGG, output order and limit; 4: RF_EX_ROWID
-                              (operator numbers moved) */
+                              (operator numbers moved); 5: RF_K_FUSED,
+                              RF_GATHER_REDUCE, internal variables */
 bool rf_hir_save(const rf_hprogram *p, const char *path, rf_status *st);
 uint8_t *rf_hir_serialize(const rf_hprogram *p, size_t *len_out);
 rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st);

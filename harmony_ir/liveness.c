@@ -1,7 +1,8 @@
 /* Liveness: which variables the runtime may free, and where. Backward
  * dataflow over the block CFG; a variable is live where some path ahead
  * reads it before writing it. Kernels read in[0..1] and write `out`
- * entirely; BRANCH_EMPTY reads its conditions; at HALT the outputs are
+ * entirely (a FUSED kernel: its external inputs and outputs; its internal
+ * variables live and die inside it); BRANCH_EMPTY reads its conditions; at HALT the outputs are
  * live. Output variables are never freed.
  *
  * Frees happen at two kinds of place:
@@ -48,11 +49,14 @@ static void through_term(const rf_hprogram *p, const rf_hblock *hb, bool *live)
 
 static void through_kernel(const rf_hprogram *p, const rf_kernel *k, bool *live)
 {
-    if (valid_var(p, k->out))
-        live[k->out] = false;
-    for (int j = 0; j < 2; j++)
-        if (valid_var(p, k->in[j]))
-            live[k->in[j]] = true;
+    int vars[RF_KERNEL_VARS_MAX], n = rf_kernel_writes(k, vars);
+    for (int j = 0; j < n; j++)
+        if (valid_var(p, vars[j]))
+            live[vars[j]] = false;
+    n = rf_kernel_reads(k, vars);
+    for (int j = 0; j < n; j++)
+        if (valid_var(p, vars[j]))
+            live[vars[j]] = true;
 }
 
 typedef RF_VEC(int) ivec;
@@ -113,8 +117,10 @@ void rf_hir_liveness(rf_hprogram *p)
         for (int i = hb->nkernels - 1; i >= 0; i--) {
             rf_kernel *k = &hb->kernels[i];
             /* live = live right after k */
-            int cand[3] = {k->in[0], k->in[1], k->out};
-            for (int j = 0; j < 3; j++) {
+            int cand[2 * RF_KERNEL_VARS_MAX];
+            int nc = rf_kernel_reads(k, cand);
+            nc += rf_kernel_writes(k, cand + nc);
+            for (int j = 0; j < nc; j++) {
                 int v = cand[j];
                 if (!valid_var(p, v) || live[v] || p->vars[v].is_output)
                     continue;

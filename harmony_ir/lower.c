@@ -803,10 +803,6 @@ rf_hprogram *rf_hir_lower(const rf_plan *plan)
     return p;
 }
 
-/* ---- freeing ---- */
-
-static void free_kernel(rf_kernel *k);
-
 /* ---- sorts nothing needs ---- */
 
 /* Kernels reading (or, writes = true, writing) variable v, anywhere;
@@ -828,7 +824,7 @@ static int uses(const rf_hprogram *p, int v, bool writes)
 
 static void remove_kernel(rf_hblock *hb, int i)
 {
-    free_kernel(&hb->kernels[i]);
+    rf_kernel_free(&hb->kernels[i]);
     memmove(hb->kernels + i, hb->kernels + i + 1, (size_t)(hb->nkernels - i - 1) * sizeof *hb->kernels);
     hb->nkernels--;
 }
@@ -887,20 +883,6 @@ static void elide_resorts(rf_hprogram *p)
     }
 }
 
-static void free_kernel(rf_kernel *k)
-{
-    rf_code_free(&k->filter);
-    for (int i = 0; i < k->nproj && k->proj; i++)
-        rf_code_free(&k->proj[i]);
-    free(k->proj);
-    for (int i = 0; i < k->naggs && k->agg_arg; i++)
-        rf_code_free(&k->agg_arg[i]);
-    free(k->agg_arg);
-    free(k->aggfn);
-    free(k->frees);
-    free(k->comment);
-    rf_origin_release(&k->origin);
-}
 
 void rf_hir_free(rf_hprogram *p)
 {
@@ -921,7 +903,7 @@ void rf_hir_free(rf_hprogram *p)
     for (int b = 0; b < p->nblocks && p->blocks; b++) {
         rf_hblock *hb = &p->blocks[b];
         for (int i = 0; i < hb->nkernels && hb->kernels; i++)
-            free_kernel(&hb->kernels[i]);
+            rf_kernel_free(&hb->kernels[i]);
         free(hb->kernels);
         free(hb->label);
         free(hb->conds);

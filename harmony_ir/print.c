@@ -125,17 +125,55 @@ static void print_code(FILE *out, const rf_code *c, const char *absent)
 }
 
 static const char *const part_names[] = {"none", "even", "key-range", "group"};
-static const char *const gather_names[] = {"none", "compact", "merge"};
+static const char *const gather_names[] = {"none", "compact", "merge", "reduce"};
+static const char *const dep_names[] = {"thread", "cta", "kernel"};
 static const char *const agg_names[] = {"none", "count", "total", "min", "max", "avg", "count_distinct"};
 
-static void print_kernel(FILE *out, const rf_hprogram *p, const rf_kernel *k)
+static void print_kernel(FILE *out, const rf_hprogram *p, const rf_kernel *k, const char *indent);
+
+/* A fused group: its external variables on the first line, then each
+ * member as it would print unfused, then the internal edges. */
+static void print_fused(FILE *out, const rf_hprogram *p, const rf_kernel *k, const char *indent)
+{
+    const rf_fused *f = k->fused;
+    fprintf(out, "%s  ", indent);
+    for (int i = 0; i < f->nout; i++)
+        fprintf(out, "%s%s", i ? ", " : "", var_name(p, f->out[i]));
+    fprintf(out, " := FUSED[%d]", f->nmembers);
+    for (int i = 0; i < f->nin; i++)
+        fprintf(out, "%s%s", i ? ", " : " ", var_name(p, f->in[i]));
+    fprintf(out, "  partition=%s gather=%s",
+            (unsigned)k->partition <= RF_PART_GROUP ? part_names[k->partition] : "?",
+            (unsigned)k->gather <= RF_GATHER_REDUCE ? gather_names[k->gather] : "?");
+    if (k->nfree > 0) {
+        fputs("  free:", out);
+        for (int i = 0; i < k->nfree; i++)
+            fprintf(out, "%s %s", i ? "," : "", var_name(p, k->frees[i]));
+    }
+    fputc('\n', out);
+    char inner[64];
+    snprintf(inner, sizeof inner, "%s  |", indent);
+    for (int i = 0; i < f->nmembers && f->members; i++)
+        print_kernel(out, p, &f->members[i], inner);
+    fprintf(out, "%s  | internal:", indent);
+    for (int e = 0; e < f->nedges && f->edges; e++)
+        fprintf(out, "%s %s (%d->%d %s)", e ? "," : "", var_name(p, f->edges[e].var), f->edges[e].from,
+                f->edges[e].to, (unsigned)f->edges[e].dep < RF_DEP_COUNT_ ? dep_names[f->edges[e].dep] : "?");
+    fputc('\n', out);
+}
+
+static void print_kernel(FILE *out, const rf_hprogram *p, const rf_kernel *k, const char *indent)
 {
     if (k->comment)
-        fprintf(out, "  # %s\n", k->comment);
+        fprintf(out, "%s  # %s\n", indent, k->comment);
+    if (k->op == RF_K_FUSED && k->fused) {
+        print_fused(out, p, k, indent);
+        return;
+    }
     if (k->op == RF_K_CHECK_KEYS)   /* no output variable */
-        fprintf(out, "  %s", rf_kop_name(k->op));
+        fprintf(out, "%s  %s", indent, rf_kop_name(k->op));
     else
-        fprintf(out, "  %s := %s", var_name(p, k->out), rf_kop_name(k->op));
+        fprintf(out, "%s  %s := %s", indent, var_name(p, k->out), rf_kop_name(k->op));
     if (k->op == RF_K_JOIN || k->op == RF_K_ANTIJOIN || k->op == RF_K_AGG || k->op == RF_K_CHECK_KEYS)
         fprintf(out, "[keys=%d]", k->nkeys);
     for (int j = 0; j < 2; j++)
@@ -166,7 +204,7 @@ static void print_kernel(FILE *out, const rf_hprogram *p, const rf_kernel *k)
         fputs("}", out);
     }
     fprintf(out, " gather=%s",
-            (unsigned)k->gather <= RF_GATHER_MERGE ? gather_names[k->gather] : "?");
+            (unsigned)k->gather <= RF_GATHER_REDUCE ? gather_names[k->gather] : "?");
     if (k->nfree > 0) {
         fputs("  free:", out);
         for (int i = 0; i < k->nfree; i++)
@@ -206,6 +244,8 @@ static void print_var(FILE *out, const rf_hvar *v)
     }
     if (v->is_output)
         fputs(", output", out);
+    if (v->internal)
+        fputs(", internal", out);
     if (v->norder > 0) {
         fputs(", order by ", out);
         for (int k = 0; k < v->norder; k++)
@@ -231,7 +271,7 @@ void rf_hir_print(const rf_hprogram *p, FILE *out)
             fputc('\n', out);
         }
         for (int k = 0; k < hb->nkernels; k++)
-            print_kernel(out, p, &hb->kernels[k]);
+            print_kernel(out, p, &hb->kernels[k], "");
         switch (hb->term) {
         case RF_TERM_FALLTHROUGH:
             fprintf(out, "  -> block %d\n", b + 1);

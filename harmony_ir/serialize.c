@@ -8,7 +8,7 @@
  *                      str pred, u64 nfacts, u64 facts[nfacts*arity],
  *                      str input_path, u8 format, u8 is_output,
  *                      str input_where, u32 norder, each: i32 column,
- *                      u8 desc; i64 limit (-1: none)
+ *                      u8 desc; i64 limit (-1: none), u8 internal
  *   u32 nblocks, each: str label, u32 nkernels, kernel..., u8 term,
  *                      i32 target, i32 target_else, u32 nconds, i32...,
  *                      u32 nfree_entry, i32...
@@ -16,7 +16,10 @@
  *           u8 gather, code filter, u32 nproj, code...,
  *           u32 naggs, each: u8 aggfn, code agg_arg;
  *           u32 nfree, i32..., str comment,
- *           str origin.where, str origin.what
+ *           str origin.where, str origin.what;
+ *           FUSED only, then: u32 nmembers, kernel... (not FUSED),
+ *           u32 nedges, each: i32 var, i32 from, i32 to, u8 dep;
+ *           u32 nin, i32...; u32 nout, i32...
  *   code:   u32 n, each: u8 op, u8 type, u8 arg_type, u8 0, i32 index,
  *           u64 value
  *   str:    u32 len (0xffffffff = absent), bytes (no NUL)
@@ -106,6 +109,46 @@ static void put_ints(buf *b, int n, const int *v)
         put_i32(b, v[i]);
 }
 
+static void put_kernel(buf *b, const rf_kernel *kn)
+{
+    put_u8(b, (uint8_t)kn->op);
+    put_i32(b, kn->out);
+    put_i32(b, kn->in[0]);
+    put_i32(b, kn->in[1]);
+    put_i32(b, kn->nkeys);
+    put_u8(b, (uint8_t)kn->partition);
+    put_u8(b, (uint8_t)kn->gather);
+    put_code(b, &kn->filter);
+    put_u32(b, (uint32_t)kn->nproj);
+    for (int i = 0; i < kn->nproj; i++)
+        put_code(b, &kn->proj[i]);
+    put_u32(b, (uint32_t)kn->naggs);
+    for (int i = 0; i < kn->naggs; i++) {
+        put_u8(b, (uint8_t)kn->aggfn[i]);
+        put_code(b, &kn->agg_arg[i]);
+    }
+    put_ints(b, kn->nfree, kn->frees);
+    put_str(b, kn->comment);
+    put_str(b, kn->origin.where);
+    put_str(b, kn->origin.what);
+    if (kn->op != RF_K_FUSED)
+        return;
+    static const rf_fused none;
+    const rf_fused *f = kn->fused ? kn->fused : &none;
+    put_u32(b, (uint32_t)f->nmembers);
+    for (int i = 0; i < f->nmembers; i++)
+        put_kernel(b, &f->members[i]);
+    put_u32(b, (uint32_t)f->nedges);
+    for (int i = 0; i < f->nedges; i++) {
+        put_i32(b, f->edges[i].var);
+        put_i32(b, f->edges[i].from);
+        put_i32(b, f->edges[i].to);
+        put_u8(b, (uint8_t)f->edges[i].dep);
+    }
+    put_ints(b, f->nin, f->in);
+    put_ints(b, f->nout, f->out);
+}
+
 /* Input paths as stored: relative to base_dir when inside it (see the top
  * of this file); as they are when base_dir is NULL. */
 static char *stored_input_path(const char *path, const char *base_dir)
@@ -158,6 +201,7 @@ static uint8_t *serialize(const rf_hprogram *p, const char *base_dir, size_t *le
             put_u8(&b, v->order_desc[j]);
         }
         put_u64(&b, (uint64_t)v->limit);
+        put_u8(&b, v->internal);
     }
 
     put_u32(&b, (uint32_t)p->nblocks);
@@ -166,27 +210,7 @@ static uint8_t *serialize(const rf_hprogram *p, const char *base_dir, size_t *le
         put_str(&b, hb->label);
         put_u32(&b, (uint32_t)hb->nkernels);
         for (int k = 0; k < hb->nkernels; k++) {
-            const rf_kernel *kn = &hb->kernels[k];
-            put_u8(&b, (uint8_t)kn->op);
-            put_i32(&b, kn->out);
-            put_i32(&b, kn->in[0]);
-            put_i32(&b, kn->in[1]);
-            put_i32(&b, kn->nkeys);
-            put_u8(&b, (uint8_t)kn->partition);
-            put_u8(&b, (uint8_t)kn->gather);
-            put_code(&b, &kn->filter);
-            put_u32(&b, (uint32_t)kn->nproj);
-            for (int i = 0; i < kn->nproj; i++)
-                put_code(&b, &kn->proj[i]);
-            put_u32(&b, (uint32_t)kn->naggs);
-            for (int i = 0; i < kn->naggs; i++) {
-                put_u8(&b, (uint8_t)kn->aggfn[i]);
-                put_code(&b, &kn->agg_arg[i]);
-            }
-            put_ints(&b, kn->nfree, kn->frees);
-            put_str(&b, kn->comment);
-            put_str(&b, kn->origin.where);
-            put_str(&b, kn->origin.what);
+            put_kernel(&b, &hb->kernels[k]);
         }
         put_u8(&b, (uint8_t)hb->term);
         put_i32(&b, hb->target);
@@ -343,7 +367,7 @@ static int *get_ints(rd *r, int *n_out, const char *what)
     return v;
 }
 
-static void get_kernel(rd *r, rf_kernel *k)
+static void get_kernel(rd *r, rf_kernel *k, bool member)
 {
     k->op = (rf_kop)get_enum(r, RF_K_COUNT_ - 1, "kernel op");
     k->out = get_i32(r, "kernel output");
@@ -351,7 +375,7 @@ static void get_kernel(rd *r, rf_kernel *k)
     k->in[1] = get_i32(r, "kernel input");
     k->nkeys = get_i32(r, "kernel key count");
     k->partition = (rf_partition)get_enum(r, RF_PART_GROUP, "partition stage");
-    k->gather = (rf_gather)get_enum(r, RF_GATHER_MERGE, "gather stage");
+    k->gather = (rf_gather)get_enum(r, RF_GATHER_REDUCE, "gather stage");
     get_code(r, &k->filter, "filter code");
     int np = get_count(r, 4, "projection");
     if (!r->failed && np > 0) {
@@ -374,6 +398,47 @@ static void get_kernel(rd *r, rf_kernel *k)
     k->comment = get_str(r, "kernel comment");
     k->origin.where = get_str(r, "kernel origin");
     k->origin.what = get_str(r, "kernel origin");
+    if (r->failed || k->op != RF_K_FUSED)
+        return;
+    if (member) {
+        malformed(r, "a fused kernel inside a fused kernel");
+        return;
+    }
+    rf_fused *f = k->fused = rf_calloc(1, sizeof *f);
+    int nm = get_count(r, 47, "fused member");
+    if (!r->failed && nm > 0) {
+        f->members = rf_calloc((size_t)nm, sizeof *f->members);
+        f->nmembers = nm;
+    }
+    for (int i = 0; i < nm && !r->failed; i++)
+        get_kernel(r, &f->members[i], true);
+    int ne = get_count(r, 13, "fused edge");
+    if (!r->failed && ne > 0) {
+        f->edges = rf_calloc((size_t)ne, sizeof *f->edges);
+        f->nedges = ne;
+    }
+    for (int i = 0; i < ne && !r->failed; i++) {
+        f->edges[i].var = get_i32(r, "edge variable");
+        f->edges[i].from = get_i32(r, "edge member");
+        f->edges[i].to = get_i32(r, "edge member");
+        f->edges[i].dep = (rf_dep)get_enum(r, RF_DEP_COUNT_ - 1, "edge dependence");
+    }
+    f->in = get_ints(r, &f->nin, "fused inputs");
+    f->out = get_ints(r, &f->nout, "fused outputs");
+}
+
+static bool remap_code(rd *r, rf_code *c, const rf_word *map, size_t nmap);
+
+/* String constants of a kernel's code (and its members'). */
+static void remap_kernel(rd *r, rf_kernel *kn, const rf_word *map, size_t nmap)
+{
+    remap_code(r, &kn->filter, map, nmap);
+    for (int i = 0; i < kn->nproj && !r->failed; i++)
+        remap_code(r, &kn->proj[i], map, nmap);
+    for (int i = 0; i < kn->naggs && !r->failed; i++)
+        remap_code(r, &kn->agg_arg[i], map, nmap);
+    for (int i = 0; kn->fused && i < kn->fused->nmembers && !r->failed; i++)
+        remap_kernel(r, &kn->fused->members[i], map, nmap);
 }
 
 /* Renumbers a string id from the file's dictionary to this process's. */
@@ -435,7 +500,7 @@ rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st)
     }
 
     rf_hprogram *p = rf_calloc(1, sizeof *p);
-    int nv = get_count(&r, 43, "variable");
+    int nv = get_count(&r, 44, "variable");
     if (!r.failed && nv > 0) {
         p->vars = rf_calloc((size_t)nv, sizeof *p->vars);
         p->nvars = nv;
@@ -486,6 +551,7 @@ rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st)
             }
         }
         v->limit = (int64_t)get_u64(&r, "output limit");
+        v->internal = get_bool(&r, "internal flag");
     }
 
     int nb = get_count(&r, 25, "block");
@@ -502,7 +568,7 @@ rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st)
             hb->nkernels = nk;
         }
         for (int k = 0; k < nk && !r.failed; k++)
-            get_kernel(&r, &hb->kernels[k]);
+            get_kernel(&r, &hb->kernels[k], false);
         hb->term = (rf_term)get_enum(&r, RF_TERM_HALT, "terminator");
         hb->target = get_i32(&r, "jump target");
         hb->target_else = get_i32(&r, "jump target");
@@ -526,14 +592,8 @@ rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st)
                         remap(&r, &v->facts[f * (size_t)v->arity + (size_t)j], map, (size_t)nstr);
         }
         for (int b = 0; b < p->nblocks && !r.failed; b++)
-            for (int k = 0; k < p->blocks[b].nkernels && !r.failed; k++) {
-                rf_kernel *kn = &p->blocks[b].kernels[k];
-                remap_code(&r, &kn->filter, map, (size_t)nstr);
-                for (int i = 0; i < kn->nproj && !r.failed; i++)
-                    remap_code(&r, &kn->proj[i], map, (size_t)nstr);
-                for (int i = 0; i < kn->naggs && !r.failed; i++)
-                    remap_code(&r, &kn->agg_arg[i], map, (size_t)nstr);
-            }
+            for (int k = 0; k < p->blocks[b].nkernels && !r.failed; k++)
+                remap_kernel(&r, &p->blocks[b].kernels[k], map, (size_t)nstr);
     }
     free(map);
     free(str_pos);

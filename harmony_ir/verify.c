@@ -12,7 +12,7 @@
 typedef struct vctx {
     const rf_hprogram *p;
     rf_status *st;
-    int b, k;                /* where we are, for messages */
+    int b, k, m;             /* where we are (m: member of a fused kernel) */
 } vctx;
 
 static bool bad(vctx *c, const char *fmt, ...) RF_PRINTF(2, 3);
@@ -26,6 +26,9 @@ static bool bad(vctx *c, const char *fmt, ...)
     const char *label = NULL;
     if (c->b >= 0)
         label = c->p->blocks[c->b].label;
+    if (c->b >= 0 && c->k >= 0 && c->m >= 0)
+        return rf_fail(c->st, RF_EXIT_COMPILE_ERROR, "invalid Harmony IR: block %d (%s), kernel %d, member %d: %s",
+                       c->b, label ? label : "?", c->k, c->m, msg);
     if (c->b >= 0 && c->k >= 0)
         return rf_fail(c->st, RF_EXIT_COMPILE_ERROR, "invalid Harmony IR: block %d (%s), kernel %d: %s",
                        c->b, label ? label : "?", c->k, msg);
@@ -138,14 +141,21 @@ static bool map_is_identity(const rf_kernel *k, int arity)
     return true;
 }
 
+static bool check_fused(vctx *c, const rf_kernel *k);
+
 static bool check_kernel(vctx *c, const rf_kernel *k)
 {
     const rf_hprogram *p = c->p;
     if ((unsigned)k->op >= RF_K_COUNT_)
         return bad(c, "bad op %d", (int)k->op);
     const char *name = rf_kop_name(k->op);
-    if ((unsigned)k->partition > RF_PART_GROUP || (unsigned)k->gather > RF_GATHER_MERGE)
+    if ((unsigned)k->partition > RF_PART_GROUP || (unsigned)k->gather > RF_GATHER_REDUCE ||
+        (k->gather == RF_GATHER_REDUCE && k->op != RF_K_FUSED))
         return bad(c, "%s: bad partition/gather stage", name);
+    if ((k->op == RF_K_FUSED) != (k->fused != NULL))
+        return bad(c, "%s: %s", name, k->fused ? "holds fused members" : "has no members");
+    if (k->op == RF_K_FUSED)
+        return check_fused(c, k);
     bool check = k->op == RF_K_CHECK_KEYS;   /* the one op without an output */
     if (check ? k->out != -1 : !valid_var(p, k->out))
         return bad(c, "%s: output variable %d out of range", name, k->out);
@@ -156,6 +166,13 @@ static bool check_kernel(vctx *c, const rf_kernel *k)
     case RF_K_LOAD: case RF_K_CLEAR: nin = 0; break;
     case RF_K_MAP: case RF_K_SORT: case RF_K_AGG: case RF_K_COPY: case RF_K_CHECK_KEYS: nin = 1; break;
     default: nin = 2; break;
+    }
+    if (c->m < 0) {                     /* a plain kernel never sees inside a group */
+        for (int j = 0; j < 2; j++)
+            if (valid_var(p, k->in[j]) && p->vars[k->in[j]].internal)
+                return bad(c, "%s: reads %s, internal to a fused kernel", name, p->vars[k->in[j]].name);
+        if (valid_var(p, k->out) && p->vars[k->out].internal)
+            return bad(c, "%s: writes %s, internal to a fused kernel", name, p->vars[k->out].name);
     }
     for (int j = 0; j < 2; j++) {
         if (j < nin && !valid_var(p, k->in[j]))
@@ -288,9 +305,242 @@ static bool check_kernel(vctx *c, const rf_kernel *k)
     return true;
 }
 
+
+/* ---- fused kernels ---- */
+
+static bool listed(const int *v, int n, int x)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] == x)
+            return true;
+    return false;
+}
+
+/* Whether the code is exactly a read of input `input`'s row position. */
+static bool code_is_rowid(const rf_code *c, int input)
+{
+    return c->n == 1 && c->ins[0].op == RF_EX_ROWID && c->ins[0].index == input;
+}
+
+/* Whether the projection of MAP/JOIN k keeps the identity of the rows of
+ * input `input` (columns from..from+arity): a plain rowid(input), or every
+ * column of it as a plain column read. */
+static bool keeps_identity(const rf_kernel *k, int input, int from, int arity)
+{
+    for (int j = 0; j < k->nproj; j++)
+        if (code_is_rowid(&k->proj[j], input))
+            return true;
+    bool *col = rf_calloc((size_t)arity + 1, 1), all = true;
+    for (int j = 0; j < k->nproj; j++) {
+        int x = rf_code_as_column(&k->proj[j]) - from;
+        if (x >= 0 && x < arity)
+            col[x] = true;
+    }
+    for (int x = 0; x < arity; x++)
+        all = all && col[x];
+    free(col);
+    return all;
+}
+
+/* Whether variable v, as member `before` of group f sees it, can hold no
+ * duplicate row: a sorted variable, or the result of a MAP (JOIN) member
+ * whose inputs hold none and whose projection keeps their identities. */
+static bool dup_free(const rf_hprogram *p, const rf_fused *f, int v, int before, int depth)
+{
+    if (!valid_var(p, v) || depth > RF_FUSED_MAX)
+        return false;
+    if (p->vars[v].sorted)
+        return true;
+    for (int i = before - 1; i >= 0; i--) {
+        const rf_kernel *m = &f->members[i];
+        if (m->out != v)
+            continue;
+        if (m->op == RF_K_MAP)
+            return dup_free(p, f, m->in[0], i, depth + 1) &&
+                   keeps_identity(m, 0, 0, p->vars[m->in[0]].arity);
+        if (m->op == RF_K_JOIN) {
+            int a0 = p->vars[m->in[0]].arity;
+            return keeps_identity(m, 0, 0, a0) && keeps_identity(m, 1, a0, p->vars[m->in[1]].arity);
+        }
+        return false;
+    }
+    return false;
+}
+
+/* RF_GATHER_REDUCE: the group ends `s := SORT t; a := AGG s` and the
+ * aggregates give the same result whatever order the rows come in, so the
+ * rows can be folded into their groups as they are made. The SORT
+ * deduplicated; with t duplicate-free there is nothing to remove. */
+static bool check_reduce(vctx *c, const rf_fused *f)
+{
+    const rf_hprogram *p = c->p;
+    if (f->nmembers < 2)
+        return bad(c, "FUSED: a reducing gather needs a SORT and an AGG");
+    const rf_kernel *sort = &f->members[f->nmembers - 2], *agg = &f->members[f->nmembers - 1];
+    if (sort->op != RF_K_SORT || agg->op != RF_K_AGG || agg->in[0] != sort->out)
+        return bad(c, "FUSED: a reducing gather must end with SORT then AGG of its result");
+    if (!dup_free(p, f, sort->in[0], f->nmembers - 2, 0))
+        return bad(c, "FUSED: a reducing gather needs duplicate-free rows, and %s may hold duplicates",
+                   p->vars[sort->in[0]].name);
+    for (int j = 0; j < agg->naggs; j++) {
+        rf_aggfn fn = agg->aggfn[j];
+        if (fn == RF_AGG_COUNT_DISTINCT)
+            return bad(c, "FUSED: a reducing gather cannot count distinct values");
+        if ((fn == RF_AGG_TOTAL || fn == RF_AGG_AVG) && agg->agg_arg[j].n > 0 &&
+            agg->agg_arg[j].ins[agg->agg_arg[j].n - 1].type == RF_TYPE_FLOAT64)
+            return bad(c, "FUSED: a reducing gather cannot add float64 values (their sum depends on the order)");
+    }
+    return true;
+}
+
+bool rf_fused_reduce_legal(const rf_hprogram *p, const rf_fused *f)
+{
+    rf_status st;
+    rf_status_init(&st);
+    vctx c = {p, &st, -1, -1, -1};
+    return check_reduce(&c, f);
+}
+
+static bool check_fused(vctx *c, const rf_kernel *k)
+{
+    const rf_hprogram *p = c->p;
+    const rf_fused *f = k->fused;
+    if (k->in[0] != -1 || k->in[1] != -1 || k->nkeys != 0 || k->filter.n != 0 || k->nproj != 0 ||
+        k->naggs != 0 || k->aggfn || k->agg_arg || k->proj)
+        return bad(c, "FUSED: has inputs, keys or code of its own");
+    if (f->nmembers < 2 || f->nmembers > RF_FUSED_MAX || !f->members)
+        return bad(c, "FUSED: %d members (2 to %d)", f->nmembers, RF_FUSED_MAX);
+    if (f->nedges < 1 || !f->edges || f->nin < 0 || (f->nin > 0 && !f->in) || f->nout < 1 || !f->out ||
+        f->nin > RF_KERNEL_VARS_MAX || f->nout > RF_KERNEL_VARS_MAX)
+        return bad(c, "FUSED: bad edge, input or output list");
+    if (k->out != f->out[0])
+        return bad(c, "FUSED: its output is not the group's first output");
+    for (int i = 0; i < f->nin; i++)
+        if (!valid_var(p, f->in[i]) || p->vars[f->in[i]].internal || listed(f->in, i, f->in[i]))
+            return bad(c, "FUSED: input %d is out of range, internal or listed twice", f->in[i]);
+    for (int i = 0; i < f->nout; i++)
+        if (!valid_var(p, f->out[i]) || p->vars[f->out[i]].internal || listed(f->out, i, f->out[i]) ||
+            listed(f->in, f->nin, f->out[i]))
+            return bad(c, "FUSED: output %d is out of range, internal, an input or listed twice", f->out[i]);
+    for (int e = 0; e < f->nedges; e++) {
+        const rf_fedge *ed = &f->edges[e];
+        if (!valid_var(p, ed->var) || !p->vars[ed->var].internal)
+            return bad(c, "FUSED: edge %d carries variable %d, which is not internal", e, ed->var);
+        if (ed->from < 0 || ed->to <= ed->from || ed->to >= f->nmembers || (unsigned)ed->dep >= RF_DEP_COUNT_)
+            return bad(c, "FUSED: edge %d (%s) goes from member %d to %d", e, p->vars[ed->var].name, ed->from,
+                       ed->to);
+        const rf_kernel *from = &f->members[ed->from], *to = &f->members[ed->to];
+        if (from->out != ed->var || (to->in[0] != ed->var && to->in[1] != ed->var))
+            return bad(c, "FUSED: edge %d: member %d does not write %s or member %d does not read it", e,
+                       ed->from, p->vars[ed->var].name, ed->to);
+        for (int x = 0; x < e; x++)
+            if (f->edges[x].var == ed->var && f->edges[x].to == ed->to)
+                return bad(c, "FUSED: edge %d repeats edge %d", e, x);
+    }
+    bool written[RF_KERNEL_VARS_MAX] = {false};
+    for (int i = 0; i < f->nmembers; i++) {
+        const rf_kernel *m = &f->members[i];
+        c->m = i;
+        if (m->op == RF_K_LOAD || m->op == RF_K_COPY || m->op == RF_K_CLEAR || m->op == RF_K_CHECK_KEYS ||
+            m->op == RF_K_FUSED || (unsigned)m->op >= RF_K_COUNT_ || m->fused)
+            return bad(c, "a %s kernel cannot be a member of a fused kernel", rf_kop_name(m->op));
+        if (m->nfree != 0 || m->gather == RF_GATHER_REDUCE)
+            return bad(c, "a member has its own free list or a reducing gather");
+        if (!check_kernel(c, m))
+            return false;
+        for (int j = 0; j < 2; j++) {
+            int v = m->in[j];
+            if (v < 0)
+                continue;
+            bool fed = false;
+            for (int e = 0; e < f->nedges; e++)
+                fed = fed || (f->edges[e].var == v && f->edges[e].to == i);
+            if (p->vars[v].internal ? !fed : !listed(f->in, f->nin, v))
+                return bad(c, "reads %s, neither an input of the group nor made by an earlier member",
+                           p->vars[v].name);
+        }
+        int v = m->out;
+        if (p->vars[v].internal) {
+            for (int x = 0; x < i; x++)
+                if (f->members[x].out == v)
+                    return bad(c, "writes %s, which member %d wrote", p->vars[v].name, x);
+            bool read = false;
+            for (int e = 0; e < f->nedges; e++)
+                read = read || (f->edges[e].var == v && f->edges[e].from == i);
+            if (!read)
+                return bad(c, "writes internal %s, which no later member reads", p->vars[v].name);
+        } else {
+            int o = 0;
+            while (o < f->nout && f->out[o] != v)
+                o++;
+            if (o == f->nout || written[o])
+                return bad(c, "writes %s, not an output of the group or written twice", p->vars[v].name);
+            written[o] = true;
+        }
+    }
+    c->m = -1;
+    for (int o = 0; o < f->nout; o++)
+        if (!written[o])
+            return bad(c, "FUSED: no member writes output %s", p->vars[f->out[o]].name);
+    for (int i = 0; i < f->nin; i++) {
+        bool read = false;
+        for (int m = 0; m < f->nmembers; m++)
+            read = read || f->members[m].in[0] == f->in[i] || f->members[m].in[1] == f->in[i];
+        if (!read)
+            return bad(c, "FUSED: no member reads input %s", p->vars[f->in[i]].name);
+    }
+    if (k->gather == RF_GATHER_REDUCE)
+        return check_reduce(c, f);
+    if (k->gather != f->members[f->nmembers - 1].gather)
+        return bad(c, "FUSED: gather %d is neither the last member's nor reduce", (int)k->gather);
+    return true;
+}
+
+/* An internal variable belongs to exactly one fused kernel and is seen by
+ * nothing else: no block condition, no free list, no data source or sink. */
+static bool check_internal(vctx *c)
+{
+    const rf_hprogram *p = c->p;
+    int *owner = rf_calloc((size_t)p->nvars + 1, sizeof *owner); /* 1 + flat kernel index, -1: two */
+    int flat = 0;
+    for (int b = 0; b < p->nblocks; b++) {
+        const rf_hblock *hb = &p->blocks[b];
+        for (int i = 0; i < hb->nconds; i++)
+            if (p->vars[hb->conds[i]].internal)
+                owner[hb->conds[i]] = -1;
+        for (int i = 0; i < hb->nfree_entry; i++)
+            if (p->vars[hb->free_entry[i]].internal)
+                owner[hb->free_entry[i]] = -1;
+        for (int k = 0; k < hb->nkernels; k++, flat++) {
+            const rf_kernel *kn = &hb->kernels[k];
+            for (int i = 0; i < kn->nfree; i++)
+                if (p->vars[kn->frees[i]].internal)
+                    owner[kn->frees[i]] = -1;
+            for (int m = 0; kn->fused && m < kn->fused->nmembers; m++) {
+                const rf_kernel *mk = &kn->fused->members[m];
+                int vs[3] = {mk->in[0], mk->in[1], mk->out};
+                for (int j = 0; j < 3; j++)
+                    if (valid_var(p, vs[j]) && p->vars[vs[j]].internal)
+                        owner[vs[j]] = owner[vs[j]] == 0 || owner[vs[j]] == flat + 1 ? flat + 1 : -1;
+            }
+        }
+    }
+    bool ok = true;
+    for (int v = 0; v < p->nvars && ok; v++) {
+        const rf_hvar *hv = &p->vars[v];
+        if (hv->internal && (owner[v] <= 0 || hv->pred || hv->is_output || hv->input_path || hv->nfacts))
+            ok = bad(c, "internal variable %s is %s", hv->name,
+                     owner[v] == 0 ? "used by no fused kernel"
+                     : owner[v] < 0 ? "seen outside its fused kernel"
+                                    : "a predicate, an output or a data source");
+    }
+    free(owner);
+    return ok;
+}
+
 bool rf_hir_verify(const rf_hprogram *p, rf_status *st)
 {
-    vctx c = {p, st, -1, -1};
+    vctx c = {p, st, -1, -1, -1};
     if (!p)
         return bad(&c, "no program");
     if (p->nvars < 0 || (p->nvars > 0 && !p->vars))
@@ -341,5 +591,6 @@ bool rf_hir_verify(const rf_hprogram *p, rf_status *st)
                 return false;
         }
     }
-    return true;
+    c.b = c.k = -1;
+    return check_internal(&c);
 }

@@ -39,6 +39,14 @@ void rf_prim_difference(const rf_table *a, const rf_table *b, rf_table *out);
 bool rf_prim_aggregate_multi(const rf_table *in, int nkeys, int naggs, const rf_aggfn *fns,
                              const rf_type *result_types, const rf_code *args, rf_table *out,
                              rf_status *st);
+/* The same over an unsorted input that holds no duplicate row, by hashing
+ * the keys instead of sorting the rows (Kernel Weaver's reducing gather);
+ * only aggregates whose result does not depend on the rows' order: no
+ * count_distinct, no total/avg of float64 (fails otherwise). Same output,
+ * sorted by key. */
+bool rf_prim_aggregate_unsorted(const rf_table *in, int nkeys, int naggs, const rf_aggfn *fns,
+                                const rf_type *result_types, const rf_code *args, rf_table *out,
+                                rf_status *st);
 /* The same with one aggregate. */
 bool rf_prim_aggregate(const rf_table *in, int nkeys, rf_aggfn fn, rf_type result_type,
                        const rf_code *arg, rf_table *out, rf_status *st);

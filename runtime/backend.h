@@ -21,6 +21,12 @@ typedef struct rf_kernel_stats {
     size_t bytes_moved;      /* bytes read + written, for bandwidth */
 } rf_kernel_stats;
 
+/* What `run` did. RF_RUN_MEMBERS, for a FUSED kernel only: the backend
+ * did not run the group as one (it cannot, or it stopped on an error and
+ * left st clear); the runtime runs its members one by one instead, which
+ * gives the same rows, and for a failing group the error --no-fuse gives. */
+typedef enum rf_run_result { RF_RUN_FAILED = 0, RF_RUN_DONE = 1, RF_RUN_MEMBERS = 2 } rf_run_result;
+
 typedef struct rf_backend rf_backend;
 struct rf_backend {
     const char *name;        /* "cpu", "gpu" */
@@ -33,11 +39,15 @@ struct rf_backend {
     bool (*upload)(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st);
     /* Fills t (initialised by the caller with v's arity) with v's rows. */
     bool (*download)(rf_backend *be, const rf_dvar *v, rf_table *t, rf_status *st);
-    /* Runs one kernel of p (any op but LOAD and CHECK_KEYS); out may alias neither input
-     * unless the op is COPY/CLEAR. Fills stats. */
-    bool (*run)(rf_backend *be, const rf_hprogram *p, const rf_kernel *k,
-                rf_dvar *out, rf_dvar *in0, rf_dvar *in1,
-                rf_kernel_stats *stats, rf_status *st);
+    /* Runs one kernel of p (any op but LOAD and CHECK_KEYS). A plain
+     * kernel writes outs[0] and reads ins[0], ins[1] (k->in[0], k->in[1];
+     * NULL for a variable never written: it reads as empty); a FUSED
+     * kernel writes outs[0..nout-1] and reads ins[0..nin-1] (its fused->out
+     * and fused->in). An output aliases no input unless the op is
+     * COPY/CLEAR. Fills stats. */
+    rf_run_result (*run)(rf_backend *be, const rf_hprogram *p, const rf_kernel *k,
+                         rf_dvar *const *outs, rf_dvar *const *ins,
+                         rf_kernel_stats *stats, rf_status *st);
     size_t (*bytes_in_use)(rf_backend *be);
     size_t (*bytes_peak)(rf_backend *be);
     void (*destroy)(rf_backend *be);

@@ -12,6 +12,7 @@
  * kernel, or the output, reads the variable. */
 #include "backend.h"
 #include "rf_prims.h"
+#include "weaver.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -586,8 +587,8 @@ static void diff_runs(const rf_table *a, const rf_dvar *b, int nkeys, bool anti,
     *out = cur;
 }
 
-static bool cpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *out,
-                    rf_dvar *in0, rf_dvar *in1, rf_kernel_stats *stats, rf_status *st)
+static bool cpu_run_plain(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *out,
+                          rf_dvar *in0, rf_dvar *in1, rf_kernel_stats *stats, bool may_defer, rf_status *st)
 {
     double t0 = rf_now();
     rf_table res, empty0, empty1;
@@ -600,7 +601,7 @@ static bool cpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf
     stats->rows_in[0] = in0 && k->in[0] >= 0 ? in0->nrows : 0;
     stats->rows_in[1] = in1 && k->in[1] >= 0 ? in1->nrows : 0;
     int a_ar = empty0.arity, b_ar = empty1.arity;
-    if ((k->op == RF_K_JOIN && defer_join(be, p, k, out, in0, in1)) ||
+    if ((k->op == RF_K_JOIN && may_defer && defer_join(be, p, k, out, in0, in1)) ||
         (k->op == RF_K_SORT && in0 && in0->pending && sort_pending(be, out, in0)) ||
         (k->op == RF_K_UNION && dense_union(be, p, k, out, in0, in1)) ||
         (k->op == RF_K_UNION && lsm_union(be, p, k, out, in0, in1))) {
@@ -700,6 +701,67 @@ done:
                           out->nrows * (size_t)oar) * sizeof(rf_word);
     stats->seconds = rf_now() - t0;
     return true;
+}
+
+/* The input of the group that variable v is (NULL: never written). */
+static rf_dvar *group_input(const rf_kernel *fk, rf_dvar *const *ins, int v)
+{
+    for (int i = 0; i < fk->fused->nin; i++)
+        if (fk->fused->in[i] == v)
+            return ins[i];
+    return NULL;
+}
+
+/* A FUSED kernel in one pass: its thread chain (a MAP or JOIN and the MAPs
+ * after it) as the one kernel it equals, so no intermediate table is made;
+ * a reducing gather then folds the chain's rows into their groups by
+ * hashing instead of sorting them. Any other shape, or any error (whose
+ * row and message could differ from the unfused order of evaluation), is
+ * left to the members. */
+static rf_run_result cpu_run_fused(rf_backend *be, const rf_hprogram *p, const rf_kernel *fk, rf_dvar *const *outs,
+                                   rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
+{
+    const rf_fused *f = fk->fused;
+    bool reduce = fk->gather == RF_GATHER_REDUCE;
+    int last = reduce ? f->nmembers - 3 : f->nmembers - 1;
+    if (last < 0 || rf_fused_chain_end(p, fk) < last)
+        return RF_RUN_MEMBERS;
+    rf_kernel chain;
+    if (!rf_fused_compose(p, fk, 0, last, &chain))
+        return RF_RUN_MEMBERS;
+    double t0 = rf_now();
+    rf_status local;
+    rf_status_init(&local);
+    rf_dvar *in0 = chain.in[0] >= 0 ? group_input(fk, ins, chain.in[0]) : NULL;
+    rf_dvar *in1 = chain.in[1] >= 0 ? group_input(fk, ins, chain.in[1]) : NULL;
+    bool ok;
+    if (!reduce) {
+        /* not deferred: a pending join would keep a pointer to `chain` */
+        ok = cpu_run_plain(be, p, &chain, outs[0], in0, in1, stats, false, &local);
+    } else {
+        const rf_kernel *agg = &f->members[f->nmembers - 1];
+        rf_dvar *rows = cpu_var_new(be, p->vars[chain.out].arity, &local);
+        ok = rows && cpu_run_plain(be, p, &chain, rows, in0, in1, stats, false, &local);
+        rf_table res;
+        if (ok && (ok = rf_prim_aggregate_unsorted(table_of(be, rows), agg->nkeys, agg->naggs, agg->aggfn,
+                                                   p->vars[agg->out].types + agg->nkeys, agg->agg_arg, &res,
+                                                   &local)))
+            set_table(be, outs[0], &res);
+        if (rows)
+            cpu_var_free(be, rows);
+        stats->rows_out = outs[0]->nrows;
+    }
+    rf_kernel_free(&chain);
+    stats->seconds = rf_now() - t0;
+    return ok ? RF_RUN_DONE : RF_RUN_MEMBERS;
+}
+
+static rf_run_result cpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
+                             rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
+{
+    if (k->op == RF_K_FUSED)
+        return cpu_run_fused(be, p, k, outs, ins, stats, st);
+    return cpu_run_plain(be, p, k, outs[0], ins[0], ins[1], stats, true, st) ? RF_RUN_DONE : RF_RUN_FAILED;
 }
 
 static size_t cpu_bytes_in_use(rf_backend *be) { return ((cpu_impl *)be->impl)->in_use; }

@@ -141,6 +141,8 @@ static void mark_keys(bool *mark, int nkeys, int arity)
 /* What kernel k reads of the loaded variables (need[v] non-NULL). */
 static void mark_kernel(const rf_hprogram *p, const rf_kernel *k, bool **need, bool *positions)
 {
+    for (int m = 0; k->fused && m < k->fused->nmembers; m++)   /* a group reads what its members read */
+        mark_kernel(p, &k->fused->members[m], need, positions);
     for (int s = 0; s < 2; s++) {
         int v = k->in[s];
         if (v < 0 || v >= p->nvars || !need[v])

@@ -201,6 +201,64 @@ static bool run_check_keys(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_sta
     return ok;
 }
 
+/* A compute kernel through the backend. A FUSED kernel the backend
+ * declines (or could not finish: it wrote nothing anyone sees) runs as its
+ * members, one by one, exactly as unfused, with its internal variables
+ * allocated for the while; so its errors are the ones `--no-fuse` gives. */
+static bool run_compute(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_status *st)
+{
+    int outs_v[RF_KERNEL_VARS_MAX], ins_v[RF_KERNEL_VARS_MAX];
+    rf_dvar *outs[RF_KERNEL_VARS_MAX], *ins[RF_KERNEL_VARS_MAX];
+    int no = rf_kernel_writes(k, outs_v), ni;
+    if (k->op == RF_K_FUSED) {
+        ni = rf_kernel_reads(k, ins_v);
+    } else {  /* positions matter: in[1] may be set with in[0] unset */
+        ni = 2;
+        ins_v[0] = k->in[0];
+        ins_v[1] = k->in[1];
+    }
+    for (int i = 0; i < no; i++)
+        if (!(outs[i] = ensure_var(r, outs_v[i], st)))
+            return false;
+    for (int i = 0; i < ni; i++)
+        ins[i] = ins_v[i] >= 0 ? r->dv[ins_v[i]] : NULL;
+    rf_run_result res = r->be->run(r->be, r->p, k, outs, ins, s, st);
+    if (res == RF_RUN_DONE)
+        return true;
+    if (res == RF_RUN_FAILED || k->op != RF_K_FUSED) {
+        if (res != RF_RUN_FAILED)
+            rf_fail(st, RF_EXIT_RUNTIME_ERROR, "backend %s: %s kernel not run", r->be->name, rf_kop_name(k->op));
+        locate_error(st, k->origin.where, k->origin.what ? k->origin.what : k->comment);
+        return false;
+    }
+    const rf_fused *f = k->fused;
+    bool ok = true;
+    r->info.fused_run_as_members++;
+    for (int m = 0; ok && m < f->nmembers; m++) {
+        rf_kernel_stats ms;
+        memset(&ms, 0, sizeof ms);
+        ok = run_compute(r, &f->members[m], &ms, st);
+        if (m == 0) {
+            s->rows_in[0] = ms.rows_in[0];
+            s->rows_in[1] = ms.rows_in[1];
+        }
+        s->seconds += ms.seconds;
+        s->bytes_moved += ms.bytes_moved;
+        s->rows_out = ms.rows_out;
+        /* Internal variables die with their last reader. */
+        for (int e = 0; e < f->nedges; e++) {
+            bool last = f->edges[e].to == m;
+            for (int x = 0; x < f->nedges; x++)
+                last = last && !(f->edges[x].var == f->edges[e].var && f->edges[x].to > m);
+            if (last)
+                free_var(r, f->edges[e].var);
+        }
+    }
+    for (int e = 0; e < f->nedges; e++)   /* after an error */
+        free_var(r, f->edges[e].var);
+    return ok;
+}
+
 static bool run_kernel(rt *r, const rf_kernel *k, kstat *ks, rf_status *st)
 {
     double t0 = rf_now();
@@ -227,15 +285,8 @@ static bool run_kernel(rt *r, const rf_kernel *k, kstat *ks, rf_status *st)
         r->dv[k->in[0]] = NULL;
         s.rows_in[0] = s.rows_out = r->be->var_rows(r->be, r->dv[k->out]);
         r->info.copies_moved++;
-    } else {
-        if (!ensure_var(r, k->out, st))
-            return false;
-        rf_dvar *a = k->in[0] >= 0 ? r->dv[k->in[0]] : NULL;
-        rf_dvar *b = k->in[1] >= 0 ? r->dv[k->in[1]] : NULL;
-        if (!r->be->run(r->be, r->p, k, r->dv[k->out], a, b, &s, st)) {
-            locate_error(st, k->origin.where, k->origin.what ? k->origin.what : k->comment);
-            return false;
-        }
+    } else if (!run_compute(r, k, &s, st)) {
+        return false;
     }
     ks->calls++;
     ks->rows_in[0] += s.rows_in[0];

@@ -50,6 +50,7 @@ typedef struct rf_run_options {
 /* Counters of one run (for tests and tools); all optional. */
 typedef struct rf_run_info {
     size_t kernels_run;      /* kernels executed, LOADs included */
+    size_t fused_run_as_members; /* FUSED kernels the backend ran unfused */
     size_t copies_moved;     /* COPY kernels executed as moves */
     size_t loop_iterations;  /* sum over loops of their iterations */
     size_t bytes_peak;       /* backend peak */

@@ -305,6 +305,18 @@ cudaError_t rf_k_gather_rows(cudaStream_t s, rf_cols src, int ncols, const uint6
 /* pos[n] = pos[n-1] + flags[n-1] (n >= 1): completes a flag scan. */
 cudaError_t rf_k_scan_tail(cudaStream_t s, const uint8_t *flags, uint64_t *pos, size_t n);
 cudaError_t rf_k_fill(cudaStream_t s, uint64_t *p, size_t n, uint64_t v);
+/* Hash aggregation (kernels.cu): groups by hashing key columns, then one
+ * fold per aggregate (kind 0 count, 1 exact sum, 2 min, 3 max). */
+cudaError_t rf_k_hash_groups(cudaStream_t s, rf_cols in, int nkeys, size_t n, uint64_t *keys, unsigned *state,
+                             size_t cap, unsigned long long *claimed, unsigned *overflow, uint64_t *gid);
+cudaError_t rf_k_slot_flags(cudaStream_t s, const unsigned *state, size_t cap, uint8_t *flags);
+cudaError_t rf_k_slot_groups(cudaStream_t s, const uint8_t *flags, const uint64_t *pos, const uint64_t *keys,
+                             size_t cap, int nkeys, uint64_t *group_of, rf_wcols out);
+cudaError_t rf_k_renumber(cudaStream_t s, uint64_t *gid, const uint64_t *group_of, size_t n);
+cudaError_t rf_k_hash_fold(cudaStream_t s, int kind, const uint64_t *vals, const uint64_t *gid, size_t n,
+                           size_t groups, unsigned long long *acc);
+cudaError_t rf_k_hash_avg_finish(cudaStream_t s, const unsigned long long *sums, const unsigned long long *counts,
+                                 size_t g, int scale, uint64_t *out);
 
 /* ---- Dense-set kernels (dense_set.cu) ---- */
 /* Sets the bits of b's rows; counters[0] += bits newly set, counters[1]

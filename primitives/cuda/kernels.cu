@@ -902,3 +902,184 @@ cudaError_t rf_k_fill(cudaStream_t s, uint64_t *p, size_t n, uint64_t v)
 }
 
 } // extern "C"
+
+// ---- Hash aggregation (Kernel Weaver's reducing gather) ----
+// Rows of an unsorted, duplicate-free relation fold into groups found by
+// hashing their key columns: no sort. The table holds `cap` slots (a power
+// of two) of nkeys words each and a state per slot (0 empty, 1 being
+// written, 2 ready); `claimed` counts slots taken, and past cap/2 the
+// insert gives up (`overflow`), so the caller can sort instead.
+
+__device__ __forceinline__ uint64_t hash_key_words(const rf_cols &c, int nk, uint64_t i)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (int k = 0; k < nk; k++) {
+        h ^= c.c[k][i];
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    return h;
+}
+
+__global__ void k_hash_groups(rf_cols in, int nk, uint64_t n, uint64_t *keys, unsigned *state, uint64_t cap,
+                              unsigned long long *claimed, unsigned *overflow, uint64_t *gid)
+{
+    RF_GRID_LOOP(i, n)
+    {
+        if (*(volatile unsigned *)overflow)
+            return;
+        uint64_t s = hash_key_words(in, nk, i) & (cap - 1);
+        for (uint64_t probes = 0;; probes++) {
+            if (probes >= cap) {
+                atomicExch(overflow, 1u);
+                return;
+            }
+            unsigned st = *(volatile unsigned *)&state[s];
+            if (st == 0) {
+                if (atomicCAS(&state[s], 0u, 1u) == 0u) {
+                    if (atomicAdd(claimed, 1ull) >= cap / 2)
+                        atomicExch(overflow, 1u);
+                    for (int k = 0; k < nk; k++)
+                        keys[(uint64_t)k * cap + s] = in.c[k][i];
+                    __threadfence();
+                    atomicExch(&state[s], 2u);
+                    gid[i] = s;
+                    break;
+                }
+                continue; // lost the race: look at the slot again
+            }
+            while (st == 1)
+                st = *(volatile unsigned *)&state[s];
+            bool same = true;
+            for (int k = 0; k < nk && same; k++)
+                same = ((volatile uint64_t *)keys)[(uint64_t)k * cap + s] == in.c[k][i];
+            if (same) {
+                gid[i] = s;
+                break;
+            }
+            s = (s + 1) & (cap - 1);
+        }
+    }
+}
+
+__global__ void k_slot_flags(const unsigned *state, uint64_t cap, uint8_t *flags)
+{
+    RF_GRID_LOOP(s, cap) flags[s] = state[s] == 2u;
+}
+
+// Group g's keys from its slot; slot -> group number in `group_of`.
+__global__ void k_slot_groups(const uint8_t *flags, const uint64_t *pos, const uint64_t *keys, uint64_t cap,
+                              int nk, uint64_t *group_of, rf_wcols out)
+{
+    RF_GRID_LOOP(s, cap)
+    {
+        if (!flags[s])
+            continue;
+        uint64_t g = pos[s];
+        group_of[s] = g;
+        for (int k = 0; k < nk; k++)
+            out.c[k][g] = keys[(uint64_t)k * cap + s];
+    }
+}
+
+__global__ void k_renumber(uint64_t *gid, const uint64_t *group_of, uint64_t n)
+{
+    RF_GRID_LOOP(i, n) gid[i] = group_of[gid[i]];
+}
+
+// One aggregate's rows into their groups. kind: 0 count, 1 exact sum
+// (128-bit, acc 2 words a group), 2 min, 3 max of signed words. Few
+// groups: each block folds into shared memory first, then once into acc.
+enum { kHashCount = 0, kHashSum = 1, kHashMin = 2, kHashMax = 3 };
+constexpr int kHashSharedGroups = 512;
+
+__device__ __forceinline__ void fold_one(int kind, unsigned long long *acc, uint64_t g, uint64_t v)
+{
+    switch (kind) {
+    case kHashCount: atomicAdd(&acc[g], 1ull); break;
+    case kHashSum: {
+        rf_sum128 x = {v, (int64_t)v < 0 ? -1 : 0};
+        add128_atomic(acc + 2 * g, x);
+        break;
+    }
+    case kHashMin: atomicMin((long long *)&acc[g], (long long)v); break;
+    default: atomicMax((long long *)&acc[g], (long long)v); break;
+    }
+}
+
+__global__ void k_hash_fold(int kind, const uint64_t *vals, const uint64_t *gid, uint64_t n, uint64_t groups,
+                            unsigned long long *acc)
+{
+    __shared__ unsigned long long sh[2 * kHashSharedGroups];
+    bool shared = groups <= kHashSharedGroups;
+    unsigned long long init = kind == kHashMin ? (unsigned long long)INT64_MAX
+                              : kind == kHashMax ? (unsigned long long)INT64_MIN : 0ull;
+    if (shared)
+        for (uint64_t j = threadIdx.x; j < 2 * groups; j += blockDim.x)
+            sh[j] = init;
+    __syncthreads();
+    RF_GRID_LOOP(i, n) fold_one(kind, shared ? sh : acc, gid[i], vals ? vals[i] : 0);
+    __syncthreads();
+    if (!shared)
+        return;
+    for (uint64_t g = threadIdx.x; g < groups; g += blockDim.x) {
+        if (kind == kHashSum) {
+            rf_sum128 x = {sh[2 * g], (int64_t)sh[2 * g + 1]};
+            if (x.lo || x.hi)
+                add128_atomic(acc + 2 * g, x);
+        } else if (kind == kHashCount) {
+            if (sh[g])
+                atomicAdd(&acc[g], sh[g]);
+        } else if (sh[g] != init) {
+            fold_one(kind, acc, g, sh[g]);
+        }
+    }
+}
+
+__global__ void k_hash_avg_finish(const unsigned long long *sums, const unsigned long long *counts, uint64_t g,
+                                  int scale, uint64_t *out)
+{
+    RF_GRID_LOOP(s, g)
+    {
+        rf_sum128 v = {sums[2 * s], (int64_t)sums[2 * s + 1]};
+        out[s] = rf_sops_from_f(rf_avg_exact(v, counts[s], scale));
+    }
+}
+
+extern "C" {
+
+cudaError_t rf_k_hash_groups(cudaStream_t s, rf_cols in, int nkeys, size_t n, uint64_t *keys, unsigned *state,
+                             size_t cap, unsigned long long *claimed, unsigned *overflow, uint64_t *gid)
+{
+    LAUNCH(k_hash_groups, n, s, in, nkeys, n, keys, state, cap, claimed, overflow, gid);
+}
+
+cudaError_t rf_k_slot_flags(cudaStream_t s, const unsigned *state, size_t cap, uint8_t *flags)
+{
+    LAUNCH(k_slot_flags, cap, s, state, cap, flags);
+}
+
+cudaError_t rf_k_slot_groups(cudaStream_t s, const uint8_t *flags, const uint64_t *pos, const uint64_t *keys,
+                             size_t cap, int nkeys, uint64_t *group_of, rf_wcols out)
+{
+    LAUNCH(k_slot_groups, cap, s, flags, pos, keys, cap, nkeys, group_of, out);
+}
+
+cudaError_t rf_k_renumber(cudaStream_t s, uint64_t *gid, const uint64_t *group_of, size_t n)
+{
+    LAUNCH(k_renumber, n, s, gid, group_of, n);
+}
+
+cudaError_t rf_k_hash_fold(cudaStream_t s, int kind, const uint64_t *vals, const uint64_t *gid, size_t n,
+                           size_t groups, unsigned long long *acc)
+{
+    LAUNCH(k_hash_fold, n, s, kind, vals, gid, n, groups, acc);
+}
+
+cudaError_t rf_k_hash_avg_finish(cudaStream_t s, const unsigned long long *sums, const unsigned long long *counts,
+                                 size_t g, int scale, uint64_t *out)
+{
+    LAUNCH(k_hash_avg_finish, g, s, sums, counts, g, scale, out);
+}
+
+} // extern "C"

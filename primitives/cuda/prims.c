@@ -1957,6 +1957,140 @@ fail:
     return false;
 }
 
+/* Hash aggregation: see rf_cuda_prims.h. Groups: keys hashed into a table
+ * of cap slots (at most half of it used), numbered in slot order; each
+ * aggregate then folds its values into per-group accumulators with
+ * atomics (exact 128-bit sums, so the order of the rows does not matter);
+ * the result is sorted at the end (it has one row per group, far fewer
+ * than the input's where this pays). */
+#define RF_HASH_AGG_MAX_SLOTS ((size_t)1 << 22)
+
+bool rf_cuda_aggregate_hash(rf_cuda_ctx *c, const rf_drel *in, int nkeys, int naggs, const rf_aggfn *fns,
+                            const rf_type *result_types, const rf_code *args, rf_drel *out, bool *done,
+                            const char *what, rf_status *st)
+{
+    *done = false;
+    size_t n = in->nrows;
+    if (!check_arity(in, what, st))
+        return false;
+    if (n == 0 || naggs < 1 || nkeys + naggs > RF_CUDA_MAX_COLS || nkeys > in->arity)
+        return true; /* not this path's case: the caller sorts */
+    for (int j = 0; j < naggs; j++) {
+        rf_type t = args[j].n > 0 ? (rf_type)args[j].ins[args[j].n - 1].type : RF_TYPE_INT64;
+        bool sum = fns[j] == RF_AGG_TOTAL || fns[j] == RF_AGG_AVG;
+        bool minmax = fns[j] == RF_AGG_MIN || fns[j] == RF_AGG_MAX;
+        if (!(fns[j] == RF_AGG_COUNT || ((sum || minmax) && rf_type_is_signed_word(t) && t != RF_TYPE_FLOAT64)))
+            return true;
+    }
+    size_t cap = 64;
+    while (cap < 2 * n && cap < RF_HASH_AGG_MAX_SLOTS)
+        cap *= 2;
+    tmpbuf keys = {0}, state = {0}, gid = {0}, flags = {0}, pos = {0}, group_of = {0}, counts = {0}, acc = {0},
+           vals = {0}, misc = {0};
+    rf_drel res, sorted;
+    rf_drel_init(&res, nkeys + naggs);
+    rf_drel_init(&sorted, nkeys + naggs);
+    if (!tmp_get(c, &keys, cap * 8 * (size_t)(nkeys > 0 ? nkeys : 1), "hash aggregation", st) ||
+        !tmp_get(c, &state, cap * 4, "hash aggregation", st) || !tmp_get(c, &gid, n * 8, "hash aggregation", st) ||
+        !tmp_get(c, &misc, 16, "hash aggregation", st))
+        goto fail;
+    CK(cudaMemsetAsync(state.p, 0, cap * 4, c->stream), "hash aggregation");
+    CK(cudaMemsetAsync(misc.p, 0, 16, c->stream), "hash aggregation");
+    unsigned long long *claimed = misc.p;
+    unsigned *overflow = (unsigned *)((char *)misc.p + 8);
+    CK(rf_k_hash_groups(c->stream, rf_cols_of(in), nkeys, n, keys.p, state.p, cap, claimed, overflow, gid.p),
+       "hash aggregation");
+    uint64_t word;
+    if (!read_word(c, (uint64_t *)misc.p + 1, &word, st)) /* the overflow flag: its low 32 bits */
+        goto fail;
+    if ((unsigned)word != 0)
+        goto refused;
+    if (!tmp_get(c, &flags, cap, "hash aggregation", st) || !tmp_get(c, &pos, (cap + 1) * 8, "hash aggregation", st))
+        goto fail;
+    CK(rf_k_slot_flags(c->stream, state.p, cap, flags.p), "hash aggregation");
+    if (!rf_cub_flag_scan(c, flags.p, pos.p, cap, st))
+        goto fail;
+    uint64_t g;
+    if (!read_word(c, (uint64_t *)pos.p + cap, &g, st))
+        goto fail;
+    if (!tmp_get(c, &group_of, cap * 8, "hash aggregation", st) || !rf_drel_alloc(c, &res, (size_t)g, what, st) ||
+        !tmp_get(c, &counts, g * 8, "hash aggregation", st) || !tmp_get(c, &acc, g * 16, "hash aggregation", st))
+        goto fail;
+    rf_wcols oc = rf_wcols_of(&res);
+    CK(rf_k_slot_groups(c->stream, flags.p, pos.p, keys.p, cap, nkeys, group_of.p, oc), "hash aggregation");
+    CK(rf_k_renumber(c->stream, gid.p, group_of.p, n), "hash aggregation");
+    CK(cudaMemsetAsync(counts.p, 0, g * 8, c->stream), "hash aggregation");
+    CK(rf_k_hash_fold(c->stream, 0, NULL, gid.p, n, g, counts.p), "hash aggregation");
+    for (int j = 0; j < naggs; j++) {
+        uint64_t *result = oc.c[nkeys + j];
+        if (fns[j] == RF_AGG_COUNT) {
+            CK(cudaMemcpyAsync(result, counts.p, g * 8, cudaMemcpyDeviceToDevice, c->stream), "count");
+            continue;
+        }
+        const rf_code *arg = &args[j];
+        rf_type t = (rf_type)arg->ins[arg->n - 1].type;
+        const uint64_t *v;
+        int col = rf_code_as_column_(arg);
+        if (col >= 0) {
+            v = in->data + (size_t)col * in->cap;
+        } else {
+            prepared pp = {0};
+            if (!prepare(c, NULL, 1, arg, in, in->arity, NULL, &pp, st))
+                goto fail;
+            if (pp.host) { /* string functions this device cannot run: the caller's path */
+                prepared_free(&pp);
+                goto refused;
+            }
+            rf_dprog prog;
+            bool up = upload_prog(c, NULL, 1, pp.proj, in->arity, &prog, st);
+            prepared_free(&pp);
+            if (!up)
+                goto fail;
+            if (!vals.p && !tmp_get(c, &vals, n * 8, "aggregate values", st))
+                goto fail;
+            CK(rf_k_eval(c->stream, rf_cols_of(in), n, prog, vals.p), "aggregate argument");
+            if (!check_fault(c, st))
+                goto fail;
+            v = vals.p;
+        }
+        if (fns[j] == RF_AGG_MIN || fns[j] == RF_AGG_MAX) {
+            uint64_t init = fns[j] == RF_AGG_MIN ? (uint64_t)INT64_MAX : (uint64_t)INT64_MIN;
+            CK(rf_k_fill(c->stream, result, g, init), "min/max");
+            CK(rf_k_hash_fold(c->stream, fns[j] == RF_AGG_MIN ? 2 : 3, v, gid.p, n, g,
+                              (unsigned long long *)result), "min/max");
+            continue;
+        }
+        CK(cudaMemsetAsync(acc.p, 0, g * 16, c->stream), "total");
+        CK(rf_k_hash_fold(c->stream, 1, v, gid.p, n, g, acc.p), "total");
+        if (fns[j] == RF_AGG_AVG) {
+            CK(rf_k_hash_avg_finish(c->stream, acc.p, counts.p, g, rf_type_is_decimal(t) ? rf_decimal_scale(t) : 0,
+                                    result), "avg");
+        } else {
+            CK(rf_k_seg_total_finish(c->stream, acc.p, g, (int)result_types[j], c->err, result), "total");
+            if (!check_fault(c, st))
+                goto fail;
+        }
+    }
+    res.nrows = (size_t)g;
+    if (!rf_cuda_sort_unique(c, &res, &sorted, what, st))
+        goto fail;
+    rf_drel_move(c, out, &sorted);
+    out->arity = nkeys + naggs;
+    *done = true;
+refused:
+    tmp_put(c, &keys), tmp_put(c, &state), tmp_put(c, &gid), tmp_put(c, &flags), tmp_put(c, &pos);
+    tmp_put(c, &group_of), tmp_put(c, &counts), tmp_put(c, &acc), tmp_put(c, &vals), tmp_put(c, &misc);
+    rf_drel_free(c, &res);
+    rf_drel_free(c, &sorted);
+    return true;
+fail:
+    tmp_put(c, &keys), tmp_put(c, &state), tmp_put(c, &gid), tmp_put(c, &flags), tmp_put(c, &pos);
+    tmp_put(c, &group_of), tmp_put(c, &counts), tmp_put(c, &acc), tmp_put(c, &vals), tmp_put(c, &misc);
+    rf_drel_free(c, &res);
+    rf_drel_free(c, &sorted);
+    return false;
+}
+
 bool rf_cuda_aggregate(rf_cuda_ctx *c, const rf_drel *in, int nkeys, rf_aggfn fn,
                        rf_type result_type, const rf_code *arg, rf_drel *out,
                        const char *what, rf_status *st)

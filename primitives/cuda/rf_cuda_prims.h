@@ -154,6 +154,15 @@ bool rf_cuda_difference(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *b, rf_d
 bool rf_cuda_aggregate_multi(rf_cuda_ctx *c, const rf_drel *in, int nkeys, int naggs, const rf_aggfn *fns,
                              const rf_type *result_types, const rf_code *args, rf_drel *out,
                              const char *what, rf_status *st);
+/* The same over an unsorted input holding no duplicate row, by hashing the
+ * keys (Kernel Weaver's reducing gather): only count, and total / avg /
+ * min / max of integer, date or decimal values. *done = false (and true
+ * returned) when it does not apply, or when the groups would not fit its
+ * table: the caller then sorts and runs rf_cuda_aggregate_multi. A false
+ * return is a failure (a fault, out of memory) with st set. */
+bool rf_cuda_aggregate_hash(rf_cuda_ctx *c, const rf_drel *in, int nkeys, int naggs, const rf_aggfn *fns,
+                            const rf_type *result_types, const rf_code *args, rf_drel *out, bool *done,
+                            const char *what, rf_status *st);
 /* The same with one aggregate. */
 bool rf_cuda_aggregate(rf_cuda_ctx *c, const rf_drel *in, int nkeys, rf_aggfn fn,
                        rf_type result_type, const rf_code *arg, rf_drel *out,

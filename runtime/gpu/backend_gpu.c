@@ -10,6 +10,7 @@
 
 #include "rf_cuda_prims.h"
 #include "../../primitives/rf_prims.h"
+#include "weaver.h"
 
 /* A variable is a table (rel), a dense set (set, see rf_dset), or both:
  * the semi-naive DIFF and UNION against a large full relation keep it as
@@ -494,8 +495,8 @@ static bool map_of_set(rf_backend *be, const rf_kernel *k, rf_dvar *out, rf_dvar
     return true;
 }
 
-static bool gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *out,
-                    rf_dvar *in0, rf_dvar *in1, rf_kernel_stats *stats, rf_status *st)
+static bool gpu_run_plain(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *out,
+                          rf_dvar *in0, rf_dvar *in1, rf_kernel_stats *stats, rf_status *st)
 {
     rf_cuda_ctx *ctx = ctx_of(be);
     const char *what = (k->out >= 0 && k->out < p->nvars && p->vars[k->out].name) ? p->vars[k->out].name : "?";
@@ -598,6 +599,74 @@ static bool gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf
     stats->seconds = secs;
     stats->rows_out = gpu_var_rows(be, out);
     return true;
+}
+
+/* The input of the group that variable v is (NULL: never written). */
+static rf_dvar *group_input(const rf_kernel *fk, rf_dvar *const *ins, int v)
+{
+    for (int i = 0; i < fk->fused->nin; i++)
+        if (fk->fused->in[i] == v)
+            return ins[i];
+    return NULL;
+}
+
+/* A FUSED kernel: its thread chain (a MAP or JOIN and the MAPs after it)
+ * as the one kernel it equals (NVRTC-compiled like any MAP/JOIN when code
+ * generation is on: the intermediates stay in registers); a reducing
+ * gather then folds the chain's rows into their groups by hashing
+ * (rf_cuda_aggregate_hash) instead of sorting them. Any other shape, a
+ * group the hash table cannot hold, or any error (a fault's row could
+ * differ from the unfused order) is left to the members, which then run
+ * exactly as unfused. */
+static rf_run_result gpu_run_fused(rf_backend *be, const rf_hprogram *p, const rf_kernel *fk, rf_dvar *const *outs,
+                                   rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
+{
+    (void)st;
+    const rf_fused *f = fk->fused;
+    bool reduce = fk->gather == RF_GATHER_REDUCE;
+    int last = reduce ? f->nmembers - 3 : f->nmembers - 1;
+    if (last < 0 || rf_fused_chain_end(p, fk) < last)
+        return RF_RUN_MEMBERS;
+    rf_kernel chain;
+    if (!rf_fused_compose(p, fk, 0, last, &chain))
+        return RF_RUN_MEMBERS;
+    rf_status local;
+    rf_status_init(&local);
+    rf_dvar *in0 = chain.in[0] >= 0 ? group_input(fk, ins, chain.in[0]) : NULL;
+    rf_dvar *in1 = chain.in[1] >= 0 ? group_input(fk, ins, chain.in[1]) : NULL;
+    bool ok, done = true;
+    if (!reduce) {
+        ok = gpu_run_plain(be, p, &chain, outs[0], in0, in1, stats, &local);
+    } else {
+        const rf_kernel *agg = &f->members[f->nmembers - 1];
+        const char *what = p->vars[agg->out].name ? p->vars[agg->out].name : "?";
+        rf_dvar *rows = gpu_var_new(be, p->vars[chain.out].arity, &local);
+        ok = rows && gpu_run_plain(be, p, &chain, rows, in0, in1, stats, &local) && ensure_table(be, rows, &local);
+        double secs = 0;
+        if (ok && (ok = rf_cuda_timer_start(ctx_of(be), &local))) {
+            ok = rf_cuda_aggregate_hash(ctx_of(be), &rows->rel, agg->nkeys, agg->naggs, agg->aggfn,
+                                        p->vars[agg->out].types + agg->nkeys, agg->agg_arg, &outs[0]->rel, &done,
+                                        what, &local);
+            bool timed = rf_cuda_timer_stop(ctx_of(be), &secs, ok ? &local : &(rf_status){0});
+            ok = ok && timed;
+        }
+        if (ok && done)
+            becomes_table(be, outs[0]);
+        stats->seconds += secs;
+        stats->bytes_moved += rows ? rel_bytes(rows) : 0;
+        stats->rows_out = ok && done ? gpu_var_rows(be, outs[0]) : 0;
+        gpu_var_free(be, rows);
+    }
+    rf_kernel_free(&chain);
+    return ok && done ? RF_RUN_DONE : RF_RUN_MEMBERS;
+}
+
+static rf_run_result gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
+                             rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
+{
+    if (k->op == RF_K_FUSED)
+        return gpu_run_fused(be, p, k, outs, ins, stats, st);
+    return gpu_run_plain(be, p, k, outs[0], ins[0], ins[1], stats, st) ? RF_RUN_DONE : RF_RUN_FAILED;
 }
 
 static size_t gpu_bytes_in_use(rf_backend *be) { return rf_cuda_bytes_in_use(ctx_of(be)); }

@@ -135,10 +135,12 @@ def main():
     ap.add_argument("--bless", action="store_true")
     ap.add_argument("--backend", choices=["auto", "cpu", "gpu"],
                     help="run every case with --backend=BACKEND (same expected outputs)")
+    ap.add_argument("--extra-arg", action="append", default=[],
+                    help="add this argument to every run (e.g. --no-fuse: same expected outputs)")
     ap.add_argument("names", nargs="*", help="run only these cases")
     a = ap.parse_args()
     redfox = [os.path.abspath(a.redfox)] if os.path.exists(a.redfox) else shlex.split(a.redfox)
-    backend = ["--backend=" + a.backend] if a.backend else []
+    backend = (["--backend=" + a.backend] if a.backend else []) + a.extra_arg
 
     cases = []
     for f in sorted(os.listdir(CASES)):

@@ -2,7 +2,7 @@
 # End-to-end TPC-H test: runs the 22 queries of programs/tpch/ with Red Fox
 # and compares the answers with DuckDB's on the same data.
 #
-#   tests/tpch/run_tpch.sh REDFOX SF [--backend cpu|gpu] [--queries 1,3,..]
+#   tests/tpch/run_tpch.sh REDFOX SF [--backend cpu|gpu] [--queries 1,3,..] [--no-fuse]
 #
 # 1. the venv of the TPC-H tools (tools/tpch_env.sh; PyPI on first use),
 # 2. the data at scale factor SF (tools/tpch_data.sh SF -> .data/tpch/sfSF/),
@@ -21,7 +21,7 @@ export LC_ALL=C
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 usage() {
-  echo "usage: tests/tpch/run_tpch.sh REDFOX SF [--backend cpu|gpu] [--queries 1,3,..]" >&2
+  echo "usage: tests/tpch/run_tpch.sh REDFOX SF [--backend cpu|gpu] [--queries 1,3,..] [--no-fuse]" >&2
   exit 64
 }
 [ $# -ge 2 ] || usage
@@ -36,6 +36,7 @@ while [ $# -gt 0 ]; do
     --backend=*) backend=("$1"); shift ;;
     --queries) [ $# -ge 2 ] || usage; queries="$2"; shift 2 ;;
     --queries=*) queries="${1#--queries=}"; shift ;;
+    --no-fuse) backend+=("--no-fuse"); shift ;;
     *) usage ;;
   esac
 done

@@ -1,0 +1,62 @@
+/* Kernels as the rest of the program sees them: what a kernel reads and
+ * writes (a FUSED kernel: only its external variables), and freeing. */
+#include "hir.h"
+
+#include <stdlib.h>
+
+int rf_kernel_reads(const rf_kernel *k, int *vars)
+{
+    int n = 0;
+    if (k->op == RF_K_FUSED) {
+        for (int i = 0; k->fused && i < k->fused->nin && n < RF_KERNEL_VARS_MAX; i++)
+            vars[n++] = k->fused->in[i];
+        return n;
+    }
+    for (int j = 0; j < 2; j++)
+        if (k->in[j] >= 0)
+            vars[n++] = k->in[j];
+    return n;
+}
+
+int rf_kernel_writes(const rf_kernel *k, int *vars)
+{
+    int n = 0;
+    if (k->op == RF_K_FUSED) {
+        for (int i = 0; k->fused && i < k->fused->nout && n < RF_KERNEL_VARS_MAX; i++)
+            vars[n++] = k->fused->out[i];
+        return n;
+    }
+    if (k->out >= 0)
+        vars[n++] = k->out;
+    return n;
+}
+
+void rf_fused_free(rf_fused *f)
+{
+    if (!f)
+        return;
+    for (int i = 0; i < f->nmembers && f->members; i++)
+        rf_kernel_free(&f->members[i]);
+    free(f->members);
+    free(f->edges);
+    free(f->in);
+    free(f->out);
+    free(f);
+}
+
+void rf_kernel_free(rf_kernel *k)
+{
+    rf_code_free(&k->filter);
+    for (int i = 0; i < k->nproj && k->proj; i++)
+        rf_code_free(&k->proj[i]);
+    free(k->proj);
+    for (int i = 0; i < k->naggs && k->agg_arg; i++)
+        rf_code_free(&k->agg_arg[i]);
+    free(k->agg_arg);
+    free(k->aggfn);
+    free(k->frees);
+    free(k->comment);
+    rf_origin_release(&k->origin);
+    rf_fused_free(k->fused);
+    k->fused = NULL;
+}

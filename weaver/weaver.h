@@ -1,0 +1,55 @@
+/* Kernel Weaver (thesis ch. 4, docs/weaver.md): groups Harmony kernels
+ * into FUSED kernels, so a row flows through several operators without
+ * its intermediate results being written out and read back.
+ *
+ * Two halves. The structural pass (rf_weave) is device-independent and
+ * part of the compiled program: it classifies every producer -> consumer
+ * edge (thread, CTA or kernel dependence), groups kernels joined by edges
+ * a fused kernel can keep inside (thesis Alg. 1), and rewrites each group
+ * into one RF_K_FUSED kernel holding its members. The backends decide at
+ * run time how far to fuse (a group can always run as its members).
+ * rf_fused_compose turns a thread-dependent chain into the one plain
+ * MAP/JOIN kernel it equals, which both backends run with their ordinary
+ * operators (the GPU compiles it with NVRTC: intermediates in registers). */
+#ifndef RF_WEAVER_H
+#define RF_WEAVER_H
+
+#include "hir.h"
+
+typedef struct rf_weave_opts {
+    bool reduce;             /* form SORT -> AGG reducing gathers */
+} rf_weave_opts;
+
+typedef struct rf_weave_info {
+    int groups;              /* FUSED kernels made */
+    int members;             /* kernels inside them */
+    int reduces;             /* of which end in a reducing gather */
+} rf_weave_info;
+
+/* Rewrites p in place (after rf_hir_lower; recomputes liveness).
+ * info may be NULL. Never fails on a verified program. */
+void rf_weave(rf_hprogram *p, const rf_weave_opts *o, rf_weave_info *info);
+
+/* Replaces every FUSED kernel by its members (where the group stood) and
+ * recomputes liveness: the program as it was before rf_weave. */
+void rf_unweave(rf_hprogram *p);
+
+/* The members first..last of FUSED kernel fk, a thread chain (a MAP or
+ * JOIN, then MAPs each reading the previous one's result), as one plain
+ * kernel: out = members[last].out, inputs those of members[first].
+ * Filters nest with IF, so a member's code is evaluated on exactly the
+ * rows it would see unfused or more (a fault on an extra row is caught by
+ * the backend, which then runs the members one by one). False when the
+ * members are not such a chain. */
+bool rf_fused_compose(const rf_hprogram *p, const rf_kernel *fk, int first, int last, rf_kernel *out);
+
+/* The longest prefix of fk's members that forms a thread chain (index of
+ * its last member), or -1 when member 0 cannot head one. */
+int rf_fused_chain_end(const rf_hprogram *p, const rf_kernel *fk);
+
+/* Whether code may stop the run with an error on some row (checked
+ * arithmetic, casts, date arithmetic, substr): such code must not be
+ * dropped or moved to rows it would not see. */
+bool rf_code_may_fault(const rf_code *c);
+
+#endif
