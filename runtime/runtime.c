@@ -775,7 +775,7 @@ static void print_stats(rt *r, double total)
                 continue;
             int v = k->out >= 0 ? k->out : k->in[0];   /* CHECK_KEYS has no output */
             const char *name = p->vars[v].name ? p->vars[v].name : "?";
-            fprintf(e, "  %-5d %-9s %-22.22s %8zu %10.3f %12zu %12zu %12zu %10.4f %10.1f %8.1f\n", b,
+            fprintf(e, "  %-5d %-9s %-22.22s %8zu %10.6f %12zu %12zu %12zu %10.6f %10.1f %8.1f\n", b,
                     rf_kop_name(k->op), name, s->calls, s->seconds, s->rows_in[0], s->rows_in[1], s->rows_out,
                     s->be_seconds, (double)s->bytes / 1e6,
                     s->be_seconds > 0 ? (double)s->bytes / s->be_seconds / 1e9 : 0.0);
@@ -785,11 +785,11 @@ static void print_stats(rt *r, double total)
         if (r->loop_header[b])
             fprintf(e, "  loop %s (block %d): %zu iterations\n",
                     p->blocks[b].label ? p->blocks[b].label : "?", b, r->entries[b]);
-    fprintf(e, "  output %.3f s (writing %.3f s); answers in host memory after %.3f s\n", r->output_seconds,
+    fprintf(e, "  output %.6f s (writing %.6f s); answers in host memory after %.6f s\n", r->output_seconds,
             r->write_seconds, total - r->write_seconds);
     /* The split benchmarks report (bench/tpch.py): input files to resident
      * relations, and resident relations to answers in host memory. */
-    fprintf(e, "  load %.3f s (inputs read and resident), query %.3f s (resident inputs to answers in host memory)\n",
+    fprintf(e, "  load %.6f s (inputs read and resident), query %.6f s (resident inputs to answers in host memory)\n",
             r->load_seconds, total - r->write_seconds - r->load_seconds);
     if (r->be->print_stats)
         r->be->print_stats(r->be, e);
