@@ -1982,8 +1982,14 @@ bool rf_cuda_aggregate_hash(rf_cuda_ctx *c, const rf_drel *in, int nkeys, int na
         if (!(fns[j] == RF_AGG_COUNT || ((sum || minmax) && rf_type_is_signed_word(t) && t != RF_TYPE_FLOAT64)))
             return true;
     }
-    size_t cap = 64;
-    while (cap < 2 * n && cap < RF_HASH_AGG_MAX_SLOTS)
+    /* RF_CUDA_HASH_SLOTS (tests): a smaller table, so that groups overflow
+     * it and the caller's sorting path runs. */
+    size_t max_slots = RF_HASH_AGG_MAX_SLOTS;
+    const char *env = getenv("RF_CUDA_HASH_SLOTS");
+    if (env && atol(env) >= 2)
+        max_slots = (size_t)atol(env);
+    size_t cap = 2;
+    while (cap < 2 * n && cap * 2 <= max_slots)
         cap *= 2;
     tmpbuf keys = {0}, state = {0}, gid = {0}, flags = {0}, pos = {0}, group_of = {0}, counts = {0}, acc = {0},
            vals = {0}, misc = {0};

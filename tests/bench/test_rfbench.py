@@ -60,7 +60,7 @@ def main():
         prog = os.path.join(d, "p.lql")
         with open(prog, "w") as f:
             f.write(PROGRAM)
-        ir = subprocess.run([redfox, "explain", "--ir", prog], capture_output=True, text=True)
+        ir = subprocess.run([redfox, "explain", "--ir", "--no-fuse", prog], capture_output=True, text=True)
         check(ir.returncode == 0, f"explain --ir: {ir.stderr}")
         roles = rfbench.sort_roles(ir.stdout)
         check(sorted(roles.values()).count("probe") == 1, f"one probe sort in {roles}")
