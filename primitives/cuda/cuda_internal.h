@@ -307,8 +307,9 @@ cudaError_t rf_k_scan_tail(cudaStream_t s, const uint8_t *flags, uint64_t *pos, 
 cudaError_t rf_k_fill(cudaStream_t s, uint64_t *p, size_t n, uint64_t v);
 /* Hash aggregation (kernels.cu): groups by hashing key columns, then one
  * fold per aggregate (kind 0 count, 1 exact sum, 2 min, 3 max). */
-cudaError_t rf_k_hash_groups(cudaStream_t s, rf_cols in, int nkeys, size_t n, uint64_t *keys, unsigned *state,
-                             size_t cap, unsigned long long *claimed, unsigned *overflow, uint64_t *gid);
+cudaError_t rf_k_hash_groups(cudaStream_t s, rf_cols in, int nkeys, size_t n, size_t stride, uint64_t *keys,
+                             unsigned *state, size_t cap, unsigned long long *claimed, unsigned *overflow,
+                             uint64_t *gid);
 cudaError_t rf_k_slot_flags(cudaStream_t s, const unsigned *state, size_t cap, uint8_t *flags);
 cudaError_t rf_k_slot_groups(cudaStream_t s, const uint8_t *flags, const uint64_t *pos, const uint64_t *keys,
                              size_t cap, int nkeys, uint64_t *group_of, rf_wcols out);

@@ -921,11 +921,12 @@ __device__ __forceinline__ uint64_t hash_key_words(const rf_cols &c, int nk, uin
     return h;
 }
 
-__global__ void k_hash_groups(rf_cols in, int nk, uint64_t n, uint64_t *keys, unsigned *state, uint64_t cap,
-                              unsigned long long *claimed, unsigned *overflow, uint64_t *gid)
+__global__ void k_hash_groups(rf_cols in, int nk, uint64_t n, uint64_t stride, uint64_t *keys, unsigned *state,
+                              uint64_t cap, unsigned long long *claimed, unsigned *overflow, uint64_t *gid)
 {
-    RF_GRID_LOOP(i, n)
+    RF_GRID_LOOP(j, n)
     {
+        uint64_t i = j * stride; // every stride-th row (a sample), else every row
         if (*(volatile unsigned *)overflow)
             return;
         uint64_t s = hash_key_words(in, nk, i) & (cap - 1);
@@ -943,7 +944,7 @@ __global__ void k_hash_groups(rf_cols in, int nk, uint64_t n, uint64_t *keys, un
                         keys[(uint64_t)k * cap + s] = in.c[k][i];
                     __threadfence();
                     atomicExch(&state[s], 2u);
-                    gid[i] = s;
+                    gid[j] = s;
                     break;
                 }
                 continue; // lost the race: look at the slot again
@@ -954,7 +955,7 @@ __global__ void k_hash_groups(rf_cols in, int nk, uint64_t n, uint64_t *keys, un
             for (int k = 0; k < nk && same; k++)
                 same = ((volatile uint64_t *)keys)[(uint64_t)k * cap + s] == in.c[k][i];
             if (same) {
-                gid[i] = s;
+                gid[j] = s;
                 break;
             }
             s = (s + 1) & (cap - 1);
@@ -1007,6 +1008,20 @@ __device__ __forceinline__ void fold_one(int kind, unsigned long long *acc, uint
     }
 }
 
+// Each thread folds a contiguous run of rows, keeping one running
+// accumulator while the group stays the same (one group, or input grouped
+// by key: one atomic per run, not per row); few groups fold into shared
+// memory first, then once per block into acc.
+__device__ __forceinline__ void flush_run(int kind, unsigned long long *acc, uint64_t g, rf_sum128 run,
+                                          uint64_t cnt, uint64_t best)
+{
+    switch (kind) {
+    case kHashCount: atomicAdd(&acc[g], (unsigned long long)cnt); break;
+    case kHashSum: add128_atomic(acc + 2 * g, run); break;
+    default: fold_one(kind, acc, g, best); break;
+    }
+}
+
 __global__ void k_hash_fold(int kind, const uint64_t *vals, const uint64_t *gid, uint64_t n, uint64_t groups,
                             unsigned long long *acc)
 {
@@ -1018,7 +1033,32 @@ __global__ void k_hash_fold(int kind, const uint64_t *vals, const uint64_t *gid,
         for (uint64_t j = threadIdx.x; j < 2 * groups; j += blockDim.x)
             sh[j] = init;
     __syncthreads();
-    RF_GRID_LOOP(i, n) fold_one(kind, shared ? sh : acc, gid[i], vals ? vals[i] : 0);
+    unsigned long long *dst = shared ? sh : acc;
+    uint64_t threads = (uint64_t)gridDim.x * blockDim.x;
+    uint64_t per = (n + threads - 1) / threads;
+    uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    uint64_t b = t * per, e = b + per < n ? b + per : n;
+    uint64_t cur = UINT64_MAX, cnt = 0, best = 0;
+    rf_sum128 run = {0, 0};
+    for (uint64_t i = b; i < e; i++) {
+        uint64_t g = gid[i], v = vals ? vals[i] : 0;
+        if (g != cur) {
+            if (cur != UINT64_MAX)
+                flush_run(kind, dst, cur, run, cnt, best);
+            cur = g;
+            cnt = 0;
+            run.lo = 0;
+            run.hi = 0;
+            best = v;
+        }
+        cnt++;
+        if (kind == kHashSum)
+            rf_sum128_add(&run, (int64_t)v);
+        else if (kind == kHashMin ? (int64_t)v < (int64_t)best : (int64_t)v > (int64_t)best)
+            best = v;
+    }
+    if (cur != UINT64_MAX)
+        flush_run(kind, dst, cur, run, cnt, best);
     __syncthreads();
     if (!shared)
         return;
@@ -1048,10 +1088,11 @@ __global__ void k_hash_avg_finish(const unsigned long long *sums, const unsigned
 
 extern "C" {
 
-cudaError_t rf_k_hash_groups(cudaStream_t s, rf_cols in, int nkeys, size_t n, uint64_t *keys, unsigned *state,
-                             size_t cap, unsigned long long *claimed, unsigned *overflow, uint64_t *gid)
+cudaError_t rf_k_hash_groups(cudaStream_t s, rf_cols in, int nkeys, size_t n, size_t stride, uint64_t *keys,
+                             unsigned *state, size_t cap, unsigned long long *claimed, unsigned *overflow,
+                             uint64_t *gid)
 {
-    LAUNCH(k_hash_groups, n, s, in, nkeys, n, keys, state, cap, claimed, overflow, gid);
+    LAUNCH(k_hash_groups, n, s, in, nkeys, n, stride, keys, state, cap, claimed, overflow, gid);
 }
 
 cudaError_t rf_k_slot_flags(cudaStream_t s, const unsigned *state, size_t cap, uint8_t *flags)

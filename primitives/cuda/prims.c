@@ -1964,6 +1964,7 @@ fail:
  * the result is sorted at the end (it has one row per group, far fewer
  * than the input's where this pays). */
 #define RF_HASH_AGG_MAX_SLOTS ((size_t)1 << 22)
+#define RF_HASH_AGG_SAMPLE ((size_t)1 << 16)
 
 bool rf_cuda_aggregate_hash(rf_cuda_ctx *c, const rf_drel *in, int nkeys, int naggs, const rf_aggfn *fns,
                             const rf_type *result_types, const rf_code *args, rf_drel *out, bool *done,
@@ -2000,13 +2001,27 @@ bool rf_cuda_aggregate_hash(rf_cuda_ctx *c, const rf_drel *in, int nkeys, int na
         !tmp_get(c, &state, cap * 4, "hash aggregation", st) || !tmp_get(c, &gid, n * 8, "hash aggregation", st) ||
         !tmp_get(c, &misc, 16, "hash aggregation", st))
         goto fail;
-    CK(cudaMemsetAsync(state.p, 0, cap * 4, c->stream), "hash aggregation");
-    CK(cudaMemsetAsync(misc.p, 0, 16, c->stream), "hash aggregation");
     unsigned long long *claimed = misc.p;
     unsigned *overflow = (unsigned *)((char *)misc.p + 8);
-    CK(rf_k_hash_groups(c->stream, rf_cols_of(in), nkeys, n, keys.p, state.p, cap, claimed, overflow, gid.p),
-       "hash aggregation");
     uint64_t word;
+    /* Many groups (more than one in 16 of an even sample of up to 64K rows)
+     * make hashing no cheaper than sorting, and may not fit the table:
+     * give up before the full pass. */
+    if (n > RF_HASH_AGG_SAMPLE) {
+        size_t stride = n / RF_HASH_AGG_SAMPLE;
+        CK(cudaMemsetAsync(state.p, 0, cap * 4, c->stream), "hash aggregation");
+        CK(cudaMemsetAsync(misc.p, 0, 16, c->stream), "hash aggregation");
+        CK(rf_k_hash_groups(c->stream, rf_cols_of(in), nkeys, RF_HASH_AGG_SAMPLE, stride, keys.p, state.p, cap,
+                            claimed, overflow, gid.p), "hash aggregation");
+        if (!read_word(c, (uint64_t *)misc.p, &word, st))
+            goto fail;
+        if (word > RF_HASH_AGG_SAMPLE / 16)
+            goto refused;
+    }
+    CK(cudaMemsetAsync(state.p, 0, cap * 4, c->stream), "hash aggregation");
+    CK(cudaMemsetAsync(misc.p, 0, 16, c->stream), "hash aggregation");
+    CK(rf_k_hash_groups(c->stream, rf_cols_of(in), nkeys, n, 1, keys.p, state.p, cap, claimed, overflow, gid.p),
+       "hash aggregation");
     if (!read_word(c, (uint64_t *)misc.p + 1, &word, st)) /* the overflow flag: its low 32 bits */
         goto fail;
     if ((unsigned)word != 0)

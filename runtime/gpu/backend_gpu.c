@@ -653,6 +653,22 @@ static rf_run_result gpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
         if (ok && done)
             becomes_table(be, outs[0]);
         stats->seconds += secs;
+        if (ok && !done) {
+            /* Too many groups for hashing to pay: sort and aggregate the
+             * rows already made (the SORT and AGG members), not the whole
+             * group again. */
+            const rf_kernel *sortk = &f->members[f->nmembers - 2];
+            rf_kernel_stats s2, s3;
+            memset(&s2, 0, sizeof s2);
+            memset(&s3, 0, sizeof s3);
+            rf_dvar *sorted = gpu_var_new(be, p->vars[sortk->out].arity, &local);
+            ok = sorted && gpu_run_plain(be, p, sortk, sorted, rows, NULL, &s2, &local) &&
+                 gpu_run_plain(be, p, agg, outs[0], sorted, NULL, &s3, &local);
+            done = ok;
+            gpu_var_free(be, sorted);
+            stats->seconds += s2.seconds + s3.seconds;
+            stats->bytes_moved += s2.bytes_moved + s3.bytes_moved;
+        }
         stats->bytes_moved += rows ? rel_bytes(rows) : 0;
         stats->rows_out = ok && done ? gpu_var_rows(be, outs[0]) : 0;
         gpu_var_free(be, rows);
