@@ -2,7 +2,7 @@
  *   redfox run PROG.lql|PROG.rfx [--input PRED=FILE]... [--output DIR]
  *              [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]
  *              [--max-iterations N] [--progress] [--no-fuse]
- *   redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse]
+ *   redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse] | --cuda PROG.lql|PROG.rfx
  *   redfox compile PROG.lql -o PROG.rfx [--no-fuse]
  *   redfox check PROG.lql|PROG.rfx
  * A program is compiled (.rfx) when its first bytes are the .rfx magic or
@@ -29,6 +29,7 @@ static const char usage_text[] =
     "                  [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]\n"
     "                  [--max-iterations N] [--progress] [--no-fuse]\n"
     "       redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse]\n"
+    "       redfox explain --cuda PROG.lql|PROG.rfx\n"
     "       redfox compile PROG.lql -o PROG.rfx [--no-fuse]\n"
     "       redfox check PROG.lql|PROG.rfx\n"
     "       redfox --help | --version\n";
@@ -37,8 +38,9 @@ static const char help_text[] =
     "\n"
     "commands:\n"
     "  run       compile a .lql program (or load a compiled .rfx) and run it\n"
-    "  explain   print the query plan (--plan, needs source) or the Harmony kernel\n"
-    "            IR (--ir, source or .rfx)\n"
+    "  explain   print the query plan (--plan, needs source), the Harmony kernel\n"
+    "            IR (--ir, source or .rfx) or the CUDA generated for each fused\n"
+    "            kernel (--cuda; needs no GPU)\n"
     "  compile   write the kernel IR as a binary .rfx program (input files named\n"
     "            by @input are stored relative to the .rfx's folder when inside it)\n"
     "  check     parse and type-check a source program, or validate a .rfx\n"
@@ -385,11 +387,35 @@ done:
     return rc;
 }
 
+/* `explain --cuda`: the generated CUDA of each FUSED kernel, in program
+ * order, each introduced by the block and kernel it stands at. */
+static int print_fused_cuda(const rf_hprogram *hp)
+{
+    int n = 0;
+    for (int b = 0; b < hp->nblocks; b++)
+        for (int i = 0; i < hp->blocks[b].nkernels; i++) {
+            const rf_kernel *k = &hp->blocks[b].kernels[i];
+            if (k->op != RF_K_FUSED)
+                continue;
+            char *src = rf_gpu_fused_source(hp, k);
+            if (!src) {
+                fputs("redfox: explain --cuda: this redfox was built without the GPU backend\n", stderr);
+                return RF_EXIT_RUNTIME_ERROR;
+            }
+            printf("%s// ==== block %d (%s), kernel %d ====\n%s", n++ ? "\n" : "", b,
+                   hp->blocks[b].label ? hp->blocks[b].label : "", i, src);
+            free(src);
+        }
+    if (n == 0)
+        puts("// no fused kernels (every kernel runs on its own)");
+    return RF_EXIT_OK;
+}
+
 static int cmd_explain(int argc, char **argv)
 {
     const char *mode = NULL, *path = NULL;
     for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--plan") == 0 || strcmp(argv[i], "--ir") == 0)
+        if (strcmp(argv[i], "--plan") == 0 || strcmp(argv[i], "--ir") == 0 || strcmp(argv[i], "--cuda") == 0)
             mode = argv[i];
         else if (strcmp(argv[i], "--no-fuse") == 0)
             fuse = false;
@@ -401,7 +427,7 @@ static int cmd_explain(int argc, char **argv)
             return usage("unexpected argument '%s'", argv[i]);
     }
     if (!mode || !path)
-        return usage("explain needs --plan or --ir and a program%s", "");
+        return usage("explain needs --plan, --ir or --cuda and a program%s", "");
     if (is_rfx(path)) {
         if (strcmp(mode, "--plan") == 0)
             return usage("explain --plan needs the program's source: '%s' is compiled (explain --ir shows "
@@ -411,7 +437,7 @@ static int cmd_explain(int argc, char **argv)
         if (hp && !fuse && !weave(hp))
             rc = EXIT_INTERNAL;
         else if (hp)
-            rf_hir_print(hp, stdout);
+            rc = strcmp(mode, "--cuda") == 0 ? print_fused_cuda(hp) : (rf_hir_print(hp, stdout), RF_EXIT_OK);
         rf_hir_free(hp);
         return rc;
     }
@@ -433,7 +459,10 @@ static int cmd_explain(int argc, char **argv)
     } else {
         rf_hprogram *hp = lower(prog, NULL);
         if (hp) {
-            rf_hir_print(hp, stdout);
+            if (strcmp(mode, "--cuda") == 0)
+                rc = print_fused_cuda(hp);
+            else
+                rf_hir_print(hp, stdout);
             rf_hir_free(hp);
         } else {
             rc = EXIT_INTERNAL;

@@ -66,6 +66,12 @@ struct rf_backend {
     bool (*upload_unsorted)(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st);
 };
 
+/* `redfox explain --cuda`: the CUDA source the GPU backend generates for
+ * FUSED kernel fk of p (after its prelude of scalar operators), with a
+ * header naming the members and how the group runs; NULL when built
+ * without the GPU backend. Needs no GPU. */
+char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk);
+
 /* threads <= 0: one per core. */
 rf_backend *rf_backend_cpu_new(int threads);
 /* NULL with a message in st when no usable GPU (or built without CUDA). */

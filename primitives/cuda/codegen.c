@@ -192,6 +192,7 @@ char *rf_codegen_source(bool join, int al, const rf_code *filter, int nproj, con
     sb_printf(&b, "__device__ __forceinline__ uint64_t owner(const uint64_t *off, uint64_t n, uint64_t o)\n"
                   "{ uint64_t lo = 0, hi = n; while (hi - lo > 1) { uint64_t mid = lo + (hi - lo) / 2;\n"
                   "  if (off[mid] <= o) lo = mid; else hi = mid; } return lo; }\n");
+    sb_printf(&b, "%s", RF_CODEGEN_STAGES_MARK);
     rf_code none = {0, NULL};
     emit_stage(&b, "stage_filter", filter ? filter : &none, al, join);
     for (int p = 0; p < nproj; p++) {

@@ -170,6 +170,9 @@ typedef struct rf_denv {
  * (MAP: row o of l; JOIN: candidate pair o as in rf_k_join_filter). The
  * Kernel Weaver can fuse stages at this text level. */
 char *rf_codegen_source(bool join, int al, const rf_code *filter, int nproj, const rf_code *proj);
+/* Where the generated stages and kernels begin, after the prelude (the
+ * scalar operators): `explain --cuda` prints from here. */
+#define RF_CODEGEN_STAGES_MARK "// ---- compute stages and kernels ----\n"
 /* Compiles (or finds in the memory or disk cache) and loads src; false when
  * code generation is unavailable (no NVRTC/driver) or failed: the caller
  * falls back to the interpreter. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "rf_cuda_prims.h"
+#include "cuda_internal.h" /* rf_codegen_source */
 #include "../../primitives/rf_prims.h"
 #include "weaver.h"
 
@@ -675,6 +676,43 @@ static rf_run_result gpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
     }
     rf_kernel_free(&chain);
     return ok && done ? RF_RUN_DONE : RF_RUN_MEMBERS;
+}
+
+char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk)
+{
+    const rf_fused *f = fk->fused;
+    if (!f)
+        return NULL;
+    bool reduce = fk->gather == RF_GATHER_REDUCE;
+    int last = reduce ? f->nmembers - 3 : f->nmembers - 1;
+    char *head = NULL, *src = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&head, &len);
+    fprintf(out, "// FUSED[%d] -> %s:", f->nmembers, p->vars[fk->out].name ? p->vars[fk->out].name : "?");
+    for (int m = 0; m < f->nmembers; m++)
+        fprintf(out, " %s%s", m ? "-> " : "", rf_kop_name(f->members[m].op));
+    fputc('\n', out);
+    rf_kernel chain;
+    bool composed = last >= 0 && rf_fused_chain_end(p, fk) >= last && rf_fused_compose(p, fk, 0, last, &chain);
+    if (!composed) {
+        fputs("// no generated code: the group runs as its members\n", out);
+    } else {
+        fprintf(out, "// members 0..%d: one %s kernel, their code composed over the group's inputs%s\n", last,
+                rf_kop_name(chain.op),
+                reduce ? ";\n// then the reducing gather: its rows fold into per-group accumulators by hashing the\n"
+                         "// keys (library kernels k_hash_groups, k_hash_fold), sorted once per group"
+                       : "");
+        fputs("// string functions appear as the host-only fault here: at run time they are tabulated\n"
+              "// into lookup tables (rf_lookup) before the code is compiled\n", out);
+        int al = chain.in[0] >= 0 ? p->vars[chain.in[0]].arity : 0;
+        src = rf_codegen_source(chain.op == RF_K_JOIN, al, &chain.filter, chain.nproj, chain.proj);
+        const char *body = strstr(src, RF_CODEGEN_STAGES_MARK);
+        fputs(body ? body : src, out);
+        rf_kernel_free(&chain);
+    }
+    fclose(out);
+    free(src);
+    return head;
 }
 
 static rf_run_result gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,

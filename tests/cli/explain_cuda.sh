@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# `redfox explain --cuda`: each fused kernel's generated CUDA, without a GPU.
+# q01 fuses its scan, sort and aggregate into one group; tc has no group.
+# A build without the GPU backend (the sanitizer build) must say so.
+set -u
+redfox="$1"; root="$(cd "$(dirname "$0")/../.." && pwd)"
+out="$("$redfox" explain --cuda "$root/programs/tpch/q01.lql" 2>&1)"; rc=$?
+if grep -q "built without the GPU backend" <<<"$out"; then
+  [ "$rc" = 2 ] || { echo "FAIL: exit $rc without the GPU backend"; exit 1; }
+  echo "ok (built without the GPU backend)"; exit 0
+fi
+fail=0
+[ "$rc" = 0 ] || { echo "FAIL: exit $rc"; fail=1; }
+for want in "// FUSED[3] -> t1: MAP -> SORT -> AGG" "reducing gather" "stage_filter" "stage_proj6" \
+            "extern \"C\" __global__ void rf_emit"; do
+  grep -qF "$want" <<<"$out" || { echo "FAIL: q01 lacks: $want"; fail=1; }
+done
+grep -q "rf_scalar_binary\|#define RF_EX_CONST" <<<"$out" && { echo "FAIL: the prelude is printed"; fail=1; }
+tc="$("$redfox" explain --cuda "$root/programs/tc.lql" 2>&1)"
+[ "$tc" = "// no fused kernels (every kernel runs on its own)" ] || { echo "FAIL: tc: $tc"; fail=1; }
+nf="$("$redfox" explain --cuda --no-fuse "$root/programs/tpch/q01.lql" 2>&1)"
+[ "$nf" = "// no fused kernels (every kernel runs on its own)" ] || { echo "FAIL: --no-fuse: $nf"; fail=1; }
+[ "$fail" = 0 ] && echo ok
+exit $fail
