@@ -154,6 +154,11 @@ static bool check_kernel(vctx *c, const rf_kernel *k)
         return bad(c, "%s: bad partition/gather stage", name);
     if ((k->op == RF_K_FUSED) != (k->fused != NULL))
         return bad(c, "%s: %s", name, k->fused ? "holds fused members" : "has no members");
+    if (k->nfree < 0 || (k->nfree > 0 && !k->frees))
+        return bad(c, "%s: bad free list", name);
+    for (int i = 0; i < k->nfree; i++)
+        if (!valid_var(p, k->frees[i]) || p->vars[k->frees[i]].is_output)
+            return bad(c, "%s: frees variable %d, out of range or an output", name, k->frees[i]);
     if (k->op == RF_K_FUSED)
         return check_fused(c, k);
     bool check = k->op == RF_K_CHECK_KEYS;   /* the one op without an output */
@@ -182,11 +187,6 @@ static bool check_kernel(vctx *c, const rf_kernel *k)
         if (j < nin && k->in[j] == k->out && k->op != RF_K_COPY)
             return bad(c, "%s: output %s is also an input", name, p->vars[k->out].name);
     }
-    if (k->nfree < 0 || (k->nfree > 0 && !k->frees))
-        return bad(c, "%s: bad free list", name);
-    for (int i = 0; i < k->nfree; i++)
-        if (!valid_var(p, k->frees[i]) || p->vars[k->frees[i]].is_output)
-            return bad(c, "%s: frees variable %d, out of range or an output", name, k->frees[i]);
     if (k->nproj < 0 || (k->nproj > 0 && !k->proj))
         return bad(c, "%s: bad projection", name);
     bool uses_proj = k->op == RF_K_MAP || k->op == RF_K_JOIN;
@@ -505,16 +505,17 @@ static bool check_internal(vctx *c)
     int flat = 0;
     for (int b = 0; b < p->nblocks; b++) {
         const rf_hblock *hb = &p->blocks[b];
-        for (int i = 0; i < hb->nconds; i++)
-            if (p->vars[hb->conds[i]].internal)
+        /* (conditions are checked only where a branch reads them) */
+        for (int i = 0; hb->term == RF_TERM_BRANCH_EMPTY && i < hb->nconds; i++)
+            if (valid_var(p, hb->conds[i]) && p->vars[hb->conds[i]].internal)
                 owner[hb->conds[i]] = -1;
         for (int i = 0; i < hb->nfree_entry; i++)
-            if (p->vars[hb->free_entry[i]].internal)
+            if (valid_var(p, hb->free_entry[i]) && p->vars[hb->free_entry[i]].internal)
                 owner[hb->free_entry[i]] = -1;
         for (int k = 0; k < hb->nkernels; k++, flat++) {
             const rf_kernel *kn = &hb->kernels[k];
             for (int i = 0; i < kn->nfree; i++)
-                if (p->vars[kn->frees[i]].internal)
+                if (valid_var(p, kn->frees[i]) && p->vars[kn->frees[i]].internal)
                     owner[kn->frees[i]] = -1;
             for (int m = 0; kn->fused && m < kn->fused->nmembers; m++) {
                 const rf_kernel *mk = &kn->fused->members[m];

@@ -47,6 +47,9 @@ bool rf_prim_aggregate_multi(const rf_table *in, int nkeys, int naggs, const rf_
 bool rf_prim_aggregate_unsorted(const rf_table *in, int nkeys, int naggs, const rf_aggfn *fns,
                                 const rf_type *result_types, const rf_code *args, rf_table *out,
                                 rf_status *st);
+/* Distinct keys (first nkeys columns) among `sample` rows of in taken at
+ * an even stride: whether hashing pays (few groups) or sorting does. */
+size_t rf_prim_sample_groups(const rf_table *in, int nkeys, size_t sample);
 /* The same with one aggregate. */
 bool rf_prim_aggregate(const rf_table *in, int nkeys, rf_aggfn fn, rf_type result_type,
                        const rf_code *arg, rf_table *out, rf_status *st);

@@ -703,6 +703,15 @@ done:
     return true;
 }
 
+/* Rows sampled to choose between hashing and sorting a reduction
+ * (RF_CPU_HASH_SAMPLE: fewer, so that tests on small data take both
+ * paths). */
+static size_t hash_sample(void)
+{
+    const char *env = getenv("RF_CPU_HASH_SAMPLE");
+    return env && atol(env) >= 16 ? (size_t)atol(env) : (size_t)1 << 16;
+}
+
 /* The input of the group that variable v is (NULL: never written). */
 static rf_dvar *group_input(const rf_kernel *fk, rf_dvar *const *ins, int v)
 {
@@ -743,9 +752,21 @@ static rf_run_result cpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
         rf_dvar *rows = cpu_var_new(be, p->vars[chain.out].arity, &local);
         ok = rows && cpu_run_plain(be, p, &chain, rows, in0, in1, stats, false, &local);
         rf_table res;
-        if (ok && (ok = rf_prim_aggregate_unsorted(table_of(be, rows), agg->nkeys, agg->naggs, agg->aggfn,
-                                                   p->vars[agg->out].types + agg->nkeys, agg->agg_arg, &res,
-                                                   &local)))
+        const rf_table *t = ok ? table_of(be, rows) : NULL;
+        /* Many groups (over one in 16 of a sample): the parallel sort then
+         * the aggregate over its runs beat one thread's hash table. */
+        size_t sample = hash_sample();
+        if (ok && t->nrows > sample && rf_prim_sample_groups(t, agg->nkeys, sample) > sample / 16) {
+            rf_table sorted;
+            rf_prim_sort(t, &sorted);
+            ok = rf_prim_aggregate_multi(&sorted, agg->nkeys, agg->naggs, agg->aggfn,
+                                         p->vars[agg->out].types + agg->nkeys, agg->agg_arg, &res, &local);
+            rf_table_free(&sorted);
+        } else if (ok) {
+            ok = rf_prim_aggregate_unsorted(t, agg->nkeys, agg->naggs, agg->aggfn, p->vars[agg->out].types + agg->nkeys,
+                                            agg->agg_arg, &res, &local);
+        }
+        if (ok)
             set_table(be, outs[0], &res);
         if (rows)
             cpu_var_free(be, rows);

@@ -30,7 +30,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/parser" "$work/hir"
 cp "$root"/tests/fuzz/corpus/* "$work/parser/"
-"$build/tests/fuzz_hir/fuzz_hir_seed" "$work/hir/seed-tc.rfx"
+"$build/tests/fuzz_hir/fuzz_hir_seed" "$work/hir/seed-tc.rfx" "$work/hir/seed-fused.rfx"
 
 cd "$build"
 echo "fuzz: parser for ${seconds}s"

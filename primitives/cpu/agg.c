@@ -305,3 +305,29 @@ bool rf_prim_aggregate_unsorted(const rf_table *in, int nkeys, int naggs, const 
         rf_table_clear(out);
     return ok;
 }
+
+size_t rf_prim_sample_groups(const rf_table *in, int nkeys, size_t sample)
+{
+    size_t n = in->nrows;
+    if (sample == 0 || n == 0)
+        return 0;
+    if (sample > n)
+        sample = n;
+    size_t cap = 16;
+    while (cap < 2 * sample)
+        cap *= 2;
+    size_t *slot = rf_malloc(rf_mul_size(cap, sizeof *slot)), distinct = 0, stride = n / sample;
+    for (size_t i = 0; i < cap; i++)
+        slot[i] = SIZE_MAX;
+    for (size_t s = 0; s < sample; s++) {
+        size_t row = s * stride, h = (size_t)hash_keys(in, nkeys, row) & (cap - 1);
+        while (slot[h] != SIZE_MAX && !same_keys(in, nkeys, slot[h], row))
+            h = (h + 1) & (cap - 1);
+        if (slot[h] == SIZE_MAX) {
+            slot[h] = row;
+            distinct++;
+        }
+    }
+    free(slot);
+    return distinct;
+}

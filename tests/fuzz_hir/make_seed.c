@@ -1,7 +1,9 @@
-/* Writes a seed .rfx for the fuzzer: transitive closure with a string
- * column and a filter, lowered from a hand-built plan (no planner needed).
- * Usage: fuzz_hir_seed OUT.rfx */
+/* Writes seed .rfx files for the fuzzer: transitive closure with a string
+ * column and a filter, lowered from a hand-built plan (no planner needed),
+ * and (second file) two MapFilters in a row, woven into a FUSED kernel.
+ * Usage: fuzz_hir_seed OUT.rfx [OUT_FUSED.rfx] */
 #include "hir.h"
+#include "weaver.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,10 +37,57 @@ static rf_plan_cmd *cmd(rf_plan_block *b, rf_cmdkind kind, int dst, int s0, int 
 
 static rf_expr *col(int i) { return rf_expr_leaf(RF_EX_COL, RF_TYPE_STRING, i); }
 
+/* out := count per $0 of MAP edge [filter $0 != "z"; $1, $0], woven. */
+static bool fused_seed(const char *path, rf_status *st)
+{
+    rf_plan *p = rf_calloc(1, sizeof *p);
+    p->rels = rf_calloc(4, sizeof *p->rels);
+    int e = rel(p, "edge", RF_REL_INPUT, false), t1 = rel(p, "t1", RF_REL_TEMP, false);
+    int o = rel(p, "out", RF_REL_DERIVED, true);
+    p->rels[t1].pred = -1;
+    p->rels[e].nfacts = 1;
+    p->rels[e].facts = rf_calloc(2, sizeof(rf_word));
+    p->rels[e].facts[0] = rf_str_intern("a", 1);
+    p->rels[e].facts[1] = rf_str_intern("b", 1);
+    p->nblocks = 2;
+    p->blocks = rf_calloc(2, sizeof *p->blocks);
+    for (int i = 0; i < 2; i++) {
+        p->blocks[i].label = rf_sprintf("f%d", i);
+        p->blocks[i].cmds = rf_calloc(8, sizeof(rf_plan_cmd));
+    }
+    cmd(&p->blocks[0], RF_CMD_LOAD, e, -1, -1);
+    rf_plan_cmd *m1 = cmd(&p->blocks[0], RF_CMD_MAPFILTER, t1, e, -1);
+    m1->filter = rf_expr_binary(RF_EX_NE, RF_TYPE_BOOL, col(0), rf_expr_const(RF_TYPE_STRING, rf_str_intern("z", 1)));
+    m1->nproj = 2;
+    m1->proj = rf_calloc(2, sizeof *m1->proj);
+    m1->proj[0] = col(1);
+    m1->proj[1] = col(0);
+    /* out := per $0, count(): a scan, a sort and an aggregate, woven into
+     * one reducing group */
+    rf_plan_cmd *a = cmd(&p->blocks[0], RF_CMD_AGGREGATE, o, t1, -1);
+    a->nkeys = 1;
+    a->lkeys = rf_calloc(1, sizeof(int));
+    a->naggs = 1;
+    a->aggfn = rf_calloc(1, sizeof *a->aggfn);
+    a->aggfn[0] = RF_AGG_COUNT;
+    a->agg_arg = rf_calloc(1, sizeof *a->agg_arg);
+    p->rels[o].types[1] = RF_TYPE_INT64;
+    cmd(&p->blocks[1], RF_CMD_HALT, -1, -1, -1);
+    rf_hprogram *h = rf_hir_lower(p);
+    rf_weave_opts wo = {.reduce = true};
+    rf_weave_info info = {0, 0, 0};
+    rf_weave(h, &wo, &info);
+    bool ok = info.groups > 0 ? rf_hir_verify(h, st) && rf_hir_save(h, path, st)
+                              : rf_fail(st, RF_EXIT_RUNTIME_ERROR, "the fused seed has no fused kernel");
+    rf_hir_free(h);
+    rf_plan_free(p);
+    return ok;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s OUT.rfx\n", argv[0]);
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: %s OUT.rfx [OUT_FUSED.rfx]\n", argv[0]);
         return 64;
     }
     rf_plan *p = rf_calloc(1, sizeof *p);
@@ -84,6 +133,8 @@ int main(int argc, char **argv)
     rf_status st;
     rf_status_init(&st);
     bool ok = rf_hir_verify(h, &st) && rf_hir_save(h, argv[1], &st);
+    if (ok && argc == 3)
+        ok = fused_seed(argv[2], &st);
     if (!ok)
         fprintf(stderr, "fuzz_hir_seed: %s\n", st.message);
     rf_hir_free(h);

@@ -85,6 +85,15 @@ step golden_gpu_dense env RF_CUDA_DENSE=always python3 "$ROOT/tests/golden/run_g
 step differential_gpu_dense env RF_CUDA_DENSE=always python3 "$ROOT/tests/differential/run.py" --redfox "$RF" \
   --count "$COUNT" --seed 2 --backend gpu --compare-backend cpu --jobs 16
 
+# 3c. Kernel Weaver: the same expectations unfused (--no-fuse), and fused
+#     with the hash aggregation's table forced to overflow (its fallback);
+#     random business programs unfused, GPU against the oracle and the CPU.
+step golden_gpu_unfused python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" --backend gpu --extra-arg=--no-fuse
+step golden_gpu_hash_overflow env RF_CUDA_HASH_SLOTS=8 python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" \
+  --backend gpu
+step differential_gpu_biz_unfused python3 "$ROOT/tests/differential/run.py" --redfox "$RF" --lang biz \
+  --count "$COUNT" --seed 3 --backend gpu --compare-backend cpu --extra-arg=--no-fuse --jobs 16
+
 # 4. programs/*.lql on both backends, outputs compared (also with NVRTC codegen).
 programs_both() {
   local bad=0

@@ -206,9 +206,12 @@ static void member_frees(rf_hprogram *h, rf_kernel *fk, int b)
 
 static void branch_on_internal(rf_hprogram *h, rf_kernel *fk, int b)
 {
+    /* the group's block branches on whether an internal variable is empty */
     rf_hblock *hb = &h->blocks[b];
     hb->conds = rf_realloc(hb->conds, (size_t)(hb->nconds + 1) * sizeof *hb->conds);
     hb->conds[hb->nconds++] = fk->fused->edges[0].var;
+    hb->term = RF_TERM_BRANCH_EMPTY;
+    hb->target = hb->target_else = b + 1 < h->nblocks ? b + 1 : b;
 }
 
 static void wrong_input_list(rf_hprogram *h, rf_kernel *fk, int b)
