@@ -752,6 +752,7 @@ static rf_run_result cpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
         rf_dvar *rows = cpu_var_new(be, p->vars[chain.out].arity, &local);
         ok = rows && cpu_run_plain(be, p, &chain, rows, in0, in1, stats, false, &local);
         rf_table res;
+        rf_table_init(&res, 0);
         const rf_table *t = ok ? table_of(be, rows) : NULL;
         /* Many groups (over one in 16 of a sample): the parallel sort then
          * the aggregate over its runs beat one thread's hash table. */
@@ -768,6 +769,8 @@ static rf_run_result cpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
         }
         if (ok)
             set_table(be, outs[0], &res);
+        else
+            rf_table_free(&res);
         if (rows)
             cpu_var_free(be, rows);
         stats->rows_out = outs[0]->nrows;
