@@ -20,5 +20,10 @@ tc="$("$redfox" explain --cuda "$root/programs/tc.lql" 2>&1)"
 [ "$tc" = "// no fused kernels (every kernel runs on its own)" ] || { echo "FAIL: tc: $tc"; fail=1; }
 nf="$("$redfox" explain --cuda --no-fuse "$root/programs/tpch/q01.lql" 2>&1)"
 [ "$nf" = "// no fused kernels (every kernel runs on its own)" ] || { echo "FAIL: --no-fuse: $nf"; fail=1; }
+# misuse: no program, two programs, an unknown spelling of --no-fuse
+"$redfox" explain --cuda >/dev/null 2>&1; [ $? = 64 ] || { echo "FAIL: explain --cuda without a program"; fail=1; }
+"$redfox" explain --cuda a.lql b.lql >/dev/null 2>&1; [ $? = 64 ] || { echo "FAIL: two programs"; fail=1; }
+err="$("$redfox" run --no-fuse=1 "$root/programs/tc.lql" 2>&1 >/dev/null)"; rc=$?
+[ "$rc" = 64 ] && grep -q "unknown option '--no-fuse=1'" <<<"$err" || { echo "FAIL: --no-fuse=1: $rc $err"; fail=1; }
 [ "$fail" = 0 ] && echo ok
 exit $fail
