@@ -215,3 +215,11 @@ bool rf_fused_compose(const rf_hprogram *p, const rf_kernel *fk, int first, int 
     }
     return true;
 }
+
+bool rf_fused_compose_arg(const rf_kernel *chain, const rf_code *c, rf_code *out)
+{
+    for (int i = 0; i < c->n; i++)
+        if (c->ins[i].op == RF_EX_ROWID)
+            return false;
+    return substitute(c, chain->proj, chain->nproj, chain->op == RF_K_MAP, out);
+}

@@ -47,6 +47,14 @@ bool rf_fused_compose(const rf_hprogram *p, const rf_kernel *fk, int first, int 
  * its last member), or -1 when member 0 cannot head one. */
 int rf_fused_chain_end(const rf_hprogram *p, const rf_kernel *fk);
 
+/* An aggregate's argument over the columns a composed chain makes (the
+ * reducing gather's rows), rewritten over the chain's inputs, so that one
+ * kernel computes it from the input row as it computes the projections
+ * (string functions included: tabulated like theirs). False when c reads
+ * a row position (of the sorted rows: no meaning before the sort) or a
+ * column the chain does not make. */
+bool rf_fused_compose_arg(const rf_kernel *chain, const rf_code *c, rf_code *out);
+
 /* Whether code may stop the run with an error on some row (checked
  * arithmetic, casts, date arithmetic, substr): such code must not be
  * dropped or moved to rows it would not see. */

@@ -127,6 +127,8 @@ static int emit(gen *g, int k)
     }
 }
 
+/* A stage: the function `name` computing code over a row (l, i / r, j)
+ * into *out, false on a fault (recorded in env.err). */
 static void emit_stage(sbuf *b, const char *name, const rf_code *code, int al, bool join)
 {
     sb_printf(b, "__device__ __forceinline__ bool %s(const RfCols &l, uint64_t i, const RfCols &r, uint64_t j, "
@@ -151,16 +153,17 @@ static void emit_stage(sbuf *b, const char *name, const rf_code *code, int al, b
     free(stack);
 }
 
-char *rf_codegen_source(bool join, int al, const rf_code *filter, int nproj, const rf_code *proj)
+/* The types, constants and scalar operators every generated module starts
+ * with; `explain --cuda` prints what follows RF_CODEGEN_STAGES_MARK. */
+static void emit_prelude(sbuf *b, const char *what)
 {
-    sbuf b = {0};
     /* Prelude: the types and constants rf_scalar.cuh expects. */
-    sb_printf(&b, "// Red Fox generated compute stage (%s)\n"
+    sb_printf(b, "// Red Fox generated %s\n"
                   "typedef unsigned long long uint64_t; typedef long long int64_t;\n"
                   "typedef unsigned int uint32_t; typedef int int32_t; typedef unsigned char uint8_t;\n"
                   "#define INT32_MIN (-2147483647 - 1)\n#define INT32_MAX 2147483647\n"
                   "#define INT64_MIN (-9223372036854775807LL - 1)\n#define INT64_MAX 9223372036854775807LL\n",
-              join ? "join" : "map");
+              what);
     static const struct { const char *name; int v; } k[] = {
         {"RF_EX_CONST", RF_EX_CONST}, {"RF_EX_COL", RF_EX_COL}, {"RF_EX_NEG", RF_EX_NEG},
         {"RF_EX_NOT", RF_EX_NOT}, {"RF_EX_CAST", RF_EX_CAST}, {"RF_EX_ADD", RF_EX_ADD},
@@ -180,26 +183,38 @@ char *rf_codegen_source(bool join, int al, const rf_code *filter, int nproj, con
         {"RF_EX_CONTAINS", RF_EX_CONTAINS},
     };
     for (size_t i = 0; i < sizeof k / sizeof *k; i++)
-        sb_printf(&b, "#define %s %d\n", k[i].name, k[i].v);
-    sb_printf(&b, "#define RF_DOP_LOOKUP %d\n", RF_DOP_LOOKUP);
-    sb_printf(&b, "struct RfErr { int code; int aux; uint64_t value; uint64_t value2; };\n"
+        sb_printf(b, "#define %s %d\n", k[i].name, k[i].v);
+    sb_printf(b, "#define RF_DOP_LOOKUP %d\n", RF_DOP_LOOKUP);
+    sb_printf(b, "struct RfErr { int code; int aux; uint64_t value; uint64_t value2; };\n"
                   "struct RfCols { const uint64_t *c[%d]; };\nstruct RfWCols { uint64_t *c[%d]; };\n",
               RF_CUDA_MAX_COLS, RF_CUDA_MAX_COLS);
     /* rf_scalar_ops.h twice: first its fault codes and helpers (which
      * rf_scalar.cuh uses), then, with rf_scalar.cuh's context defined, the
      * operators (each part has its own include guard). */
-    sb_printf(&b, "%s\n%s\n%s\n", rf_scalar_ops_text, rf_scalar_cuh_text, rf_scalar_ops_text);
-    sb_printf(&b, "__device__ __forceinline__ uint64_t owner(const uint64_t *off, uint64_t n, uint64_t o)\n"
+    sb_printf(b, "%s\n%s\n%s\n", rf_scalar_ops_text, rf_scalar_cuh_text, rf_scalar_ops_text);
+    sb_printf(b, "__device__ __forceinline__ uint64_t owner(const uint64_t *off, uint64_t n, uint64_t o)\n"
                   "{ uint64_t lo = 0, hi = n; while (hi - lo > 1) { uint64_t mid = lo + (hi - lo) / 2;\n"
                   "  if (off[mid] <= o) lo = mid; else hi = mid; } return lo; }\n");
-    sb_printf(&b, "%s", RF_CODEGEN_STAGES_MARK);
+    sb_printf(b, "%s", RF_CODEGEN_STAGES_MARK);
+}
+
+/* stage_filter and stage_proj0..nproj-1 over a row (MAP) or candidate pair (JOIN). */
+static void emit_row_stages(sbuf *b, bool join, int al, const rf_code *filter, int nproj, const rf_code *proj)
+{
     rf_code none = {0, NULL};
-    emit_stage(&b, "stage_filter", filter ? filter : &none, al, join);
+    emit_stage(b, "stage_filter", filter ? filter : &none, al, join);
     for (int p = 0; p < nproj; p++) {
         char name[32];
         snprintf(name, sizeof name, "stage_proj%d", p);
-        emit_stage(&b, name, &proj[p], al, join);
+        emit_stage(b, name, &proj[p], al, join);
     }
+}
+
+char *rf_codegen_source(bool join, int al, const rf_code *filter, int nproj, const rf_code *proj)
+{
+    sbuf b = {0};
+    emit_prelude(&b, join ? "compute stage (join)" : "compute stage (map)");
+    emit_row_stages(&b, join, al, filter, nproj, proj);
     const char *row = join ? "uint64_t i = owner(off, nl, o), j = lo[i] + (o - off[i]);"
                            : "uint64_t i = o, j = o;";
     sb_printf(&b,
@@ -219,27 +234,360 @@ char *rf_codegen_source(bool join, int al, const rf_code *filter, int nproj, con
     return b.s;
 }
 
+/* ---- The reducing gather as one kernel ---- */
+
+void rf_reduce_layout_of(int nkeys, int naggs, const rf_aggfn *fns, rf_reduce_layout *lay)
+{
+    memset(lay, 0, sizeof *lay);
+    lay->words = 1; /* the count */
+    for (int j = 0; j < naggs && j < RF_CUDA_MAX_COLS; j++) {
+        rf_aggfn f = fns[j];
+        lay->kind[j] = f == RF_AGG_COUNT ? RF_REDUCE_COUNT
+                       : f == RF_AGG_MIN ? RF_REDUCE_MIN
+                       : f == RF_AGG_MAX ? RF_REDUCE_MAX
+                                         : RF_REDUCE_SUM;
+        lay->width[j] = lay->kind[j] == RF_REDUCE_COUNT ? 0 : lay->kind[j] == RF_REDUCE_SUM ? 2 : 1;
+        lay->off[j] = lay->words;
+        lay->words += lay->width[j];
+    }
+    /* A block's table within 32 KB of shared memory (several blocks share
+     * an SM), at least 32 slots, at most 256. */
+    int per_slot = lay->words * 8 + (nkeys > 0 ? nkeys : 1) * 8 + 4;
+    for (int sh = 256; sh >= 32; sh /= 2)
+        if (sh * per_slot <= 32 * 1024) {
+            lay->shared_slots = sh;
+            break;
+        }
+}
+
+char *rf_codegen_reduce_source(bool join, int al, const rf_code *filter, int nvals, const rf_code *vals, int nkeys,
+                               int naggs, const rf_aggfn *fns, const int *arg_val)
+{
+    rf_reduce_layout lay;
+    rf_reduce_layout_of(nkeys, naggs, fns, &lay);
+    if (nkeys > nvals || naggs < 1 || naggs > RF_CUDA_MAX_COLS || nvals > 2 * RF_CUDA_MAX_COLS ||
+        !lay.shared_slots)
+        return NULL;
+    for (int j = 0; j < naggs; j++)
+        if (lay.kind[j] != RF_REDUCE_COUNT && (arg_val[j] < 0 || arg_val[j] >= nvals))
+            return NULL;
+    sbuf b = {0};
+    emit_prelude(&b, join ? "reducing gather (join)" : "reducing gather (map)");
+    emit_row_stages(&b, join, al, filter, nvals, vals);
+    sb_printf(&b, "#define NK %d\n#define NV %d\n#define SH %d\n#define W %d\n", nkeys, nvals, lay.shared_slots,
+              lay.words);
+    sb_printf(&b, "%s",
+              "// The group keys' hash, as the library's k_hash_groups computes it.\n"
+              "__device__ __forceinline__ uint64_t red_hash(const uint64_t *k)\n"
+              "{ uint64_t h = 0x9e3779b97f4a7c15ull;\n"
+              "  for (int q = 0; q < NK; q++) { h ^= k[q]; h *= 0xff51afd7ed558ccdull; h ^= h >> 32; }\n"
+              "  return h; }\n"
+              "// An exact 128-bit sum: two 64-bit atomics (the carry goes to the high word).\n"
+              "__device__ __forceinline__ void red_add128(unsigned long long *cell, uint64_t lo, uint64_t hi)\n"
+              "{ unsigned long long old = atomicAdd(&cell[0], lo); if (old + lo < old) hi += 1;\n"
+              "  if (hi) atomicAdd(&cell[1], hi); }\n"
+              "// The slot of keys k in the global open-addressing table of cap slots (keys\n"
+              "// column-major, state 0 empty, 1 being written, 2 ready): found, or claimed\n"
+              "// while fewer than cap/2 are taken; -1 when the table is too full.\n"
+              "__device__ long long red_global_slot(uint64_t *keys, unsigned *state, uint64_t cap,\n"
+              "                                     unsigned long long *claimed, const uint64_t *k, uint64_t h)\n"
+              "{\n"
+              "  uint64_t s = h & (cap - 1);\n"
+              "  for (uint64_t probes = 0; probes < cap; probes++) {\n"
+              "    unsigned st = *(volatile unsigned *)&state[s];\n"
+              "    if (st == 0) {\n"
+              "      if (*(volatile unsigned long long *)claimed >= cap / 2) return -1;\n"
+              "      if (atomicCAS(&state[s], 0u, 1u) == 0u) {\n"
+              "        atomicAdd(claimed, 1ull);\n"
+              "        for (int q = 0; q < NK; q++) keys[(uint64_t)q * cap + s] = k[q];\n"
+              "        __threadfence(); // the keys before the state that publishes them\n"
+              "        atomicExch(&state[s], 2u);\n"
+              "        return (long long)s;\n"
+              "      }\n"
+              "      continue; // lost the race for it: look at the slot again\n"
+              "    }\n"
+              "    while (st == 1) st = *(volatile unsigned *)&state[s];\n"
+              "    __threadfence(); // the state before the keys it publishes\n"
+              "    bool same = true;\n"
+              "    for (int q = 0; q < NK && same; q++) same = ((volatile uint64_t *)keys)[(uint64_t)q * cap + s] == k[q];\n"
+              "    if (same) return (long long)s;\n"
+              "    s = (s + 1) & (cap - 1);\n"
+              "  }\n"
+              "  return -1;\n"
+              "}\n");
+    /* The running accumulators of one thread's current group. */
+    sb_printf(&b, "struct RedRun { unsigned long long n;");
+    for (int j = 0; j < naggs; j++) {
+        if (lay.kind[j] == RF_REDUCE_SUM)
+            sb_printf(&b, " uint64_t lo%d, hi%d;", j, j);
+        else if (lay.kind[j] != RF_REDUCE_COUNT)
+            sb_printf(&b, " uint64_t b%d;", j);
+    }
+    sb_printf(&b, " };\n__device__ __forceinline__ void red_start(RedRun &r)\n{ r.n = 0;");
+    for (int j = 0; j < naggs; j++) {
+        if (lay.kind[j] == RF_REDUCE_SUM)
+            sb_printf(&b, " r.lo%d = 0; r.hi%d = 0;", j, j);
+        else if (lay.kind[j] != RF_REDUCE_COUNT)
+            sb_printf(&b, " r.b%d = (uint64_t)%s;", j, lay.kind[j] == RF_REDUCE_MIN ? "INT64_MAX" : "INT64_MIN");
+    }
+    sb_printf(&b, " }\n// One row's values x into the run.\n"
+                  "__device__ __forceinline__ void red_add(RedRun &r, const uint64_t *x)\n{ (void)x; r.n++;\n");
+    for (int j = 0; j < naggs; j++) {
+        if (lay.kind[j] == RF_REDUCE_SUM)
+            sb_printf(&b, "  { uint64_t v = x[%d], lo = r.lo%d + v; r.hi%d += ((int64_t)v < 0 ? ~0ull : 0ull) + "
+                          "(lo < r.lo%d ? 1ull : 0ull); r.lo%d = lo; }\n", arg_val[j], j, j, j, j);
+        else if (lay.kind[j] != RF_REDUCE_COUNT)
+            sb_printf(&b, "  if ((int64_t)x[%d] %s (int64_t)r.b%d) r.b%d = x[%d];\n", arg_val[j],
+                      lay.kind[j] == RF_REDUCE_MIN ? "<" : ">", j, j, arg_val[j]);
+    }
+    sb_printf(&b, "}\n// Group s's cell of aggregate word offset `off` (width w): slot-major in shared\n"
+                  "// memory, region-major in the global table.\n"
+                  "__device__ __forceinline__ unsigned long long *red_cell(unsigned long long *acc, bool sh, uint64_t s,\n"
+                  "                                                        uint64_t cap, int off, int w)\n"
+                  "{ return sh ? acc + s * W + off : acc + (uint64_t)off * cap + s * w; }\n"
+                  "__device__ __forceinline__ void red_flush(unsigned long long *acc, bool sh, uint64_t s, uint64_t cap,\n"
+                  "                                          const RedRun &r)\n"
+                  "{\n  atomicAdd(red_cell(acc, sh, s, cap, 0, 1), r.n);\n");
+    for (int j = 0; j < naggs; j++) {
+        if (lay.kind[j] == RF_REDUCE_SUM)
+            sb_printf(&b, "  red_add128(red_cell(acc, sh, s, cap, %d, 2), r.lo%d, r.hi%d);\n", lay.off[j], j, j);
+        else if (lay.kind[j] != RF_REDUCE_COUNT)
+            sb_printf(&b, "  atomic%s((long long *)red_cell(acc, sh, s, cap, %d, 1), (long long)r.b%d);\n",
+                      lay.kind[j] == RF_REDUCE_MIN ? "Min" : "Max", lay.off[j], j);
+    }
+    sb_printf(&b, "}\n// A shared slot's accumulators as a run (to fold into the global table).\n"
+                  "__device__ __forceinline__ void red_load(RedRun &r, const unsigned long long *a)\n{ r.n = a[0];");
+    for (int j = 0; j < naggs; j++) {
+        if (lay.kind[j] == RF_REDUCE_SUM)
+            sb_printf(&b, " r.lo%d = a[%d]; r.hi%d = a[%d];", j, lay.off[j], j, lay.off[j] + 1);
+        else if (lay.kind[j] != RF_REDUCE_COUNT)
+            sb_printf(&b, " r.b%d = a[%d];", j, lay.off[j]);
+    }
+    sb_printf(&b, " }\n__device__ __forceinline__ void red_init_shared(unsigned long long *a)\n"
+                  "{ RedRun r; red_start(r); a[0] = 0;");
+    for (int j = 0; j < naggs; j++) {
+        if (lay.kind[j] == RF_REDUCE_SUM)
+            sb_printf(&b, " a[%d] = 0; a[%d] = 0;", lay.off[j], lay.off[j] + 1);
+        else if (lay.kind[j] != RF_REDUCE_COUNT)
+            sb_printf(&b, " a[%d] = r.b%d;", lay.off[j], j);
+    }
+    const char *row = join ? "uint64_t i = owner(off, nl, o), j = lo[i] + (o - off[i]);" : "uint64_t i = o, j = o;";
+    sb_printf(&b,
+              " }\n"
+              "// Rows (candidate pairs) o = t * stride, t < total, in tiles of one row per\n"
+              "// thread: those passing the filter make their values (the first NK are the\n"
+              "// group keys) and fold into their group. Each thread keeps a run for its\n"
+              "// current group and flushes it on a change into the block's shared table\n"
+              "// (the global one when the shared one is too full); at the end each block\n"
+              "// folds its table into the global one. A shared slot is claimed and its keys\n"
+              "// written in one round and compared only in later rounds, the rounds\n"
+              "// separated by barriers: no thread reads keys another may be writing.\n"
+              "// sample: only claim the sampled rows' groups (counted in counters[0]).\n"
+              "// counters[1] != 0: the global table overflowed; faults are in env.err.\n"
+              "// Either way the caller discards the result.\n"
+              "extern \"C\" __global__ void __launch_bounds__(256)\n"
+              "rf_reduce(RfCols l, RfCols r, const uint64_t *lo, const uint64_t *off, uint64_t nl, uint64_t total,\n"
+              "          uint64_t stride, RfEnv env, uint64_t *gkeys, unsigned *gstate, uint64_t cap,\n"
+              "          unsigned long long *counters, unsigned long long *gacc, int sample)\n"
+              "{\n"
+              "  (void)lo; (void)off; (void)nl;\n"
+              "  __shared__ uint64_t skeys[NK > 0 ? NK * SH : 1];\n"
+              "  __shared__ unsigned sstate[SH];\n"
+              "  __shared__ unsigned long long sacc[SH * W];\n"
+              "  __shared__ unsigned sclaimed;\n"
+              "  for (int q = threadIdx.x; q < SH; q += blockDim.x) { sstate[q] = 0; red_init_shared(sacc + q * W); }\n"
+              "  if (threadIdx.x == 0) sclaimed = 0;\n"
+              "  __syncthreads();\n"
+              "  RedRun run; red_start(run);\n"
+              "  long long cur = -1; bool cur_sh = false;\n"
+              "  uint64_t curk[NK > 0 ? NK : 1] = {0};\n"
+              "  for (uint64_t base = (uint64_t)blockIdx.x * blockDim.x; base < total;\n"
+              "       base += (uint64_t)gridDim.x * blockDim.x) {\n"
+              "    uint64_t t = base + threadIdx.x, o = t * stride;\n"
+              "    uint64_t x[NV > 0 ? NV : 1] = {0};\n"
+              "    bool live = t < total && !*(volatile unsigned long long *)&counters[1];\n"
+              "    if (live) {\n"
+              "      %s\n"
+              "      uint64_t f = 0;\n"
+              "      live = stage_filter(l, i, r, j, env, &f) && f;\n",
+              row);
+    for (int v = 0; v < nvals; v++)
+        sb_printf(&b, "      live = live && stage_proj%d(l, i, r, j, env, &x[%d]);\n", v, v);
+    sb_printf(&b, "%s",
+              "    }\n"
+              "    uint64_t h = red_hash(x);\n"
+              "    if (sample) {\n"
+              "      if (live && red_global_slot(gkeys, gstate, cap, &counters[0], x, h) < 0)\n"
+              "        atomicExch(&counters[1], 1ull);\n"
+              "      continue; // uniform: every thread of the block takes it\n"
+              "    }\n"
+              "    // The thread's current group again (one group, or keys that repeat): no lookup.\n"
+              "    bool same_group = live && cur >= 0;\n"
+              "    for (int q = 0; q < NK && same_group; q++) same_group = curk[q] == x[q];\n"
+              "    // Else the shared slot, in rounds (see above).\n"
+              "    long long s = same_group ? cur : -1;\n"
+              "    bool pending = live && !same_group, mine = false, sh = same_group ? cur_sh : true;\n"
+              "    uint64_t at = h & (SH - 1);\n"
+              "    int probes = 0;\n"
+              "    while (__syncthreads_or(pending)) {\n"
+              "      while (pending) {\n"
+              "        unsigned st = atomicOr(&sstate[at], 0u);\n"
+              "        if (st == 2u) {\n"
+              "          bool same = true;\n"
+              "          for (int q = 0; q < NK && same; q++) same = skeys[q * SH + at] == x[q];\n"
+              "          if (same) { s = (long long)at; pending = false; break; }\n"
+              "          at = (at + 1) & (SH - 1);\n"
+              "          if (++probes >= SH) { pending = false; sh = false; }\n"
+              "          continue;\n"
+              "        }\n"
+              "        if (st == 1u) break; // claimed this round: its keys are readable next round\n"
+              "        if (atomicOr(&sclaimed, 0u) >= SH / 2) { pending = false; sh = false; break; }\n"
+              "        if (atomicCAS(&sstate[at], 0u, 1u) == 0u) {\n"
+              "          atomicAdd(&sclaimed, 1u);\n"
+              "          for (int q = 0; q < NK; q++) skeys[q * SH + at] = x[q];\n"
+              "          s = (long long)at; pending = false; mine = true;\n"
+              "        }\n"
+              "        break;\n"
+              "      }\n"
+              "      __syncthreads();\n"
+              "      if (mine) { atomicExch(&sstate[s], 2u); mine = false; }\n"
+              "    }\n"
+              "    if (!live) continue;\n"
+              "    if (!sh) {\n"
+              "      s = red_global_slot(gkeys, gstate, cap, &counters[0], x, h);\n"
+              "      if (s < 0) { atomicExch(&counters[1], 1ull); continue; }\n"
+              "    }\n"
+              "    if (s != cur || sh != cur_sh) {\n"
+              "      if (cur >= 0) red_flush(cur_sh ? sacc : gacc, cur_sh, (uint64_t)cur, cap, run);\n"
+              "      cur = s; cur_sh = sh; red_start(run);\n"
+              "      for (int q = 0; q < NK; q++) curk[q] = x[q];\n"
+              "    }\n"
+              "    red_add(run, x);\n"
+              "  }\n"
+              "  if (cur >= 0) red_flush(cur_sh ? sacc : gacc, cur_sh, (uint64_t)cur, cap, run);\n"
+              "  __syncthreads();\n"
+              "  for (int q = threadIdx.x; q < SH; q += blockDim.x) {\n"
+              "    if (sstate[q] != 2u) continue;\n"
+              "    uint64_t k[NK > 0 ? NK : 1];\n"
+              "    for (int c = 0; c < NK; c++) k[c] = skeys[c * SH + q];\n"
+              "    long long g = red_global_slot(gkeys, gstate, cap, &counters[0], k, red_hash(k));\n"
+              "    if (g < 0) { atomicExch(&counters[1], 1ull); continue; }\n"
+              "    RedRun v; red_load(v, sacc + q * W);\n"
+              "    red_flush(gacc, false, (uint64_t)g, cap, v);\n"
+              "  }\n"
+              "}\n");
+    return b.s;
+}
+
+/* ---- A thread chain with its compaction as one kernel ---- */
+
+char *rf_codegen_select_source(bool join, int al, const rf_code *filter, int nproj, const rf_code *proj)
+{
+    if (nproj < 1 || nproj > RF_CUDA_MAX_COLS)
+        return NULL;
+    sbuf b = {0};
+    emit_prelude(&b, join ? "selection with its compaction (join)" : "selection with its compaction (map)");
+    emit_row_stages(&b, join, al, filter, nproj, proj);
+    sb_printf(&b, "#define ROW(o) %s\n",
+              join ? "uint64_t i = owner(off, nl, o), j = lo[i] + (o - off[i]);" : "uint64_t i = o, j = o;");
+    sb_printf(&b, "%s",
+              "#define ITEMS 8\n#define BLOCK 256\n#define NWARPS (BLOCK / 32)\n"
+              "#define TILE ((uint64_t)ITEMS * BLOCK)\n"
+              "#define ST_AGG (1ull << 62)\n#define ST_PREFIX (2ull << 62)\n#define ST_VALUE ((1ull << 62) - 1)\n"
+              "// One pass: each block takes the next tile of ITEMS x BLOCK rows (a counter,\n"
+              "// so that tiles start in order), evaluates the filter of every row, counts the\n"
+              "// kept rows per warp and item in row order, finds the rows kept before its\n"
+              "// tile by the decoupled look-back over the tiles' status words (aggregate or\n"
+              "// inclusive prefix, published as soon as known), then makes and writes the\n"
+              "// kept rows' projections at their places: the rows of the kernels run one by\n"
+              "// one, in the same order. A row is a MAP's input row, or a JOIN's candidate\n"
+              "// pair (lo, off, nl as rf_filter takes them). out holds n rows (the upper\n"
+              "// bound); the count is the last tile's prefix. Faults are in env.err (the\n"
+              "// caller then discards the result).\n"
+              "extern \"C\" __global__ void __launch_bounds__(256)\n"
+              "rf_select(RfCols l, RfCols r, const uint64_t *lo, const uint64_t *off, uint64_t nl, uint64_t n,\n"
+              "          RfEnv env, RfWCols out, unsigned long long *status, unsigned long long *next_tile,\n"
+              "          uint64_t ntiles)\n"
+              "{\n"
+              "  (void)lo; (void)off; (void)nl;\n"
+              "  __shared__ unsigned long long s_tile, s_base;\n"
+              "  __shared__ unsigned s_counts[ITEMS][NWARPS];\n"
+              "  const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
+              "  for (;;) {\n"
+              "    if (threadIdx.x == 0) s_tile = atomicAdd(next_tile, 1ull);\n"
+              "    __syncthreads();\n"
+              "    const uint64_t tile = s_tile, base = tile * TILE;\n"
+              "    if (tile >= ntiles) return;\n"
+              "    unsigned keep = 0;\n"
+              "    for (int k = 0; k < ITEMS; k++) {\n"
+              "      uint64_t o = base + (uint64_t)k * BLOCK + threadIdx.x, f = 0;\n"
+              "      bool pass = false;\n"
+              "      if (o < n) { ROW(o) pass = stage_filter(l, i, r, j, env, &f) && f; }\n"
+              "      unsigned b = __ballot_sync(0xffffffffu, pass);\n"
+              "      if (lane == 0) s_counts[k][warp] = __popc(b);\n"
+              "      keep |= (pass ? 1u : 0u) << k;\n"
+              "    }\n"
+              "    __syncthreads();\n"
+              "    if (threadIdx.x == 0) {\n"
+              "      unsigned long long run = 0, before = 0;\n"
+              "      for (int k = 0; k < ITEMS; k++)\n"
+              "        for (int w = 0; w < NWARPS; w++) { unsigned c = s_counts[k][w]; s_counts[k][w] = (unsigned)run; run += c; }\n"
+              "      if (tile == 0) {\n"
+              "        atomicExch(&status[0], ST_PREFIX | run);\n"
+              "      } else {\n"
+              "        atomicExch(&status[tile], ST_AGG | run);\n"
+              "        for (uint64_t p = tile - 1;; p--) {\n"
+              "          unsigned long long v;\n"
+              "          do v = *(volatile unsigned long long *)&status[p]; while (v == 0);\n"
+              "          before += v & ST_VALUE;\n"
+              "          if (v & ST_PREFIX) break;\n"
+              "        }\n"
+              "        atomicExch(&status[tile], ST_PREFIX | (before + run));\n"
+              "      }\n"
+              "      s_base = before;\n"
+              "    }\n"
+              "    __syncthreads();\n"
+              "    const uint64_t at = s_base;\n"
+              "    for (int k = 0; k < ITEMS; k++) {\n"
+              "      bool kept = (keep >> k) & 1u;\n"
+              "      unsigned b = __ballot_sync(0xffffffffu, kept);\n"
+              "      if (!kept) continue;\n"
+              "      uint64_t o = base + (uint64_t)k * BLOCK + threadIdx.x, v;\n"
+              "      ROW(o)\n"
+              "      uint64_t dst = at + s_counts[k][warp] + __popc(b & ((1u << lane) - 1u));\n");
+    for (int p = 0; p < nproj; p++)
+        sb_printf(&b, "      if (!stage_proj%d(l, i, r, j, env, &v)) continue; out.c[%d][dst] = v;\n", p, p);
+    sb_printf(&b, "%s",
+              "    }\n"
+              "    __syncthreads(); // s_counts and s_tile are the next tile's\n"
+              "  }\n"
+              "}\n");
+    return b.s;
+}
+
 /* ---- NVRTC, driver API, caches ---- */
 typedef int (*nvrtc_create_t)(void **, const char *, const char *, int, const char *const *, const char *const *);
 typedef int (*nvrtc_compile_t)(void *, int, const char *const *);
 typedef int (*nvrtc_size_t)(void *, size_t *);
 typedef int (*nvrtc_get_t)(void *, char *);
 typedef int (*nvrtc_destroy_t)(void **);
-typedef int (*nvrtc_version_t)(int *, int *);
 typedef CUresult (*cu_load_t)(CUmodule *, const void *);
 typedef CUresult (*cu_getfn_t)(CUfunction *, CUmodule, const char *);
 typedef CUresult (*cu_launch_t)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                 CUstream, void **, void **);
 typedef CUresult (*cu_unload_t)(CUmodule);
 
+#define CG_MAX_FNS 4
 typedef struct cg_module {
     uint64_t hash;
     CUmodule mod;
-    CUfunction filter, emit;
+    int nfns;
+    CUfunction fns[CG_MAX_FNS];
 } cg_module;
 
 typedef struct cg_state {
     bool tried, ok;
+    bool nvrtc_tried, nvrtc_ok;
     void *lib;
     nvrtc_create_t create;
     nvrtc_compile_t compile;
@@ -251,14 +599,18 @@ typedef struct cg_state {
     cu_launch_t launch;
     cu_unload_t unload;
     char arch[32];
-    int nvrtc_major, nvrtc_minor;
     RF_VEC(cg_module) mods;
     rf_cuda_codegen_stats stats;
 } cg_state;
 
-static bool cg_init(rf_cuda_ctx *c, cg_state *g)
+/* NVRTC itself, loaded on the first compilation only: a process whose
+ * kernels are all in the disk cache does not pay for loading it (tens of
+ * milliseconds, more than a TPC-H query's kernels take). */
+static bool cg_load_nvrtc(cg_state *g)
 {
-    g->tried = true;
+    if (g->nvrtc_tried)
+        return g->nvrtc_ok;
+    g->nvrtc_tried = true;
     const char *libs[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
     for (size_t i = 0; i < 3 && !g->lib; i++)
         g->lib = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
@@ -273,7 +625,6 @@ static bool cg_init(rf_cuda_ctx *c, cg_state *g)
             return false;                                                             \
         g->field = u_.f;                                                              \
     } while (0)
-    nvrtc_version_t version;
     SYM(create, "nvrtcCreateProgram");
     SYM(compile, "nvrtcCompileProgram");
     SYM(cubin_size, "nvrtcGetCUBINSize");
@@ -281,15 +632,15 @@ static bool cg_init(rf_cuda_ctx *c, cg_state *g)
     SYM(log_size, "nvrtcGetProgramLogSize");
     SYM(log, "nvrtcGetProgramLog");
     SYM(destroy, "nvrtcDestroyProgram");
-    {
-        union { void *p; nvrtc_version_t f; } u;
-        u.p = dlsym(g->lib, "nvrtcVersion");
-        if (!u.p)
-            return false;
-        version = u.f;
-    }
 #undef SYM
-    version(&g->nvrtc_major, &g->nvrtc_minor);
+    g->nvrtc_ok = true;
+    return true;
+}
+
+/* The driver entry points that load and launch cubins, and the target. */
+static bool cg_init(rf_cuda_ctx *c, cg_state *g)
+{
+    g->tried = true;
 #define DRV(field, name)                                                              \
     do {                                                                              \
         union { void *p; __typeof__(g->field) f; } u_;                                \
@@ -306,10 +657,13 @@ static bool cg_init(rf_cuda_ctx *c, cg_state *g)
     DRV(launch, "cuLaunchKernel");
     DRV(unload, "cuModuleUnload");
 #undef DRV
-    struct cudaDeviceProp prop;
-    if (cudaGetDeviceProperties(&prop, c->device) != cudaSuccess)
+    int major = 0, minor = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, c->device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, c->device) != cudaSuccess) {
+        (void)cudaGetLastError();
         return false;
-    snprintf(g->arch, sizeof g->arch, "sm_%d%d", prop.major, prop.minor);
+    }
+    snprintf(g->arch, sizeof g->arch, "sm_%d%d", major, minor);
     return true;
 }
 
@@ -451,8 +805,10 @@ out:
     return rc;
 }
 
-bool rf_codegen_kernels(rf_cuda_ctx *c, const char *src, void **filter_fn, void **emit_fn)
+bool rf_codegen_module(rf_cuda_ctx *c, const char *src, int n, const char *const *names, void **fns)
 {
+    if (n < 1 || n > CG_MAX_FNS)
+        return false;
     if (!c->cg)
         c->cg = rf_calloc(1, sizeof(cg_state));
     cg_state *g = c->cg;
@@ -460,14 +816,16 @@ bool rf_codegen_kernels(rf_cuda_ctx *c, const char *src, void **filter_fn, void 
         g->ok = cg_init(c, g);
     if (!g->ok)
         return false;
+    /* The source and the target name a cubin (any NVRTC that compiled the
+     * source made a valid one; the toolkit version keeps caches apart). */
     char salt[96];
-    snprintf(salt, sizeof salt, "%s nvrtc %d.%d", g->arch, g->nvrtc_major, g->nvrtc_minor);
+    snprintf(salt, sizeof salt, "%s cuda %d", g->arch, (int)CUDART_VERSION);
     uint64_t h = fnv1a(src, fnv1a(salt, 14695981039346656037ull));
     for (size_t i = 0; i < g->mods.len; i++)
         if (g->mods.items[i].hash == h) {
             g->stats.mem_hits++;
-            *filter_fn = g->mods.items[i].filter;
-            *emit_fn = g->mods.items[i].emit;
+            for (int k = 0; k < n; k++)
+                fns[k] = g->mods.items[i].fns[k];
             return true;
         }
     double t0 = rf_now();
@@ -482,7 +840,7 @@ bool rf_codegen_kernels(rf_cuda_ctx *c, const char *src, void **filter_fn, void 
     if (!from_disk) {
         free(cubin);
         cubin = NULL;
-        if (!compile_src(g, src, &cubin, &len)) {
+        if (!cg_load_nvrtc(g) || !compile_src(g, src, &cubin, &len)) {
             g->stats.failures++;
             free(cubin);
             free(dir);
@@ -495,9 +853,13 @@ bool rf_codegen_kernels(rf_cuda_ctx *c, const char *src, void **filter_fn, void 
             write_all(path, cubin, len);
     }
     double t1 = rf_now();
-    cg_module m = {h, NULL, NULL, NULL};
-    bool ok = g->load(&m.mod, cubin) == CUDA_SUCCESS && g->getfn(&m.filter, m.mod, "rf_filter") == CUDA_SUCCESS &&
-              g->getfn(&m.emit, m.mod, "rf_emit") == CUDA_SUCCESS;
+    cg_module m;
+    memset(&m, 0, sizeof m);
+    m.hash = h;
+    m.nfns = n;
+    bool ok = g->load(&m.mod, cubin) == CUDA_SUCCESS;
+    for (int k = 0; ok && k < n; k++)
+        ok = g->getfn(&m.fns[k], m.mod, names[k]) == CUDA_SUCCESS;
     free(cubin);
     free(dir);
     free(path);
@@ -509,12 +871,28 @@ bool rf_codegen_kernels(rf_cuda_ctx *c, const char *src, void **filter_fn, void 
     if (from_disk)
         g->stats.cache_hits++;
     RF_PUSH(g->mods, m);
-    *filter_fn = m.filter;
-    *emit_fn = m.emit;
+    for (int k = 0; k < n; k++)
+        fns[k] = m.fns[k];
+    return true;
+}
+
+bool rf_codegen_kernels(rf_cuda_ctx *c, const char *src, void **filter_fn, void **emit_fn)
+{
+    const char *names[2] = {"rf_filter", "rf_emit"};
+    void *fns[2];
+    if (!rf_codegen_module(c, src, 2, names, fns))
+        return false;
+    *filter_fn = fns[0];
+    *emit_fn = fns[1];
     return true;
 }
 
 bool rf_codegen_launch(rf_cuda_ctx *c, void *fn, size_t n, void **params, rf_status *st)
+{
+    return rf_codegen_launch_grid(c, fn, n, 0, params, st);
+}
+
+bool rf_codegen_launch_grid(rf_cuda_ctx *c, void *fn, size_t n, size_t max_blocks, void **params, rf_status *st)
 {
     cg_state *g = c->cg;
     if (n == 0)
@@ -522,6 +900,8 @@ bool rf_codegen_launch(rf_cuda_ctx *c, void *fn, size_t n, void **params, rf_sta
     size_t grid = (n + 255) / 256;
     if (grid > 65535u * 16u)
         grid = 65535u * 16u;
+    if (max_blocks && grid > max_blocks)
+        grid = max_blocks;
     CUresult r = g->launch((CUfunction)fn, (unsigned)grid, 1, 1, 256, 1, 1, 0, (CUstream)c->stream, params, NULL);
     if (r != CUDA_SUCCESS)
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "launch of a generated kernel failed (CUresult %d)", (int)r);

@@ -137,6 +137,7 @@ struct rf_cuda_ctx {
     /* Run-time code generation (codegen.c). */
     bool codegen;
     void *cg;
+    size_t select_passes;   /* MAPs/JOINs run as one generated pass (rf_cuda_select_one_pass) */
     /* Host<->device traffic and pool activity (rf_cuda_get_io_stats). */
     rf_cuda_io_stats io;
     /* Pinned staging for downloads (prims.c, "Downloads"): nstage
@@ -173,11 +174,52 @@ char *rf_codegen_source(bool join, int al, const rf_code *filter, int nproj, con
 /* Where the generated stages and kernels begin, after the prelude (the
  * scalar operators): `explain --cuda` prints from here. */
 #define RF_CODEGEN_STAGES_MARK "// ---- compute stages and kernels ----\n"
+/* The reducing gather's accumulators, as the generated rf_reduce kernel
+ * (codegen.c) and its launcher (prims.c, rf_cuda_fused_reduce) lay them
+ * out: per group slot a row count, then per aggregate j a 128-bit sum
+ * (total, avg: 2 words), one word (min, max) or nothing (count: the slot's
+ * count). A block's shared table is slot-major (slot s, aggregate j at
+ * acc[s * words + off[j]]); the global table region-major (acc[off[j] * cap
+ * + s * width[j]], the count at acc[s]), so that each region gathers into
+ * a group-ordered array with one kernel. */
+typedef struct rf_reduce_layout {
+    int kind[RF_CUDA_MAX_COLS];   /* RF_REDUCE_COUNT.. */
+    int width[RF_CUDA_MAX_COLS];
+    int off[RF_CUDA_MAX_COLS];
+    int words;                    /* per slot: 1 + the widths */
+    int shared_slots;             /* of a block's table (a power of two); 0: too wide for shared memory */
+} rf_reduce_layout;
+enum { RF_REDUCE_COUNT = 0, RF_REDUCE_SUM = 1, RF_REDUCE_MIN = 2, RF_REDUCE_MAX = 3 };
+void rf_reduce_layout_of(int nkeys, int naggs, const rf_aggfn *fns, rf_reduce_layout *lay);
+/* A thread chain and its reducing gather as one kernel, rf_reduce(RfCols l,
+ * RfCols r, const u64 *lo, const u64 *off, u64 nl, u64 total, u64 stride,
+ * RfEnv env, u64 *keys, unsigned *state, u64 cap, u64 *counters, u64 *acc,
+ * int sample): rows (or candidate pairs) o * stride for o < total that pass
+ * the filter make their values vals[] (the group keys are the first nkeys;
+ * aggregate j folds value arg_val[j], -1 for a count) and fold into their
+ * group's slot; see the kernel's comment. NULL when the layout does not
+ * fit the kernel (too many aggregates for shared memory). */
+char *rf_codegen_reduce_source(bool join, int al, const rf_code *filter, int nvals, const rf_code *vals, int nkeys,
+                               int naggs, const rf_aggfn *fns, const int *arg_val);
+/* A MAP or JOIN with its compaction as one kernel, rf_select(RfCols l,
+ * RfCols r, const u64 *lo, const u64 *off, u64 nl, u64 n, RfEnv env,
+ * RfWCols out, u64 *status, u64 *next_tile, u64 ntiles): one pass over the
+ * rows (candidate pairs), the kept ones written in order (the same rows and
+ * places as rf_filter, a scan and rf_emit), out sized for n rows; see the
+ * kernel's comment. NULL without projections. */
+char *rf_codegen_select_source(bool join, int al, const rf_code *filter, int nproj, const rf_code *proj);
+#define RF_SELECT_TILE_ROWS 2048 /* ITEMS x BLOCK of rf_select */
 /* Compiles (or finds in the memory or disk cache) and loads src; false when
  * code generation is unavailable (no NVRTC/driver) or failed: the caller
  * falls back to the interpreter. */
 bool rf_codegen_kernels(rf_cuda_ctx *c, const char *src, void **filter_fn, void **emit_fn);
+/* The same for any kernels: fns[k] := the function names[k] of src. */
+bool rf_codegen_module(rf_cuda_ctx *c, const char *src, int n, const char *const *names, void **fns);
+/* Launches a generated kernel over n threads' work in blocks of 256:
+ * grid = the blocks n needs, at most max_blocks (0: no limit but the
+ * device's). */
 bool rf_codegen_launch(rf_cuda_ctx *c, void *fn, size_t n, void **params, rf_status *st);
+bool rf_codegen_launch_grid(rf_cuda_ctx *c, void *fn, size_t n, size_t max_blocks, void **params, rf_status *st);
 /* Test hooks (prims.c), no device needed: the string tables of one code
  * over the rows of a host table (as a launch over that input would build
  * them: out, *tab of *ntab words, *host when the kernel would run on the
@@ -321,6 +363,13 @@ cudaError_t rf_k_hash_fold(cudaStream_t s, int kind, const uint64_t *vals, const
                            size_t groups, unsigned long long *acc);
 cudaError_t rf_k_hash_avg_finish(cudaStream_t s, const unsigned long long *sums, const unsigned long long *counts,
                                  size_t g, int scale, uint64_t *out);
+/* flags[col[i]] = 1 for every row (flags zeroed by the caller, as long as
+ * the column's largest value + 1); out[pos[v]] = v for the flagged v. */
+cudaError_t rf_k_mark_values(cudaStream_t s, const uint64_t *col, size_t n, uint8_t *flags);
+cudaError_t rf_k_flagged_values(cudaStream_t s, const uint8_t *flags, const uint64_t *pos, size_t n, uint64_t *out);
+/* dst[pos[s] * width + w] = src[s * width + w] for the slots s with flags[s]. */
+cudaError_t rf_k_gather_slots(cudaStream_t s, const uint8_t *flags, const uint64_t *pos,
+                              const unsigned long long *src, size_t cap, int width, unsigned long long *dst);
 
 /* ---- Dense-set kernels (dense_set.cu) ---- */
 /* Sets the bits of b's rows; counters[0] += bits newly set, counters[1]

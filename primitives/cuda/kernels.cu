@@ -1076,6 +1076,36 @@ __global__ void k_hash_fold(int kind, const uint64_t *vals, const uint64_t *gid,
     }
 }
 
+// The distinct values of a column of small integers (string ids): a flag
+// per value, then the flagged values in order.
+__global__ void k_mark_values(const uint64_t *col, uint64_t n, uint8_t *flags)
+{
+    RF_GRID_LOOP(i, n) flags[col[i]] = 1;
+}
+
+__global__ void k_flagged_values(const uint8_t *flags, const uint64_t *pos, uint64_t n, uint64_t *out)
+{
+    RF_GRID_LOOP(v, n)
+    {
+        if (flags[v])
+            out[pos[v]] = v;
+    }
+}
+
+// Region-major accumulators of the generated reducing gather (codegen.c):
+// slot s's `width` words to group pos[s]'s place, for the slots in use.
+__global__ void k_gather_slots(const uint8_t *flags, const uint64_t *pos, const unsigned long long *src,
+                               uint64_t cap, int width, unsigned long long *dst)
+{
+    RF_GRID_LOOP(s, cap)
+    {
+        if (!flags[s])
+            continue;
+        for (int w = 0; w < width; w++)
+            dst[pos[s] * width + w] = src[s * width + w];
+    }
+}
+
 __global__ void k_hash_avg_finish(const unsigned long long *sums, const unsigned long long *counts, uint64_t g,
                                   int scale, uint64_t *out)
 {
@@ -1115,6 +1145,22 @@ cudaError_t rf_k_hash_fold(cudaStream_t s, int kind, const uint64_t *vals, const
                            size_t groups, unsigned long long *acc)
 {
     LAUNCH(k_hash_fold, n, s, kind, vals, gid, n, groups, acc);
+}
+
+cudaError_t rf_k_mark_values(cudaStream_t s, const uint64_t *col, size_t n, uint8_t *flags)
+{
+    LAUNCH(k_mark_values, n, s, col, n, flags);
+}
+
+cudaError_t rf_k_flagged_values(cudaStream_t s, const uint8_t *flags, const uint64_t *pos, size_t n, uint64_t *out)
+{
+    LAUNCH(k_flagged_values, n, s, flags, pos, n, out);
+}
+
+cudaError_t rf_k_gather_slots(cudaStream_t s, const uint8_t *flags, const uint64_t *pos,
+                              const unsigned long long *src, size_t cap, int width, unsigned long long *dst)
+{
+    LAUNCH(k_gather_slots, cap, s, flags, pos, src, cap, width, dst);
 }
 
 cudaError_t rf_k_hash_avg_finish(cudaStream_t s, const unsigned long long *sums, const unsigned long long *counts,

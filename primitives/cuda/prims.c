@@ -749,6 +749,50 @@ static void tables_layout(const tables *t, wordvec *buf)
         memcpy(buf->items + nh, t->data.items, t->data.len * sizeof *buf->items);
 }
 
+/* The distinct ids of a column (*done), unless its largest id would make
+ * the flags larger than the column (*done false: download it whole). */
+static bool download_distinct(rf_cuda_ctx *c, const uint64_t *colp, size_t rows, rf_word **out, size_t *n,
+                              bool *done, rf_status *st)
+{
+    tmpbuf mx = {0}, flags = {0}, pos = {0}, ids = {0};
+    uint64_t maxid = 0, nd = 0;
+    size_t keep = *n;
+    *out = NULL;
+    *done = false;
+    if (!tmp_get(c, &mx, 8, "string ids", st) || !rf_cub_max(c, colp, rows, mx.p, st) ||
+        !read_word(c, mx.p, &maxid, st))
+        goto fail;
+    if (maxid >= (uint64_t)rows * 8) {
+        tmp_put(c, &mx);
+        *n = keep;
+        return true;
+    }
+    *n = 0;
+    size_t len = (size_t)maxid + 1;
+    if (!tmp_get(c, &flags, len, "string ids", st) || !tmp_get(c, &pos, (len + 1) * 8, "string ids", st))
+        goto fail;
+    CK(cudaMemsetAsync(flags.p, 0, len, c->stream), "string ids");
+    CK(rf_k_mark_values(c->stream, colp, rows, flags.p), "string ids");
+    if (!rf_cub_flag_scan(c, flags.p, pos.p, len, st) || !read_word(c, (uint64_t *)pos.p + len, &nd, st))
+        goto fail;
+    if (!tmp_get(c, &ids, nd * 8 + 8, "string ids", st))
+        goto fail;
+    CK(rf_k_flagged_values(c->stream, flags.p, pos.p, len, ids.p), "string ids");
+    *out = rf_malloc((nd ? nd : 1) * sizeof **out);
+    if (nd && !rf_cuda_read_back(c, ids.p, *out, nd * sizeof **out, st))
+        goto fail;
+    c->io.download_bytes += nd * sizeof **out;
+    *n = nd;
+    *done = true;
+    tmp_put(c, &mx), tmp_put(c, &flags), tmp_put(c, &pos), tmp_put(c, &ids);
+    return true;
+fail:
+    free(*out);
+    *out = NULL;
+    tmp_put(c, &mx), tmp_put(c, &flags), tmp_put(c, &pos), tmp_put(c, &ids);
+    return false;
+}
+
 typedef struct prepared {
     const rf_code *filter;        /* the codes to run: the caller's, or own */
     const rf_code *proj;
@@ -832,12 +876,24 @@ typedef struct colsrc {
 } colsrc;
 
 /* The host words of column `col` of the (l ++ r) rows. */
+/* Large columns: their distinct ids found on the device (a flag per id,
+ * a scan, the flagged ids), so that only those cross to the host, not a
+ * word per row (Q14 at SF 10: part's 2M p_type words for 150 ids). */
+#define RF_DISTINCT_ON_DEVICE ((size_t)1 << 16)
+
 static bool download_column(rf_cuda_ctx *c, const rf_drel *l, int al, const rf_drel *r, int col, rf_word **out,
                             size_t *n, rf_status *st)
 {
     const rf_drel *rel = col < al ? l : r;
     int k = col < al ? col : col - al;
     *n = rel && k < rel->arity ? rel->nrows : 0;
+    if (*n > RF_DISTINCT_ON_DEVICE) {
+        bool done = false;
+        if (!download_distinct(c, rel->data + (size_t)k * rel->cap, *n, out, n, &done, st))
+            return false;
+        if (done)
+            return true;
+    }
     *out = rf_malloc((*n ? *n : 1) * sizeof **out);
     if (*n && !rf_cuda_read_back(c, rel->data + (size_t)k * rel->cap, *out, *n * sizeof **out, st)) {
         free(*out);
@@ -1221,7 +1277,16 @@ bool rf_cuda_map(rf_cuda_ctx *c, const rf_drel *in, const rf_code *filter, int n
     rf_drel res;
     rf_drel_init(&res, nproj);
     prepared pp;
-    if (!check_arity(in, what, st) || !prepare(c, filter, nproj, proj, in, in->arity, NULL, &pp, st))
+    if (!check_arity(in, what, st))
+        return false;
+    if (c->codegen) { /* one generated pass where it applies */
+        bool done = false;
+        if (!rf_cuda_select_one_pass(c, in, NULL, 0, filter, nproj, proj, out, &done, what, st))
+            return false;
+        if (done)
+            return true;
+    }
+    if (!prepare(c, filter, nproj, proj, in, in->arity, NULL, &pp, st))
         return false;
     if (pp.host)
         return host_kernel(c, in, NULL, 0, filter, nproj, proj, out, what, st);
@@ -1553,7 +1618,16 @@ bool rf_cuda_join(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,
     rf_drel res;
     rf_drel_init(&res, nproj);
     prepared pp;
-    if (!check_join(l, r, nkeys, what, st) || !prepare(c, filter, nproj, proj, l, l->arity, r, &pp, st))
+    if (!check_join(l, r, nkeys, what, st))
+        return false;
+    if (c->codegen) { /* one generated pass where it applies */
+        bool done = false;
+        if (!rf_cuda_select_one_pass(c, l, r, nkeys, filter, nproj, proj, out, &done, what, st))
+            return false;
+        if (done)
+            return true;
+    }
+    if (!prepare(c, filter, nproj, proj, l, l->arity, r, &pp, st))
         return false;
     if (pp.host)
         return host_kernel(c, l, r, nkeys, filter, nproj, proj, out, what, st);
@@ -2107,6 +2181,294 @@ refused:
 fail:
     tmp_put(c, &keys), tmp_put(c, &state), tmp_put(c, &gid), tmp_put(c, &flags), tmp_put(c, &pos);
     tmp_put(c, &group_of), tmp_put(c, &counts), tmp_put(c, &acc), tmp_put(c, &vals), tmp_put(c, &misc);
+    rf_drel_free(c, &res);
+    rf_drel_free(c, &sorted);
+    return false;
+}
+
+/* ---- A selection with its compaction as one generated kernel ---- */
+
+static size_t sm_count(rf_cuda_ctx *c)
+{
+    int n = 0;
+    if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, c->device) != cudaSuccess || n <= 0) {
+        (void)cudaGetLastError();
+        n = 16;
+    }
+    return (size_t)n;
+}
+
+
+bool rf_cuda_select_one_pass(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int join_keys,
+                             const rf_code *filter, int nproj, const rf_code *proj, rf_drel *out, bool *done,
+                             const char *what, rf_status *st)
+{
+    *done = false;
+    if (nproj < 1 || nproj > RF_CUDA_MAX_COLS || l->nrows == 0 || (r && r->nrows == 0))
+        return true; /* nothing to make: the library's path is as quick */
+    if (r ? !check_join(l, r, join_keys, what, st) : !check_arity(l, what, st))
+        return false;
+    if (!r && (!filter || filter->n == 0) && all_columns(nproj, proj))
+        return true; /* column copies, no kernel: the library's path */
+    prepared pp;
+    if (!prepare(c, filter, nproj, proj, l, l->arity, r, &pp, st))
+        return false;
+    char *src = pp.host ? NULL : rf_codegen_select_source(r != NULL, l->arity, pp.filter, nproj, pp.proj);
+    prepared_free(&pp);
+    if (!src)
+        return true;
+    const char *name = "rf_select";
+    void *fn = NULL;
+    bool loaded = rf_codegen_module(c, src, 1, &name, &fn);
+    free(src);
+    if (!loaded)
+        return true;
+    tmpbuf lo = {0}, off = {0}, status = {0};
+    rf_drel res, exact;
+    rf_drel_init(&res, nproj);
+    rf_drel_init(&exact, nproj);
+    uint64_t n = l->nrows, kept = 0;
+    if (r && !join_candidates(c, l, r, join_keys, &lo, &off, &n, st))
+        goto fail;
+    if (n > 0) {
+        uint64_t ntiles = (n + RF_SELECT_TILE_ROWS - 1) / RF_SELECT_TILE_ROWS;
+        if (!tmp_get(c, &status, (ntiles + 1) * 8, "selection", st) || !rf_drel_alloc(c, &res, n, what, st))
+            goto fail;
+        CK(cudaMemsetAsync(status.p, 0, (ntiles + 1) * 8, c->stream), "selection");
+        rf_cols lc = rf_cols_of(l), rc = rf_cols_of(r ? r : l);
+        const uint64_t *lop = lo.p, *offp = off.p;
+        uint64_t nl = l->nrows;
+        rf_denv env = {c->rank, c->nrank, c->err, c->tab};
+        rf_wcols oc = rf_wcols_of(&res);
+        unsigned long long *st_words = status.p, *next = (unsigned long long *)status.p + ntiles;
+        void *params[] = {&lc, &rc, &lop, &offp, &nl, &n, &env, &oc, &st_words, &next, &ntiles};
+        if (!rf_codegen_launch_grid(c, fn, (size_t)ntiles * 256, sm_count(c) * 8, params, st) ||
+            !check_fault(c, st) || !read_word(c, (uint64_t *)status.p + ntiles - 1, &kept, st))
+            goto fail;
+        kept &= ((uint64_t)1 << 62) - 1;
+    }
+    res.nrows = (size_t)kept;
+    /* Few rows kept of many: the exact size, not the bound, stays allocated. */
+    if (kept < n / 4 && (n - kept) * (size_t)nproj * 8 > ((size_t)64 << 20)) {
+        if (!rf_drel_copy(c, &exact, &res, what, st))
+            goto fail;
+        rf_drel_move(c, &res, &exact);
+    }
+    tmp_put(c, &lo), tmp_put(c, &off), tmp_put(c, &status);
+    rf_drel_move(c, out, &res);
+    out->arity = nproj;
+    *done = true;
+    c->select_passes++;
+    return true;
+fail:
+    tmp_put(c, &lo), tmp_put(c, &off), tmp_put(c, &status);
+    rf_drel_free(c, &res);
+    rf_drel_free(c, &exact);
+    return false;
+}
+
+size_t rf_cuda_select_passes(const rf_cuda_ctx *c) { return c->select_passes; }
+
+/* ---- The reducing gather as one generated kernel ---- */
+
+/* Whether every aggregate is one rf_reduce folds exactly whatever the
+ * order: count, and total / avg / min / max of integer, date or decimal
+ * words (the rule of rf_cuda_aggregate_hash). */
+static bool reduce_applies(int naggs, const rf_aggfn *fns, const rf_code *args)
+{
+    for (int j = 0; j < naggs; j++) {
+        if (fns[j] == RF_AGG_COUNT)
+            continue;
+        rf_type t = args[j].n > 0 ? (rf_type)args[j].ins[args[j].n - 1].type : RF_TYPE_INT64;
+        bool sum = fns[j] == RF_AGG_TOTAL || fns[j] == RF_AGG_AVG;
+        bool minmax = fns[j] == RF_AGG_MIN || fns[j] == RF_AGG_MAX;
+        if (!(sum || minmax) || !rf_type_is_signed_word(t) || t == RF_TYPE_FLOAT64)
+            return false;
+    }
+    return true;
+}
+
+bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int join_keys, const rf_code *filter,
+                          int nproj, const rf_code *proj, int nkeys, int naggs, const rf_aggfn *fns,
+                          const rf_type *result_types, const rf_code *args, rf_drel *out, bool *done,
+                          const char *what, rf_status *st)
+{
+    *done = false;
+    if (naggs < 1 || nkeys + naggs > RF_CUDA_MAX_COLS || nkeys > nproj || !reduce_applies(naggs, fns, args))
+        return true;
+    if (r ? !check_join(l, r, join_keys, what, st) : !check_arity(l, what, st))
+        return false;
+    if (l->nrows == 0 || (r && r->nrows == 0))
+        return true; /* nothing to fold: the caller's path is as quick */
+    /* The values each row makes: the projections, then the aggregates'
+     * arguments (over the row as well). */
+    rf_code vals[2 * RF_CUDA_MAX_COLS];
+    int arg_val[RF_CUDA_MAX_COLS], nvals = nproj;
+    if (nproj > RF_CUDA_MAX_COLS)
+        return true;
+    memcpy(vals, proj, (size_t)nproj * sizeof *vals);
+    for (int j = 0; j < naggs; j++) {
+        arg_val[j] = -1;
+        if (fns[j] != RF_AGG_COUNT) {
+            arg_val[j] = nvals;
+            vals[nvals++] = args[j];
+        }
+    }
+    prepared pp;
+    if (!prepare(c, filter, nvals, vals, l, l->arity, r, &pp, st))
+        return false;
+    char *src = NULL;
+    if (pp.host || !(src = rf_codegen_reduce_source(r != NULL, l->arity, pp.filter, nvals, pp.proj, nkeys, naggs,
+                                                    fns, arg_val))) {
+        prepared_free(&pp);
+        return true;
+    }
+    const char *name = "rf_reduce";
+    void *fn = NULL;
+    bool loaded = rf_codegen_module(c, src, 1, &name, &fn);
+    free(src);
+    prepared_free(&pp);
+    if (!loaded)
+        return true;
+    rf_reduce_layout lay;
+    rf_reduce_layout_of(nkeys, naggs, fns, &lay);
+
+    tmpbuf lo = {0}, off = {0}, keys = {0}, state = {0}, ctr = {0}, acc = {0}, flags = {0}, pos = {0}, dense = {0},
+           counts = {0}, group_of = {0};
+    rf_drel res, sorted;
+    rf_drel_init(&res, nkeys + naggs);
+    rf_drel_init(&sorted, nkeys + naggs);
+    uint64_t total = l->nrows;
+    if (r && !join_candidates(c, l, r, join_keys, &lo, &off, &total, st))
+        goto fail;
+    if (total == 0) {
+        *done = false;
+        goto out;
+    }
+    rf_cols lc = rf_cols_of(l), rc = rf_cols_of(r ? r : l);
+    const uint64_t *lop = lo.p, *offp = off.p;
+    uint64_t nl = l->nrows;
+    rf_denv env = {c->rank, c->nrank, c->err, c->tab};
+    size_t max_blocks = sm_count(c) * 8;
+    /* RF_CUDA_HASH_SLOTS (tests): a smaller table, so that groups overflow
+     * it and the caller's other path runs. */
+    size_t max_slots = RF_HASH_AGG_MAX_SLOTS;
+    const char *envs = getenv("RF_CUDA_HASH_SLOTS");
+    if (envs && atol(envs) >= 2)
+        max_slots = (size_t)atol(envs);
+    /* The table for a sample's groups first, then for the estimate. */
+    size_t cap = 2;
+    while (cap < 2 * total && cap < 2 * RF_HASH_AGG_SAMPLE && cap * 2 <= max_slots)
+        cap *= 2;
+    size_t kw = (size_t)(nkeys > 0 ? nkeys : 1);
+    uint64_t counter[2] = {0, 0};
+    int sample = 1;
+    if (total > RF_HASH_AGG_SAMPLE) {
+        /* Many groups (over one in 16 sampled rows) make hashing no
+         * cheaper than sorting: give up before the full pass. */
+        uint64_t stride = total / RF_HASH_AGG_SAMPLE, n = RF_HASH_AGG_SAMPLE;
+        if (!tmp_get(c, &keys, cap * 8 * kw, "reducing gather", st) ||
+            !tmp_get(c, &state, cap * 4, "reducing gather", st) || !tmp_get(c, &ctr, 16, "reducing gather", st))
+            goto fail;
+        CK(cudaMemsetAsync(state.p, 0, cap * 4, c->stream), "reducing gather");
+        CK(cudaMemsetAsync(ctr.p, 0, 16, c->stream), "reducing gather");
+        void *params[] = {&lc, &rc, &lop, &offp, &nl, &n, &stride, &env, &keys.p, &state.p, &cap, &ctr.p, &acc.p,
+                          &sample};
+        if (!rf_codegen_launch_grid(c, fn, n, max_blocks, params, st) || !check_fault(c, st) ||
+            !rf_cuda_read_back(c, ctr.p, counter, 16, st))
+            goto fail;
+        if (counter[1] || counter[0] > RF_HASH_AGG_SAMPLE / 16)
+            goto out; /* not done */
+        size_t want = 2;
+        while (want < 32 * (counter[0] > 32 ? counter[0] : 32) && want * 2 <= max_slots)
+            want *= 2;
+        if (want > cap) {
+            tmp_put(c, &keys), tmp_put(c, &state);
+            cap = want;
+        }
+    }
+    sample = 0;
+    if ((!keys.p && !tmp_get(c, &keys, cap * 8 * kw, "reducing gather", st)) ||
+        (!state.p && !tmp_get(c, &state, cap * 4, "reducing gather", st)) ||
+        (!ctr.p && !tmp_get(c, &ctr, 16, "reducing gather", st)) ||
+        !tmp_get(c, &acc, cap * 8 * (size_t)lay.words, "reducing gather", st))
+        goto fail;
+    CK(cudaMemsetAsync(state.p, 0, cap * 4, c->stream), "reducing gather");
+    CK(cudaMemsetAsync(ctr.p, 0, 16, c->stream), "reducing gather");
+    CK(cudaMemsetAsync(acc.p, 0, cap * 8 * (size_t)lay.words, c->stream), "reducing gather");
+    for (int j = 0; j < naggs; j++)
+        if (lay.kind[j] == RF_REDUCE_MIN || lay.kind[j] == RF_REDUCE_MAX)
+            CK(rf_k_fill(c->stream, (uint64_t *)acc.p + (size_t)lay.off[j] * cap, cap,
+                         lay.kind[j] == RF_REDUCE_MIN ? (uint64_t)INT64_MAX : (uint64_t)INT64_MIN),
+               "reducing gather");
+    {
+        uint64_t one = 1;
+        void *params[] = {&lc, &rc, &lop, &offp, &nl, &total, &one, &env, &keys.p, &state.p, &cap, &ctr.p, &acc.p,
+                          &sample};
+        if (!rf_codegen_launch_grid(c, fn, total, max_blocks, params, st) || !check_fault(c, st) ||
+            !rf_cuda_read_back(c, ctr.p, counter, 16, st))
+            goto fail;
+    }
+    if (counter[1])
+        goto out; /* the groups overflowed the table: not done */
+    tmp_put(c, &lo), tmp_put(c, &off);
+    /* The slots in use, in slot order, become groups 0..g-1. */
+    if (!tmp_get(c, &flags, cap, "reducing gather", st) || !tmp_get(c, &pos, (cap + 1) * 8, "reducing gather", st))
+        goto fail;
+    CK(rf_k_slot_flags(c->stream, state.p, cap, flags.p), "reducing gather");
+    if (!rf_cub_flag_scan(c, flags.p, pos.p, cap, st))
+        goto fail;
+    uint64_t g;
+    if (!read_word(c, (uint64_t *)pos.p + cap, &g, st))
+        goto fail;
+    if (g == 0)
+        goto out; /* no row passed: the caller's path says what that gives */
+    if (!rf_drel_alloc(c, &res, (size_t)g, what, st) || !tmp_get(c, &counts, g * 8, "reducing gather", st) ||
+        !tmp_get(c, &dense, g * 16, "reducing gather", st) || !tmp_get(c, &group_of, cap * 8, "reducing gather", st))
+        goto fail;
+    rf_wcols oc = rf_wcols_of(&res);
+    CK(rf_k_slot_groups(c->stream, flags.p, pos.p, keys.p, cap, nkeys, group_of.p, oc), "reducing gather");
+    CK(rf_k_gather_slots(c->stream, flags.p, pos.p, acc.p, cap, 1, counts.p), "reducing gather");
+    for (int j = 0; j < naggs; j++) {
+        uint64_t *result = oc.c[nkeys + j];
+        const unsigned long long *region = (const unsigned long long *)acc.p + (size_t)lay.off[j] * cap;
+        switch (lay.kind[j]) {
+        case RF_REDUCE_COUNT:
+            CK(cudaMemcpyAsync(result, counts.p, g * 8, cudaMemcpyDeviceToDevice, c->stream), "count");
+            break;
+        case RF_REDUCE_MIN:
+        case RF_REDUCE_MAX:
+            CK(rf_k_gather_slots(c->stream, flags.p, pos.p, region, cap, 1, (unsigned long long *)result), "min/max");
+            break;
+        default: {
+            CK(rf_k_gather_slots(c->stream, flags.p, pos.p, region, cap, 2, dense.p), "total");
+            rf_type t = (rf_type)args[j].ins[args[j].n - 1].type;
+            if (fns[j] == RF_AGG_AVG) {
+                CK(rf_k_hash_avg_finish(c->stream, dense.p, counts.p, g,
+                                        rf_type_is_decimal(t) ? rf_decimal_scale(t) : 0, result), "avg");
+            } else {
+                CK(rf_k_seg_total_finish(c->stream, dense.p, g, (int)result_types[j], c->err, result), "total");
+                if (!check_fault(c, st))
+                    goto fail;
+            }
+        }
+        }
+    }
+    res.nrows = (size_t)g;
+    if (!rf_cuda_sort_unique(c, &res, &sorted, what, st))
+        goto fail;
+    rf_drel_move(c, out, &sorted);
+    out->arity = nkeys + naggs;
+    *done = true;
+out:
+    tmp_put(c, &lo), tmp_put(c, &off), tmp_put(c, &keys), tmp_put(c, &state), tmp_put(c, &ctr), tmp_put(c, &acc);
+    tmp_put(c, &flags), tmp_put(c, &pos), tmp_put(c, &dense), tmp_put(c, &counts), tmp_put(c, &group_of);
+    rf_drel_free(c, &res);
+    rf_drel_free(c, &sorted);
+    return true;
+fail:
+    tmp_put(c, &lo), tmp_put(c, &off), tmp_put(c, &keys), tmp_put(c, &state), tmp_put(c, &ctr), tmp_put(c, &acc);
+    tmp_put(c, &flags), tmp_put(c, &pos), tmp_put(c, &dense), tmp_put(c, &counts), tmp_put(c, &group_of);
     rf_drel_free(c, &res);
     rf_drel_free(c, &sorted);
     return false;

@@ -163,6 +163,32 @@ bool rf_cuda_aggregate_multi(rf_cuda_ctx *c, const rf_drel *in, int nkeys, int n
 bool rf_cuda_aggregate_hash(rf_cuda_ctx *c, const rf_drel *in, int nkeys, int naggs, const rf_aggfn *fns,
                             const rf_type *result_types, const rf_code *args, rf_drel *out, bool *done,
                             const char *what, rf_status *st);
+/* A MAP of l (r NULL) or a JOIN of l and r on join_keys as one generated
+ * kernel (NVRTC) that makes each row (candidate pair) once and writes the
+ * kept rows in order: the same relation as the library's filter, scan and
+ * emit kernels. rf_cuda_map and rf_cuda_join run it when code generation
+ * is on (rf_cuda_set_codegen: RF_CUDA_CODEGEN=1, and every Kernel Weaver
+ * group's composed chain). *done = false (true returned) when it does not
+ * apply (no NVRTC, a MAP that only copies columns, string functions the
+ * device cannot run). A false return is a failure with st set. */
+bool rf_cuda_select_one_pass(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int join_keys,
+                             const rf_code *filter, int nproj, const rf_code *proj, rf_drel *out, bool *done,
+                             const char *what, rf_status *st);
+size_t rf_cuda_select_passes(const rf_cuda_ctx *c);
+/* Kernel Weaver's reducing gather as one generated kernel (NVRTC): a MAP
+ * of l (r NULL) or a JOIN of l and r on join_keys, with filter and
+ * projections proj (the group keys are the first nkeys), folded into the
+ * groups' aggregates in one pass, no rows written. args[j] is aggregate j's
+ * argument over the MAP's or JOIN's input row (not over the projections:
+ * weaver's rf_fused_compose_arg rewrites it), unused for a count. The same
+ * answer as the kernels run one by one; *done = false (true returned) when
+ * it does not apply (no code generation, an aggregate it cannot fold
+ * exactly, too many groups for its table): the caller runs its other path.
+ * A false return is a failure (a fault, out of memory) with st set. */
+bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int join_keys, const rf_code *filter,
+                          int nproj, const rf_code *proj, int nkeys, int naggs, const rf_aggfn *fns,
+                          const rf_type *result_types, const rf_code *args, rf_drel *out, bool *done,
+                          const char *what, rf_status *st);
 /* The same with one aggregate. */
 bool rf_cuda_aggregate(rf_cuda_ctx *c, const rf_drel *in, int nkeys, rf_aggfn fn,
                        rf_type result_type, const rf_code *arg, rf_drel *out,

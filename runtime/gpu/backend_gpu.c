@@ -60,6 +60,9 @@ typedef struct gpu_impl {
     int nframes, capframes;
     size_t dense_diffs, dense_unions, dense_expands, dense_fallbacks;
     size_t dense_joins, dense_set_diffs;
+    bool codegen;            /* RF_CUDA_CODEGEN: every MAP/JOIN stage NVRTC-generated */
+    bool fuse_codegen;       /* fused groups generated (RF_CUDA_FUSE_CODEGEN, default on) */
+    size_t fused_generated, fused_library; /* reducing gathers run as one generated kernel, or not */
 } gpu_impl;
 
 static rf_cuda_ctx *ctx_of(rf_backend *be) { return ((gpu_impl *)be->impl)->ctx; }
@@ -611,18 +614,39 @@ static rf_dvar *group_input(const rf_kernel *fk, rf_dvar *const *ins, int v)
     return NULL;
 }
 
+/* The reducing gather's arguments over the composed chain's input rows
+ * (args[j] empty for a count); false when one cannot be (the caller's
+ * other path then runs). */
+static bool reduce_args(const rf_kernel *chain, const rf_kernel *agg, rf_code *args)
+{
+    if (agg->naggs > RF_CUDA_MAX_COLS)
+        return false;
+    for (int j = 0; j < agg->naggs; j++) {
+        args[j] = (rf_code){0, NULL};
+        if (agg->aggfn[j] != RF_AGG_COUNT && !rf_fused_compose_arg(chain, &agg->agg_arg[j], &args[j])) {
+            for (int x = 0; x < j; x++)
+                rf_code_free(&args[x]);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* A FUSED kernel: its thread chain (a MAP or JOIN and the MAPs after it)
- * as the one kernel it equals (NVRTC-compiled like any MAP/JOIN when code
- * generation is on: the intermediates stay in registers); a reducing
- * gather then folds the chain's rows into their groups by hashing
- * (rf_cuda_aggregate_hash) instead of sorting them. Any other shape, a
- * group the hash table cannot hold, or any error (a fault's row could
- * differ from the unfused order) is left to the members, which then run
- * exactly as unfused. */
+ * as the one kernel it equals, NVRTC-compiled (the intermediates stay in
+ * registers); a reducing gather as one generated kernel that folds the
+ * chain's rows into their groups as it makes them (rf_cuda_fused_reduce:
+ * no rows written). Where that does not apply (no NVRTC, string functions
+ * in an argument, too many groups) the chain's rows are made and folded by
+ * hashing (rf_cuda_aggregate_hash), or, with many groups, sorted and
+ * aggregated as unfused. Any other shape, or any error (a fault's row
+ * could differ from the unfused order), is left to the members, which then
+ * run exactly as unfused. */
 static rf_run_result gpu_run_fused(rf_backend *be, const rf_hprogram *p, const rf_kernel *fk, rf_dvar *const *outs,
                                    rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
     (void)st;
+    gpu_impl *g = impl_of(be);
     const rf_fused *f = fk->fused;
     bool reduce = fk->gather == RF_GATHER_REDUCE;
     int last = reduce ? f->nmembers - 3 : f->nmembers - 1;
@@ -636,44 +660,71 @@ static rf_run_result gpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
     rf_dvar *in0 = chain.in[0] >= 0 ? group_input(fk, ins, chain.in[0]) : NULL;
     rf_dvar *in1 = chain.in[1] >= 0 ? group_input(fk, ins, chain.in[1]) : NULL;
     bool ok, done = true;
+    rf_cuda_set_codegen(ctx_of(be), g->codegen || g->fuse_codegen);
     if (!reduce) {
+        /* with code generation on: rf_cuda_select_one_pass */
         ok = gpu_run_plain(be, p, &chain, outs[0], in0, in1, stats, &local);
     } else {
         const rf_kernel *agg = &f->members[f->nmembers - 1];
         const char *what = p->vars[agg->out].name ? p->vars[agg->out].name : "?";
-        rf_dvar *rows = gpu_var_new(be, p->vars[chain.out].arity, &local);
-        ok = rows && gpu_run_plain(be, p, &chain, rows, in0, in1, stats, &local) && ensure_table(be, rows, &local);
+        const rf_type *result_types = p->vars[agg->out].types + agg->nkeys;
         double secs = 0;
-        if (ok && (ok = rf_cuda_timer_start(ctx_of(be), &local))) {
-            ok = rf_cuda_aggregate_hash(ctx_of(be), &rows->rel, agg->nkeys, agg->naggs, agg->aggfn,
-                                        p->vars[agg->out].types + agg->nkeys, agg->agg_arg, &outs[0]->rel, &done,
-                                        what, &local);
+        done = false;
+        ok = ensure_table(be, in0, &local) && (!in1 || ensure_table(be, in1, &local));
+        rf_code args[RF_CUDA_MAX_COLS];
+        bool composed = reduce_args(&chain, agg, args);
+        if (ok && composed && g->fuse_codegen && (ok = rf_cuda_timer_start(ctx_of(be), &local))) {
+            ok = rf_cuda_fused_reduce(ctx_of(be), &in0->rel, in1 ? &in1->rel : NULL, chain.nkeys, &chain.filter,
+                                      chain.nproj, chain.proj, agg->nkeys, agg->naggs, agg->aggfn, result_types, args,
+                                      &outs[0]->rel, &done, what, &local);
             bool timed = rf_cuda_timer_stop(ctx_of(be), &secs, ok ? &local : &(rf_status){0});
             ok = ok && timed;
+            stats->seconds = secs;
+            if (ok && done) {
+                becomes_table(be, outs[0]);
+                stats->bytes_moved = rel_bytes(in0) + (in1 ? rel_bytes(in1) : 0) + rel_bytes(outs[0]);
+                g->fused_generated++;
+            }
         }
-        if (ok && done)
-            becomes_table(be, outs[0]);
-        stats->seconds += secs;
+        if (composed)
+            for (int j = 0; j < agg->naggs; j++)
+                rf_code_free(&args[j]);
         if (ok && !done) {
-            /* Too many groups for hashing to pay: sort and aggregate the
-             * rows already made (the SORT and AGG members), not the whole
-             * group again. */
-            const rf_kernel *sortk = &f->members[f->nmembers - 2];
-            rf_kernel_stats s2, s3;
-            memset(&s2, 0, sizeof s2);
-            memset(&s3, 0, sizeof s3);
-            rf_dvar *sorted = gpu_var_new(be, p->vars[sortk->out].arity, &local);
-            ok = sorted && gpu_run_plain(be, p, sortk, sorted, rows, NULL, &s2, &local) &&
-                 gpu_run_plain(be, p, agg, outs[0], sorted, NULL, &s3, &local);
-            done = ok;
-            gpu_var_free(be, sorted);
-            stats->seconds += s2.seconds + s3.seconds;
-            stats->bytes_moved += s2.bytes_moved + s3.bytes_moved;
+            g->fused_library++;
+            rf_dvar *rows = gpu_var_new(be, p->vars[chain.out].arity, &local);
+            ok = rows && gpu_run_plain(be, p, &chain, rows, in0, in1, stats, &local) && ensure_table(be, rows, &local);
+            done = true;
+            if (ok && (ok = rf_cuda_timer_start(ctx_of(be), &local))) {
+                ok = rf_cuda_aggregate_hash(ctx_of(be), &rows->rel, agg->nkeys, agg->naggs, agg->aggfn, result_types,
+                                            agg->agg_arg, &outs[0]->rel, &done, what, &local);
+                bool timed = rf_cuda_timer_stop(ctx_of(be), &secs, ok ? &local : &(rf_status){0});
+                ok = ok && timed;
+            }
+            if (ok && done)
+                becomes_table(be, outs[0]);
+            stats->seconds += secs;
+            if (ok && !done) {
+                /* Too many groups for hashing to pay: sort and aggregate the
+                 * rows already made (the SORT and AGG members), not the whole
+                 * group again. */
+                const rf_kernel *sortk = &f->members[f->nmembers - 2];
+                rf_kernel_stats s2, s3;
+                memset(&s2, 0, sizeof s2);
+                memset(&s3, 0, sizeof s3);
+                rf_dvar *sorted = gpu_var_new(be, p->vars[sortk->out].arity, &local);
+                ok = sorted && gpu_run_plain(be, p, sortk, sorted, rows, NULL, &s2, &local) &&
+                     gpu_run_plain(be, p, agg, outs[0], sorted, NULL, &s3, &local);
+                done = ok;
+                gpu_var_free(be, sorted);
+                stats->seconds += s2.seconds + s3.seconds;
+                stats->bytes_moved += s2.bytes_moved + s3.bytes_moved;
+            }
+            stats->bytes_moved += rows ? rel_bytes(rows) : 0;
+            gpu_var_free(be, rows);
         }
-        stats->bytes_moved += rows ? rel_bytes(rows) : 0;
         stats->rows_out = ok && done ? gpu_var_rows(be, outs[0]) : 0;
-        gpu_var_free(be, rows);
     }
+    rf_cuda_set_codegen(ctx_of(be), g->codegen);
     rf_kernel_free(&chain);
     return ok && done ? RF_RUN_DONE : RF_RUN_MEMBERS;
 }
@@ -697,17 +748,53 @@ char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk)
     if (!composed) {
         fputs("// no generated code: the group runs as its members\n", out);
     } else {
-        fprintf(out, "// members 0..%d: one %s kernel, their code composed over the group's inputs%s\n", last,
-                rf_kop_name(chain.op),
-                reduce ? ";\n// then the reducing gather: its rows fold into per-group accumulators by hashing the\n"
-                         "// keys (library kernels k_hash_groups, k_hash_fold), sorted once per group"
-                       : "");
+        int al = chain.in[0] >= 0 ? p->vars[chain.in[0]].arity : 0;
+        const rf_kernel *agg = reduce ? &f->members[f->nmembers - 1] : NULL;
+        rf_code args[RF_CUDA_MAX_COLS];
+        if (agg && reduce_args(&chain, agg, args)) {
+            /* the values as rf_cuda_fused_reduce lays them out */
+            rf_code vals[2 * RF_CUDA_MAX_COLS];
+            int arg_val[RF_CUDA_MAX_COLS], nvals = chain.nproj;
+            if (chain.nproj <= RF_CUDA_MAX_COLS) {
+                memcpy(vals, chain.proj, (size_t)chain.nproj * sizeof *vals);
+                for (int j = 0; j < agg->naggs; j++) {
+                    arg_val[j] = agg->aggfn[j] == RF_AGG_COUNT ? -1 : nvals;
+                    if (arg_val[j] >= 0)
+                        vals[nvals++] = args[j];
+                }
+                src = rf_codegen_reduce_source(chain.op == RF_K_JOIN, al, &chain.filter, nvals, vals, agg->nkeys,
+                                               agg->naggs, agg->aggfn, arg_val);
+            }
+            for (int j = 0; j < agg->naggs; j++)
+                rf_code_free(&args[j]);
+        }
+        if (src) {
+            fprintf(out, "// members 0..%d (their code composed over the group's inputs) and the reducing gather\n"
+                         "// as one kernel, rf_reduce: each row that passes the filter makes its values in\n"
+                         "// registers (the projections, the first %d of them the group keys, then the\n"
+                         "// aggregates' arguments) and folds them into its group's slot (a per-block\n"
+                         "// shared-memory table, then the global one); no rows are written. The groups\n"
+                         "// are sorted once at the end.\n",
+                    last, agg->nkeys);
+        } else if (!reduce && (src = rf_codegen_select_source(chain.op == RF_K_JOIN, al, &chain.filter, chain.nproj,
+                                                              chain.proj))) {
+            fprintf(out, "// members 0..%d: one %s, their code composed over the group's inputs, as one kernel,\n"
+                         "// rf_select: each row (candidate pair) made once, intermediates in registers, the kept\n"
+                         "// rows written in order (a decoupled look-back over tiles gives each tile its place)\n",
+                    last, rf_kop_name(chain.op));
+        } else {
+            fprintf(out, "// members 0..%d: one %s kernel, their code composed over the group's inputs%s\n", last,
+                    rf_kop_name(chain.op),
+                    reduce ? ";\n// then the reducing gather: its rows fold into per-group accumulators by hashing the\n"
+                             "// keys (library kernels k_hash_groups, k_hash_fold: an aggregate is beyond the\n"
+                             "// generated kernel), sorted once per group"
+                           : "");
+            src = rf_codegen_source(chain.op == RF_K_JOIN, al, &chain.filter, chain.nproj, chain.proj);
+        }
         fputs("// string functions appear as the host-only fault here: at run time they are tabulated\n"
               "// into lookup tables (rf_lookup) before the code is compiled\n", out);
-        int al = chain.in[0] >= 0 ? p->vars[chain.in[0]].arity : 0;
-        src = rf_codegen_source(chain.op == RF_K_JOIN, al, &chain.filter, chain.nproj, chain.proj);
         const char *body = strstr(src, RF_CODEGEN_STAGES_MARK);
-        fputs(body ? body : src, out);
+        fputs(body ? body + strlen(RF_CODEGEN_STAGES_MARK) : src, out);
         rf_kernel_free(&chain);
     }
     fclose(out);
@@ -752,9 +839,13 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
     fprintf(f, "  gpu: string functions: %zu tables (%zu ids tabulated on the host); %zu kernels ran on the host "
                "(string functions the device cannot run)\n",
             ntab, nent, rf_cuda_host_kernels(ctx));
-    fprintf(f, "  gpu: NVRTC %s: %zu compiled (%.3f s), %zu disk-cache hits, %zu memory hits, %zu failures, load %.3f s\n",
-            getenv("RF_CUDA_CODEGEN") && strcmp(getenv("RF_CUDA_CODEGEN"), "0") ? "on" : "off", cg.compiled,
-            cg.compile_seconds, cg.cache_hits, cg.mem_hits, cg.failures, cg.load_seconds);
+    fprintf(f, "  gpu: NVRTC (every stage %s, fused groups %s): %zu compiled (%.3f s), %zu disk-cache hits, %zu memory "
+               "hits, %zu failures, load %.3f s\n",
+            g->codegen ? "on" : "off", g->fuse_codegen ? "on" : "off", cg.compiled, cg.compile_seconds, cg.cache_hits,
+            cg.mem_hits, cg.failures, cg.load_seconds);
+    fprintf(f, "  gpu: generated kernels: %zu selections in one pass; reducing gathers: %zu as one kernel, %zu by "
+               "the library's kernels\n",
+            rf_cuda_select_passes(ctx), g->fused_generated, g->fused_library);
 }
 
 static bool gpu_column_sign_uniform(rf_backend *be, const rf_dvar *v, int col)
@@ -792,11 +883,16 @@ rf_backend *rf_backend_gpu_new(rf_status *st)
     /* RF_CUDA_CODEGEN=1 runs MAP/JOIN compute stages as NVRTC-generated
      * kernels instead of the interpreter. */
     const char *cg = getenv("RF_CUDA_CODEGEN");
-    if (cg && *cg && strcmp(cg, "0") != 0)
-        rf_cuda_set_codegen(ctx, true);
+    bool codegen = cg && *cg && strcmp(cg, "0") != 0;
+    rf_cuda_set_codegen(ctx, codegen);
     rf_backend *be = rf_calloc(1, sizeof *be);
     gpu_impl *g = rf_calloc(1, sizeof *g);
     g->ctx = ctx;
+    g->codegen = codegen;
+    /* Fused groups run as generated kernels unless RF_CUDA_FUSE_CODEGEN=0
+     * (then as the library's kernels: for comparison). */
+    const char *fcg = getenv("RF_CUDA_FUSE_CODEGEN");
+    g->fuse_codegen = !(fcg && strcmp(fcg, "0") == 0);
     const char *dm = getenv("RF_CUDA_DENSE");
     g->dense_mode = dm && strcmp(dm, "off") == 0 ? 0 : dm && strcmp(dm, "always") == 0 ? 2 : 1;
     be->name = "gpu";

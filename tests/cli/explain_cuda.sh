@@ -12,7 +12,7 @@ fi
 fail=0
 [ "$rc" = 0 ] || { echo "FAIL: exit $rc"; fail=1; }
 for want in "// FUSED[3] -> t1: MAP -> SORT -> AGG" "reducing gather" "stage_filter" "stage_proj6" \
-            "extern \"C\" __global__ void rf_emit"; do
+            "rf_reduce(RfCols l" "red_flush"; do
   grep -qF "$want" <<<"$out" || { echo "FAIL: q01 lacks: $want"; fail=1; }
 done
 grep -q "rf_scalar_binary\|#define RF_EX_CONST" <<<"$out" && { echo "FAIL: the prelude is printed"; fail=1; }

@@ -1383,6 +1383,55 @@ static void test_codegen_compiles(void)
             free(src);
         }
     }
+    /* The reducing gather as one kernel (rf_reduce): MAP and JOIN chains,
+     * one or two keys or none, every aggregate kind, an argument that is
+     * checked arithmetic (may fault), a tabulated string function. */
+    {
+        rf_instr prod[3] = {{RF_EX_COL, RF_TYPE_INT64, RF_TYPE_INT64, 0, 0, 0},
+                            {RF_EX_COL, RF_TYPE_INT64, RF_TYPE_INT64, 0, 1, 0},
+                            {RF_EX_MUL, RF_TYPE_INT64, RF_TYPE_INT64, 0, 0, 0}};
+        rf_aggfn fns[5] = {RF_AGG_COUNT, RF_AGG_TOTAL, RF_AGG_MIN, RF_AGG_MAX, RF_AGG_AVG};
+        int arg_val[5] = {-1, 3, 0, 1, 3};
+        rf_code vals[4];
+        rf_instr pc[3];
+        for (int k = 0; k < 3; k++) {
+            pc[k] = (rf_instr){RF_EX_COL, RF_TYPE_INT64, RF_TYPE_INT64, 0, k, 0};
+            vals[k] = (rf_code){1, &pc[k]};
+        }
+        vals[3] = (rf_code){3, prod};
+        for (int v = 0; v < 4; v++) {
+            bool join = v & 1;
+            int nkeys = v >> 1 ? 2 : v == 1 ? 1 : 0;
+            char *src = rf_codegen_reduce_source(join, 2, v == 0 ? &filter : NULL, 4, vals, nkeys, 5, fns, arg_val);
+            CHECK(src != NULL, "no reducing-gather source (variant %d)", v);
+            if (!src)
+                continue;
+            CHECK(strstr(src, "rf_reduce(") != NULL, "the reducing gather has no rf_reduce kernel");
+            char *log = NULL;
+            int rc = rf_codegen_compile_only(src, "sm_90", &log);
+            CHECK(rc == 1, "NVRTC rejected a generated reducing gather (variant %d):\n%s", v, log ? log : "");
+            compiled += rc == 1;
+            free(log);
+            free(src);
+        }
+        /* The selection with its compaction (rf_select). */
+        for (int v = 0; v < 3; v++) {
+            char *src = rf_codegen_select_source(v == 2, BQ_NCOLS, v ? &filter : NULL, v ? 4 : 1, vals);
+            CHECK(src && strstr(src, "rf_select("), "no selection source (variant %d)", v);
+            char *log = NULL;
+            int rc = src ? rf_codegen_compile_only(src, "sm_90", &log) : 0;
+            CHECK(rc == 1, "NVRTC rejected a generated selection (variant %d):\n%s", v, log ? log : "");
+            compiled += rc == 1;
+            free(log);
+            free(src);
+        }
+        /* An argument that is not among the values: no source. */
+        int bad[1] = {7};
+        rf_aggfn total = RF_AGG_TOTAL;
+        char *none = rf_codegen_reduce_source(false, 2, NULL, 4, vals, 1, 1, &total, bad);
+        CHECK(none == NULL, "an aggregate of a value out of range was generated");
+        free(none);
+    }
     printf("codegen compile check: %d generated stages compiled with NVRTC (sm_90)\n", compiled);
 done:
     for (int i = 0; i < BQ_NPROJ; i++)
