@@ -11,7 +11,7 @@ if grep -q "built without the GPU backend" <<<"$out"; then
 fi
 fail=0
 [ "$rc" = 0 ] || { echo "FAIL: exit $rc"; fail=1; }
-for want in "// FUSED[3] -> t1: MAP -> SORT -> AGG" "reducing gather" "stage_filter" "stage_proj6" \
+for want in "// FUSED[3] -> q01: MAP -> SORT -> AGG" "reducing gather" "stage_filter" "stage_proj6" \
             "extern \"C\" __global__ void rf_emit"; do
   grep -qF "$want" <<<"$out" || { echo "FAIL: q01 lacks: $want"; fail=1; }
 done

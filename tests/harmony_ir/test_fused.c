@@ -157,11 +157,17 @@ static void internal_is_output(rf_hprogram *h, rf_kernel *fk, int b)
 
 static void read_outside(rf_hprogram *h, rf_kernel *fk, int b)
 {
-    /* the kernel after the group (UNION into the output) reads an internal variable */
-    rf_hblock *hb = &h->blocks[b];
-    for (int i = 0; i + 1 < hb->nkernels; i++)
-        if (&hb->kernels[i] == fk)
-            hb->kernels[i + 1].in[0] = fk->fused->edges[1].var;
+    /* the first plain kernel with an input (the other aggregate's scan)
+     * reads an internal variable instead */
+    (void)b;
+    for (int x = 0; x < h->nblocks; x++)
+        for (int i = 0; i < h->blocks[x].nkernels; i++) {
+            rf_kernel *k = &h->blocks[x].kernels[i];
+            if (k->op != RF_K_FUSED && k->in[0] >= 0) {
+                k->in[0] = fk->fused->edges[1].var;
+                return;
+            }
+        }
 }
 
 static void nested(rf_hprogram *h, rf_kernel *fk, int b)
