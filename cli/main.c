@@ -313,6 +313,12 @@ static int cmd_run(int argc, char **argv)
     if (is_rfx(prog_path)) {
         if (!(hp = load_compiled(prog_path, &rc)))
             goto done;
+        /* A predicate to print that the compiled program keeps inside a
+         * fused kernel is never stored: such a program runs unfused. */
+        for (size_t i = 0; i < prints.len && fuse; i++)
+            for (int v = 0; v < hp->nvars; v++)
+                if (hp->vars[v].internal && hp->vars[v].pred && strcmp(hp->vars[v].pred, prints.items[i]) == 0)
+                    fuse = false;
         if (!fuse && !weave(hp)) {
             rc = EXIT_INTERNAL;
             goto done;

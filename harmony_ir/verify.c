@@ -497,7 +497,8 @@ static bool check_fused(vctx *c, const rf_kernel *k)
 }
 
 /* An internal variable belongs to exactly one fused kernel and is seen by
- * nothing else: no block condition, no free list, no data source or sink. */
+ * nothing else: no block condition, no free list, no data source or sink.
+ * It may be a predicate's variable (one that only its one reader reads). */
 static bool check_internal(vctx *c)
 {
     const rf_hprogram *p = c->p;
@@ -529,11 +530,11 @@ static bool check_internal(vctx *c)
     bool ok = true;
     for (int v = 0; v < p->nvars && ok; v++) {
         const rf_hvar *hv = &p->vars[v];
-        if (hv->internal && (owner[v] <= 0 || hv->pred || hv->is_output || hv->input_path || hv->nfacts))
+        if (hv->internal && (owner[v] <= 0 || hv->is_output || hv->input_path || hv->nfacts))
             ok = bad(c, "internal variable %s is %s", hv->name,
                      owner[v] == 0 ? "used by no fused kernel"
                      : owner[v] < 0 ? "seen outside its fused kernel"
-                                    : "a predicate, an output or a data source");
+                                    : "an output or a data source");
     }
     free(owner);
     return ok;

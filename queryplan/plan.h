@@ -130,6 +130,8 @@ void rf_plan_free(rf_plan *plan);
 /* Passes (each returns true if it changed the plan). */
 bool rf_plan_pass_pushdown(rf_plan *plan);     /* filters/projections before joins */
 bool rf_plan_pass_cse(rf_plan *plan);          /* share identical commands */
+bool rf_plan_pass_union_into_empty(rf_plan *plan); /* a rule's result written into
+                                                      its still empty predicate */
 bool rf_plan_pass_dead_rels(rf_plan *plan);    /* remove unused relations/commands */
 
 /* `redfox explain --plan` */

@@ -1606,6 +1606,7 @@ rf_plan *rf_plan_build(const rf_program *prog, const rf_plan_options *opt)
     if (b.optimize) {
         rf_plan_pass_pushdown(plan);
         rf_plan_pass_cse(plan);
+        rf_plan_pass_union_into_empty(plan);
         rf_plan_pass_dead_rels(plan);
     }
     name_temps(plan, prog);

@@ -2,7 +2,8 @@
  * projections into each atom's scan; these passes clean up what rule-at-a-
  * time construction cannot see: scans that copy a relation unchanged,
  * a scan feeding a single later map, the same scan shared by two rules,
- * and whole predicates nothing needs.
+ * a rule's result unioned into a predicate that is still empty, and whole
+ * predicates nothing needs.
  *
  * The passes rely on what construction guarantees about TEMP relations:
  * each is written by one command; they check it rather than assume it. */
@@ -268,6 +269,57 @@ bool rf_plan_pass_cse(rf_plan *plan)
                     break;
                 }
             }
+        }
+    }
+    return changed;
+}
+
+/* ---- A union into a predicate that holds nothing yet ---- */
+
+/* `p := Union p, t` where p is empty until this command and nothing else
+ * ever writes it is `p := t`: the command that made t writes p instead
+ * and the union goes. Lowering then gives p the layout every relation
+ * gets (a filter of a sorted set written in place; a SORT after a
+ * projection or a join, deduplicating as the union did), so a rule's
+ * result is no longer copied once more into its predicate. p is empty
+ * before: a derived predicate with no inline facts and no input file
+ * (those come from a LOAD, which would be a second write), written by
+ * this union only; no command between t's writer and the union reads p
+ * (it would see the empty p). Recursive predicates are written several
+ * times (the loop's unions and copies) and so never qualify. */
+bool rf_plan_pass_union_into_empty(rf_plan *plan)
+{
+    bool changed = false;
+    for (int b = 0; b < plan->nblocks; b++) {
+        rf_plan_block *blk = &plan->blocks[b];
+        for (int i = 0; i < blk->ncmds; i++) {
+            rf_plan_cmd *u = &blk->cmds[i];
+            int p = u->dst, t = u->src[1];
+            if (u->kind != RF_CMD_UNION || u->src[0] != p || t == p)
+                continue;
+            const rf_plan_rel *pr = &plan->rels[p];
+            if (pr->kind != RF_REL_DERIVED || pr->nfacts > 0 || pr->input_path || count_writes(plan, p) != 1 ||
+                count_reads(plan, t) != 1)
+                continue;
+            int w = i - 1;
+            while (w >= 0 && !writes(&blk->cmds[w], t))
+                w--;
+            if (w < 0 || !local_temp(plan, t, b, w))
+                continue;
+            bool seen = false;
+            for (int k = w; k < i && !seen; k++)
+                seen = reads(&blk->cmds[k], p);
+            if (seen)
+                continue;
+            rf_plan_cmd *c = &blk->cmds[w];
+            c->dst = p;
+            if (!c->comment && u->comment) {
+                c->comment = u->comment;
+                u->comment = NULL;
+            }
+            remove_cmd(blk, i);
+            i--;
+            changed = true;
         }
     }
     return changed;

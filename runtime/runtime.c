@@ -822,6 +822,11 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
             free(r.keep);
             return rf_fail(st, RF_EXIT_USAGE, "--print: unknown predicate '%s'", opt->print[i]);
         }
+        if (p->vars[v].internal) {   /* never stored: only the members would make it */
+            free(r.keep);
+            return rf_fail(st, RF_EXIT_USAGE, "--print: '%s' exists only inside a fused kernel of this program "
+                           "(run it unfused: rf_unweave, --no-fuse)", opt->print[i]);
+        }
         r.keep[v] = true;
     }
     r.positions = rf_calloc((size_t)p->nvars + 1, sizeof *r.positions);

@@ -17,11 +17,25 @@
  * takes the SORT and AGG too as a reducing gather (the two kernel
  * dependences a hash reduction removes). A variable inside a group must
  * have that one writer and that one reader in the whole program and be
- * nothing the program or its user names (a predicate, an output).
+ * nothing the user sees or supplies (an output, facts, an input file): a
+ * predicate that only one rule reads qualifies.
  *
- * The FUSED kernel takes the place of the group's last member; the group
- * is kept only if no kernel in between writes what an earlier member
- * reads (that member would otherwise read a later value). */
+ * Groups form over straight-line code, not only within a block: the
+ * blocks of a run (each falling through to the next, which no other block
+ * enters, none on a loop) execute one after the other exactly once, as
+ * one block would, so a variable written in one stratum and read in the
+ * next, a predicate included, can be internal to a group spanning both.
+ * Nothing crosses into or out of a fixpoint loop: a loop's blocks are
+ * runs of their own.
+ *
+ * The FUSED kernel takes the place of the group's last member (in that
+ * member's block); the group is kept only if no kernel in between writes
+ * what an earlier member reads (that member would otherwise read a later
+ * value), reads or writes what an earlier member writes for the rest of
+ * the program, or could fail or intern strings where that member could
+ * too (the first error and the strings' numbering would then differ from
+ * --no-fuse, which runs the member first). A chain that cannot move whole
+ * keeps its longest prefix that can. */
 #include "weaver.h"
 
 #include <stdlib.h>
@@ -31,6 +45,15 @@ typedef struct wctx {
     rf_hprogram *p;
     int *reads, *writes;     /* per variable, whole program */
 } wctx;
+
+/* The kernels of one run of blocks, in execution order, each with the
+ * block it stands in: grouping works on this sequence as on one block,
+ * and the kernels go back to their blocks afterwards. */
+typedef struct seq {
+    int nkernels;
+    rf_kernel *kernels;
+    int *block;
+} seq;
 
 static void count_uses(wctx *w)
 {
@@ -52,19 +75,24 @@ static void count_uses(wctx *w)
     }
 }
 
-/* Whether v can live inside a group: one writer, one reader, unnamed. */
+/* Whether v can live inside a group: one writer and one reader in the
+ * whole program, and nothing the user sees or supplies (an output, facts,
+ * an input file). A predicate that only its one reader reads qualifies:
+ * its name stays for explain and errors. */
 static bool can_be_internal(const wctx *w, int v)
 {
+    if (v < 0)
+        return false;
     const rf_hvar *hv = &w->p->vars[v];
-    return v >= 0 && w->reads[v] == 1 && w->writes[v] == 1 && !hv->pred && !hv->is_output && !hv->input_path &&
-           hv->nfacts == 0 && !hv->internal;
+    return w->reads[v] == 1 && w->writes[v] == 1 && !hv->is_output && !hv->input_path && hv->nfacts == 0 &&
+           !hv->internal;
 }
 
-/* The index after `from` in block hb of the kernel that reads v, or -1. */
-static int reader_of(const rf_hblock *hb, int from, int v)
+/* The index after `from` in s of the kernel that reads v, or -1. */
+static int reader_of(const seq *s, int from, int v)
 {
-    for (int i = from + 1; i < hb->nkernels; i++) {
-        const rf_kernel *k = &hb->kernels[i];
+    for (int i = from + 1; i < s->nkernels; i++) {
+        const rf_kernel *k = &s->kernels[i];
         if (k->op != RF_K_FUSED && (k->in[0] == v || k->in[1] == v))
             return i;
     }
@@ -89,22 +117,70 @@ static rf_dep classify(const rf_kernel *prod, const rf_kernel *cons)
     return RF_DEP_KERNEL;
 }
 
-/* Whether moving the members at idx[0..n-2] down to idx[n-1] keeps their
- * inputs' values: nothing in between writes them. */
-static bool can_move(const rf_hblock *hb, const int *idx, int n)
+/* Whether running k may stop the run with an error (checked arithmetic,
+ * casts, a total that overflows, a bad input file, a functional
+ * dependency) or intern strings (numbered in the order they come): two
+ * such kernels must keep their order. */
+static bool has_effects(const rf_kernel *k)
+{
+    switch (k->op) {
+    case RF_K_SORT: case RF_K_ANTIJOIN: case RF_K_UNION: case RF_K_DIFF: case RF_K_COPY: case RF_K_CLEAR:
+        return false;
+    case RF_K_MAP:
+    case RF_K_JOIN:
+        for (int j = -1; j < k->nproj; j++)
+            if (rf_code_may_fault(j < 0 ? &k->filter : &k->proj[j]))
+                return true;
+        return false;
+    case RF_K_AGG:
+        for (int j = 0; j < k->naggs; j++)
+            if (k->aggfn[j] == RF_AGG_TOTAL || k->aggfn[j] == RF_AGG_AVG || rf_code_may_fault(&k->agg_arg[j]))
+                return true;
+        return false;
+    case RF_K_FUSED:
+        for (int m = 0; m < k->fused->nmembers; m++)
+            if (has_effects(&k->fused->members[m]))
+                return true;
+        return false;
+    default:   /* LOAD, CHECK_KEYS */
+        return true;
+    }
+}
+
+/* Whether kernel mk may move down past kernel k: k does not write what
+ * mk reads, does not read or write what mk writes, and the two do not
+ * both have effects. */
+static bool can_pass(const rf_kernel *mk, const rf_kernel *k)
+{
+    int vars[2 * RF_KERNEL_VARS_MAX], mvars[RF_KERNEL_VARS_MAX];
+    int nw = rf_kernel_writes(k, vars), nmr = rf_kernel_reads(mk, mvars);
+    for (int j = 0; j < nw; j++)
+        for (int x = 0; x < nmr; x++)
+            if (vars[j] == mvars[x])
+                return false;
+    int nmw = rf_kernel_writes(mk, mvars), nkv = nw + rf_kernel_reads(k, vars + nw);
+    for (int x = 0; x < nmw; x++)
+        for (int j = 0; j < nkv; j++)
+            if (vars[j] == mvars[x])
+                return false;
+    return !(has_effects(mk) && has_effects(k));
+}
+
+/* Whether the members of a chain at idx[0..n-1] can all run at idx[n-1]:
+ * each earlier member may pass every kernel in between that is not a
+ * member. Their results are internal (only the next member reads them),
+ * so what they write is nobody else's business. */
+static bool can_move(const seq *s, const int *idx, int n)
 {
     for (int m = 0; m + 1 < n; m++) {
-        const rf_kernel *mk = &hb->kernels[idx[m]];
+        rf_kernel mk = s->kernels[idx[m]];
+        mk.out = -1;
         for (int i = idx[m] + 1; i < idx[n - 1]; i++) {
             bool member = false;
             for (int x = 0; x < n; x++)
                 member = member || idx[x] == i;
-            if (member)
-                continue;
-            int vars[RF_KERNEL_VARS_MAX], nw = rf_kernel_writes(&hb->kernels[i], vars);
-            for (int j = 0; j < nw; j++)
-                if (vars[j] == mk->in[0] || vars[j] == mk->in[1])
-                    return false;
+            if (!member && !can_pass(&mk, &s->kernels[i]))
+                return false;
         }
     }
     return true;
@@ -118,20 +194,30 @@ static void push_unique(int *v, int *n, int x)
     v[(*n)++] = x;
 }
 
-/* Replaces the kernels at idx[0..n-1] of hb by one FUSED kernel at
- * idx[n-1]. */
-static void make_group(rf_hprogram *p, rf_hblock *hb, const int *idx, int n, bool reduce)
+/* Removes the kernel at i of s (moved out: nothing freed). */
+static void seq_remove(seq *s, int i)
+{
+    memmove(s->kernels + i, s->kernels + i + 1, (size_t)(s->nkernels - i - 1) * sizeof *s->kernels);
+    memmove(s->block + i, s->block + i + 1, (size_t)(s->nkernels - i - 1) * sizeof *s->block);
+    s->nkernels--;
+}
+
+/* A FUSED kernel holding `members` (taken over, in order; their free
+ * lists dropped: the group frees as one kernel). Edges join a member's
+ * input to the earlier member that wrote it, marking it internal; the
+ * other inputs are the group's, and the results no member reads are its
+ * outputs, in member order. */
+static rf_kernel new_group(rf_hprogram *p, rf_kernel *members, int n, bool reduce)
 {
     rf_fused *f = rf_calloc(1, sizeof *f);
     f->nmembers = n;
-    f->members = rf_calloc((size_t)n, sizeof *f->members);
+    f->members = members;
     f->edges = rf_calloc((size_t)2 * (size_t)n, sizeof *f->edges);
     f->in = rf_calloc((size_t)2 * (size_t)n, sizeof *f->in);
-    f->out = rf_calloc(1, sizeof *f->out);
+    f->out = rf_calloc((size_t)n, sizeof *f->out);
     for (int m = 0; m < n; m++) {
         rf_kernel *k = &f->members[m];
-        *k = hb->kernels[idx[m]];
-        free(k->frees);   /* the group frees as one kernel */
+        free(k->frees);
         k->frees = NULL;
         k->nfree = 0;
     }
@@ -153,8 +239,9 @@ static void make_group(rf_hprogram *p, rf_hblock *hb, const int *idx, int n, boo
             }
         }
     }
-    f->out[0] = f->members[n - 1].out;
-    f->nout = 1;
+    for (int m = 0; m < n; m++)
+        if (!p->vars[f->members[m].out].internal)
+            f->out[f->nout++] = f->members[m].out;
 
     rf_kernel fk;
     memset(&fk, 0, sizeof fk);
@@ -165,36 +252,45 @@ static void make_group(rf_hprogram *p, rf_hblock *hb, const int *idx, int n, boo
     fk.gather = reduce ? RF_GATHER_REDUCE : f->members[n - 1].gather;
     fk.origin = rf_origin_dup(f->members[n - 1].origin);
     fk.fused = f;
+    return fk;
+}
+
+/* Replaces the kernels at idx[0..n-1] of s by one FUSED kernel at
+ * idx[n-1] (in that kernel's block). */
+static void make_group(rf_hprogram *p, seq *s, const int *idx, int n, bool reduce)
+{
+    rf_kernel *members = rf_calloc((size_t)n, sizeof *members);
+    for (int m = 0; m < n; m++)
+        members[m] = s->kernels[idx[m]];
+    rf_kernel fk = new_group(p, members, n, reduce);
     /* Remove the members, last first, then put the group where the last was. */
     int at = idx[n - 1];
     for (int m = n - 2; m >= 0; m--) {
-        memmove(hb->kernels + idx[m], hb->kernels + idx[m] + 1,
-                (size_t)(hb->nkernels - idx[m] - 1) * sizeof *hb->kernels);
-        hb->nkernels--;
+        seq_remove(s, idx[m]);
         at--;
     }
-    hb->kernels[at] = fk;
+    s->kernels[at] = fk;
 }
 
-/* Grows a group from head kernel h of block hb; returns its size (>= 2
- * when worth making), its kernel indices in idx, and whether it ends in a
+/* Grows a group from head kernel h of s; returns its size (>= 2 when
+ * worth making), its kernel indices in idx, and whether it ends in a
  * reducing gather. */
-static int grow(const wctx *w, const rf_hblock *hb, int h, const rf_weave_opts *o, int *idx, bool *reduce)
+static int grow(const wctx *w, const seq *s, int h, const rf_weave_opts *o, int *idx, bool *reduce)
 {
-    const rf_kernel *head = &hb->kernels[h];
+    const rf_kernel *head = &s->kernels[h];
     int n = 0;
     idx[n++] = h;
     *reduce = false;
     if (head->op != RF_K_MAP && head->op != RF_K_JOIN)
         return n;
     while (n < RF_FUSED_MAX) {
-        const rf_kernel *last = &hb->kernels[idx[n - 1]];
+        const rf_kernel *last = &s->kernels[idx[n - 1]];
         if (!can_be_internal(w, last->out))
             break;
-        int c = reader_of(hb, idx[n - 1], last->out);
+        int c = reader_of(s, idx[n - 1], last->out);
         if (c < 0)
             break;
-        const rf_kernel *cons = &hb->kernels[c];
+        const rf_kernel *cons = &s->kernels[c];
         if (classify(last, cons) == RF_DEP_THREAD && cons->in[0] == last->out &&
             !(head->op == RF_K_JOIN && reads_rowid(cons))) {
             idx[n++] = c;
@@ -203,8 +299,8 @@ static int grow(const wctx *w, const rf_hblock *hb, int h, const rf_weave_opts *
         /* a reducing gather: t -> SORT -> AGG */
         if (!o->reduce || cons->op != RF_K_SORT || n + 2 > RF_FUSED_MAX || !can_be_internal(w, cons->out))
             break;
-        int a = reader_of(hb, c, cons->out);
-        if (a < 0 || hb->kernels[a].op != RF_K_AGG)
+        int a = reader_of(s, c, cons->out);
+        if (a < 0 || s->kernels[a].op != RF_K_AGG)
             break;
         idx[n++] = c;
         idx[n++] = a;
@@ -214,41 +310,155 @@ static int grow(const wctx *w, const rf_hblock *hb, int h, const rf_weave_opts *
     return n;
 }
 
+/* The chains (groups of one output) of s. */
+static void weave_chains(const wctx *w, seq *s, const rf_weave_opts *o, rf_weave_info *info)
+{
+    rf_hprogram *p = w->p;
+    for (int h = 0; h < s->nkernels; h++) {
+        int idx[RF_FUSED_MAX];
+        bool reduce;
+        int n = grow(w, s, h, o, idx, &reduce);
+        if (reduce) {
+            /* The verifier's rule decides (aggregates, duplicates). */
+            rf_fused probe = {n, NULL, 0, NULL, 0, NULL, 0, NULL};
+            rf_kernel *ks = rf_calloc((size_t)n, sizeof *ks);
+            for (int m = 0; m < n; m++)
+                ks[m] = s->kernels[idx[m]];
+            probe.members = ks;
+            bool legal = rf_fused_reduce_legal(p, &probe);
+            free(ks);
+            if (!legal) {
+                n -= 2;
+                reduce = false;
+            }
+        }
+        while (n >= 2 && !can_move(s, idx, n)) {
+            n -= reduce ? 2 : 1;   /* a reducing gather goes whole */
+            reduce = false;
+        }
+        if (n < 2)
+            continue;
+        make_group(p, s, idx, n, reduce);
+        info->groups++;
+        info->members += n;
+        info->reduces += reduce;
+        /* h now holds the kernel that followed the head (or the group) */
+        h--;
+    }
+}
+
+/* The block control goes to unconditionally after b (falling through or
+ * jumping), or -1. */
+static int next_block(const rf_hprogram *p, int b)
+{
+    const rf_hblock *hb = &p->blocks[b];
+    int t = hb->term == RF_TERM_FALLTHROUGH ? b + 1 : hb->term == RF_TERM_JUMP ? hb->target : -1;
+    return t >= 0 && t < p->nblocks ? t : -1;
+}
+
+static int successors(const rf_hprogram *p, int b, int s[2])
+{
+    const rf_hblock *hb = &p->blocks[b];
+    int n = 0, t[2] = {-1, -1};
+    if (hb->term == RF_TERM_BRANCH_EMPTY) {
+        t[0] = hb->target;
+        t[1] = hb->target_else;
+    } else {
+        t[0] = next_block(p, b);
+    }
+    for (int i = 0; i < 2; i++)
+        if (t[i] >= 0 && t[i] < p->nblocks)
+            s[n++] = t[i];
+    return n;
+}
+
+/* Splits the CFG into runs: run_next[b] is the block that continues b's
+ * run (control always goes there next, and only from b; neither lies on
+ * a cycle), else -1; starts[b] whether a run begins at b. */
+static void find_runs(const rf_hprogram *p, int *run_next, bool *starts)
+{
+    int nb = p->nblocks;
+    int *npred = rf_calloc((size_t)nb + 1, sizeof *npred), *stack = rf_calloc((size_t)nb + 1, sizeof *stack);
+    bool *on_cycle = rf_calloc((size_t)nb + 1, 1), *seen = rf_calloc((size_t)nb + 1, 1);
+    for (int b = 0; b < nb; b++) {
+        int s[2], ns = successors(p, b, s);
+        for (int i = 0; i < ns; i++)
+            npred[s[i]]++;
+    }
+    /* b lies on a cycle when it is reachable from its successors */
+    for (int b = 0; b < nb; b++) {
+        memset(seen, 0, (size_t)nb);
+        int top = 0, s[2], ns = successors(p, b, s);
+        for (int i = 0; i < ns; i++)
+            if (!seen[s[i]]) {
+                seen[s[i]] = true;
+                stack[top++] = s[i];
+            }
+        while (top > 0 && !seen[b]) {
+            int x = stack[--top];
+            ns = successors(p, x, s);
+            for (int i = 0; i < ns; i++)
+                if (!seen[s[i]]) {
+                    seen[s[i]] = true;
+                    stack[top++] = s[i];
+                }
+        }
+        on_cycle[b] = seen[b];
+    }
+    for (int b = 0; b < nb; b++)
+        starts[b] = true;
+    for (int b = 0; b < nb; b++) {
+        int t = next_block(p, b);
+        run_next[b] = t >= 0 && npred[t] == 1 && !on_cycle[b] && !on_cycle[t] ? t : -1;
+        if (run_next[b] >= 0)
+            starts[t] = false;
+    }
+    free(npred);
+    free(stack);
+    free(on_cycle);
+    free(seen);
+}
+
 void rf_weave(rf_hprogram *p, const rf_weave_opts *o, rf_weave_info *info)
 {
-    rf_weave_info local = {0, 0, 0};
+    rf_weave_info local;
+    memset(&local, 0, sizeof local);
     wctx w = {p, rf_calloc((size_t)p->nvars + 1, sizeof *w.reads), rf_calloc((size_t)p->nvars + 1, sizeof *w.writes)};
     count_uses(&w);
-    for (int b = 0; b < p->nblocks; b++) {
-        rf_hblock *hb = &p->blocks[b];
-        for (int h = 0; h < hb->nkernels; h++) {
-            int idx[RF_FUSED_MAX];
-            bool reduce;
-            int n = grow(&w, hb, h, o, idx, &reduce);
-            if (reduce) {
-                /* The verifier's rule decides (aggregates, duplicates). */
-                rf_fused probe = {n, NULL, 0, NULL, 0, NULL, 0, NULL};
-                rf_kernel *ks = rf_calloc((size_t)n, sizeof *ks);
-                for (int m = 0; m < n; m++)
-                    ks[m] = hb->kernels[idx[m]];
-                probe.members = ks;
-                bool legal = rf_fused_reduce_legal(p, &probe);
-                free(ks);
-                if (!legal) {
-                    n -= 2;
-                    reduce = false;
-                }
+    int nb = p->nblocks;
+    int *run_next = rf_calloc((size_t)nb + 1, sizeof *run_next);
+    bool *starts = rf_calloc((size_t)nb + 1, 1);
+    find_runs(p, run_next, starts);
+    for (int b0 = 0; b0 < nb; b0++) {
+        if (!starts[b0])
+            continue;
+        /* the run's kernels as one sequence, taken out of their blocks */
+        seq s = {0, NULL, NULL};
+        for (int b = b0; b >= 0; b = run_next[b])
+            s.nkernels += p->blocks[b].nkernels;
+        s.kernels = rf_calloc((size_t)s.nkernels + 1, sizeof *s.kernels);
+        s.block = rf_calloc((size_t)s.nkernels + 1, sizeof *s.block);
+        int n = 0;
+        for (int b = b0; b >= 0; b = run_next[b]) {
+            rf_hblock *hb = &p->blocks[b];
+            for (int i = 0; i < hb->nkernels; i++, n++) {
+                s.kernels[n] = hb->kernels[i];
+                s.block[n] = b;
             }
-            if (n < 2 || !can_move(hb, idx, n))
-                continue;
-            make_group(p, hb, idx, n, reduce);
-            local.groups++;
-            local.members += n;
-            local.reduces += reduce;
-            /* h now holds the kernel that followed the head (or the group) */
-            h--;
+            hb->nkernels = 0;
         }
+        weave_chains(&w, &s, o, &local);
+        /* back into their blocks, in order: a group stands in its last
+         * member's block, so no block gets more kernels than it had */
+        for (int i = 0; i < s.nkernels; i++) {
+            rf_hblock *hb = &p->blocks[s.block[i]];
+            hb->kernels[hb->nkernels++] = s.kernels[i];
+        }
+        free(s.kernels);
+        free(s.block);
     }
+    free(run_next);
+    free(starts);
     free(w.reads);
     free(w.writes);
     rf_hir_liveness(p);

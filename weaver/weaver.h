@@ -30,8 +30,11 @@ typedef struct rf_weave_info {
  * info may be NULL. Never fails on a verified program. */
 void rf_weave(rf_hprogram *p, const rf_weave_opts *o, rf_weave_info *info);
 
-/* Replaces every FUSED kernel by its members (where the group stood) and
- * recomputes liveness: the program as it was before rf_weave. */
+/* Replaces every FUSED kernel by its members (where the group stood, in
+ * their order) and recomputes liveness: the program rf_weave was given,
+ * up to where the members stand (a group that took members from earlier
+ * kernels or blocks returns them all at its own place, which runs them in
+ * the same order with the same inputs). */
 void rf_unweave(rf_hprogram *p);
 
 /* The members first..last of FUSED kernel fk, a thread chain (a MAP or

@@ -11,7 +11,7 @@ if grep -q "built without the GPU backend" <<<"$out"; then
 fi
 fail=0
 [ "$rc" = 0 ] || { echo "FAIL: exit $rc"; fail=1; }
-for want in "// FUSED[3] -> t1: MAP -> SORT -> AGG" "reducing gather" "stage_filter" "stage_proj6" \
+for want in "// FUSED[3] -> q01: MAP -> SORT -> AGG" "reducing gather" "stage_filter" "stage_proj6" \
             "rf_reduce(RfCols l" "red_flush"; do
   grep -qF "$want" <<<"$out" || { echo "FAIL: q01 lacks: $want"; fail=1; }
 done
@@ -20,6 +20,12 @@ tc="$("$redfox" explain --cuda "$root/programs/tc.lql" 2>&1)"
 [ "$tc" = "// no fused kernels (every kernel runs on its own)" ] || { echo "FAIL: tc: $tc"; fail=1; }
 nf="$("$redfox" explain --cuda --no-fuse "$root/programs/tpch/q01.lql" 2>&1)"
 [ "$nf" = "// no fused kernels (every kernel runs on its own)" ] || { echo "FAIL: --no-fuse: $nf"; fail=1; }
+# Kernel Weaver pattern (a): a chain across strata is one composed MAP.
+cases="$root/tests/golden/cases"
+a="$("$redfox" explain --cuda "$cases/weaver_selects.lql" 2>&1)"
+grep -qF "// FUSED[3] -> sel3: MAP -> MAP -> MAP" <<<"$a" && grep -qF "members 0..2: one MAP, their code" <<<"$a" &&
+  grep -qF "rf_select(RfCols l" <<<"$a" ||
+  { echo "FAIL: pattern a: $a"; fail=1; }
 # misuse: no program, two programs, an unknown spelling of --no-fuse
 "$redfox" explain --cuda >/dev/null 2>&1; [ $? = 64 ] || { echo "FAIL: explain --cuda without a program"; fail=1; }
 "$redfox" explain --cuda a.lql b.lql >/dev/null 2>&1; [ $? = 64 ] || { echo "FAIL: two programs"; fail=1; }

@@ -186,5 +186,28 @@ else echo "skip progress lines: the loop took only ${ms} ms"; fi
 expect "without --progress, no progress in a file" 0 "$redfox" run reach.lql --count --backend=cpu
 if grep -q iteration err; then bad "progress printed to a file without --progress"; else ok "no progress in a file by default"; fi
 
+# 9. A .rfx compiled with fusion keeps predicates inside groups (Kernel
+# Weaver across strata): --no-fuse, and --print of such a predicate (which
+# then runs the program unfused), give what the source gives.
+cat >chain.lql <<'EOF'
+t(id, v) -> int64(id), int64(v).
+s1(id, v) -> int64(id), int64(v).
+s2(id, v) -> int64(id), int64(v).
+t(1, 5). t(2, 50). t(3, 500). t(4, 5000).
+@output(s2).
+s1(id, v) <- t(id, v), v >= 10.
+s2(id, v) <- s1(id, v), v < 1000.
+EOF
+expect "compile a chain across strata" 0 "$redfox" compile chain.lql -o chain.rfx
+expect "explain the compiled chain" 0 "$redfox" explain --ir chain.rfx
+has "s1 lives inside the group" out "s1(int64, int64) sorted, pred s1, internal"
+expect "run the fused .rfx" 0 "$redfox" run chain.rfx --backend=cpu
+cp out fused.out
+expect "run the .rfx with --no-fuse" 0 "$redfox" run chain.rfx --backend=cpu --no-fuse
+if cmp -s out fused.out && grep -q "^3	500$" out; then ok "fused and unfused .rfx agree"; else bad "fused and unfused .rfx differ" "$(cat out fused.out)"; fi
+expect "--print a predicate inside a group of the .rfx" 0 "$redfox" run chain.rfx --backend=cpu --print s1
+has "it is printed whole" out "# s1 (3 tuples)"
+has "and the output too" out "# s2 (2 tuples)"
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -157,11 +157,17 @@ static void internal_is_output(rf_hprogram *h, rf_kernel *fk, int b)
 
 static void read_outside(rf_hprogram *h, rf_kernel *fk, int b)
 {
-    /* the kernel after the group (UNION into the output) reads an internal variable */
-    rf_hblock *hb = &h->blocks[b];
-    for (int i = 0; i + 1 < hb->nkernels; i++)
-        if (&hb->kernels[i] == fk)
-            hb->kernels[i + 1].in[0] = fk->fused->edges[1].var;
+    /* the first plain kernel with an input (the other aggregate's scan)
+     * reads an internal variable instead */
+    (void)b;
+    for (int x = 0; x < h->nblocks; x++)
+        for (int i = 0; i < h->blocks[x].nkernels; i++) {
+            rf_kernel *k = &h->blocks[x].kernels[i];
+            if (k->op != RF_K_FUSED && k->in[0] >= 0) {
+                k->in[0] = fk->fused->edges[1].var;
+                return;
+            }
+        }
 }
 
 static void nested(rf_hprogram *h, rf_kernel *fk, int b)
@@ -249,6 +255,210 @@ static void test_old_format_rejected(void)
     rf_hir_free(h);
 }
 
+/* Thesis pattern (a): three selections, one predicate (and stratum) each. */
+static const char *selects_src =
+    "t(id, v) -> int64(id), int64(v).\n"
+    "sel1(id, v) -> int64(id), int64(v).\n"
+    "sel2(id, v) -> int64(id), int64(v).\n"
+    "sel3(id, v) -> int64(id), int64(v).\n"
+    "t(1, 50). t(2, 150). t(3, 250). t(4, 950). t(5, 500).\n"
+    "@output(sel3).\n"
+    "sel1(id, v) <- t(id, v), v >= 100.\n"
+    "sel2(id, v) <- sel1(id, v), v < 900.\n"
+    "sel3(id, v) <- sel2(id, v), v >= 200.\n";
+
+static int var_named(const rf_hprogram *h, const char *name)
+{
+    for (int v = 0; v < h->nvars; v++)
+        if (strcmp(h->vars[v].name, name) == 0)
+            return v;
+    return -1;
+}
+
+static int count_fused(const rf_hprogram *h)
+{
+    int n = 0;
+    while (find_fused((rf_hprogram *)h, n, NULL))
+        n++;
+    return n;
+}
+
+/* Whether any free list (after a kernel, on entry to a block) names v. */
+static bool freed_anywhere(const rf_hprogram *h, int v)
+{
+    for (int b = 0; b < h->nblocks; b++) {
+        for (int i = 0; i < h->blocks[b].nfree_entry; i++)
+            if (h->blocks[b].free_entry[i] == v)
+                return true;
+        for (int k = 0; k < h->blocks[b].nkernels; k++)
+            for (int i = 0; i < h->blocks[b].kernels[k].nfree; i++)
+                if (h->blocks[b].kernels[k].frees[i] == v)
+                    return true;
+    }
+    return false;
+}
+
+/* Each predicate written straight by its rule's MAP, in a block of its
+ * own; woven, one group of the three MAPs, across the blocks, with the
+ * two intermediate predicates internal; the binary form keeps it; and
+ * unweaving gives back the three MAPs, in order. */
+static void test_cross_block_chain(void)
+{
+    rf_hprogram *h = lower_text(selects_src);
+    int sel[4] = {var_named(h, "t"), var_named(h, "sel1"), var_named(h, "sel2"), var_named(h, "sel3")};
+    int home[4] = {-1, -1, -1, -1};   /* block of the MAP writing sel[i] */
+    for (int b = 0; b < h->nblocks; b++)
+        for (int k = 0; k < h->blocks[b].nkernels; k++) {
+            const rf_kernel *kn = &h->blocks[b].kernels[k];
+            CU_ASSERT_NOT_EQUAL(kn->op, RF_K_UNION);   /* no union into the empty predicates */
+            CU_ASSERT_NOT_EQUAL(kn->op, RF_K_COPY);
+            for (int i = 1; i < 4; i++)
+                if (kn->op == RF_K_MAP && kn->out == sel[i] && kn->in[0] == sel[i - 1])
+                    home[i] = b;
+        }
+    CU_ASSERT_TRUE_FATAL(home[1] >= 0 && home[1] < home[2] && home[2] < home[3]);
+
+    rf_weave_opts o = {.reduce = true};
+    rf_weave_info info;
+    rf_weave(h, &o, &info);
+    CU_ASSERT_EQUAL(info.groups, 1);
+    CU_ASSERT_EQUAL(info.members, 3);
+    rf_status st;
+    rf_status_init(&st);
+    CU_ASSERT_TRUE_FATAL(rf_hir_verify(h, &st));
+    CU_ASSERT_EQUAL(count_fused(h), 1);
+    int b = -1;
+    rf_kernel *fk = find_fused(h, 0, &b);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fk);
+    CU_ASSERT_EQUAL(b, home[3]);   /* where its last member stood: after every writer */
+    const rf_fused *f = fk->fused;
+    CU_ASSERT_EQUAL_FATAL(f->nmembers, 3);
+    for (int m = 0; m < 3; m++) {
+        CU_ASSERT_EQUAL(f->members[m].op, RF_K_MAP);
+        CU_ASSERT_EQUAL(f->members[m].in[0], sel[m]);
+        CU_ASSERT_EQUAL(f->members[m].out, sel[m + 1]);
+    }
+    CU_ASSERT_EQUAL(f->nin, 1);
+    CU_ASSERT_EQUAL(f->in[0], sel[0]);
+    CU_ASSERT_EQUAL(f->nout, 1);
+    CU_ASSERT_EQUAL(f->out[0], sel[3]);
+    CU_ASSERT_EQUAL(f->nedges, 2);
+    for (int i = 1; i <= 2; i++) {
+        CU_ASSERT_TRUE(h->vars[sel[i]].internal);
+        CU_ASSERT_PTR_NOT_NULL(h->vars[sel[i]].pred);   /* a predicate inside the group */
+        CU_ASSERT_FALSE(freed_anywhere(h, sel[i]));
+    }
+    CU_ASSERT_FALSE(h->vars[sel[3]].internal);
+    for (int x = home[1]; x < home[3]; x++)   /* the blocks it took members from are empty */
+        CU_ASSERT_EQUAL(h->blocks[x].nkernels, 0);
+    /* the composed kernel: one MAP of t */
+    rf_kernel one;
+    CU_ASSERT_EQUAL(rf_fused_chain_end(h, fk), 2);
+    CU_ASSERT_TRUE_FATAL(rf_fused_compose(h, fk, 0, 2, &one));
+    CU_ASSERT_EQUAL(one.op, RF_K_MAP);
+    CU_ASSERT_EQUAL(one.in[0], sel[0]);
+    CU_ASSERT_EQUAL(one.out, sel[3]);
+    rf_kernel_free(&one);
+
+    char *text = dump(h);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "sel3 := FUSED[3] t"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "internal: sel1 (0->1 thread), sel2 (1->2 thread)"));
+    size_t len;
+    uint8_t *bytes = rf_hir_serialize(h, &len);
+    rf_hprogram *back = rf_hir_deserialize(bytes, len, &st);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    char *text2 = dump(back);
+    CU_ASSERT_STRING_EQUAL(text, text2);
+
+    /* --no-fuse of the compiled program: the members, in order, at the group's place */
+    rf_unweave(back);
+    CU_ASSERT_TRUE(rf_hir_verify(back, &st));
+    CU_ASSERT_EQUAL(count_fused(back), 0);
+    CU_ASSERT_EQUAL_FATAL(back->blocks[home[3]].nkernels, 3);
+    for (int m = 0; m < 3; m++) {
+        const rf_kernel *k = &back->blocks[home[3]].kernels[m];
+        CU_ASSERT_TRUE(k->op == RF_K_MAP && k->in[0] == sel[m] && k->out == sel[m + 1]);
+    }
+    for (int v = 0; v < back->nvars; v++)
+        CU_ASSERT_FALSE(back->vars[v].internal);
+    CU_ASSERT_TRUE(freed_anywhere(back, sel[1]));   /* stored again, so freed again */
+    free(text);
+    free(text2);
+    free(bytes);
+    rf_hir_free(back);
+    rf_hir_free(h);
+}
+
+/* No group takes a variable the user sees (an output predicate), nor
+ * crosses a fixpoint loop, nor moves a member that may fail past another
+ * kernel that may (the first error would change). */
+static void test_cross_block_limits(void)
+{
+    rf_weave_opts o = {.reduce = true};
+    rf_weave_info info;
+    rf_status st;
+    rf_status_init(&st);
+
+    /* sel2 is an output too: it stays a stored variable, so sel1 -> sel2
+     * is the group and sel3's MAP reads sel2 on its own */
+    char *text = rf_sprintf("%s@output(sel2).\n", selects_src);
+    rf_hprogram *h = lower_text(text);
+    rf_weave(h, &o, &info);
+    CU_ASSERT_TRUE(rf_hir_verify(h, &st));
+    CU_ASSERT_EQUAL(info.groups, 1);
+    CU_ASSERT_EQUAL(info.members, 2);
+    CU_ASSERT_FALSE(h->vars[var_named(h, "sel2")].internal);
+    CU_ASSERT_TRUE(h->vars[var_named(h, "sel1")].internal);
+    rf_hir_free(h);
+    free(text);
+
+    /* s1 is computed before r's loop, s2 after it: no group */
+    h = lower_text("t(x, y) -> int32(x), int32(y).\n"
+                   "s1(x, y) -> int32(x), int32(y).\n"
+                   "r(x, y) -> int32(x), int32(y).\n"
+                   "s2(x, y) -> int32(x), int32(y).\n"
+                   "t(1, 2). t(2, 3). t(3, 4).\n"
+                   "@output(s2). @output(r).\n"
+                   "s1(x, y) <- t(x, y), x < 3.\n"
+                   "r(x, y) <- t(x, y).\n"
+                   "r(x, z) <- r(x, y), t(y, z).\n"
+                   "s2(x, y) <- s1(x, y), y > 2.\n");
+    rf_weave(h, &o, &info);
+    CU_ASSERT_TRUE(rf_hir_verify(h, &st));
+    CU_ASSERT_EQUAL(info.groups, 0);
+    rf_hir_free(h);
+
+    /* s1 and u may both divide by zero, and u's stratum lies between s1's
+     * and s2's: s1's MAP cannot wait for s2 (u's error would come first) */
+    h = lower_text("t(x, y) -> int32(x), int32(y).\n"
+                   "s1(x, q) -> int32(x), int32(q).\n"
+                   "u(x, q) -> int32(x), int32(q).\n"
+                   "s2(x, q) -> int32(x), int32(q).\n"
+                   "t(1, 2). t(2, 4).\n"
+                   "@output(s2). @output(u).\n"
+                   "s1(x, y) <- t(x, y), 10 / y > 1.\n"
+                   "u(x, q) <- t(x, y), q = 20 / y.\n"
+                   "s2(x, y) <- s1(x, y), y > 2.\n");
+    rf_weave(h, &o, &info);
+    CU_ASSERT_TRUE(rf_hir_verify(h, &st));
+    CU_ASSERT_FALSE(h->vars[var_named(h, "s1")].internal);
+    rf_hir_free(h);
+    /* the same with u's division unable to fail: s1 -> s2 is one group */
+    h = lower_text("t(x, y) -> int32(x), int32(y).\n"
+                   "s1(x, q) -> int32(x), int32(q).\n"
+                   "u(x, q) -> int32(x), int32(q).\n"
+                   "s2(x, q) -> int32(x), int32(q).\n"
+                   "t(1, 2). t(2, 4).\n"
+                   "@output(s2). @output(u).\n"
+                   "s1(x, y) <- t(x, y), 10 / y > 1.\n"
+                   "u(x, y) <- t(x, y), y > 1.\n"
+                   "s2(x, y) <- s1(x, y), y > 2.\n");
+    rf_weave(h, &o, &info);
+    CU_ASSERT_TRUE(rf_hir_verify(h, &st));
+    CU_ASSERT_TRUE(h->vars[var_named(h, "s1")].internal);
+    rf_hir_free(h);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -257,6 +467,8 @@ int main(void)
     CU_add_test(s, "weave, round trip, unweave", test_weave_and_roundtrip);
     CU_add_test(s, "verifier rejects malformed groups", test_verifier_rejects);
     CU_add_test(s, "old format rejected", test_old_format_rejected);
+    CU_add_test(s, "a chain across strata", test_cross_block_chain);
+    CU_add_test(s, "what a chain across strata may not take", test_cross_block_limits);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();

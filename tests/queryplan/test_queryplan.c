@@ -36,8 +36,8 @@ static void run_start(run *r, rf_program *prog)
         bool verified = true;
         for (int round = 0; o == 2 && round < 2; round++) {
             bool (*const passes[])(rf_plan *) = { rf_plan_pass_dead_rels, rf_plan_pass_cse,
-                                                  rf_plan_pass_pushdown };
-            for (int k = 0; k < 3 && verified; k++) {
+                                                  rf_plan_pass_pushdown, rf_plan_pass_union_into_empty };
+            for (int k = 0; k < 4 && verified; k++) {
                 passes[k](r->plan[o]);
                 verified = rf_plan_verify(r->plan[o], &st);
                 /* A pass reaches its own fixpoint in one run. */
@@ -1120,6 +1120,57 @@ static void test_equality_that_can_fail(void)
     run_end(&r);
 }
 
+/* Commands writing relation `name` (-1 if it is gone), by kind. */
+static int count_writes_of(const rf_plan *p, const char *name, rf_cmdkind kind)
+{
+    int rel = find_rel(p, name), n = 0;
+    for (int bl = 0; bl < p->nblocks; bl++)
+        for (int i = 0; i < p->blocks[bl].ncmds; i++)
+            n += p->blocks[bl].cmds[i].kind == kind && p->blocks[bl].cmds[i].dst == rel;
+    return rel < 0 ? -1 : n;
+}
+
+/* A predicate defined by one rule, with no facts of its own, gets the
+ * rule's result directly (no union into the empty predicate); one with
+ * two rules, inline facts or recursion keeps its unions. */
+static void test_union_into_empty(void)
+{
+    static const char text[] =
+        "e(x, y) -> int32(x), int32(y).\n"
+        "one(x, y) -> int32(x), int32(y).\n"
+        "proj(x) -> int32(x).\n"
+        "two(x) -> int32(x).\n"
+        "seeded(x) -> int32(x).\n"
+        "path(x, y) -> int32(x), int32(y).\n"
+        "e(1, 2). e(2, 3). e(3, 1). e(5, 2).\n"
+        "seeded(9).\n"
+        "@output(one). @output(proj). @output(two). @output(seeded). @output(path).\n"
+        "one(x, y) <- e(x, y), x < 3.\n"
+        "proj(y) <- one(_, y).\n"
+        "two(x) <- e(x, _).\n"
+        "two(y) <- e(_, y).\n"
+        "seeded(x) <- e(x, 2).\n"
+        "path(x, y) <- e(x, y).\n"
+        "path(x, z) <- path(x, y), e(y, z).\n";
+    rf_program *prog = compile_text(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    run r;
+    run_start(&r, prog);
+    expect_rel(&r, "one", 2, ROWS(1, 2, 2, 3));
+    expect_rel(&r, "proj", 1, ROWS(2, 3));
+    expect_rel(&r, "two", 1, ROWS(1, 2, 3, 5));
+    expect_rel(&r, "seeded", 1, ROWS(1, 5, 9));
+    expect_rel(&r, "path", 2, ROWS(1, 1, 1, 2, 1, 3, 2, 1, 2, 2, 2, 3, 3, 1, 3, 2, 3, 3, 5, 1, 5, 2, 5, 3));
+    for (int o = 0; o < NPLANS; o++)
+        CU_ASSERT_EQUAL(count_writes_of(r.plan[o], "one", RF_CMD_UNION), o == 0 ? 1 : 0);
+    CU_ASSERT_EQUAL(count_writes_of(r.plan[1], "one", RF_CMD_MAPFILTER), 1);
+    CU_ASSERT_EQUAL(count_writes_of(r.plan[1], "proj", RF_CMD_UNION), 0);
+    CU_ASSERT_EQUAL(count_writes_of(r.plan[1], "two", RF_CMD_UNION), 2);
+    CU_ASSERT_EQUAL(count_writes_of(r.plan[1], "seeded", RF_CMD_UNION), 1);
+    CU_ASSERT_TRUE(count_writes_of(r.plan[1], "path", RF_CMD_UNION) >= 1);
+    run_end(&r);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -1151,6 +1202,7 @@ int main(void)
     CU_add_test(s, "verify rejects broken plans", test_verify_rejects);
     CU_add_test(s, "from source (front end)", test_from_source);
     CU_add_test(s, "functional key checks", test_check_keys);
+    CU_add_test(s, "a rule's result into its empty predicate", test_union_into_empty);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
