@@ -24,6 +24,7 @@ typedef struct rf_weave_info {
     int groups;              /* FUSED kernels made */
     int members;             /* kernels inside them */
     int reduces;             /* of which end in a reducing gather */
+    int shared;              /* of which have several outputs (MAPs of one input) */
 } rf_weave_info;
 
 /* Rewrites p in place (after rf_hir_lower; recomputes liveness).
@@ -49,6 +50,13 @@ bool rf_fused_compose(const rf_hprogram *p, const rf_kernel *fk, int first, int 
 /* The longest prefix of fk's members that forms a thread chain (index of
  * its last member), or -1 when member 0 cannot head one. */
 int rf_fused_chain_end(const rf_hprogram *p, const rf_kernel *fk);
+
+/* A group of several outputs as its branches: branch i is the members
+ * from the one after ends[i-1] (from 0 for i = 0) to ends[i], the member
+ * that writes fk's output i. Returns the count (fused->nout), or -1 when
+ * the members do not write the outputs in their order. Each branch can
+ * then be composed (rf_fused_compose) into one kernel. */
+int rf_fused_branches(const rf_kernel *fk, int ends[RF_KERNEL_VARS_MAX]);
 
 /* Whether code may stop the run with an error on some row (checked
  * arithmetic, casts, date arithmetic, substr): such code must not be
