@@ -155,7 +155,7 @@ static void print_fused(FILE *out, const rf_hprogram *p, const rf_kernel *k, con
     snprintf(inner, sizeof inner, "%s  |", indent);
     for (int i = 0; i < f->nmembers && f->members; i++)
         print_kernel(out, p, &f->members[i], inner);
-    fprintf(out, "%s  | internal:", indent);
+    fprintf(out, "%s  | internal:%s", indent, f->nedges > 0 ? "" : " none (branches sharing their inputs)");
     for (int e = 0; e < f->nedges && f->edges; e++)
         fprintf(out, "%s %s (%d->%d %s)", e ? "," : "", var_name(p, f->edges[e].var), f->edges[e].from,
                 f->edges[e].to, (unsigned)f->edges[e].dep < RF_DEP_COUNT_ ? dep_names[f->edges[e].dep] : "?");

@@ -410,8 +410,9 @@ static bool check_fused(vctx *c, const rf_kernel *k)
         return bad(c, "FUSED: has inputs, keys or code of its own");
     if (f->nmembers < 2 || f->nmembers > RF_FUSED_MAX || !f->members)
         return bad(c, "FUSED: %d members (2 to %d)", f->nmembers, RF_FUSED_MAX);
-    if (f->nedges < 1 || !f->edges || f->nin < 0 || (f->nin > 0 && !f->in) || f->nout < 1 || !f->out ||
-        f->nin > RF_KERNEL_VARS_MAX || f->nout > RF_KERNEL_VARS_MAX)
+    /* no edge: a group of branches that only share inputs (several outputs) */
+    if (f->nedges < 0 || (f->nedges > 0 && !f->edges) || f->nin < 0 || (f->nin > 0 && !f->in) || f->nout < 1 ||
+        !f->out || f->nin > RF_KERNEL_VARS_MAX || f->nout > RF_KERNEL_VARS_MAX)
         return bad(c, "FUSED: bad edge, input or output list");
     if (k->out != f->out[0])
         return bad(c, "FUSED: its output is not the group's first output");

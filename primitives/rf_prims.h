@@ -21,6 +21,19 @@ void rf_par_for(int n, rf_task_fn fn, void *ctx);
 /* out := { proj(t) | t in in, filter(t) } (unsorted). */
 bool rf_prim_map(const rf_table *in, const rf_code *filter, int nproj,
                  const rf_code *proj, rf_table *out, rf_status *st);
+/* Several MAPs over one input in one pass (the branches of a fused group
+ * of several outputs): outs[i] gets exactly the rows, in the same order,
+ * that rf_prim_map(in, maps[i].filter, maps[i].nproj, maps[i].proj)
+ * gives; outs[i] is initialised here. On a fault, false and st set, and
+ * which map's fault is reported is not that of running them one after
+ * the other (the caller then does that). No code may intern strings
+ * (rf_code_interns): one pass would number them in another order. */
+typedef struct rf_map_spec {
+    const rf_code *filter;
+    int nproj;
+    const rf_code *proj;
+} rf_map_spec;
+bool rf_prim_map_many(const rf_table *in, int nmaps, const rf_map_spec *maps, rf_table *outs, rf_status *st);
 /* out := in's rows sorted lexicographically (unsigned words), duplicates
  * dropped; out is initialised here. */
 void rf_prim_sort(const rf_table *in, rf_table *out);

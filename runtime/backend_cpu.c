@@ -721,16 +721,92 @@ static rf_dvar *group_input(const rf_kernel *fk, rf_dvar *const *ins, int v)
     return NULL;
 }
 
+/* Whether a MAP's or JOIN's code makes new strings. */
+static bool kernel_interns(const rf_kernel *k)
+{
+    for (int j = -1; j < k->nproj; j++)
+        if (rf_code_interns(j < 0 ? &k->filter : &k->proj[j]))
+            return true;
+    return false;
+}
+
+/* A group of several outputs in one pass over its input: each branch
+ * composed into the one MAP it equals, all of them reading the shared
+ * input batch by batch (rf_prim_map_many), so each output gets the rows,
+ * in the order, that its MAP alone would give. Other branch shapes, code
+ * that interns strings (one pass would number the strings in another
+ * order), or any error (the fault reported first could be another
+ * branch's) are left to the members. */
+static rf_run_result cpu_run_branches(rf_backend *be, const rf_hprogram *p, const rf_kernel *fk,
+                                      rf_dvar *const *outs, rf_dvar *const *ins, rf_kernel_stats *stats)
+{
+    const rf_fused *f = fk->fused;
+    int ends[RF_KERNEL_VARS_MAX];
+    int nb = rf_fused_branches(fk, ends), made = 0;
+    if (nb < 2)
+        return RF_RUN_MEMBERS;
+    rf_kernel *maps = rf_calloc((size_t)nb, sizeof *maps);
+    rf_map_spec *specs = rf_calloc((size_t)nb, sizeof *specs);
+    int *slot = rf_calloc((size_t)nb, sizeof *slot);   /* output index of each branch */
+    bool ok = true;
+    for (int i = 0; i < nb && ok; i++) {
+        ok = rf_fused_compose(p, fk, i ? ends[i - 1] + 1 : 0, ends[i], &maps[i]);
+        made += ok;
+        ok = ok && maps[i].op == RF_K_MAP && maps[i].in[0] == maps[0].in[0] &&
+             !kernel_interns(&maps[i]);
+        for (slot[i] = 0; ok && slot[i] < f->nout && f->out[slot[i]] != maps[i].out; slot[i]++)
+            ;
+        ok = ok && slot[i] < f->nout && maps[i].nproj == outs[slot[i]]->arity;
+        specs[i] = (rf_map_spec){&maps[i].filter, maps[i].nproj, maps[i].proj};
+    }
+    if (ok) {
+        double t0 = rf_now();
+        rf_dvar *in = group_input(fk, ins, maps[0].in[0]);
+        rf_table empty;
+        rf_table_init(&empty, p->vars[maps[0].in[0]].arity);   /* a variable never defined reads as empty */
+        const rf_table *t = in ? table_of(be, in) : &empty;
+        rf_table *res = rf_calloc((size_t)nb, sizeof *res);
+        rf_status local;
+        rf_status_init(&local);
+        ok = rf_prim_map_many(t, nb, specs, res, &local);
+        memset(stats, 0, sizeof *stats);
+        stats->rows_in[0] = t->nrows;
+        size_t words = t->nrows * (size_t)t->arity;
+        for (int i = 0; i < nb; i++) {
+            if (ok) {
+                words += res[i].nrows * (size_t)res[i].arity;
+                set_table(be, outs[slot[i]], &res[i]);
+                stats->rows_out += outs[slot[i]]->nrows;
+            } else {
+                rf_table_free(&res[i]);
+            }
+        }
+        stats->bytes_moved = words * sizeof(rf_word);
+        stats->seconds = rf_now() - t0;
+        rf_table_free(&empty);
+        free(res);
+    }
+    for (int i = 0; i < made; i++)
+        rf_kernel_free(&maps[i]);
+    free(maps);
+    free(specs);
+    free(slot);
+    return ok ? RF_RUN_DONE : RF_RUN_MEMBERS;
+}
+
 /* A FUSED kernel in one pass: its thread chain (a MAP or JOIN and the MAPs
  * after it) as the one kernel it equals, so no intermediate table is made;
  * a reducing gather then folds the chain's rows into their groups by
- * hashing instead of sorting them. Any other shape, or any error (whose
+ * hashing instead of sorting them; a group of several outputs reads its
+ * input once for all of them. Any other shape, or any error (whose
  * row and message could differ from the unfused order of evaluation), is
  * left to the members. */
 static rf_run_result cpu_run_fused(rf_backend *be, const rf_hprogram *p, const rf_kernel *fk, rf_dvar *const *outs,
                                    rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
     const rf_fused *f = fk->fused;
+    if (f->nout > 1)
+        return cpu_run_branches(be, p, fk, outs, ins, stats);
     bool reduce = fk->gather == RF_GATHER_REDUCE;
     int last = reduce ? f->nmembers - 3 : f->nmembers - 1;
     if (last < 0 || rf_fused_chain_end(p, fk) < last)

@@ -162,6 +162,18 @@ int rf_fused_chain_end(const rf_hprogram *p, const rf_kernel *fk)
     return last;
 }
 
+int rf_fused_branches(const rf_kernel *fk, int ends[RF_KERNEL_VARS_MAX])
+{
+    const rf_fused *f = fk->fused;
+    if (!f || f->nout < 1 || f->nout > RF_KERNEL_VARS_MAX)
+        return -1;
+    int o = 0;
+    for (int m = 0; m < f->nmembers && o < f->nout; m++)
+        if (f->members[m].out == f->out[o])
+            ends[o++] = m;
+    return o == f->nout && ends[o - 1] == f->nmembers - 1 ? o : -1;
+}
+
 bool rf_fused_compose(const rf_hprogram *p, const rf_kernel *fk, int first, int last, rf_kernel *out)
 {
     const rf_fused *f = fk->fused;

@@ -28,6 +28,13 @@
  * Nothing crosses into or out of a fixpoint loop: a loop's blocks are
  * runs of their own.
  *
+ * Then groups with several outputs (horizontal fusion, thesis Fig. 24 d):
+ * MAPs of the same input, anywhere in a run, become the branches of one
+ * group that reads the input once, where the later one stood. Only plain
+ * MAPs join (a branch that is itself a chain stays the group it is: the
+ * GPU runs a group of several outputs as its members until it generates
+ * code for one, and would lose the chain's composed kernel).
+ *
  * The FUSED kernel takes the place of the group's last member (in that
  * member's block); the group is kept only if no kernel in between writes
  * what an earlier member reads (that member would otherwise read a later
@@ -347,6 +354,94 @@ static void weave_chains(const wctx *w, seq *s, const rf_weave_opts *o, rf_weave
     }
 }
 
+/* The input a kernel can share as a branch of a group of several outputs
+ * (a plain MAP, or such a group already made: MAPs of one input), or -1. */
+static int branch_input(const rf_kernel *k)
+{
+    if (k->op == RF_K_MAP)
+        return k->in[0];
+    if (k->op != RF_K_FUSED || k->gather == RF_GATHER_REDUCE || k->fused->nedges != 0 || k->fused->nin != 1)
+        return -1;
+    for (int m = 0; m < k->fused->nmembers; m++)
+        if (k->fused->members[m].op != RF_K_MAP)
+            return -1;
+    return k->fused->in[0];
+}
+
+static int member_count(const rf_kernel *k) { return k->op == RF_K_FUSED ? k->fused->nmembers : 1; }
+
+/* Merges the branches at a < b of s (same input) into one group at b's
+ * place: a's members first, so that run as members they keep the
+ * unfused order. */
+static void join_branches(rf_hprogram *p, seq *s, int a, int b)
+{
+    int n = member_count(&s->kernels[a]) + member_count(&s->kernels[b]), m = 0;
+    rf_kernel *members = rf_calloc((size_t)n, sizeof *members);
+    int ends[2] = {a, b};
+    for (int e = 0; e < 2; e++) {
+        rf_kernel *k = &s->kernels[ends[e]];
+        if (k->op != RF_K_FUSED) {
+            members[m++] = *k;
+            continue;
+        }
+        for (int x = 0; x < k->fused->nmembers; x++)
+            members[m++] = k->fused->members[x];
+        k->fused->nmembers = 0;   /* moved out */
+        rf_kernel_free(k);
+    }
+    rf_kernel fk = new_group(p, members, n, false);
+    seq_remove(s, a);
+    s->kernels[b - 1] = fk;
+}
+
+/* Whether k reads or writes one of vars[0..n-1]. */
+static bool touches(const rf_kernel *k, const int *vars, int n)
+{
+    int kv[2 * RF_KERNEL_VARS_MAX];
+    int nk = rf_kernel_reads(k, kv);
+    nk += rf_kernel_writes(k, kv + nk);
+    for (int i = 0; i < nk; i++)
+        for (int j = 0; j < n; j++)
+            if (kv[i] == vars[j])
+                return true;
+    return false;
+}
+
+/* The groups of several outputs of s: each plain MAP (or such group)
+ * joins the next kernel that reads the same input as a branch, when it
+ * can move down to it: it may pass every kernel in between (none writes
+ * what it reads, touches what it writes, or has effects where it has),
+ * and that kernel does not read or write what it writes. Never the later
+ * one up: its result would then be held longer, and a backend that runs
+ * the group as its members (the GPU for now) would gain nothing for the
+ * memory. */
+static void weave_branches(const wctx *w, seq *s, rf_weave_info *info)
+{
+    for (int a = 0; a < s->nkernels; a++) {
+        int x = branch_input(&s->kernels[a]);
+        if (x < 0)
+            continue;
+        for (int b = a + 1; b < s->nkernels; b++) {
+            const rf_kernel *ka = &s->kernels[a], *kb = &s->kernels[b];
+            if (branch_input(kb) != x || member_count(ka) + member_count(kb) > RF_FUSED_MAX)
+                continue;
+            int outs[RF_KERNEL_VARS_MAX], nouts = rf_kernel_writes(ka, outs);
+            bool movable = !touches(kb, outs, nouts);
+            for (int i = a + 1; i < b && movable; i++)
+                movable = can_pass(ka, &s->kernels[i]);
+            if (!movable)
+                continue;
+            int made = 1 - (ka->op == RF_K_FUSED) - (kb->op == RF_K_FUSED);
+            info->groups += made;
+            info->shared += made;
+            info->members += (ka->op != RF_K_FUSED) + (kb->op != RF_K_FUSED);
+            join_branches(w->p, s, a, b);
+            a--;   /* the kernel now at a followed the old one */
+            break;
+        }
+    }
+}
+
 /* The block control goes to unconditionally after b (falling through or
  * jumping), or -1. */
 static int next_block(const rf_hprogram *p, int b)
@@ -448,6 +543,7 @@ void rf_weave(rf_hprogram *p, const rf_weave_opts *o, rf_weave_info *info)
             hb->nkernels = 0;
         }
         weave_chains(&w, &s, o, &local);
+        weave_branches(&w, &s, &local);
         /* back into their blocks, in order: a group stands in its last
          * member's block, so no block gets more kernels than it had */
         for (int i = 0; i < s.nkernels; i++) {

@@ -24,6 +24,7 @@ typedef struct rf_weave_info {
     int groups;              /* FUSED kernels made */
     int members;             /* kernels inside them */
     int reduces;             /* of which end in a reducing gather */
+    int shared;              /* of which have several outputs (MAPs of one input) */
 } rf_weave_info;
 
 /* Rewrites p in place (after rf_hir_lower; recomputes liveness).
@@ -57,6 +58,13 @@ int rf_fused_chain_end(const rf_hprogram *p, const rf_kernel *fk);
  * a row position (of the sorted rows: no meaning before the sort) or a
  * column the chain does not make. */
 bool rf_fused_compose_arg(const rf_kernel *chain, const rf_code *c, rf_code *out);
+
+/* A group of several outputs as its branches: branch i is the members
+ * from the one after ends[i-1] (from 0 for i = 0) to ends[i], the member
+ * that writes fk's output i. Returns the count (fused->nout), or -1 when
+ * the members do not write the outputs in their order. Each branch can
+ * then be composed (rf_fused_compose) into one kernel. */
+int rf_fused_branches(const rf_kernel *fk, int ends[RF_KERNEL_VARS_MAX]);
 
 /* Whether code may stop the run with an error on some row (checked
  * arithmetic, casts, date arithmetic, substr): such code must not be

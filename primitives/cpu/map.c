@@ -144,6 +144,60 @@ bool rf_prim_map(const rf_table *in, const rf_code *filter, int nproj, const rf_
     return ok;
 }
 
+typedef struct map_many_job {
+    const rf_table *in;
+    int nmaps, npieces;
+    const rf_map_spec *maps;
+    rf_table *pieces;        /* [piece * nmaps + map] */
+    rf_status *sts;
+} map_many_job;
+
+/* One piece of the input through every map, batch by batch: each batch
+ * is read once, while it is in cache, by all of them. */
+static void map_many_piece(void *ctx, int p)
+{
+    map_many_job *j = ctx;
+    size_t n = j->in->nrows;
+    size_t b = n * (size_t)p / (size_t)j->npieces, e = n * (size_t)(p + 1) / (size_t)j->npieces;
+    rf_emitter *em = rf_calloc((size_t)j->nmaps, sizeof *em);
+    rf_table *out = &j->pieces[(size_t)p * (size_t)j->nmaps];
+    for (int m = 0; m < j->nmaps; m++) {
+        rf_emitter_init(&em[m], j->maps[m].filter, j->maps[m].nproj, j->maps[m].proj);
+        rf_table_init(&out[m], j->maps[m].nproj);
+    }
+    bool ok = true;
+    for (size_t base = b; base < e && ok; base += RF_BATCH) {
+        int cnt = e - base < RF_BATCH ? (int)(e - base) : RF_BATCH;
+        for (int m = 0; m < j->nmaps && ok; m++)
+            ok = rf_emit_batch(&em[m], j->in->cols, base, cnt, &out[m], &j->sts[p]);
+    }
+    for (int m = 0; m < j->nmaps; m++)
+        rf_emitter_free(&em[m]);
+    free(em);
+}
+
+bool rf_prim_map_many(const rf_table *in, int nmaps, const rf_map_spec *maps, rf_table *outs, rf_status *st)
+{
+    map_many_job j = {.in = in, .nmaps = nmaps, .maps = maps};
+    j.npieces = rf_pieces_for(in->nrows, 1);
+    j.pieces = rf_calloc((size_t)j.npieces * (size_t)nmaps, sizeof *j.pieces);
+    j.sts = rf_calloc((size_t)j.npieces, sizeof *j.sts);
+    rf_par_for(j.npieces, map_many_piece, &j);
+    bool ok = rf_pieces_status(j.sts, j.npieces, st);
+    rf_table *pieces = rf_calloc((size_t)j.npieces, sizeof *pieces);
+    for (int m = 0; m < nmaps; m++) {
+        for (int p = 0; p < j.npieces; p++)
+            pieces[p] = j.pieces[(size_t)p * (size_t)nmaps + (size_t)m];
+        rf_concat_pieces(pieces, j.npieces, &outs[m]);
+        if (!ok)
+            rf_table_clear(&outs[m]);
+    }
+    free(pieces);
+    free(j.pieces);
+    free(j.sts);
+    return ok;
+}
+
 void rf_concat_pieces(rf_table *pieces, int n, rf_table *out)
 {
     if (n == 1) {

@@ -648,6 +648,8 @@ static rf_run_result gpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
     (void)st;
     gpu_impl *g = impl_of(be);
     const rf_fused *f = fk->fused;
+    if (f->nout > 1)   /* several outputs: no generated code for those yet */
+        return RF_RUN_MEMBERS;
     bool reduce = fk->gather == RF_GATHER_REDUCE;
     int last = reduce ? f->nmembers - 3 : f->nmembers - 1;
     if (last < 0 || rf_fused_chain_end(p, fk) < last)
@@ -744,7 +746,8 @@ char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk)
         fprintf(out, " %s%s", m ? "-> " : "", rf_kop_name(f->members[m].op));
     fputc('\n', out);
     rf_kernel chain;
-    bool composed = last >= 0 && rf_fused_chain_end(p, fk) >= last && rf_fused_compose(p, fk, 0, last, &chain);
+    bool composed = f->nout == 1 && last >= 0 && rf_fused_chain_end(p, fk) >= last &&
+                    rf_fused_compose(p, fk, 0, last, &chain);
     if (!composed) {
         fputs("// no generated code: the group runs as its members\n", out);
     } else {

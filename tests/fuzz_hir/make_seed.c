@@ -1,6 +1,9 @@
 /* Writes seed .rfx files for the fuzzer: transitive closure with a string
  * column and a filter, lowered from a hand-built plan (no planner needed),
- * and (second file) two MapFilters in a row, woven into a FUSED kernel.
+ * and (second file) fused groups: a scan, sort and aggregate woven into a
+ * reducing group, a chain of two scans across two blocks whose middle
+ * predicate is internal, and two scans of one input as a group of two
+ * outputs.
  * Usage: fuzz_hir_seed OUT.rfx [OUT_FUSED.rfx] */
 #include "hir.h"
 #include "weaver.h"
@@ -37,21 +40,36 @@ static rf_plan_cmd *cmd(rf_plan_block *b, rf_cmdkind kind, int dst, int s0, int 
 
 static rf_expr *col(int i) { return rf_expr_leaf(RF_EX_COL, RF_TYPE_STRING, i); }
 
-/* out := count per $0 of MAP edge [filter $0 != "z"; $1, $0], woven. */
+/* A filter of src into dst: $c != "z", every column kept. */
+static void filter_cmd(rf_plan_block *b, int dst, int src, int c)
+{
+    rf_plan_cmd *m = cmd(b, RF_CMD_MAPFILTER, dst, src, -1);
+    m->filter = rf_expr_binary(RF_EX_NE, RF_TYPE_BOOL, col(c), rf_expr_const(RF_TYPE_STRING, rf_str_intern("z", 1)));
+    m->nproj = 2;
+    m->proj = rf_calloc(2, sizeof *m->proj);
+    m->proj[0] = col(0);
+    m->proj[1] = col(1);
+}
+
+/* out := count per $0 of MAP edge [filter $0 != "z"; $1, $0]; mid and
+ * then (next block) o2 := filters of edge, then of mid; o3, o4 := filters
+ * of edge; woven. */
 static bool fused_seed(const char *path, rf_status *st)
 {
     rf_plan *p = rf_calloc(1, sizeof *p);
-    p->rels = rf_calloc(4, sizeof *p->rels);
+    p->rels = rf_calloc(8, sizeof *p->rels);
     int e = rel(p, "edge", RF_REL_INPUT, false), t1 = rel(p, "t1", RF_REL_TEMP, false);
-    int o = rel(p, "out", RF_REL_DERIVED, true);
+    int o = rel(p, "out", RF_REL_DERIVED, true), mid = rel(p, "mid", RF_REL_DERIVED, false);
+    int o2 = rel(p, "o2", RF_REL_DERIVED, true), o3 = rel(p, "o3", RF_REL_DERIVED, true);
+    int o4 = rel(p, "o4", RF_REL_DERIVED, true);
     p->rels[t1].pred = -1;
     p->rels[e].nfacts = 1;
     p->rels[e].facts = rf_calloc(2, sizeof(rf_word));
     p->rels[e].facts[0] = rf_str_intern("a", 1);
     p->rels[e].facts[1] = rf_str_intern("b", 1);
-    p->nblocks = 2;
-    p->blocks = rf_calloc(2, sizeof *p->blocks);
-    for (int i = 0; i < 2; i++) {
+    p->nblocks = 3;
+    p->blocks = rf_calloc(3, sizeof *p->blocks);
+    for (int i = 0; i < 3; i++) {
         p->blocks[i].label = rf_sprintf("f%d", i);
         p->blocks[i].cmds = rf_calloc(8, sizeof(rf_plan_cmd));
     }
@@ -72,13 +90,18 @@ static bool fused_seed(const char *path, rf_status *st)
     a->aggfn[0] = RF_AGG_COUNT;
     a->agg_arg = rf_calloc(1, sizeof *a->agg_arg);
     p->rels[o].types[1] = RF_TYPE_INT64;
-    cmd(&p->blocks[1], RF_CMD_HALT, -1, -1, -1);
+    filter_cmd(&p->blocks[0], mid, e, 1);
+    filter_cmd(&p->blocks[1], o2, mid, 0);
+    filter_cmd(&p->blocks[1], o3, e, 0);
+    filter_cmd(&p->blocks[1], o4, e, 1);
+    cmd(&p->blocks[2], RF_CMD_HALT, -1, -1, -1);
     rf_hprogram *h = rf_hir_lower(p);
     rf_weave_opts wo = {.reduce = true};
-    rf_weave_info info = {0, 0, 0};
+    rf_weave_info info = {0, 0, 0, 0};
     rf_weave(h, &wo, &info);
-    bool ok = info.groups > 0 ? rf_hir_verify(h, st) && rf_hir_save(h, path, st)
-                              : rf_fail(st, RF_EXIT_RUNTIME_ERROR, "the fused seed has no fused kernel");
+    bool ok = info.groups == 3 && info.shared == 1
+                  ? rf_hir_verify(h, st) && rf_hir_save(h, path, st)
+                  : rf_fail(st, RF_EXIT_RUNTIME_ERROR, "the fused seed lacks a fused kernel (%d groups)", info.groups);
     rf_hir_free(h);
     rf_plan_free(p);
     return ok;

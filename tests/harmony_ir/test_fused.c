@@ -323,6 +323,7 @@ static void test_cross_block_chain(void)
     rf_weave(h, &o, &info);
     CU_ASSERT_EQUAL(info.groups, 1);
     CU_ASSERT_EQUAL(info.members, 3);
+    CU_ASSERT_EQUAL(info.shared, 0);
     rf_status st;
     rf_status_init(&st);
     CU_ASSERT_TRUE_FATAL(rf_hir_verify(h, &st));
@@ -459,6 +460,148 @@ static void test_cross_block_limits(void)
     rf_hir_free(h);
 }
 
+/* Thesis pattern (d): two selections of one input, in two strata. */
+static const char *shared_src =
+    "t(id, v) -> int64(id), int64(v).\n"
+    "o1(id, v) -> int64(id), int64(v).\n"
+    "o2(id, v) -> int64(id), int64(v).\n"
+    "t(1, 50). t(2, 150). t(3, 250). t(4, 950). t(5, 500).\n"
+    "@output(o1). @output(o2).\n"
+    "o1(id, v) <- t(id, v), v < 300.\n"
+    "o2(id, v) <- t(id, v), v >= 200.\n";
+
+static rf_hprogram *woven_shared(void)
+{
+    rf_hprogram *h = lower_text(shared_src);
+    rf_weave_opts o = {.reduce = true};
+    rf_weave_info info;
+    rf_weave(h, &o, &info);
+    CU_ASSERT_EQUAL(info.groups, 1);
+    CU_ASSERT_EQUAL(info.shared, 1);
+    CU_ASSERT_EQUAL(info.members, 2);
+    return h;
+}
+
+/* One group, two MAPs of t, two outputs (in the members' order), no
+ * internal variable; the binary form keeps it; unweaving gives the two
+ * MAPs back. */
+static void test_two_outputs(void)
+{
+    rf_hprogram *h = woven_shared();
+    rf_status st;
+    rf_status_init(&st);
+    CU_ASSERT_TRUE_FATAL(rf_hir_verify(h, &st));
+    CU_ASSERT_EQUAL(count_fused(h), 1);
+    rf_kernel *fk = find_fused(h, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fk);
+    const rf_fused *f = fk->fused;
+    int t = var_named(h, "t"), o1 = var_named(h, "o1"), o2 = var_named(h, "o2");
+    CU_ASSERT_EQUAL_FATAL(f->nout, 2);
+    CU_ASSERT_EQUAL(f->out[0], o1);
+    CU_ASSERT_EQUAL(f->out[1], o2);
+    CU_ASSERT_EQUAL(fk->out, o1);
+    CU_ASSERT_EQUAL(f->nin, 1);
+    CU_ASSERT_EQUAL(f->in[0], t);
+    CU_ASSERT_EQUAL(f->nedges, 0);
+    CU_ASSERT_EQUAL_FATAL(f->nmembers, 2);
+    CU_ASSERT_TRUE(f->members[0].op == RF_K_MAP && f->members[0].in[0] == t && f->members[0].out == o1);
+    CU_ASSERT_TRUE(f->members[1].op == RF_K_MAP && f->members[1].in[0] == t && f->members[1].out == o2);
+    int ends[RF_KERNEL_VARS_MAX];
+    CU_ASSERT_EQUAL(rf_fused_branches(fk, ends), 2);
+    CU_ASSERT_TRUE(ends[0] == 0 && ends[1] == 1);
+    int vars[RF_KERNEL_VARS_MAX];
+    CU_ASSERT_EQUAL(rf_kernel_writes(fk, vars), 2);
+    CU_ASSERT_EQUAL(rf_kernel_reads(fk, vars), 1);
+
+    char *text = dump(h);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "o1, o2 := FUSED[2] t"));
+    size_t len;
+    uint8_t *bytes = rf_hir_serialize(h, &len);
+    rf_hprogram *back = rf_hir_deserialize(bytes, len, &st);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    char *text2 = dump(back);
+    CU_ASSERT_STRING_EQUAL(text, text2);
+    rf_kernel *bk = find_fused(back, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bk);
+    CU_ASSERT_EQUAL(bk->fused->nout, 2);
+    CU_ASSERT_EQUAL(bk->fused->nedges, 0);
+
+    rf_unweave(back);
+    CU_ASSERT_TRUE(rf_hir_verify(back, &st));
+    CU_ASSERT_EQUAL(count_fused(back), 0);
+    int maps = 0;
+    for (int b = 0; b < back->nblocks; b++)
+        for (int k = 0; k < back->blocks[b].nkernels; k++)
+            maps += back->blocks[b].kernels[k].op == RF_K_MAP && back->blocks[b].kernels[k].in[0] == t;
+    CU_ASSERT_EQUAL(maps, 2);
+    free(text);
+    free(text2);
+    free(bytes);
+    rf_hir_free(back);
+    rf_hir_free(h);
+}
+
+/* Malformed groups of two outputs, each rejected with its message. */
+static void rejects_shared(mutation m, const char *want)
+{
+    rf_hprogram *h = woven_shared();
+    int b = -1;
+    rf_kernel *fk = find_fused(h, 0, &b);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fk);
+    m(h, fk, b);
+    rf_status st;
+    rf_status_init(&st);
+    bool ok = rf_hir_verify(h, &st);
+    CU_ASSERT_FALSE(ok);
+    if (!ok && !strstr(st.message, want)) {
+        fprintf(stderr, "\n  message \"%s\" lacks \"%s\"\n", st.message, want);
+        CU_FAIL("wrong message");
+    }
+    rf_hir_free(h);
+}
+
+static void member_reads_output(rf_hprogram *h, rf_kernel *fk, int b)
+{
+    /* the second branch reads the first one's result, which the group
+     * only hands out at its end */
+    (void)h, (void)b;
+    fk->fused->members[1].in[0] = fk->fused->out[0];
+}
+
+static void output_also_input(rf_hprogram *h, rf_kernel *fk, int b)
+{
+    (void)h, (void)b;
+    fk->fused->members[1].in[0] = fk->fused->out[0];
+    fk->fused->in[fk->fused->nin++] = fk->fused->out[0];   /* room: allocated for 2 per member */
+}
+
+static void output_twice(rf_hprogram *h, rf_kernel *fk, int b)
+{
+    (void)h, (void)b;
+    fk->fused->out[1] = fk->fused->out[0];
+}
+
+static void output_missing(rf_hprogram *h, rf_kernel *fk, int b)
+{
+    (void)h, (void)b;
+    fk->fused->nout = 1;
+}
+
+static void first_output_not_kernel_out(rf_hprogram *h, rf_kernel *fk, int b)
+{
+    (void)h, (void)b;
+    fk->out = fk->fused->out[1];
+}
+
+static void test_two_outputs_rejected(void)
+{
+    rejects_shared(member_reads_output, "neither an input of the group nor made by an earlier member");
+    rejects_shared(output_also_input, "an input or listed twice");
+    rejects_shared(output_twice, "listed twice");
+    rejects_shared(output_missing, "not an output of the group");
+    rejects_shared(first_output_not_kernel_out, "not the group's first output");
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -469,6 +612,8 @@ int main(void)
     CU_add_test(s, "old format rejected", test_old_format_rejected);
     CU_add_test(s, "a chain across strata", test_cross_block_chain);
     CU_add_test(s, "what a chain across strata may not take", test_cross_block_limits);
+    CU_add_test(s, "a group of two outputs", test_two_outputs);
+    CU_add_test(s, "malformed groups of two outputs rejected", test_two_outputs_rejected);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();

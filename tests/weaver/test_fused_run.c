@@ -1,5 +1,7 @@
 /* Fused groups run on the CPU backend (cpu_run_fused): a chain across
- * strata runs as one kernel, giving what the unfused kernels give. Programs come from source
+ * strata and a group of two outputs run as one kernel each, giving what
+ * the unfused kernels give, and on a fault the group runs as its members
+ * and reports the error --no-fuse reports. Programs come from source
  * text (front end, planner, lowering, weaver). */
 #define _POSIX_C_SOURCE 200809L
 #include <CUnit/Basic.h>
@@ -98,12 +100,68 @@ static void test_chain_across_strata(void)
     same_both_ways(text, 1, 0);
 }
 
+/* Thesis pattern (d): two selections of one input in one pass; with a
+ * projection that computes (a SORT after its MAP) too. */
+static void test_two_outputs(void)
+{
+    static const char text[] = "t(id, v) -> int64(id), int64(v).\n"
+                               "o1(id, v) -> int64(id), int64(v).\n"
+                               "o2(id, v) -> int64(id), int64(v).\n"
+                               "t(1, 50). t(2, 150). t(3, 250). t(4, 950). t(5, 500).\n"
+                               "@output(o1). @output(o2).\n"
+                               "o1(id, v) <- t(id, v), v < 300.\n"
+                               "o2(id, v) <- t(id, v), v >= 200.\n";
+    outcome f = run_text(text, true);
+    CU_ASSERT_TRUE(f.ok);
+    CU_ASSERT_STRING_EQUAL(f.out, "# o1 (3 tuples)\n1\t50\n2\t150\n3\t250\n"
+                                  "# o2 (3 tuples)\n3\t250\n4\t950\n5\t500\n");
+    CU_ASSERT_EQUAL(f.info.fused_run_as_members, 0);
+    outcome_free(&f);
+    same_both_ways(text, 1, 0);
+    same_both_ways("t(id, v) -> int64(id), int64(v).\n"
+                   "o1(id, v) -> int64(id), int64(v).\n"
+                   "o2(v, w) -> int64(v), int64(w).\n"
+                   "t(1, 50). t(2, 150). t(3, 250). t(4, 950). t(5, 500).\n"
+                   "@output(o1). @output(o2).\n"
+                   "o1(id, v) <- t(id, v), v < 300.\n"
+                   "o2(v, w) <- t(_, v), v >= 200, w = v * 2.\n",
+                   1, 0);
+}
+
+/* A fault in a group of two outputs: the members run, one after the
+ * other, and the error is that of the first member that fails unfused. */
+static void test_two_outputs_fault(void)
+{
+    static const char second[] = "t(id, v) -> int64(id), int64(v).\n"
+                                 "o1(id, v) -> int64(id), int64(v).\n"
+                                 "o2(id, v) -> int64(id), int64(v).\n"
+                                 "t(1, 50). t(2, 0). t(3, 250).\n"
+                                 "@output(o1). @output(o2).\n"
+                                 "o1(id, v) <- t(id, v), v < 300.\n"
+                                 "o2(id, v) <- t(id, v), 1000 / v > 3.\n";
+    same_both_ways(second, 1, 1);
+    static const char both[] = "t(id, v) -> int64(id), int64(v).\n"
+                               "o1(id, v) -> int64(id), int64(v).\n"
+                               "o2(id, v) -> int64(id), int64(v).\n"
+                               "t(1, 50). t(2, 0). t(3, 250).\n"
+                               "@output(o1). @output(o2).\n"
+                               "o1(id, v) <- t(id, v), 100 / v > 1.\n"
+                               "o2(id, v) <- t(id, v), 1000 / v > 3.\n";
+    outcome f = run_text(both, true);
+    CU_ASSERT_FALSE(f.ok);
+    CU_ASSERT_TRUE(f.error && strstr(f.error, "t.lql:6:1: error: division by zero"));
+    outcome_free(&f);
+    same_both_ways(both, 1, 1);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 1;
     CU_pSuite s = CU_add_suite("fused groups on the CPU backend", NULL, NULL);
     CU_add_test(s, "a chain across strata", test_chain_across_strata);
+    CU_add_test(s, "a group of two outputs", test_two_outputs);
+    CU_add_test(s, "a fault in a group of two outputs", test_two_outputs_fault);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
