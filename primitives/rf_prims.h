@@ -60,6 +60,15 @@ bool rf_prim_aggregate_multi(const rf_table *in, int nkeys, int naggs, const rf_
 bool rf_prim_aggregate_unsorted(const rf_table *in, int nkeys, int naggs, const rf_aggfn *fns,
                                 const rf_type *result_types, const rf_code *args, rf_table *out,
                                 rf_status *st);
+/* A MAP of in and the aggregation of its rows in one pass, no row of the
+ * MAP stored (Kernel Weaver's reducing gather; reduce.c): the MAP's
+ * projections proj (its first nkeys are the group keys) and args[j], the
+ * aggregates' arguments over in's rows (not over the projections). The
+ * aggregates rf_prim_aggregate_unsorted takes; the same output: the result
+ * of the MAP, a SORT and the AGG. */
+bool rf_prim_map_reduce(const rf_table *in, const rf_code *filter, int nproj, const rf_code *proj, int nkeys,
+                        int naggs, const rf_aggfn *fns, const rf_type *result_types, const rf_code *args,
+                        rf_table *out, rf_status *st);
 /* Distinct keys (first nkeys columns) among `sample` rows of in taken at
  * an even stride: whether hashing pays (few groups) or sorting does. */
 size_t rf_prim_sample_groups(const rf_table *in, int nkeys, size_t sample);

@@ -801,6 +801,59 @@ static rf_run_result cpu_run_branches(rf_backend *be, const rf_hprogram *p, cons
  * input once for all of them. Any other shape, or any error (whose
  * row and message could differ from the unfused order of evaluation), is
  * left to the members. */
+/* A MAP chain and its reducing gather in one pass (rf_prim_map_reduce: no
+ * row of the chain stored, every core folding its piece), when the chain's
+ * rows over an even sample of the input show few groups (at most one in
+ * 16; else the rows are made and sorted, as below). *done false: not
+ * tried (too many groups, an argument over a row position). A false
+ * return is a failure (st set). */
+static bool reduce_one_pass(rf_backend *be, const rf_hprogram *p, const rf_kernel *chain, const rf_kernel *agg,
+                            rf_dvar *in, rf_dvar *out, bool *done, rf_status *st)
+{
+    *done = false;
+    const rf_table *t = table_of(be, in);
+    size_t sample = hash_sample();
+    if (t->nrows > sample) {
+        rf_table some, made;
+        rf_table_init(&some, t->arity);
+        rf_table_resize(&some, sample);
+        size_t stride = t->nrows / sample;
+        for (int c = 0; c < t->arity; c++)
+            for (size_t r = 0; r < sample; r++)
+                some.cols[c][r] = t->cols[c][r * stride];
+        rf_status quiet;
+        rf_status_init(&quiet);
+        /* An estimate only: a fault here (rows taken out of their places)
+         * just leaves the decision to the path below. */
+        bool few = rf_prim_map(&some, &chain->filter, chain->nproj, chain->proj, &made, &quiet) &&
+                   rf_prim_sample_groups(&made, agg->nkeys, made.nrows) <= sample / 16;
+        rf_table_free(&some);
+        rf_table_free(&made);
+        if (!few)
+            return true;
+    }
+    rf_code *args = rf_calloc((size_t)agg->naggs + 1, sizeof *args);
+    bool composed = true;
+    for (int j = 0; j < agg->naggs && composed; j++)
+        if (agg->aggfn[j] != RF_AGG_COUNT)
+            composed = rf_fused_compose_arg(chain, &agg->agg_arg[j], &args[j]);
+    bool ok = true;
+    if (composed) {
+        rf_table res;
+        ok = rf_prim_map_reduce(t, &chain->filter, chain->nproj, chain->proj, agg->nkeys, agg->naggs, agg->aggfn,
+                                p->vars[agg->out].types + agg->nkeys, args, &res, st);
+        if (ok)
+            set_table(be, out, &res);
+        else
+            rf_table_free(&res);
+        *done = ok;
+    }
+    for (int j = 0; j < agg->naggs; j++)
+        rf_code_free(&args[j]);
+    free(args);
+    return ok;
+}
+
 static rf_run_result cpu_run_fused(rf_backend *be, const rf_hprogram *p, const rf_kernel *fk, rf_dvar *const *outs,
                                    rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
@@ -825,6 +878,17 @@ static rf_run_result cpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
         ok = cpu_run_plain(be, p, &chain, outs[0], in0, in1, stats, false, &local);
     } else {
         const rf_kernel *agg = &f->members[f->nmembers - 1];
+        bool done = false;
+        if (chain.op == RF_K_MAP && in0 && !reduce_one_pass(be, p, &chain, agg, in0, outs[0], &done, &local)) {
+            rf_kernel_free(&chain);
+            return RF_RUN_MEMBERS;
+        }
+        if (done) {
+            rf_kernel_free(&chain);
+            stats->rows_out = outs[0]->nrows;
+            stats->seconds = rf_now() - t0;
+            return RF_RUN_DONE;
+        }
         rf_dvar *rows = cpu_var_new(be, p->vars[chain.out].arity, &local);
         ok = rows && cpu_run_plain(be, p, &chain, rows, in0, in1, stats, false, &local);
         rf_table res;

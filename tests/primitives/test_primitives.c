@@ -752,6 +752,112 @@ static void test_aggregate_multi(void)
     rf_code_free(&fv);
 }
 
+/* ---- MAP and aggregation in one pass (rf_prim_map_reduce) ----
+ * Against the kernels one by one: MAP (filter, keys and a computed value),
+ * SORT, then the AGG over the sorted rows; one thread and four (pieces
+ * whose tables merge), with few groups and with many, and over nothing. */
+static void test_map_reduce(void)
+{
+    rf_status st;
+    rf_status_init(&st);
+    size_t n = 300000;
+    rf_table in;
+    rf_table_init(&in, 3);
+    rf_table_resize(&in, n);
+    uint64_t x = 12345;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        in.cols[0][i] = i;
+        in.cols[1][i] = (x >> 33) % 1000;                    /* value */
+        in.cols[2][i] = rf_word_from_int((int64_t)(x >> 40) % 200001 - 100000);
+    }
+    rf_code id = typed_col(0, RF_TYPE_INT64), v1 = typed_col(1, RF_TYPE_INT64), v2 = typed_col(2, RF_TYPE_INT64);
+    for (int many = 0; many < 2; many++) {
+        /* keys: v1 mod 7 (few groups) or v1 (1000 groups); filter v1 < 900 */
+        rf_expr *key = many ? rf_expr_leaf(RF_EX_COL, RF_TYPE_INT64, 1)
+                            : rf_expr_binary(RF_EX_MOD, RF_TYPE_INT64, rf_expr_leaf(RF_EX_COL, RF_TYPE_INT64, 1),
+                                             rf_expr_const(RF_TYPE_INT64, 7));
+        rf_expr *filter = rf_expr_binary(RF_EX_LT, RF_TYPE_BOOL, rf_expr_leaf(RF_EX_COL, RF_TYPE_INT64, 1),
+                                         rf_expr_const(RF_TYPE_INT64, 900));
+        rf_expr *prod = rf_expr_binary(RF_EX_MUL, RF_TYPE_INT64, rf_expr_leaf(RF_EX_COL, RF_TYPE_INT64, 2),
+                                       rf_expr_const(RF_TYPE_INT64, 3));
+        rf_code fc, kc, pc;
+        rf_code_from_expr(&fc, filter);
+        rf_code_from_expr(&kc, key);
+        rf_code_from_expr(&pc, prod);
+        /* the MAP: key, id (the rows stay distinct), the product */
+        rf_code proj[3] = {kc, id, pc};
+        rf_aggfn fns[5] = {RF_AGG_COUNT, RF_AGG_TOTAL, RF_AGG_MIN, RF_AGG_MAX, RF_AGG_AVG};
+        rf_type types[5] = {RF_TYPE_INT64, RF_TYPE_INT64, RF_TYPE_INT64, RF_TYPE_INT64, RF_TYPE_FLOAT64};
+        rf_code none = {0, NULL};
+        rf_code over_map[5] = {none, typed_col(2, RF_TYPE_INT64), typed_col(2, RF_TYPE_INT64),
+                               typed_col(1, RF_TYPE_INT64), typed_col(2, RF_TYPE_INT64)};
+        rf_code over_row[5] = {none, pc, pc, id, pc}; /* the same values over the input row */
+        rf_table made, sorted, want;
+        CU_ASSERT_TRUE_FATAL(rf_prim_map(&in, &fc, 3, proj, &made, &st));
+        rf_prim_sort(&made, &sorted);
+        CU_ASSERT_TRUE_FATAL(rf_prim_aggregate_multi(&sorted, 1, 5, fns, types, over_map, &want, &st));
+        CU_ASSERT_EQUAL(want.nrows, many ? 900u : 7u);
+        for (int th = 1; th <= 4; th += 3) {
+            rf_prims_set_threads(th);
+            rf_table got;
+            CU_ASSERT_TRUE_FATAL(rf_prim_map_reduce(&in, &fc, 3, proj, 1, 5, fns, types, over_row, &got, &st));
+            CU_ASSERT_EQUAL_FATAL(got.nrows, want.nrows);
+            CU_ASSERT_EQUAL_FATAL(got.arity, 6);
+            for (int c = 0; c < 6; c++)
+                for (size_t r = 0; r < got.nrows; r++)
+                    CU_ASSERT_EQUAL(got.cols[c][r], want.cols[c][r]);
+            rf_table_free(&got);
+        }
+        /* Nothing passes: keyed, no row; keyless count, one row of 0. */
+        rf_expr *never = rf_expr_binary(RF_EX_LT, RF_TYPE_BOOL, rf_expr_leaf(RF_EX_COL, RF_TYPE_INT64, 1),
+                                        rf_expr_const(RF_TYPE_INT64, 0));
+        rf_code nc;
+        rf_code_from_expr(&nc, never);
+        rf_table got;
+        CU_ASSERT_TRUE(rf_prim_map_reduce(&in, &nc, 3, proj, 1, 5, fns, types, over_row, &got, &st));
+        CU_ASSERT_EQUAL(got.nrows, 0);
+        rf_table_free(&got);
+        CU_ASSERT_TRUE(rf_prim_map_reduce(&in, &nc, 3, proj, 0, 1, fns, types, over_row, &got, &st));
+        CU_ASSERT_EQUAL_FATAL(got.nrows, 1);
+        CU_ASSERT_EQUAL(got.cols[0][0], 0);
+        rf_table_free(&got);
+        rf_code_free(&nc);
+        rf_expr_free(never);
+        for (int a = 1; a < 5; a++)
+            rf_code_free(&over_map[a]);
+        rf_table_free(&made);
+        rf_table_free(&sorted);
+        rf_table_free(&want);
+        rf_code_free(&fc);
+        rf_code_free(&kc);
+        rf_code_free(&pc);
+        rf_expr_free(key);
+        rf_expr_free(filter);
+        rf_expr_free(prod);
+    }
+    /* An exact total out of int64's range fails with its message. */
+    rf_table big;
+    rf_word rows[] = {0, (rf_word)INT64_MAX, 1, (rf_word)INT64_MAX};
+    rf_table_from_rows(&big, 2, rows, 2);
+    rf_code b0 = typed_col(0, RF_TYPE_INT64), b1 = typed_col(1, RF_TYPE_INT64);
+    rf_aggfn tot = RF_AGG_TOTAL;
+    rf_type ti = RF_TYPE_INT64;
+    rf_code bp[2] = {b0, b1};
+    rf_table got;
+    CU_ASSERT_FALSE(rf_prim_map_reduce(&big, NULL, 2, bp, 0, 1, &tot, &ti, &b1, &got, &st));
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.message, "total"));
+    rf_table_free(&got);
+    rf_table_free(&big);
+    rf_code_free(&b0);
+    rf_code_free(&b1);
+    rf_prims_set_threads(1);
+    rf_code_free(&id);
+    rf_code_free(&v1);
+    rf_code_free(&v2);
+    rf_table_free(&in);
+}
+
 /* The 128-bit sum and its conversion (common/rf_agg_ops.h). */
 static void test_sum128(void)
 {
@@ -801,6 +907,7 @@ int main(void)
     CU_add_test(s, "aggregate", test_aggregate);
     CU_add_test(s, "aggregate: several, avg, count_distinct", test_aggregate_multi);
     CU_add_test(s, "aggregate: 128-bit sums", test_sum128);
+    CU_add_test(s, "map and aggregate in one pass", test_map_reduce);
     CU_add_test(s, "dense sets", test_dense);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
