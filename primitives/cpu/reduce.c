@@ -36,6 +36,20 @@ static uint64_t hash_words(const rf_word *k, int n)
     return h;
 }
 
+/* Group x's keys (NULL without keys: nothing to point into). */
+static const rf_word *group_keys(const groups *g, size_t x)
+{
+    return g->nkeys > 0 ? g->keys.items + x * (size_t)g->nkeys : NULL;
+}
+
+static bool same_words(const rf_word *a, const rf_word *b, int n)
+{
+    for (int c = 0; c < n; c++)
+        if (a[c] != b[c])
+            return false;
+    return true;
+}
+
 static void groups_init(groups *g, int nkeys, int naggs)
 {
     memset(g, 0, sizeof *g);
@@ -60,7 +74,7 @@ static void groups_grow(groups *g)
     g->cap *= 2;
     g->slot = rf_calloc(g->cap, sizeof *g->slot);
     for (size_t x = 0; x < g->n; x++) {
-        size_t h = (size_t)hash_words(g->keys.items + x * (size_t)g->nkeys, g->nkeys) & (g->cap - 1);
+        size_t h = (size_t)hash_words(group_keys(g, x), g->nkeys) & (g->cap - 1);
         while (g->slot[h])
             h = (h + 1) & (g->cap - 1);
         g->slot[h] = x + 1;
@@ -73,7 +87,7 @@ static size_t groups_find(groups *g, const rf_word *k)
     size_t h = (size_t)hash_words(k, g->nkeys) & (g->cap - 1);
     for (; g->slot[h]; h = (h + 1) & (g->cap - 1)) {
         size_t x = g->slot[h] - 1;
-        if (memcmp(g->keys.items + x * (size_t)g->nkeys, k, (size_t)g->nkeys * sizeof *k) == 0)
+        if (same_words(group_keys(g, x), k, g->nkeys))
             return x;
     }
     size_t x = g->n++;
@@ -154,7 +168,7 @@ static void reduce_piece(void *ctx, int p)
 static void merge_into(const reduce_job *j, groups *to, const groups *from)
 {
     for (size_t y = 0; y < from->n; y++) {
-        size_t x = groups_find(to, from->keys.items + y * (size_t)from->nkeys);
+        size_t x = groups_find(to, group_keys(from, y));
         bool first = to->count.items[x] == 0;
         to->count.items[x] += from->count.items[y];
         for (int a = 0; a < j->naggs; a++) {
