@@ -190,119 +190,25 @@ static bool same_keys(const rf_table *in, int nkeys, size_t a, size_t b)
     return true;
 }
 
+/* The rows as they are (a MAP of their columns) folded by reduce.c: every
+ * core hashes its piece into its own table of groups, then they merge. */
 bool rf_prim_aggregate_unsorted(const rf_table *in, int nkeys, int naggs, const rf_aggfn *fns,
                                 const rf_type *result_types, const rf_code *args, rf_table *out,
                                 rf_status *st)
 {
-    size_t n = in->nrows;
-    for (int j = 0; j < naggs; j++) {
-        bool float_sum = (fns[j] == RF_AGG_TOTAL || fns[j] == RF_AGG_AVG) && args && args[j].n > 0 &&
-                         args[j].ins[args[j].n - 1].type == RF_TYPE_FLOAT64;
-        if (fns[j] == RF_AGG_COUNT_DISTINCT || float_sum)
-            return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "hash aggregation of an order-sensitive aggregate");
+    if (nkeys > in->arity)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "an aggregate of %d keys over %d columns", nkeys, in->arity);
+    rf_code *cols = rf_calloc((size_t)(nkeys > 0 ? nkeys : 1), sizeof *cols);
+    rf_instr *ins = rf_calloc((size_t)(nkeys > 0 ? nkeys : 1), sizeof *ins);
+    for (int c = 0; c < nkeys; c++) {
+        ins[c].op = RF_EX_COL;
+        ins[c].type = ins[c].arg_type = RF_TYPE_INT64; /* a column copy: the type is not read */
+        ins[c].index = c;
+        cols[c] = (rf_code){1, &ins[c]};
     }
-    if (n == 0)
-        return rf_prim_aggregate_multi(in, nkeys, naggs, fns, result_types, args, out, st);
-    /* Groups: the first row of each (rep), every row's group (gid). */
-    size_t cap = 16;
-    while (cap < 2 * n)
-        cap *= 2;
-    size_t *slot = rf_malloc(rf_mul_size(cap, sizeof *slot)), *gid = rf_malloc(rf_mul_size(n, sizeof *gid));
-    RF_VEC(size_t) rep = {NULL, 0, 0};
-    for (size_t i = 0; i < cap; i++)
-        slot[i] = SIZE_MAX;
-    for (size_t i = 0; i < n; i++) {
-        size_t h = (size_t)hash_keys(in, nkeys, i) & (cap - 1);
-        while (slot[h] != SIZE_MAX && !same_keys(in, nkeys, rep.items[slot[h]], i))
-            h = (h + 1) & (cap - 1);
-        if (slot[h] == SIZE_MAX) {
-            slot[h] = rep.len;
-            RF_PUSH(rep, i);
-        }
-        gid[i] = slot[h];
-    }
-    free(slot);
-    size_t ng = rep.len;
-    /* Output order: groups sorted by key (the AGG result is sorted). */
-    size_t *order = rf_malloc(rf_mul_size(ng, sizeof *order)), *rank = rf_malloc(rf_mul_size(ng, sizeof *rank));
-    rf_table keys, sorted;     /* the groups' keys, each with its first row */
-    rf_table_init(&keys, nkeys + 1);
-    rf_table_resize(&keys, ng);
-    for (size_t g = 0; g < ng; g++) {
-        for (int c = 0; c < nkeys; c++)
-            keys.cols[c][g] = in->cols[c][rep.items[g]];
-        keys.cols[nkeys][g] = rep.items[g];
-    }
-    rf_prim_sort(&keys, &sorted);   /* distinct keys: the row order is the key order */
-    for (size_t g = 0; g < ng; g++) {
-        order[g] = sorted.cols[nkeys][g];
-        rank[gid[order[g]]] = g;    /* first row -> its group -> its place */
-    }
-    rf_table_free(&keys);
-    rf_table_free(&sorted);
-    rf_table_init(out, nkeys + naggs);
-    rf_table_resize(out, ng);
-    for (int c = 0; c < nkeys; c++)
-        for (size_t g = 0; g < ng; g++)
-            out->cols[c][g] = in->cols[c][order[g]];
-    uint64_t *count = rf_calloc(ng + 1, sizeof *count);
-    for (size_t i = 0; i < n; i++)
-        count[rank[gid[i]]]++;
-    rf_sum128 *sum = rf_malloc(rf_mul_size(ng + 1, sizeof *sum));
-    bool *seen = rf_malloc(ng + 1);
-    bool ok = true;
-    for (int j = 0; j < naggs && ok; j++) {
-        rf_word *res = out->cols[nkeys + j];
-        rf_aggfn fn = fns[j];
-        if (fn == RF_AGG_COUNT) {
-            for (size_t g = 0; g < ng; g++)
-                res[g] = (rf_word)count[g];
-            continue;
-        }
-        rf_word *vals = arg_values(in, &args[j], st);
-        if (!vals) {
-            ok = false;
-            break;
-        }
-        rf_type at = (rf_type)args[j].ins[args[j].n - 1].type;
-        if (fn == RF_AGG_MIN || fn == RF_AGG_MAX) {
-            memset(seen, 0, ng);
-            for (size_t i = 0; i < n; i++) {
-                size_t g = rank[gid[i]];
-                int c = seen[g] ? rf_value_compare(result_types[j], vals[i], res[g]) : 0;
-                if (!seen[g] || (fn == RF_AGG_MIN ? c < 0 : c > 0))
-                    res[g] = vals[i];
-                seen[g] = true;
-            }
-        } else {   /* total, avg of integers and decimals: exact */
-            memset(sum, 0, ng * sizeof *sum);
-            for (size_t i = 0; i < n; i++)
-                rf_sum128_add(&sum[rank[gid[i]]], rf_word_to_int(vals[i]));
-            for (size_t g = 0; g < ng && ok; g++) {
-                if (fn == RF_AGG_AVG) {
-                    int scale = rf_type_is_decimal(at) ? rf_decimal_scale(at) : 0;
-                    res[g] = rf_word_from_double(rf_avg_exact(sum[g], count[g], scale));
-                } else {
-                    int64_t v;
-                    if (rf_sum128_to_i64(sum[g], &v) && total_fits(result_types[j], v))
-                        res[g] = rf_word_from_int(v);
-                    else
-                        ok = rf_scalar_fail2(st, RF_SERR_TOTAL_RANGE, sum[g].lo, (uint64_t)sum[g].hi,
-                                             (int)result_types[j]);
-                }
-            }
-        }
-        free(vals);
-    }
-    free(seen);
-    free(sum);
-    free(count);
-    free(order);
-    free(rank);
-    free(gid);
-    RF_VEC_FREE(rep);
-    if (!ok)
-        rf_table_clear(out);
+    bool ok = rf_prim_map_reduce(in, NULL, nkeys, cols, nkeys, naggs, fns, result_types, args, out, st);
+    free(cols);
+    free(ins);
     return ok;
 }
 

@@ -205,7 +205,7 @@ bool rf_prim_map_reduce(const rf_table *in, const rf_code *filter, int nproj, co
     /* The values each row makes: the keys, the computed projections (which
      * may fault: evaluated on the rows the MAP evaluates them on, as
      * unfused), then the arguments. Column projections are never read. */
-    rf_code *vals = rf_calloc((size_t)(nproj + naggs), sizeof *vals);
+    rf_code *vals = rf_calloc((size_t)(nproj + naggs + 1), sizeof *vals);
     int *arg_val = rf_calloc((size_t)naggs, sizeof *arg_val), nvals = 0;
     for (int c = 0; c < nproj; c++)
         if (c < nkeys || rf_code_as_column(&proj[c]) < 0)
@@ -217,6 +217,11 @@ bool rf_prim_map_reduce(const rf_table *in, const rf_code *filter, int nproj, co
             vals[nvals++] = args[j];
         }
     }
+    /* At least one value: the emitter counts a batch's rows by the rows it
+     * makes, and a nullary result only records that one exists. */
+    static const rf_instr zero = {RF_EX_CONST, RF_TYPE_INT64, RF_TYPE_INT64, 0, 0, 0};
+    if (nvals == 0)
+        vals[nvals++] = (rf_code){1, (rf_instr *)&zero};
     reduce_job j = {in, filter, nvals, vals, nkeys, naggs, fns, result_types, arg_val, 1, NULL, NULL};
     j.npieces = rf_codes_intern(filter, nvals, vals) ? 1 : rf_pieces_for(in->nrows, 1);
     j.g = rf_calloc((size_t)j.npieces, sizeof *j.g);

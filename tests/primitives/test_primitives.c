@@ -822,6 +822,11 @@ static void test_map_reduce(void)
         CU_ASSERT_EQUAL_FATAL(got.nrows, 1);
         CU_ASSERT_EQUAL(got.cols[0][0], 0);
         rf_table_free(&got);
+        /* A keyless count over no projection counts every row kept. */
+        CU_ASSERT_TRUE(rf_prim_map_reduce(&in, &fc, 0, NULL, 0, 1, fns, types, over_row, &got, &st));
+        CU_ASSERT_EQUAL_FATAL(got.nrows, 1);
+        CU_ASSERT_EQUAL(got.cols[0][0], made.nrows);
+        rf_table_free(&got);
         rf_code_free(&nc);
         rf_expr_free(never);
         for (int a = 1; a < 5; a++)
