@@ -565,6 +565,113 @@ char *rf_codegen_select_source(bool join, int al, const rf_code *filter, int npr
     return b.s;
 }
 
+/* ---- Several selections of one input in one pass ---- */
+
+char *rf_codegen_select_many_source(int al, int nb, const rf_code *const *filters, const int *nprojs,
+                                    const rf_code *const *projs)
+{
+    if (nb < 2 || nb > RF_SELECT_MANY_MAX)
+        return NULL;
+    for (int x = 0; x < nb; x++)
+        if (nprojs[x] < 1 || nprojs[x] > RF_CUDA_MAX_COLS)
+            return NULL;
+    sbuf b = {0};
+    emit_prelude(&b, "selections of one input with their compactions (map)");
+    rf_code none = {0, NULL};
+    for (int x = 0; x < nb; x++) {
+        char name[48];
+        snprintf(name, sizeof name, "stage_b%d_filter", x);
+        emit_stage(&b, name, filters[x] ? filters[x] : &none, al, false);
+        for (int p = 0; p < nprojs[x]; p++) {
+            snprintf(name, sizeof name, "stage_b%d_proj%d", x, p);
+            emit_stage(&b, name, &projs[x][p], al, false);
+        }
+    }
+    sb_printf(&b, "#define NB %d\n", nb);
+    sb_printf(&b, "%s",
+              "#define ITEMS 8\n#define BLOCK 256\n#define NWARPS (BLOCK / 32)\n"
+              "#define TILE ((uint64_t)ITEMS * BLOCK)\n"
+              "#define ST_AGG (1ull << 62)\n#define ST_PREFIX (2ull << 62)\n#define ST_VALUE ((1ull << 62) - 1)\n"
+              "// rf_select for NB filters of one input (Kernel Weaver's group of several\n"
+              "// outputs): each tile of rows is read once; per branch its kept rows are\n"
+              "// counted, placed by the decoupled look-back over the branch's own status\n"
+              "// words (status + branch * ntiles) and written in input order, as each MAP\n"
+              "// alone writes them. outB holds n rows (the bound); branch B's count is its\n"
+              "// last tile's prefix.\n"
+              "extern \"C\" __global__ void __launch_bounds__(256)\n"
+              "rf_select_many(RfCols l, uint64_t n, RfEnv env");
+    for (int x = 0; x < nb; x++)
+        sb_printf(&b, ", RfWCols out%d", x);
+    sb_printf(&b, "%s",
+              ",\n               unsigned long long *status, unsigned long long *next_tile, uint64_t ntiles)\n"
+              "{\n"
+              "  __shared__ unsigned long long s_tile, s_base[NB];\n"
+              "  __shared__ unsigned s_counts[NB][ITEMS][NWARPS];\n"
+              "  const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
+              "  for (;;) {\n"
+              "    if (threadIdx.x == 0) s_tile = atomicAdd(next_tile, 1ull);\n"
+              "    __syncthreads();\n"
+              "    const uint64_t tile = s_tile, base = tile * TILE;\n"
+              "    if (tile >= ntiles) return;\n"
+              "    unsigned keep[NB];\n"
+              "    for (int x = 0; x < NB; x++) keep[x] = 0;\n"
+              "    for (int k = 0; k < ITEMS; k++) {\n"
+              "      uint64_t o = base + (uint64_t)k * BLOCK + threadIdx.x, i = o, j = o, f;\n"
+              "      bool pass;\n");
+    for (int x = 0; x < nb; x++)
+        sb_printf(&b,
+                  "      f = 0; pass = o < n && stage_b%d_filter(l, i, l, j, env, &f) && f;\n"
+                  "      { unsigned m = __ballot_sync(0xffffffffu, pass); if (lane == 0) s_counts[%d][k][warp] = __popc(m); }\n"
+                  "      keep[%d] |= (pass ? 1u : 0u) << k;\n",
+                  x, x, x);
+    sb_printf(&b, "%s",
+              "    }\n"
+              "    __syncthreads();\n"
+              "    if (threadIdx.x == 0) {\n"
+              "      for (int x = 0; x < NB; x++) {\n"
+              "        unsigned long long run = 0, before = 0, *st = status + (uint64_t)x * ntiles;\n"
+              "        for (int k = 0; k < ITEMS; k++)\n"
+              "          for (int w = 0; w < NWARPS; w++) { unsigned c = s_counts[x][k][w]; s_counts[x][k][w] = (unsigned)run; run += c; }\n"
+              "        if (tile == 0) {\n"
+              "          atomicExch(&st[0], ST_PREFIX | run);\n"
+              "        } else {\n"
+              "          atomicExch(&st[tile], ST_AGG | run);\n"
+              "          for (uint64_t p = tile - 1;; p--) {\n"
+              "            unsigned long long v;\n"
+              "            do v = *(volatile unsigned long long *)&st[p]; while (v == 0);\n"
+              "            before += v & ST_VALUE;\n"
+              "            if (v & ST_PREFIX) break;\n"
+              "          }\n"
+              "          atomicExch(&st[tile], ST_PREFIX | (before + run));\n"
+              "        }\n"
+              "        s_base[x] = before;\n"
+              "      }\n"
+              "    }\n"
+              "    __syncthreads();\n"
+              "    for (int k = 0; k < ITEMS; k++) {\n"
+              "      uint64_t o = base + (uint64_t)k * BLOCK + threadIdx.x, i = o, j = o, v, dst;\n"
+              "      bool kept;\n"
+              "      unsigned m;\n");
+    for (int x = 0; x < nb; x++) {
+        sb_printf(&b,
+                  "      kept = (keep[%d] >> k) & 1u;\n"
+                  "      m = __ballot_sync(0xffffffffu, kept);\n"
+                  "      dst = s_base[%d] + s_counts[%d][k][warp] + __popc(m & ((1u << lane) - 1u));\n"
+                  "      if (kept) do {\n",
+                  x, x, x);
+        for (int p = 0; p < nprojs[x]; p++)
+            sb_printf(&b, "        if (!stage_b%d_proj%d(l, i, l, j, env, &v)) break; out%d.c[%d][dst] = v;\n", x, p,
+                      x, p);
+        sb_printf(&b, "      } while (0);\n");
+    }
+    sb_printf(&b, "%s",
+              "    }\n"
+              "    __syncthreads(); // s_counts, s_base and s_tile are the next tile's\n"
+              "  }\n"
+              "}\n");
+    return b.s;
+}
+
 /* ---- NVRTC, driver API, caches ---- */
 typedef int (*nvrtc_create_t)(void **, const char *, const char *, int, const char *const *, const char *const *);
 typedef int (*nvrtc_compile_t)(void *, int, const char *const *);

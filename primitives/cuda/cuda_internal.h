@@ -209,6 +209,12 @@ char *rf_codegen_reduce_source(bool join, int al, const rf_code *filter, int nva
  * kernel's comment. NULL without projections. */
 char *rf_codegen_select_source(bool join, int al, const rf_code *filter, int nproj, const rf_code *proj);
 #define RF_SELECT_TILE_ROWS 2048 /* ITEMS x BLOCK of rf_select */
+/* rf_select for nb (2..RF_SELECT_MANY_MAX) MAPs of one input, one pass:
+ * rf_select_many(RfCols l, u64 n, RfEnv env, RfWCols out0, .., outNB-1,
+ * u64 *status (nb * ntiles words), u64 *next_tile, u64 ntiles). */
+#define RF_SELECT_MANY_MAX 4
+char *rf_codegen_select_many_source(int al, int nb, const rf_code *const *filters, const int *nprojs,
+                                    const rf_code *const *projs);
 /* Compiles (or finds in the memory or disk cache) and loads src; false when
  * code generation is unavailable (no NVRTC/driver) or failed: the caller
  * falls back to the interpreter. */

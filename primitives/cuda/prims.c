@@ -2267,6 +2267,110 @@ fail:
     return false;
 }
 
+bool rf_cuda_select_many(rf_cuda_ctx *c, const rf_drel *in, int nb, const rf_code *const *filters,
+                         const int *nprojs, const rf_code *const *projs, rf_drel *const *outs, bool *done,
+                         const char *what, rf_status *st)
+{
+    *done = false;
+    if (nb < 2 || nb > RF_SELECT_MANY_MAX || in->nrows == 0)
+        return true;
+    if (!check_arity(in, what, st))
+        return false;
+    /* String functions: each branch's tables would take the one table
+     * buffer (c->tab) in turn; the branches then run one by one. */
+    for (int x = 0; x < nb; x++) {
+        bool strings = code_has_string_op(filters[x]);
+        for (int p = 0; p < nprojs[x] && !strings; p++)
+            strings = code_has_string_op(&projs[x][p]);
+        if (strings)
+            return true;
+    }
+    prepared pp[RF_SELECT_MANY_MAX];
+    const rf_code *pf[RF_SELECT_MANY_MAX], *pj[RF_SELECT_MANY_MAX];
+    int made = 0;
+    bool ok = true, host = false;
+    for (; made < nb && ok && !host; made++) {
+        ok = prepare(c, filters[made], nprojs[made], projs[made], in, in->arity, NULL, &pp[made], st);
+        host = ok && pp[made].host;
+        pf[made] = pp[made].filter;
+        pj[made] = pp[made].proj;
+    }
+    char *src = ok && !host ? rf_codegen_select_many_source(in->arity, nb, pf, nprojs, pj) : NULL;
+    for (int x = 0; x < made; x++)
+        prepared_free(&pp[x]);
+    if (!ok)
+        return false;
+    if (!src)
+        return true;
+    const char *name = "rf_select_many";
+    void *fn = NULL;
+    bool loaded = rf_codegen_module(c, src, 1, &name, &fn);
+    free(src);
+    if (!loaded)
+        return true;
+    uint64_t n = in->nrows, ntiles = (n + RF_SELECT_TILE_ROWS - 1) / RF_SELECT_TILE_ROWS;
+    uint64_t kept[RF_SELECT_MANY_MAX];
+    tmpbuf status = {0};
+    rf_drel res[RF_SELECT_MANY_MAX];
+    for (int x = 0; x < nb; x++)
+        rf_drel_init(&res[x], nprojs[x]);
+    if (!tmp_get(c, &status, ((size_t)nb * ntiles + 1) * 8, "selection", st))
+        goto fail;
+    for (int x = 0; x < nb; x++)
+        if (!rf_drel_alloc(c, &res[x], n, what, st))
+            goto fail;
+    CK(cudaMemsetAsync(status.p, 0, ((size_t)nb * ntiles + 1) * 8, c->stream), "selection");
+    {
+        rf_cols lc = rf_cols_of(in);
+        rf_denv env = {c->rank, c->nrank, c->err, c->tab};
+        rf_wcols oc[RF_SELECT_MANY_MAX];
+        unsigned long long *st_words = status.p, *next = (unsigned long long *)status.p + (size_t)nb * ntiles;
+        void *params[3 + RF_SELECT_MANY_MAX + 3];
+        int np = 0;
+        params[np++] = &lc;
+        params[np++] = &n;
+        params[np++] = &env;
+        for (int x = 0; x < nb; x++) {
+            oc[x] = rf_wcols_of(&res[x]);
+            params[np++] = &oc[x];
+        }
+        params[np++] = &st_words;
+        params[np++] = &next;
+        params[np++] = &ntiles;
+        if (!rf_codegen_launch_grid(c, fn, (size_t)ntiles * 256, sm_count(c) * 8, params, st) ||
+            !check_fault(c, st))
+            goto fail;
+        for (int x = 0; x < nb; x++) {
+            if (!read_word(c, (uint64_t *)status.p + (size_t)x * ntiles + ntiles - 1, &kept[x], st))
+                goto fail;
+            kept[x] &= ((uint64_t)1 << 62) - 1;
+        }
+    }
+    for (int x = 0; x < nb; x++) {
+        res[x].nrows = (size_t)kept[x];
+        if (kept[x] < n / 4 && (n - kept[x]) * (size_t)nprojs[x] * 8 > ((size_t)64 << 20)) {
+            rf_drel exact;
+            rf_drel_init(&exact, nprojs[x]);
+            if (!rf_drel_copy(c, &exact, &res[x], what, st))
+                goto fail;
+            rf_drel_move(c, &res[x], &exact);
+        }
+    }
+    tmp_put(c, &status);
+    for (int x = 0; x < nb; x++) {
+        rf_drel_move(c, outs[x], &res[x]);
+        outs[x]->arity = nprojs[x];
+    }
+    *done = true;
+    c->select_passes++;
+    return true;
+fail:
+    tmp_put(c, &status);
+    for (int x = 0; x < nb; x++)
+        rf_drel_free(c, &res[x]);
+    return false;
+}
+
 size_t rf_cuda_select_passes(const rf_cuda_ctx *c) { return c->select_passes; }
 
 /* ---- The reducing gather as one generated kernel ---- */

@@ -632,6 +632,65 @@ static bool reduce_args(const rf_kernel *chain, const rf_kernel *agg, rf_code *a
     return true;
 }
 
+/* A group of several outputs: MAPs of one input (each branch composed)
+ * in one generated pass, rf_cuda_select_many; anything else, or any
+ * error, runs as the members. */
+static rf_run_result gpu_run_branches(rf_backend *be, const rf_hprogram *p, const rf_kernel *fk,
+                                      rf_dvar *const *outs, rf_dvar *const *ins, rf_kernel_stats *stats)
+{
+    gpu_impl *g = impl_of(be);
+    const rf_fused *f = fk->fused;
+    int ends[RF_KERNEL_VARS_MAX];
+    int nb = rf_fused_branches(fk, ends), made = 0;
+    if (!g->fuse_codegen || nb < 2 || nb > RF_SELECT_MANY_MAX)
+        return RF_RUN_MEMBERS;
+    rf_kernel maps[RF_SELECT_MANY_MAX];
+    const rf_code *filters[RF_SELECT_MANY_MAX], *projs[RF_SELECT_MANY_MAX];
+    int nprojs[RF_SELECT_MANY_MAX];
+    rf_drel *rels[RF_SELECT_MANY_MAX];
+    bool ok = true;
+    for (int x = 0; x < nb && ok; x++) {
+        ok = rf_fused_compose(p, fk, x ? ends[x - 1] + 1 : 0, ends[x], &maps[x]);
+        made += ok;
+        int slot = 0;
+        while (ok && slot < f->nout && f->out[slot] != maps[x].out)
+            slot++;
+        ok = ok && maps[x].op == RF_K_MAP && maps[x].in[0] == maps[0].in[0] && slot < f->nout &&
+             maps[x].nproj == p->vars[maps[x].out].arity;
+        if (ok) {
+            filters[x] = &maps[x].filter;
+            projs[x] = maps[x].proj;
+            nprojs[x] = maps[x].nproj;
+            rels[x] = &outs[slot]->rel;
+        }
+    }
+    rf_status local;
+    rf_status_init(&local);
+    rf_dvar *in = ok ? group_input(fk, ins, maps[0].in[0]) : NULL;
+    bool done = false;
+    double secs = 0;
+    if (ok && in && ensure_table(be, in, &local) && rf_cuda_timer_start(ctx_of(be), &local)) {
+        ok = rf_cuda_select_many(ctx_of(be), &in->rel, nb, filters, nprojs, projs, rels, &done,
+                                 p->vars[f->out[0]].name ? p->vars[f->out[0]].name : "?", &local);
+        bool timed = rf_cuda_timer_stop(ctx_of(be), &secs, ok ? &local : &(rf_status){0});
+        done = ok && timed && done;
+    }
+    if (done) {
+        memset(stats, 0, sizeof *stats);
+        stats->seconds = secs;
+        stats->rows_in[0] = gpu_var_rows(be, in);
+        stats->bytes_moved = rel_bytes(in);
+        for (int x = 0; x < f->nout; x++) {
+            becomes_table(be, outs[x]);
+            stats->rows_out += gpu_var_rows(be, outs[x]);
+            stats->bytes_moved += rel_bytes(outs[x]);
+        }
+    }
+    for (int x = 0; x < made; x++)
+        rf_kernel_free(&maps[x]);
+    return done ? RF_RUN_DONE : RF_RUN_MEMBERS;
+}
+
 /* A FUSED kernel: its thread chain (a MAP or JOIN and the MAPs after it)
  * as the one kernel it equals, NVRTC-compiled (the intermediates stay in
  * registers); a reducing gather as one generated kernel that folds the
@@ -648,8 +707,8 @@ static rf_run_result gpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
     (void)st;
     gpu_impl *g = impl_of(be);
     const rf_fused *f = fk->fused;
-    if (f->nout > 1)   /* several outputs: no generated code for those yet */
-        return RF_RUN_MEMBERS;
+    if (f->nout > 1)
+        return gpu_run_branches(be, p, fk, outs, ins, stats);
     bool reduce = fk->gather == RF_GATHER_REDUCE;
     int last = reduce ? f->nmembers - 3 : f->nmembers - 1;
     if (last < 0 || rf_fused_chain_end(p, fk) < last)
@@ -745,9 +804,42 @@ char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk)
     for (int m = 0; m < f->nmembers; m++)
         fprintf(out, " %s%s", m ? "-> " : "", rf_kop_name(f->members[m].op));
     fputc('\n', out);
+    if (f->nout > 1) {
+        /* MAPs of one input: one rf_select_many pass (gpu_run_branches) */
+        int ends[RF_KERNEL_VARS_MAX], nb = rf_fused_branches(fk, ends), made = 0;
+        rf_kernel maps[RF_SELECT_MANY_MAX];
+        const rf_code *filters[RF_SELECT_MANY_MAX], *projs[RF_SELECT_MANY_MAX];
+        int nprojs[RF_SELECT_MANY_MAX];
+        bool ok = nb >= 2 && nb <= RF_SELECT_MANY_MAX;
+        for (int x = 0; ok && x < nb; x++) {
+            ok = rf_fused_compose(p, fk, x ? ends[x - 1] + 1 : 0, ends[x], &maps[x]);
+            made += ok;
+            ok = ok && maps[x].op == RF_K_MAP && maps[x].in[0] == maps[0].in[0];
+            if (ok) {
+                filters[x] = &maps[x].filter;
+                projs[x] = maps[x].proj;
+                nprojs[x] = maps[x].nproj;
+            }
+        }
+        int al = ok ? p->vars[maps[0].in[0]].arity : 0;
+        src = ok ? rf_codegen_select_many_source(al, nb, filters, nprojs, projs) : NULL;
+        for (int x = 0; x < made; x++)
+            rf_kernel_free(&maps[x]);
+        if (!src) {
+            fputs("// no generated code: the group runs as its members\n", out);
+        } else {
+            fprintf(out, "// %d MAPs of one input (each branch's code composed) as one kernel, rf_select_many:\n"
+                         "// the input read once, each branch's kept rows written in input order\n",
+                    nb);
+            const char *body = strstr(src, RF_CODEGEN_STAGES_MARK);
+            fputs(body ? body + strlen(RF_CODEGEN_STAGES_MARK) : src, out);
+        }
+        fclose(out);
+        free(src);
+        return head;
+    }
     rf_kernel chain;
-    bool composed = f->nout == 1 && last >= 0 && rf_fused_chain_end(p, fk) >= last &&
-                    rf_fused_compose(p, fk, 0, last, &chain);
+    bool composed = last >= 0 && rf_fused_chain_end(p, fk) >= last && rf_fused_compose(p, fk, 0, last, &chain);
     if (!composed) {
         fputs("// no generated code: the group runs as its members\n", out);
     } else {
