@@ -68,6 +68,7 @@ rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
         !rf_cuda_check(c, cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties", st))
         goto fail;
     snprintf(c->name, sizeof c->name, "%s", prop.name);
+    c->total_mem = prop.totalGlobalMem;
     if (!rf_cuda_check(c, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), "stream", st) ||
         !rf_cuda_check(c, cudaEventCreate(&c->ev_start), "event", st) ||
         !rf_cuda_check(c, cudaEventCreate(&c->ev_stop), "event", st) ||
@@ -87,6 +88,8 @@ rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
         goto fail;
     const char *jm = getenv("RF_CUDA_JOIN");
     c->join_mode = jm && strcmp(jm, "merge") == 0 ? 1 : jm && strcmp(jm, "hash") == 0 ? 2 : 0;
+    const char *tr = getenv("RF_CUDA_TRACE");
+    c->trace = tr && *tr && strcmp(tr, "0") != 0;
     if (!stage_init(c, st))
         goto fail;
     c->io.init_seconds = rf_now() - t_init;
@@ -135,14 +138,30 @@ const char *rf_cuda_device_name(const rf_cuda_ctx *c) { return c->name; }
 size_t rf_cuda_bytes_in_use(const rf_cuda_ctx *c) { return c->in_use; }
 size_t rf_cuda_bytes_peak(const rf_cuda_ctx *c) { return c->peak; }
 
+void rf_cuda_trace(rf_cuda_ctx *c, const char *phase)
+{
+    if (!c->trace)
+        return;
+    (void)cudaStreamSynchronize(c->stream);
+    double now = rf_now();
+    fprintf(stderr, "trace %-24s %9.1f us\n", phase, (now - c->trace_t) * 1e6);
+    c->trace_t = now;
+}
+
 bool rf_cuda_timer_start(rf_cuda_ctx *c, rf_status *st)
 {
+    if (c->trace) {
+        (void)cudaStreamSynchronize(c->stream);
+        c->trace_t = rf_now();
+        fprintf(stderr, "trace ----\n");
+    }
     return rf_cuda_check(c, cudaEventRecord(c->ev_start, c->stream), "event", st);
 }
 
 bool rf_cuda_timer_stop(rf_cuda_ctx *c, double *seconds, rf_status *st)
 {
     float ms = 0;
+    rf_cuda_trace(c, "end");
     if (!rf_cuda_check(c, cudaEventRecord(c->ev_stop, c->stream), "event", st) ||
         !rf_cuda_check(c, cudaEventSynchronize(c->ev_stop), "event", st) ||
         !rf_cuda_check(c, cudaEventElapsedTime(&ms, c->ev_start, c->ev_stop), "event", st))
@@ -251,6 +270,43 @@ static bool check_fault(rf_cuda_ctx *c, rf_status *st)
         return true;
     cudaMemsetAsync(c->err, 0, sizeof(rf_derr), c->stream);
     return rf_scalar_fail2(st, e.code, e.value, e.value2, e.aux);
+}
+
+/* check_fault and read_word with one wait: the fault slot and n <= 4
+ * counts copied back together (each wait is a round trip to the device). */
+static bool read_fault_and_words(rf_cuda_ctx *c, int n, const uint64_t *const *dev, uint64_t *out, rf_status *st)
+{
+    rf_derr e;
+    c->io.syncs++;
+    _Static_assert(sizeof(rf_derr) <= 32, "the fault slot fits before the words in host_small");
+    if (n < 0 || n > 4)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "read back of %d words", n);
+    if (!rf_cuda_check(c, cudaMemcpyAsync(c->host_small, c->err, sizeof e, cudaMemcpyDeviceToHost, c->stream),
+                       "read back", st))
+        return false;
+    for (int i = 0; i < n; i++)
+        if (!rf_cuda_check(c, cudaMemcpyAsync(c->host_small + 4 + i, dev[i], 8, cudaMemcpyDeviceToHost, c->stream),
+                           "read back", st))
+            return false;
+    if (!rf_cuda_check(c, cudaStreamSynchronize(c->stream), "read back", st))
+        return false;
+    memcpy(&e, c->host_small, sizeof e);
+    for (int i = 0; i < n; i++)
+        out[i] = c->host_small[4 + i];
+    if (e.code == RF_SERR_NONE)
+        return true;
+    cudaMemsetAsync(c->err, 0, sizeof(rf_derr), c->stream);
+    return rf_scalar_fail2(st, e.code, e.value, e.value2, e.aux);
+}
+
+/* A generated selection's output is allocated at its bound (the input's
+ * rows). Few rows kept of many: the exact size, not the bound, stays
+ * allocated when the rest is a large part of the device (a copy of the
+ * kept rows costs ~10% of the pass; below that the rows beyond the count
+ * are free again when the variable dies). */
+static bool keep_exact(const rf_cuda_ctx *c, uint64_t bound, uint64_t kept, int arity)
+{
+    return kept < bound / 4 && (bound - kept) * (size_t)arity * 8 > c->total_mem / 16;
 }
 
 /* ---- Relations ---- */
@@ -2211,18 +2267,22 @@ bool rf_cuda_select_one_pass(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r,
     if (!r && (!filter || filter->n == 0) && all_columns(nproj, proj))
         return true; /* column copies, no kernel: the library's path */
     prepared pp;
+    rf_cuda_trace(c, "select: before prepare");
     if (!prepare(c, filter, nproj, proj, l, l->arity, r, &pp, st))
         return false;
+    rf_cuda_trace(c, "select: prepare");
     char *src = pp.host ? NULL : rf_codegen_select_source(r != NULL, l->arity, pp.filter, nproj, pp.proj);
     prepared_free(&pp);
     if (!src)
         return true;
+    rf_cuda_trace(c, "select: source");
     const char *name = "rf_select";
     void *fn = NULL;
     bool loaded = rf_codegen_module(c, src, 1, &name, &fn);
     free(src);
     if (!loaded)
         return true;
+    rf_cuda_trace(c, "select: module");
     tmpbuf lo = {0}, off = {0}, status = {0};
     rf_drel res, exact;
     rf_drel_init(&res, nproj);
@@ -2230,11 +2290,13 @@ bool rf_cuda_select_one_pass(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r,
     uint64_t n = l->nrows, kept = 0;
     if (r && !join_candidates(c, l, r, join_keys, &lo, &off, &n, st))
         goto fail;
+    rf_cuda_trace(c, "select: candidates");
     if (n > 0) {
         uint64_t ntiles = (n + RF_SELECT_TILE_ROWS - 1) / RF_SELECT_TILE_ROWS;
         if (!tmp_get(c, &status, (ntiles + 1) * 8, "selection", st) || !rf_drel_alloc(c, &res, n, what, st))
             goto fail;
         CK(cudaMemsetAsync(status.p, 0, (ntiles + 1) * 8, c->stream), "selection");
+        rf_cuda_trace(c, "select: alloc+clear");
         rf_cols lc = rf_cols_of(l), rc = rf_cols_of(r ? r : l);
         const uint64_t *lop = lo.p, *offp = off.p;
         uint64_t nl = l->nrows;
@@ -2242,17 +2304,21 @@ bool rf_cuda_select_one_pass(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r,
         rf_wcols oc = rf_wcols_of(&res);
         unsigned long long *st_words = status.p, *next = (unsigned long long *)status.p + ntiles;
         void *params[] = {&lc, &rc, &lop, &offp, &nl, &n, &env, &oc, &st_words, &next, &ntiles};
-        if (!rf_codegen_launch_grid(c, fn, (size_t)ntiles * 256, sm_count(c) * 8, params, st) ||
-            !check_fault(c, st) || !read_word(c, (uint64_t *)status.p + ntiles - 1, &kept, st))
+        if (!rf_codegen_launch_grid(c, fn, (size_t)ntiles * 256, sm_count(c) * 8, params, st))
             goto fail;
+        rf_cuda_trace(c, "select: kernel");
+        const uint64_t *last = (const uint64_t *)status.p + ntiles - 1;
+        if (!read_fault_and_words(c, 1, &last, &kept, st))
+            goto fail;
+        rf_cuda_trace(c, "select: read back");
         kept &= ((uint64_t)1 << 62) - 1;
     }
     res.nrows = (size_t)kept;
-    /* Few rows kept of many: the exact size, not the bound, stays allocated. */
-    if (kept < n / 4 && (n - kept) * (size_t)nproj * 8 > ((size_t)64 << 20)) {
+    if (keep_exact(c, n, kept, nproj)) {
         if (!rf_drel_copy(c, &exact, &res, what, st))
             goto fail;
         rf_drel_move(c, &res, &exact);
+        rf_cuda_trace(c, "select: exact copy");
     }
     tmp_put(c, &lo), tmp_put(c, &off), tmp_put(c, &status);
     rf_drel_move(c, out, &res);
@@ -2302,12 +2368,14 @@ bool rf_cuda_select_many(rf_cuda_ctx *c, const rf_drel *in, int nb, const rf_cod
         return false;
     if (!src)
         return true;
+    rf_cuda_trace(c, "select many: source");
     const char *name = "rf_select_many";
     void *fn = NULL;
     bool loaded = rf_codegen_module(c, src, 1, &name, &fn);
     free(src);
     if (!loaded)
         return true;
+    rf_cuda_trace(c, "select many: module");
     uint64_t n = in->nrows, ntiles = (n + RF_SELECT_TILE_ROWS - 1) / RF_SELECT_TILE_ROWS;
     uint64_t kept[RF_SELECT_MANY_MAX];
     tmpbuf status = {0};
@@ -2337,18 +2405,22 @@ bool rf_cuda_select_many(rf_cuda_ctx *c, const rf_drel *in, int nb, const rf_cod
         params[np++] = &st_words;
         params[np++] = &next;
         params[np++] = &ntiles;
-        if (!rf_codegen_launch_grid(c, fn, (size_t)ntiles * 256, sm_count(c) * 8, params, st) ||
-            !check_fault(c, st))
+        rf_cuda_trace(c, "select many: alloc+clear");
+        if (!rf_codegen_launch_grid(c, fn, (size_t)ntiles * 256, sm_count(c) * 8, params, st))
             goto fail;
-        for (int x = 0; x < nb; x++) {
-            if (!read_word(c, (uint64_t *)status.p + (size_t)x * ntiles + ntiles - 1, &kept[x], st))
-                goto fail;
+        rf_cuda_trace(c, "select many: kernel");
+        const uint64_t *last[RF_SELECT_MANY_MAX];
+        for (int x = 0; x < nb; x++)
+            last[x] = (const uint64_t *)status.p + (size_t)x * ntiles + ntiles - 1;
+        if (!read_fault_and_words(c, nb, last, kept, st))
+            goto fail;
+        for (int x = 0; x < nb; x++)
             kept[x] &= ((uint64_t)1 << 62) - 1;
-        }
+        rf_cuda_trace(c, "select many: read back");
     }
     for (int x = 0; x < nb; x++) {
         res[x].nrows = (size_t)kept[x];
-        if (kept[x] < n / 4 && (n - kept[x]) * (size_t)nprojs[x] * 8 > ((size_t)64 << 20)) {
+        if (keep_exact(c, n, kept[x], nprojs[x])) {
             rf_drel exact;
             rf_drel_init(&exact, nprojs[x]);
             if (!rf_drel_copy(c, &exact, &res[x], what, st))
@@ -2419,8 +2491,10 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
         }
     }
     prepared pp;
+    rf_cuda_trace(c, "reduce: before prepare");
     if (!prepare(c, filter, nvals, vals, l, l->arity, r, &pp, st))
         return false;
+    rf_cuda_trace(c, "reduce: prepare");
     char *src = NULL;
     if (pp.host || !(src = rf_codegen_reduce_source(r != NULL, l->arity, pp.filter, nvals, pp.proj, nkeys, naggs,
                                                     fns, arg_val))) {
@@ -2429,11 +2503,13 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
     }
     const char *name = "rf_reduce";
     void *fn = NULL;
+    rf_cuda_trace(c, "reduce: source");
     bool loaded = rf_codegen_module(c, src, 1, &name, &fn);
     free(src);
     prepared_free(&pp);
     if (!loaded)
         return true;
+    rf_cuda_trace(c, "reduce: module");
     rf_reduce_layout lay;
     rf_reduce_layout_of(nkeys, naggs, fns, &lay);
 
@@ -2461,15 +2537,16 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
     if (envs && atol(envs) >= 2)
         max_slots = (size_t)atol(envs);
     /* The table for a sample's groups first, then for the estimate. */
-    size_t cap = 2;
-    while (cap < 2 * total && cap < 2 * RF_HASH_AGG_SAMPLE && cap * 2 <= max_slots)
+    size_t cap = 2; /* without group keys: the one group */
+    while (nkeys > 0 && cap < 2 * total && cap < 2 * RF_HASH_AGG_SAMPLE && cap * 2 <= max_slots)
         cap *= 2;
     size_t kw = (size_t)(nkeys > 0 ? nkeys : 1);
     uint64_t counter[2] = {0, 0};
     int sample = 1;
-    if (total > RF_HASH_AGG_SAMPLE) {
+    if (total > RF_HASH_AGG_SAMPLE && nkeys > 0) {
         /* Many groups (over one in 16 sampled rows) make hashing no
-         * cheaper than sorting: give up before the full pass. */
+         * cheaper than sorting: give up before the full pass. (Without
+         * group keys there is one group: nothing to sample.) */
         uint64_t stride = total / RF_HASH_AGG_SAMPLE, n = RF_HASH_AGG_SAMPLE;
         if (!tmp_get(c, &keys, cap * 8 * kw, "reducing gather", st) ||
             !tmp_get(c, &state, cap * 4, "reducing gather", st) || !tmp_get(c, &ctr, 16, "reducing gather", st))
@@ -2481,6 +2558,7 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
         if (!rf_codegen_launch_grid(c, fn, n, max_blocks, params, st) || !check_fault(c, st) ||
             !rf_cuda_read_back(c, ctr.p, counter, 16, st))
             goto fail;
+        rf_cuda_trace(c, "reduce: sample");
         if (counter[1] || counter[0] > RF_HASH_AGG_SAMPLE / 16)
             goto out; /* not done */
         size_t want = 2;
@@ -2505,13 +2583,17 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
             CK(rf_k_fill(c->stream, (uint64_t *)acc.p + (size_t)lay.off[j] * cap, cap,
                          lay.kind[j] == RF_REDUCE_MIN ? (uint64_t)INT64_MAX : (uint64_t)INT64_MIN),
                "reducing gather");
+    rf_cuda_trace(c, "reduce: alloc+clear");
     {
         uint64_t one = 1;
         void *params[] = {&lc, &rc, &lop, &offp, &nl, &total, &one, &env, &keys.p, &state.p, &cap, &ctr.p, &acc.p,
                           &sample};
-        if (!rf_codegen_launch_grid(c, fn, total, max_blocks, params, st) || !check_fault(c, st) ||
-            !rf_cuda_read_back(c, ctr.p, counter, 16, st))
+        if (!rf_codegen_launch_grid(c, fn, total, max_blocks, params, st))
             goto fail;
+        rf_cuda_trace(c, "reduce: kernel");
+        if (!check_fault(c, st) || !rf_cuda_read_back(c, ctr.p, counter, 16, st))
+            goto fail;
+        rf_cuda_trace(c, "reduce: read back");
     }
     if (counter[1])
         goto out; /* the groups overflowed the table: not done */
@@ -2525,6 +2607,7 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
     uint64_t g;
     if (!read_word(c, (uint64_t *)pos.p + cap, &g, st))
         goto fail;
+    rf_cuda_trace(c, "reduce: slots");
     if (g == 0)
         goto out; /* no row passed: the caller's path says what that gives */
     if (!rf_drel_alloc(c, &res, (size_t)g, what, st) || !tmp_get(c, &counts, g * 8, "reducing gather", st) ||
@@ -2558,9 +2641,11 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
         }
         }
     }
+    rf_cuda_trace(c, "reduce: groups");
     res.nrows = (size_t)g;
     if (!rf_cuda_sort_unique(c, &res, &sorted, what, st))
         goto fail;
+    rf_cuda_trace(c, "reduce: sort");
     rf_drel_move(c, out, &sorted);
     out->arity = nkeys + naggs;
     *done = true;
