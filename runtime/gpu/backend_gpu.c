@@ -10,6 +10,8 @@
 
 #include "rf_cuda_prims.h"
 #include "cuda_internal.h" /* rf_codegen_source */
+#include "codegen_plan.h"
+#include "selplan.h"
 #include "../../primitives/rf_prims.h"
 #include "weaver.h"
 
@@ -657,6 +659,10 @@ static rf_run_result gpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
     rf_kernel chain;
     if (!rf_fused_compose(p, fk, 0, last, &chain))
         return RF_RUN_MEMBERS;
+    if (!rf_selplan_env_check(&chain.filter, st)) { /* an illegal forced plan: an error, not the members */
+        rf_kernel_free(&chain);
+        return RF_RUN_FAILED;
+    }
     rf_status local;
     rf_status_init(&local);
     rf_dvar *in0 = chain.in[0] >= 0 ? group_input(fk, ins, chain.in[0]) : NULL;
@@ -731,6 +737,41 @@ static rf_run_result gpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
     return ok && done ? RF_RUN_DONE : RF_RUN_MEMBERS;
 }
 
+/* The plan `explain --cuda` shows for a chain's filter (no device, no
+ * data: no sample): the one RF_WEAVE_SELPLAN forces, else the unchanged
+ * filter's order (identity: original order, all &&), which a run replaces
+ * by the model's choice for a sample of its input. The line describing it
+ * goes to out. 0: no plan (fewer than 2 conjuncts), 1: *pl. */
+static int explain_plan(const rf_code *filter, bool allow_split, rf_cg_plan *pl, FILE *out)
+{
+    rf_status st;
+    rf_status_init(&st);
+    int nc = rf_cg_plan_split(filter, pl, &st);
+    if (nc < 2) {
+        rf_cg_plan_free(pl);
+        return 0;
+    }
+    int forced = rf_cg_plan_forced(pl, allow_split, &st);
+    rf_selcalib cal;
+    rf_selcalib_defaults(&cal);
+    if (forced < 0) {
+        fprintf(out, "// %s (a run stops with this error)\n", st.message);
+        rf_status_init(&st);
+    }
+    if (forced <= 0)
+        rf_cg_plan_choose(pl, NULL, 0, 0, allow_split, &cal, &st);
+    char text[RF_SELPLAN_FMT_MAX];
+    rf_selplan_format(&pl->plan, text, sizeof text);
+    if (forced > 0)
+        fprintf(out, "// select plan %s of the filter's %d conjuncts: forced by RF_WEAVE_SELPLAN%s\n", text, nc,
+                pl->splits_dropped ? " (its | run as &&: one kernel)" : "");
+    else
+        fprintf(out, "// select plan %s of the filter's %d conjuncts: the unchanged filter's order (no data here;\n"
+                     "// a run chooses the plan by the cost model from a 64K-row sample of its input, or\n"
+                     "// RF_WEAVE_SELPLAN forces one; --stats prints the plan chosen)\n", text, nc);
+    return 1;
+}
+
 char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk)
 {
     const rf_fused *f = fk->fused;
@@ -753,6 +794,13 @@ char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk)
     } else {
         int al = chain.in[0] >= 0 ? p->vars[chain.in[0]].arity : 0;
         const rf_kernel *agg = reduce ? &f->members[f->nmembers - 1] : NULL;
+        /* A reducing gather is one kernel: no split plans. */
+        rf_cg_plan plan;
+        char *plan_line = NULL;
+        size_t plan_len = 0;
+        FILE *pf = open_memstream(&plan_line, &plan_len);
+        int planned = explain_plan(&chain.filter, !reduce, &plan, pf);
+        fclose(pf);
         rf_code args[RF_CUDA_MAX_COLS];
         if (agg && reduce_args(&chain, agg, args)) {
             /* the values as rf_cuda_fused_reduce lays them out */
@@ -766,7 +814,7 @@ char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk)
                         vals[nvals++] = args[j];
                 }
                 src = rf_codegen_reduce_source(chain.op == RF_K_JOIN, al, &chain.filter, nvals, vals, agg->nkeys,
-                                               agg->naggs, agg->aggfn, arg_val);
+                                               agg->naggs, agg->aggfn, arg_val, planned ? &plan : NULL);
             }
             for (int j = 0; j < agg->naggs; j++)
                 rf_code_free(&args[j]);
@@ -779,12 +827,14 @@ char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk)
                          "// shared-memory table, then the global one); no rows are written. The groups\n"
                          "// are sorted once at the end.\n",
                     last, agg->nkeys);
+            fputs(plan_line, out);
         } else if (!reduce && (src = rf_codegen_select_source(chain.op == RF_K_JOIN, al, &chain.filter, chain.nproj,
-                                                              chain.proj))) {
+                                                              chain.proj, planned ? &plan : NULL))) {
             fprintf(out, "// members 0..%d: one %s, their code composed over the group's inputs, as one kernel,\n"
                          "// rf_select: each row (candidate pair) made once, intermediates in registers, the kept\n"
                          "// rows written in order (a decoupled look-back over tiles gives each tile its place)\n",
                     last, rf_kop_name(chain.op));
+            fputs(plan_line, out);
         } else {
             fprintf(out, "// members 0..%d: one %s kernel, their code composed over the group's inputs%s\n", last,
                     rf_kop_name(chain.op),
@@ -799,6 +849,8 @@ char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk)
         const char *body = strstr(src, RF_CODEGEN_STAGES_MARK);
         fputs(body ? body + strlen(RF_CODEGEN_STAGES_MARK) : src, out);
         rf_kernel_free(&chain);
+        rf_cg_plan_free(&plan);
+        free(plan_line);
     }
     fclose(out);
     free(src);
@@ -849,6 +901,7 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
     fprintf(f, "  gpu: generated kernels: %zu selections in one pass; reducing gathers: %zu as one kernel, %zu by "
                "the library's kernels\n",
             rf_cuda_select_passes(ctx), g->fused_generated, g->fused_library);
+    rf_cuda_print_select_plans(ctx, f);
 }
 
 static bool gpu_column_sign_uniform(rf_backend *be, const rf_dvar *v, int col)
