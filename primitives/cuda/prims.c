@@ -2372,7 +2372,8 @@ fail:
  * around the plan's kernels, their count read-backs and the pool
  * allocations between them, as a run has them; no sample, no compile in
  * the time), best of
- * RF_WEAVE_SELPLAN_SWEEP runs each, one line per plan on stderr:
+ * RF_WEAVE_SELPLAN_SWEEP runs each ("3", or "3:nosplit" for the plans
+ * without |), one line per plan on stderr:
  *   redfox: selplan sweep: OUT PLAN MS ROWS [chosen]
  * Rows that differ from the chosen plan's are an error. For measuring the
  * planner against every alternative without reloading the input per plan. */
@@ -2477,9 +2478,12 @@ static bool sweep_plans(rf_cuda_ctx *c, bool join, int al, const rf_code *filter
                         const rf_cg_plan *chosen, rf_cols lc, rf_cols rc, const uint64_t *lo, const uint64_t *off,
                         uint64_t nl, uint64_t n, bool allow_split, const char *what, rf_status *st)
 {
-    int reps = atoi(getenv("RF_WEAVE_SELPLAN_SWEEP"));
+    const char *spec = getenv("RF_WEAVE_SELPLAN_SWEEP");
+    int reps = atoi(spec);
     if (reps < 1)
         reps = 1;
+    if (strstr(spec, "nosplit")) /* "3:nosplit": the plans without | (fewer kernels to compile) */
+        allow_split = false;
     sweep_ctx all = {NULL, 0, 0};
     if (rf_selplan_enumerate(chosen->split.conj, chosen->split.n, allow_split, sweep_collect, &all) < 0) {
         free(all.plans);
