@@ -2260,11 +2260,12 @@ static void note_plan(rf_cuda_ctx *c, const char *what, const rf_cg_plan *pl)
 
 /* The plan of a generated kernel's filter: forced by RF_WEAVE_SELPLAN, else
  * chosen by the model from a sample's selectivities; only for filters of 2
- * or more conjuncts. -1: an error (an illegal forced plan: st says which
+ * or more conjuncts (the caller notes it, note_plan, once its kernel is
+ * loaded). -1: an error (an illegal forced plan: st says which
  * conjunct and why); 0: no plan (the filter as it is); 1: *pl planned. */
 static int plan_filter(rf_cuda_ctx *c, const rf_code *filter, bool join, int al, rf_cols lc, rf_cols rc,
                        const uint64_t *lo, const uint64_t *off, uint64_t nl, uint64_t n, bool allow_split,
-                       const char *what, rf_cg_plan *pl, rf_status *st)
+                       rf_cg_plan *pl, rf_status *st)
 {
     int nc = rf_cg_plan_split(filter, pl, st);
     if (nc < 0)
@@ -2288,7 +2289,6 @@ static int plan_filter(rf_cuda_ctx *c, const rf_code *filter, bool join, int al,
             return -1;
         }
     }
-    note_plan(c, what, pl);
     return 1;
 }
 
@@ -2417,7 +2417,7 @@ bool rf_cuda_select_one_pass(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r,
     /* Row ids between the parts of a split plan are 32 bits. */
     bool allow_split = n <= UINT32_MAX;
     if (n > 0 && (planned = plan_filter(c, pp.filter, r != NULL, l->arity, lc, rc, lop, offp, nl, n, allow_split,
-                                        what, &plan, st)) < 0)
+                                        &plan, st)) < 0)
         goto fail;
     void *fns[RF_CG_MAX_PARTS];
     int nparts = 1;
@@ -2428,6 +2428,8 @@ bool rf_cuda_select_one_pass(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r,
         rf_cg_plan_free(&plan);
         return true;
     }
+    if (planned)
+        note_plan(c, what, &plan);
     if (planned && getenv("RF_WEAVE_SELPLAN_SWEEP") &&
         !sweep_plans(c, r != NULL, l->arity, pp.filter, nproj, pp.proj, &plan, lc, rc, lop, offp, nl, n, allow_split,
                      what, st))
@@ -2630,8 +2632,7 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
     rf_cols lc = rf_cols_of(l), rc = rf_cols_of(r ? r : l);
     const uint64_t *lop = lo.p, *offp = off.p;
     uint64_t nl = l->nrows;
-    int planned = plan_filter(c, pp.filter, r != NULL, l->arity, lc, rc, lop, offp, nl, total, false, what, &plan,
-                              st);
+    int planned = plan_filter(c, pp.filter, r != NULL, l->arity, lc, rc, lop, offp, nl, total, false, &plan, st);
     if (planned < 0)
         goto fail;
     {
@@ -2642,6 +2643,8 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
         free(src);
         if (!loaded)
             goto out; /* no generated code: the caller's path */
+        if (planned)
+            note_plan(c, what, &plan);
     }
     rf_denv env = {c->rank, c->nrank, c->err, c->tab};
     size_t max_blocks = sm_count(c) * 8;
