@@ -23,9 +23,9 @@ rf_select whose filter the planner plans (k conjuncts, none can fault).
 Form `rule` writes the k predicates in one rule (a plain MAP; on the GPU
 RF_CUDA_CODEGEN=1 makes it a generated kernel). Output: out(id).
 
-Points: all combinations for 2 predicates (25 with the default --sel);
-for 3 and 4 predicates, --points says how many, drawn without replacement
-(seeded) from all combinations; 0 means all.
+Points: --points says how many per predicate count, drawn without
+replacement (seeded) from all combinations of --sel; 0 means all (the
+default for 2 predicates: 25 points; 8 and 4 for 3 and 4).
 
 Per point, two ways to time every legal plan:
   inproc  (GPU, default there): one run with RF_WEAVE_SELPLAN_SWEEP=REPEAT:
@@ -153,7 +153,7 @@ def points(a, rng):
     out = []
     for k, npts in zip(a.preds, a.npoints):
         combos = list(itertools.product(a.sels, repeat=k))
-        if k == 2 or npts <= 0 or npts >= len(combos):
+        if npts <= 0 or npts >= len(combos):
             chosen = combos
         else:
             chosen = sorted(rng.sample(combos, npts))
