@@ -64,6 +64,9 @@ struct rf_backend {
      * duplicates, sorted and deduplicated by the backend (the GPU sorts
      * large inputs far faster than the host can). */
     bool (*upload_unsorted)(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st);
+    /* Optional (NULL: nothing): told of the program before its first kernel
+     * runs (the GPU backend compiles its generated kernels meanwhile). */
+    void (*program_begins)(rf_backend *be, const rf_hprogram *p);
 };
 
 /* `redfox explain --cuda`: the CUDA source the GPU backend generates for

@@ -848,6 +848,8 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
                 r.loop_header[blk->target_else] = true;
         }
     }
+    if (r.be->program_begins)
+        r.be->program_begins(r.be, p);
     bool ok = interpret(&r, st);
     if (ok) {
         int nouts = 0;

@@ -9,6 +9,7 @@
 
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -154,17 +155,31 @@ static void emit_stage(sbuf *b, const char *name, const rf_code *code, int al, b
     free(stack);
 }
 
-/* The types, constants and scalar operators every generated module starts
- * with; `explain --cuda` prints what follows RF_CODEGEN_STAGES_MARK. */
-static void emit_prelude(sbuf *b, const char *what)
+static void sb_append(sbuf *b, const char *text, size_t len)
 {
+    if (b->len + len + 1 > b->cap) {
+        b->cap = (b->len + len + 1) * 2;
+        b->s = rf_realloc(b->s, b->cap);
+    }
+    memcpy(b->s + b->len, text, len);
+    b->len += len;
+    b->s[b->len] = '\0';
+}
+
+/* The prelude after its first line is the same text for every kernel
+ * (~40 KB: the scalar operators): made once per process, since making it
+ * with sb_printf took ~0.1 ms of every generated kernel's first run. */
+static sbuf prelude_text;
+static pthread_once_t prelude_once = PTHREAD_ONCE_INIT;
+
+static void make_prelude(void)
+{
+    sbuf *b = &prelude_text;
     /* Prelude: the types and constants rf_scalar.cuh expects. */
-    sb_printf(b, "// Red Fox generated %s\n"
-                  "typedef unsigned long long uint64_t; typedef long long int64_t;\n"
+    sb_printf(b, "typedef unsigned long long uint64_t; typedef long long int64_t;\n"
                   "typedef unsigned int uint32_t; typedef int int32_t; typedef unsigned char uint8_t;\n"
                   "#define INT32_MIN (-2147483647 - 1)\n#define INT32_MAX 2147483647\n"
-                  "#define INT64_MIN (-9223372036854775807LL - 1)\n#define INT64_MAX 9223372036854775807LL\n",
-              what);
+                  "#define INT64_MIN (-9223372036854775807LL - 1)\n#define INT64_MAX 9223372036854775807LL\n");
     static const struct { const char *name; int v; } k[] = {
         {"RF_EX_CONST", RF_EX_CONST}, {"RF_EX_COL", RF_EX_COL}, {"RF_EX_NEG", RF_EX_NEG},
         {"RF_EX_NOT", RF_EX_NOT}, {"RF_EX_CAST", RF_EX_CAST}, {"RF_EX_ADD", RF_EX_ADD},
@@ -197,6 +212,15 @@ static void emit_prelude(sbuf *b, const char *what)
                   "{ uint64_t lo = 0, hi = n; while (hi - lo > 1) { uint64_t mid = lo + (hi - lo) / 2;\n"
                   "  if (off[mid] <= o) lo = mid; else hi = mid; } return lo; }\n");
     sb_printf(b, "%s", RF_CODEGEN_STAGES_MARK);
+}
+
+/* The types, constants and scalar operators every generated module starts
+ * with; `explain --cuda` prints what follows RF_CODEGEN_STAGES_MARK. */
+static void emit_prelude(sbuf *b, const char *what)
+{
+    pthread_once(&prelude_once, make_prelude);
+    sb_printf(b, "// Red Fox generated %s\n", what);
+    sb_append(b, prelude_text.s, prelude_text.len);
 }
 
 const char *rf_codegen_select_name(int nparts, int part)
@@ -341,7 +365,8 @@ char *rf_codegen_reduce_source(bool join, int al, const rf_code *filter, int nva
     sbuf b = {0};
     emit_prelude(&b, join ? "reducing gather (join)" : "reducing gather (map)");
     emit_row_stages(&b, join, al, filter, nvals, vals, plan);
-    sb_printf(&b, "#define NK %d\n#define NV %d\n#define SH %d\n#define W %d\n", nkeys, nvals, lay.shared_slots,
+    sb_printf(&b, "#define RI 4\n#define NK %d\n#define NV %d\n#define SH %d\n#define W %d\n", nkeys, nvals,
+              lay.shared_slots,
               lay.words);
     sb_printf(&b, "%s",
               "// The group keys' hash, as the library's k_hash_groups computes it.\n"
@@ -468,20 +493,40 @@ char *rf_codegen_reduce_source(bool join, int al, const rf_code *filter, int nva
               "  RedRun run; red_start(run);\n"
               "  long long cur = -1; bool cur_sh = false;\n"
               "  uint64_t curk[NK > 0 ? NK : 1] = {0};\n"
-              "  for (uint64_t base = (uint64_t)blockIdx.x * blockDim.x; base < total;\n"
-              "       base += (uint64_t)gridDim.x * blockDim.x) {\n"
-              "    uint64_t t = base + threadIdx.x, o = t * stride;\n"
-              "    uint64_t x[NV > 0 ? NV : 1] = {0};\n"
-              "    bool live = t < total && !*(volatile unsigned long long *)&counters[1];\n"
-              "    if (live) {\n"
-              "      %s\n"
-              "      uint64_t f = 0;\n"
-              "      live = stage_filter(l, i, r, j, env, &f) && f;\n",
+              "  unsigned iter = 0;\n"
+              "  // Each thread takes RI rows a step: their values are made first (the loads\n"
+              "  // of all RI rows in flight together), then folded one by one.\n"
+              "  for (uint64_t base = (uint64_t)blockIdx.x * blockDim.x * RI; base < total;\n"
+              "       base += (uint64_t)gridDim.x * blockDim.x * RI) {\n"
+              "    // An overflowed table ends the pass early (its result is discarded): looked\n"
+              "    // at every 8 steps and agreed by the block (a barrier every thread reaches),\n"
+              "    // not before every row's loads, which would wait for it.\n"
+              "    if ((++iter & 7u) == 0 &&\n"
+              "        __syncthreads_or(threadIdx.x == 0 && *(volatile unsigned long long *)&counters[1] != 0))\n"
+              "      break;\n"
+              "    uint64_t xs[RI][NV > 0 ? NV : 1];\n"
+              "    bool lives[RI];\n"
+              "    #pragma unroll\n"
+              "    for (int u = 0; u < RI; u++) {\n"
+              "      uint64_t t = base + (uint64_t)u * blockDim.x + threadIdx.x, o = t * stride;\n"
+              "      uint64_t *x = xs[u];\n"
+              "      for (int q = 0; q < (NV > 0 ? NV : 1); q++) x[q] = 0;\n"
+              "      bool live = t < total;\n"
+              "      if (live) {\n"
+              "        %s\n"
+              "        uint64_t f = 0;\n"
+              "        live = stage_filter(l, i, r, j, env, &f) && f;\n",
               row);
     for (int v = 0; v < nvals; v++)
-        sb_printf(&b, "      live = live && stage_proj%d(l, i, r, j, env, &x[%d]);\n", v, v);
+        sb_printf(&b, "        live = live && stage_proj%d(l, i, r, j, env, &x[%d]);\n", v, v);
     sb_printf(&b, "%s",
+              "      }\n"
+              "      lives[u] = live;\n"
               "    }\n"
+              "    #pragma unroll\n"
+              "    for (int u = 0; u < RI; u++) {\n"
+              "    const uint64_t *x = xs[u];\n"
+              "    bool live = lives[u];\n"
               "    uint64_t h = red_hash(x);\n"
               "    if (sample) {\n"
               "      if (live && red_global_slot(gkeys, gstate, cap, &counters[0], x, h) < 0)\n"
@@ -530,6 +575,7 @@ char *rf_codegen_reduce_source(bool join, int al, const rf_code *filter, int nva
               "      for (int q = 0; q < NK; q++) curk[q] = x[q];\n"
               "    }\n"
               "    red_add(run, x);\n"
+              "    }\n"
               "  }\n"
               "  if (cur >= 0) red_flush(cur_sh ? sacc : gacc, cur_sh, (uint64_t)cur, cap, run);\n"
               "  __syncthreads();\n"
@@ -547,6 +593,45 @@ char *rf_codegen_reduce_source(bool join, int al, const rf_code *filter, int nva
 }
 
 /* ---- A thread chain with its compaction as one kernel ---- */
+
+/* The tile's place, by one warp (warp 0): counts[ITEMS * NWARPS] (the
+ * kept rows of each item and warp, in row order) become exclusive offsets
+ * within the tile (two per lane, a shuffle scan); the tile publishes its
+ * total as an aggregate, then reads its predecessors' status words 32 at a
+ * time (one per lane, each spinning until its predecessor has published)
+ * and adds aggregates back to the nearest inclusive prefix. A thread doing
+ * both alone, one predecessor at a time, kept the block waiting at its
+ * barrier for a chain of dependent loads. */
+#define LOOK_BACK_SOURCE                                                                            \
+    "__device__ __forceinline__ void look_back(unsigned *counts, unsigned long long *status,\n"      \
+    "                                          uint64_t tile, unsigned long long *base, unsigned lane)\n" \
+    "{\n"                                                                                            \
+    "  static_assert(ITEMS * NWARPS == 64, \"two counts a lane\");\n"                             \
+    "  const unsigned full = 0xffffffffu;\n"                                                         \
+    "  unsigned a = counts[2 * lane], b = counts[2 * lane + 1], incl = a + b;\n"                     \
+    "  for (int d = 1; d < 32; d <<= 1) { unsigned t = __shfl_up_sync(full, incl, d); if (lane >= (unsigned)d) incl += t; }\n" \
+    "  unsigned excl = incl - a - b;\n"                                                              \
+    "  counts[2 * lane] = excl; counts[2 * lane + 1] = excl + a;\n"                                  \
+    "  unsigned long long run = __shfl_sync(full, incl, 31), before = 0;\n"                          \
+    "  if (tile == 0) {\n"                                                                           \
+    "    if (lane == 0) atomicExch(&status[0], ST_PREFIX | run);\n"                                  \
+    "  } else {\n"                                                                                   \
+    "    if (lane == 0) atomicExch(&status[tile], ST_AGG | run);\n"                                  \
+    "    for (long long last = (long long)tile - 1;; last -= 32) {\n"                                 \
+    "      long long q = last - (long long)lane;\n"                                                  \
+    "      unsigned long long v = ST_PREFIX; /* before tile 0: a prefix of 0 */\n"                    \
+    "      if (q >= 0) do v = *(volatile unsigned long long *)&status[q]; while (v == 0);\n"         \
+    "      unsigned pre = __ballot_sync(full, (v & ST_PREFIX) != 0);\n"                               \
+    "      unsigned first = pre ? (unsigned)(__ffs(pre) - 1) : 32u;\n"                                \
+    "      unsigned long long mine = lane <= first ? (v & ST_VALUE) : 0;\n"                           \
+    "      for (int d = 16; d; d >>= 1) mine += __shfl_down_sync(full, mine, d);\n"                   \
+    "      before += __shfl_sync(full, mine, 0);\n"                                                  \
+    "      if (pre) break;\n"                                                                        \
+    "    }\n"                                                                                        \
+    "    if (lane == 0) atomicExch(&status[tile], ST_PREFIX | (before + run));\n"                    \
+    "  }\n"                                                                                          \
+    "  if (lane == 0) *base = before;\n"                                                             \
+    "}\n"
 
 /* One select kernel: `name` over rows (candidate pairs) t < n, row o = t
  * (rid_in: o = rid_in[t], the row ids an earlier part kept), kept where
@@ -571,6 +656,7 @@ static void emit_select_kernel(sbuf *b, const char *name, const char *filter, bo
               "    const uint64_t tile = s_tile, base = tile * TILE;\n"
               "    if (tile >= ntiles) return;\n"
               "    unsigned keep = 0;\n"
+              "    #pragma unroll\n"
               "    for (int k = 0; k < ITEMS; k++) {\n"
               "      uint64_t t = base + (uint64_t)k * BLOCK + threadIdx.x, f = 0;\n"
               "      bool pass = false;\n"
@@ -582,24 +668,7 @@ static void emit_select_kernel(sbuf *b, const char *name, const char *filter, bo
               name, row, filter);
     sb_printf(b, "%s",
               "    __syncthreads();\n"
-              "    if (threadIdx.x == 0) {\n"
-              "      unsigned long long run = 0, before = 0;\n"
-              "      for (int k = 0; k < ITEMS; k++)\n"
-              "        for (int w = 0; w < NWARPS; w++) { unsigned c = s_counts[k][w]; s_counts[k][w] = (unsigned)run; run += c; }\n"
-              "      if (tile == 0) {\n"
-              "        atomicExch(&status[0], ST_PREFIX | run);\n"
-              "      } else {\n"
-              "        atomicExch(&status[tile], ST_AGG | run);\n"
-              "        for (uint64_t p = tile - 1;; p--) {\n"
-              "          unsigned long long v;\n"
-              "          do v = *(volatile unsigned long long *)&status[p]; while (v == 0);\n"
-              "          before += v & ST_VALUE;\n"
-              "          if (v & ST_PREFIX) break;\n"
-              "        }\n"
-              "        atomicExch(&status[tile], ST_PREFIX | (before + run));\n"
-              "      }\n"
-              "      s_base = before;\n"
-              "    }\n"
+              "    if (warp == 0) look_back(&s_counts[0][0], status, tile, &s_base, lane);\n"
               "    __syncthreads();\n"
               "    const uint64_t at = s_base;\n"
               "    for (int k = 0; k < ITEMS; k++) {\n"
@@ -638,6 +707,7 @@ char *rf_codegen_select_source(bool join, int al, const rf_code *filter, int npr
               "#define ITEMS 8\n#define BLOCK 256\n#define NWARPS (BLOCK / 32)\n"
               "#define TILE ((uint64_t)ITEMS * BLOCK)\n"
               "#define ST_AGG (1ull << 62)\n#define ST_PREFIX (2ull << 62)\n#define ST_VALUE ((1ull << 62) - 1)\n"
+              LOOK_BACK_SOURCE
               "// One pass: each block takes the next tile of ITEMS x BLOCK rows (a counter,\n"
               "// so that tiles start in order), evaluates the filter of every row, counts the\n"
               "// kept rows per warp and item in row order, finds the rows kept before its\n"
@@ -704,6 +774,98 @@ char *rf_codegen_selsample_source(bool join, int al, const rf_cg_plan *pl)
     return b.s;
 }
 
+/* ---- Several selections of one input in one pass ---- */
+
+char *rf_codegen_select_many_source(int al, int nb, const rf_code *const *filters, const int *nprojs,
+                                    const rf_code *const *projs)
+{
+    if (nb < 2 || nb > RF_SELECT_MANY_MAX)
+        return NULL;
+    for (int x = 0; x < nb; x++)
+        if (nprojs[x] < 1 || nprojs[x] > RF_CUDA_MAX_COLS)
+            return NULL;
+    sbuf b = {0};
+    emit_prelude(&b, "selections of one input with their compactions (map)");
+    rf_code none = {0, NULL};
+    for (int x = 0; x < nb; x++) {
+        char name[48];
+        snprintf(name, sizeof name, "stage_b%d_filter", x);
+        emit_stage(&b, name, filters[x] ? filters[x] : &none, al, false);
+        for (int p = 0; p < nprojs[x]; p++) {
+            snprintf(name, sizeof name, "stage_b%d_proj%d", x, p);
+            emit_stage(&b, name, &projs[x][p], al, false);
+        }
+    }
+    sb_printf(&b, "#define NB %d\n", nb);
+    sb_printf(&b, "%s",
+              "#define ITEMS 8\n#define BLOCK 256\n#define NWARPS (BLOCK / 32)\n"
+              "#define TILE ((uint64_t)ITEMS * BLOCK)\n"
+              "#define ST_AGG (1ull << 62)\n#define ST_PREFIX (2ull << 62)\n#define ST_VALUE ((1ull << 62) - 1)\n"
+              LOOK_BACK_SOURCE
+              "static_assert(NB <= NWARPS, \"a warp per branch\");\n"
+              "// rf_select for NB filters of one input (Kernel Weaver's group of several\n"
+              "// outputs): each tile of rows is read once; per branch its kept rows are\n"
+              "// counted, placed by the decoupled look-back over the branch's own status\n"
+              "// words (status + branch * ntiles) and written in input order, as each MAP\n"
+              "// alone writes them. outB holds n rows (the bound); branch B's count is its\n"
+              "// last tile's prefix.\n"
+              "extern \"C\" __global__ void __launch_bounds__(256)\n"
+              "rf_select_many(RfCols l, uint64_t n, RfEnv env");
+    for (int x = 0; x < nb; x++)
+        sb_printf(&b, ", RfWCols out%d", x);
+    sb_printf(&b, "%s",
+              ",\n               unsigned long long *status, unsigned long long *next_tile, uint64_t ntiles)\n"
+              "{\n"
+              "  __shared__ unsigned long long s_tile, s_base[NB];\n"
+              "  __shared__ unsigned s_counts[NB][ITEMS][NWARPS];\n"
+              "  const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
+              "  for (;;) {\n"
+              "    if (threadIdx.x == 0) s_tile = atomicAdd(next_tile, 1ull);\n"
+              "    __syncthreads();\n"
+              "    const uint64_t tile = s_tile, base = tile * TILE;\n"
+              "    if (tile >= ntiles) return;\n"
+              "    unsigned keep[NB];\n"
+              "    for (int x = 0; x < NB; x++) keep[x] = 0;\n"
+              "    #pragma unroll\n"
+              "    for (int k = 0; k < ITEMS; k++) {\n"
+              "      uint64_t o = base + (uint64_t)k * BLOCK + threadIdx.x, i = o, j = o, f;\n"
+              "      bool pass;\n");
+    for (int x = 0; x < nb; x++)
+        sb_printf(&b,
+                  "      f = 0; pass = o < n && stage_b%d_filter(l, i, l, j, env, &f) && f;\n"
+                  "      { unsigned m = __ballot_sync(0xffffffffu, pass); if (lane == 0) s_counts[%d][k][warp] = __popc(m); }\n"
+                  "      keep[%d] |= (pass ? 1u : 0u) << k;\n",
+                  x, x, x);
+    sb_printf(&b, "%s",
+              "    }\n"
+              "    __syncthreads();\n"
+              "    // warp x places branch x's kept rows (NB <= NWARPS)\n"
+              "    if (warp < NB) look_back(&s_counts[warp][0][0], status + (uint64_t)warp * ntiles, tile, &s_base[warp], lane);\n"
+              "    __syncthreads();\n"
+              "    for (int k = 0; k < ITEMS; k++) {\n"
+              "      uint64_t o = base + (uint64_t)k * BLOCK + threadIdx.x, i = o, j = o, v, dst;\n"
+              "      bool kept;\n"
+              "      unsigned m;\n");
+    for (int x = 0; x < nb; x++) {
+        sb_printf(&b,
+                  "      kept = (keep[%d] >> k) & 1u;\n"
+                  "      m = __ballot_sync(0xffffffffu, kept);\n"
+                  "      dst = s_base[%d] + s_counts[%d][k][warp] + __popc(m & ((1u << lane) - 1u));\n"
+                  "      if (kept) do {\n",
+                  x, x, x);
+        for (int p = 0; p < nprojs[x]; p++)
+            sb_printf(&b, "        if (!stage_b%d_proj%d(l, i, l, j, env, &v)) break; out%d.c[%d][dst] = v;\n", x, p,
+                      x, p);
+        sb_printf(&b, "      } while (0);\n");
+    }
+    sb_printf(&b, "%s",
+              "    }\n"
+              "    __syncthreads(); // s_counts, s_base and s_tile are the next tile's\n"
+              "  }\n"
+              "}\n");
+    return b.s;
+}
+
 /* ---- NVRTC, driver API, caches ---- */
 typedef int (*nvrtc_create_t)(void **, const char *, const char *, int, const char *const *, const char *const *);
 typedef int (*nvrtc_compile_t)(void *, int, const char *const *);
@@ -717,8 +879,12 @@ typedef CUresult (*cu_launch_t)(CUfunction, unsigned, unsigned, unsigned, unsign
 typedef CUresult (*cu_unload_t)(CUmodule);
 
 #define CG_MAX_FNS RF_CG_MAX_PARTS
+/* A module in the process's cache: being made by one thread (others
+ * wanting it wait), made, or failed (each later request fails at once). */
+enum { CG_LOADING, CG_READY, CG_FAILED };
 typedef struct cg_module {
     uint64_t hash;
+    int state;
     CUmodule mod;
     int nfns;
     CUfunction fns[CG_MAX_FNS];
@@ -729,6 +895,16 @@ typedef struct cg_plan_note {
     char *what, *note;
     size_t calls;
 } cg_plan_note;
+/* Sources to compile and load ahead, on a thread of their own
+ * (rf_codegen_prefetch). */
+typedef struct cg_prefetch {
+    rf_cuda_ctx *c;
+    int n;
+    char **srcs;
+    char ***names;
+    int *nnames;
+    bool stop; /* set (under the state's lock) when the context goes */
+} cg_prefetch;
 
 typedef struct cg_state {
     bool tried, ok;
@@ -744,11 +920,20 @@ typedef struct cg_state {
     cu_launch_t launch;
     cu_unload_t unload;
     char arch[32];
+    /* mods, stats, the NVRTC and driver entry points: under lock (a
+     * prefetch thread compiles while the program runs). */
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
     RF_VEC(cg_module) mods;
     rf_cuda_codegen_stats stats;
+    /* The select planner's constants (rf_codegen_selcalib) and the plans
+     * applied (for --stats): the launching thread's only, no lock. */
     bool calib_tried;
-    rf_selcalib calib;       /* the select planner's constants (rf_codegen_selcalib) */
-    RF_VEC(cg_plan_note) plans; /* plans applied, for --stats */
+    rf_selcalib calib;
+    RF_VEC(cg_plan_note) plans;
+    bool prefetching;
+    pthread_t prefetcher;
+    cg_prefetch *job;
 } cg_state;
 
 /* NVRTC itself, loaded on the first compilation only: a process whose
@@ -815,12 +1000,27 @@ static bool cg_init(rf_cuda_ctx *c, cg_state *g)
     return true;
 }
 
-static uint64_t fnv1a(const char *s, uint64_t h)
+/* The cache key of a source: 8 bytes a step (a byte-at-a-time FNV-1a took
+ * ~60 us over a 40 KB source, on every generated kernel's first run), each
+ * step a bijection of the state for a given word, then an avalanche. */
+static uint64_t hash_text(const char *s, size_t len, uint64_t h)
 {
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
+    const uint64_t k1 = 0x9E3779B97F4A7C15ull, k2 = 0xC2B2AE3D27D4EB4Full;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        h ^= w * k2;
+        h = ((h << 31) | (h >> 33)) * k1;
     }
+    uint64_t w = 0;
+    memcpy(&w, s + i, len - i);
+    h ^= (w ^ (uint64_t)len) * k2;
+    h ^= h >> 33;
+    h *= k1;
+    h ^= h >> 29;
+    h *= k2;
+    h ^= h >> 32;
     return h;
 }
 
@@ -953,29 +1153,60 @@ out:
     return rc;
 }
 
+static cg_state *cg_state_of(rf_cuda_ctx *c)
+{
+    if (!c->cg) {
+        cg_state *g = rf_calloc(1, sizeof(cg_state));
+        pthread_mutex_init(&g->lock, NULL);
+        pthread_cond_init(&g->changed, NULL);
+        c->cg = g;
+    }
+    return c->cg;
+}
+
 bool rf_codegen_module(rf_cuda_ctx *c, const char *src, int n, const char *const *names, void **fns)
 {
     if (n < 1 || n > CG_MAX_FNS)
         return false;
-    if (!c->cg)
-        c->cg = rf_calloc(1, sizeof(cg_state));
-    cg_state *g = c->cg;
+    cg_state *g = cg_state_of(c);
+    pthread_mutex_lock(&g->lock);
     if (!g->tried)
         g->ok = cg_init(c, g);
-    if (!g->ok)
+    if (!g->ok) {
+        pthread_mutex_unlock(&g->lock);
         return false;
+    }
     /* The source and the target name a cubin (any NVRTC that compiled the
      * source made a valid one; the toolkit version keeps caches apart). */
     char salt[96];
     snprintf(salt, sizeof salt, "%s cuda %d", g->arch, (int)CUDART_VERSION);
-    uint64_t h = fnv1a(src, fnv1a(salt, 14695981039346656037ull));
-    for (size_t i = 0; i < g->mods.len; i++)
-        if (g->mods.items[i].hash == h) {
+    uint64_t h = hash_text(src, strlen(src), hash_text(salt, strlen(salt), 14695981039346656037ull));
+    size_t at;
+    for (;;) {
+        for (at = 0; at < g->mods.len && g->mods.items[at].hash != h; at++)
+            ;
+        if (at == g->mods.len || g->mods.items[at].state != CG_LOADING)
+            break;
+        pthread_cond_wait(&g->changed, &g->lock); /* another thread makes it */
+    }
+    if (at < g->mods.len) {
+        bool ready = g->mods.items[at].state == CG_READY;
+        if (ready) {
             g->stats.mem_hits++;
             for (int k = 0; k < n; k++)
-                fns[k] = g->mods.items[i].fns[k];
-            return true;
+                fns[k] = g->mods.items[at].fns[k];
         }
+        pthread_mutex_unlock(&g->lock);
+        return ready;
+    }
+    cg_module m;
+    memset(&m, 0, sizeof m);
+    m.hash = h;
+    m.state = CG_LOADING;
+    m.nfns = n;
+    RF_PUSH(g->mods, m);
+    pthread_mutex_unlock(&g->lock);
+
     double t0 = rf_now();
     char *dir = cache_dir(), *path = NULL;
     if (dir) {
@@ -984,43 +1215,112 @@ bool rf_codegen_module(rf_cuda_ctx *c, const char *src, int n, const char *const
     }
     size_t len = 0;
     char *cubin = path ? read_all(path, &len) : NULL;
-    bool from_disk = cubin != NULL && len > 0;
+    bool from_disk = cubin != NULL && len > 0, compiled = false;
     if (!from_disk) {
         free(cubin);
         cubin = NULL;
-        if (!cg_load_nvrtc(g) || !compile_src(g, src, &cubin, &len)) {
-            g->stats.failures++;
-            free(cubin);
-            free(dir);
-            free(path);
-            return false;
-        }
-        g->stats.compiled++;
-        g->stats.compile_seconds += rf_now() - t0;
-        if (path)
+        pthread_mutex_lock(&g->lock);
+        bool have_nvrtc = cg_load_nvrtc(g);
+        pthread_mutex_unlock(&g->lock);
+        compiled = have_nvrtc && compile_src(g, src, &cubin, &len);
+        if (compiled && path)
             write_all(path, cubin, len);
     }
     double t1 = rf_now();
-    cg_module m;
-    memset(&m, 0, sizeof m);
-    m.hash = h;
-    m.nfns = n;
-    bool ok = g->load(&m.mod, cubin) == CUDA_SUCCESS;
+    bool ok = (from_disk || compiled) && g->load(&m.mod, cubin) == CUDA_SUCCESS;
     for (int k = 0; ok && k < n; k++)
         ok = g->getfn(&m.fns[k], m.mod, names[k]) == CUDA_SUCCESS;
+    double t2 = rf_now();
     free(cubin);
     free(dir);
     free(path);
-    if (!ok) {
+
+    pthread_mutex_lock(&g->lock);
+    cg_module *slot = &g->mods.items[at];
+    if (compiled) {
+        g->stats.compiled++;
+        g->stats.compile_seconds += t1 - t0;
+    }
+    if (ok) {
+        g->stats.load_seconds += t2 - t1;
+        g->stats.cache_hits += from_disk;
+        slot->mod = m.mod;
+        memcpy(slot->fns, m.fns, sizeof m.fns);
+        slot->state = CG_READY;
+        for (int k = 0; k < n; k++)
+            fns[k] = m.fns[k];
+    } else {
         g->stats.failures++;
+        slot->state = CG_FAILED;
+        if (m.mod)
+            g->unload(m.mod);
+    }
+    pthread_cond_broadcast(&g->changed);
+    pthread_mutex_unlock(&g->lock);
+    return ok;
+}
+
+static void *prefetch_main(void *arg)
+{
+    cg_prefetch *job = arg;
+    /* The driver's calls act on the thread's current context. */
+    if (cudaSetDevice(job->c->device) == cudaSuccess && cudaFree(NULL) == cudaSuccess) {
+        for (int i = 0; i < job->n; i++) {
+            cg_state *g = job->c->cg;
+            pthread_mutex_lock(&g->lock);
+            bool stop = job->stop;
+            pthread_mutex_unlock(&g->lock);
+            if (stop)
+                break;
+            void *fns[CG_MAX_FNS];
+            (void)rf_codegen_module(job->c, job->srcs[i], job->nnames[i], (const char *const *)job->names[i],
+                                    fns);
+        }
+    }
+    (void)cudaGetLastError();
+    return NULL;
+}
+
+static void prefetch_job_free(cg_prefetch *job)
+{
+    if (!job)
+        return;
+    for (int i = 0; i < job->n; i++) {
+        free(job->srcs[i]);
+        for (int k = 0; k < job->nnames[i]; k++)
+            free(job->names[i][k]);
+        free(job->names[i]);
+    }
+    free(job->srcs);
+    free(job->names);
+    free(job->nnames);
+    free(job);
+}
+
+bool rf_codegen_prefetch(rf_cuda_ctx *c, int n, char **srcs, const char *const *const *names, const int *nnames)
+{
+    cg_state *g = cg_state_of(c);
+    if (g->prefetching || n <= 0)
+        return false;
+    cg_prefetch *job = rf_calloc(1, sizeof *job);
+    job->c = c;
+    job->n = n;
+    job->srcs = rf_calloc((size_t)n, sizeof *job->srcs);
+    job->names = rf_calloc((size_t)n, sizeof *job->names);
+    job->nnames = rf_calloc((size_t)n, sizeof *job->nnames);
+    for (int i = 0; i < n; i++) {
+        job->srcs[i] = srcs[i];
+        job->nnames[i] = nnames[i];
+        job->names[i] = rf_calloc((size_t)nnames[i], sizeof *job->names[i]);
+        for (int k = 0; k < nnames[i]; k++)
+            job->names[i][k] = rf_strdup(names[i][k]);
+    }
+    if (pthread_create(&g->prefetcher, NULL, prefetch_main, job) != 0) {
+        prefetch_job_free(job);
         return false;
     }
-    g->stats.load_seconds += rf_now() - t1;
-    if (from_disk)
-        g->stats.cache_hits++;
-    RF_PUSH(g->mods, m);
-    for (int k = 0; k < n; k++)
-        fns[k] = m.fns[k];
+    g->job = job;
+    g->prefetching = true;
     return true;
 }
 
@@ -1061,8 +1361,17 @@ void rf_codegen_free(rf_cuda_ctx *c)
     cg_state *g = c->cg;
     if (!g)
         return;
+    if (g->prefetching) {
+        /* waits for the kernel being compiled, if any; skips the rest */
+        pthread_mutex_lock(&g->lock);
+        g->job->stop = 1;
+        pthread_mutex_unlock(&g->lock);
+        pthread_join(g->prefetcher, NULL);
+        prefetch_job_free(g->job);
+    }
     for (size_t i = 0; i < g->mods.len; i++)
-        g->unload(g->mods.items[i].mod);
+        if (g->mods.items[i].state == CG_READY)
+            g->unload(g->mods.items[i].mod);
     RF_VEC_FREE(g->mods);
     for (size_t i = 0; i < g->plans.len; i++) {
         free(g->plans.items[i].what);
@@ -1071,15 +1380,15 @@ void rf_codegen_free(rf_cuda_ctx *c)
     RF_VEC_FREE(g->plans);
     if (g->lib)
         dlclose(g->lib);
+    pthread_mutex_destroy(&g->lock);
+    pthread_cond_destroy(&g->changed);
     free(g);
     c->cg = NULL;
 }
 
 const rf_selcalib *rf_codegen_selcalib(rf_cuda_ctx *c)
 {
-    if (!c->cg)
-        c->cg = rf_calloc(1, sizeof(cg_state));
-    cg_state *g = c->cg;
+    cg_state *g = cg_state_of(c);
     if (g->calib_tried)
         return &g->calib;
     g->calib_tried = true;
@@ -1106,9 +1415,7 @@ const rf_selcalib *rf_codegen_selcalib(rf_cuda_ctx *c)
 
 void rf_codegen_note_plan(rf_cuda_ctx *c, const char *what, const char *note)
 {
-    if (!c->cg)
-        c->cg = rf_calloc(1, sizeof(cg_state));
-    cg_state *g = c->cg;
+    cg_state *g = cg_state_of(c);
     for (size_t i = 0; i < g->plans.len; i++)
         if (strcmp(g->plans.items[i].what, what) == 0 && strcmp(g->plans.items[i].note, note) == 0) {
             g->plans.items[i].calls++;
@@ -1133,9 +1440,12 @@ void rf_cuda_set_codegen(rf_cuda_ctx *c, bool on) { c->codegen = on; }
 
 void rf_cuda_codegen_get_stats(const rf_cuda_ctx *c, rf_cuda_codegen_stats *out)
 {
-    const cg_state *g = c->cg;
-    if (g)
+    cg_state *g = c->cg;
+    if (g) {
+        pthread_mutex_lock(&g->lock);
         *out = g->stats;
-    else
+        pthread_mutex_unlock(&g->lock);
+    } else {
         memset(out, 0, sizeof *out);
+    }
 }

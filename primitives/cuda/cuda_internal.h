@@ -113,6 +113,7 @@ enum {
 struct rf_cuda_ctx {
     int device;
     char name[256];
+    size_t total_mem;   /* the device's memory (bytes) */
     cudaStream_t stream;
     cudaMemPool_t pool;
     cudaEvent_t ev_start, ev_stop;
@@ -151,7 +152,16 @@ struct rf_cuda_ctx {
     /* Join algorithm: 0 chosen by size (rf_cuda_join), 1 merge, 2 hash. */
     int join_mode;
     size_t hash_joins, merge_joins;
+    /* RF_CUDA_TRACE=1: where a kernel's time goes, phase by phase
+     * (rf_cuda_trace; the stream is synchronised at each mark, so traced
+     * runs are slower: for finding fixed costs, not for timing). */
+    bool trace;
+    double trace_t;
 };
+
+/* Under RF_CUDA_TRACE: waits for the stream and prints the wall time since
+ * the previous mark (or the kernel's start) to stderr as `trace PHASE US`. */
+void rf_cuda_trace(rf_cuda_ctx *c, const char *phase);
 
 /* Layout twin of RfEnv (rf_scalar.cuh) for generated kernels' parameters. */
 typedef struct rf_denv {
@@ -217,6 +227,12 @@ char *rf_codegen_reduce_source(bool join, int al, const rf_code *filter, int nva
 char *rf_codegen_select_source(bool join, int al, const rf_code *filter, int nproj, const rf_code *proj,
                                const struct rf_cg_plan *plan);
 #define RF_SELECT_TILE_ROWS 2048 /* ITEMS x BLOCK of rf_select */
+/* rf_select for nb (2..RF_SELECT_MANY_MAX) MAPs of one input, one pass:
+ * rf_select_many(RfCols l, u64 n, RfEnv env, RfWCols out0, .., outNB-1,
+ * u64 *status (nb * ntiles words), u64 *next_tile, u64 ntiles). */
+#define RF_SELECT_MANY_MAX 4
+char *rf_codegen_select_many_source(int al, int nb, const rf_code *const *filters, const int *nprojs,
+                                    const rf_code *const *projs);
 /* Compiles (or finds in the memory or disk cache) and loads src; false when
  * code generation is unavailable (no NVRTC/driver) or failed: the caller
  * falls back to the interpreter. */
@@ -226,6 +242,14 @@ bool rf_codegen_module(rf_cuda_ctx *c, const char *src, int n, const char *const
 /* Launches a generated kernel over n threads' work in blocks of 256:
  * grid = the blocks n needs, at most max_blocks (0: no limit but the
  * device's). */
+/* Compiles (or finds in the disk cache) and loads the modules of srcs on a
+ * thread of its own while the caller goes on (the kernels of a program,
+ * before its first kernel runs: a later rf_codegen_module of the same
+ * source finds it made, or waits for it). Takes srcs[i] (freed when done);
+ * names[i][0..nnames[i]-1] are the kernels of srcs[i] (copied). One
+ * prefetch per context; false when none started (the sources are then the
+ * caller's to free). */
+bool rf_codegen_prefetch(rf_cuda_ctx *c, int n, char **srcs, const char *const *const *names, const int *nnames);
 bool rf_codegen_launch(rf_cuda_ctx *c, void *fn, size_t n, void **params, rf_status *st);
 bool rf_codegen_launch_grid(rf_cuda_ctx *c, void *fn, size_t n, size_t max_blocks, void **params, rf_status *st);
 /* Test hooks (prims.c), no device needed: the string tables of one code

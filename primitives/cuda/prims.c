@@ -69,6 +69,7 @@ rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
         !rf_cuda_check(c, cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties", st))
         goto fail;
     snprintf(c->name, sizeof c->name, "%s", prop.name);
+    c->total_mem = prop.totalGlobalMem;
     if (!rf_cuda_check(c, cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking), "stream", st) ||
         !rf_cuda_check(c, cudaEventCreate(&c->ev_start), "event", st) ||
         !rf_cuda_check(c, cudaEventCreate(&c->ev_stop), "event", st) ||
@@ -88,6 +89,8 @@ rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
         goto fail;
     const char *jm = getenv("RF_CUDA_JOIN");
     c->join_mode = jm && strcmp(jm, "merge") == 0 ? 1 : jm && strcmp(jm, "hash") == 0 ? 2 : 0;
+    const char *tr = getenv("RF_CUDA_TRACE");
+    c->trace = tr && *tr && strcmp(tr, "0") != 0;
     if (!stage_init(c, st))
         goto fail;
     c->io.init_seconds = rf_now() - t_init;
@@ -136,14 +139,30 @@ const char *rf_cuda_device_name(const rf_cuda_ctx *c) { return c->name; }
 size_t rf_cuda_bytes_in_use(const rf_cuda_ctx *c) { return c->in_use; }
 size_t rf_cuda_bytes_peak(const rf_cuda_ctx *c) { return c->peak; }
 
+void rf_cuda_trace(rf_cuda_ctx *c, const char *phase)
+{
+    if (!c->trace)
+        return;
+    (void)cudaStreamSynchronize(c->stream);
+    double now = rf_now();
+    fprintf(stderr, "trace %-24s %9.1f us\n", phase, (now - c->trace_t) * 1e6);
+    c->trace_t = now;
+}
+
 bool rf_cuda_timer_start(rf_cuda_ctx *c, rf_status *st)
 {
+    if (c->trace) {
+        (void)cudaStreamSynchronize(c->stream);
+        c->trace_t = rf_now();
+        fprintf(stderr, "trace ----\n");
+    }
     return rf_cuda_check(c, cudaEventRecord(c->ev_start, c->stream), "event", st);
 }
 
 bool rf_cuda_timer_stop(rf_cuda_ctx *c, double *seconds, rf_status *st)
 {
     float ms = 0;
+    rf_cuda_trace(c, "end");
     if (!rf_cuda_check(c, cudaEventRecord(c->ev_stop, c->stream), "event", st) ||
         !rf_cuda_check(c, cudaEventSynchronize(c->ev_stop), "event", st) ||
         !rf_cuda_check(c, cudaEventElapsedTime(&ms, c->ev_start, c->ev_stop), "event", st))
@@ -252,6 +271,43 @@ static bool check_fault(rf_cuda_ctx *c, rf_status *st)
         return true;
     cudaMemsetAsync(c->err, 0, sizeof(rf_derr), c->stream);
     return rf_scalar_fail2(st, e.code, e.value, e.value2, e.aux);
+}
+
+/* check_fault and read_word with one wait: the fault slot and n <= 4
+ * counts copied back together (each wait is a round trip to the device). */
+static bool read_fault_and_words(rf_cuda_ctx *c, int n, const uint64_t *const *dev, uint64_t *out, rf_status *st)
+{
+    rf_derr e;
+    c->io.syncs++;
+    _Static_assert(sizeof(rf_derr) <= 32, "the fault slot fits before the words in host_small");
+    if (n < 0 || n > 4)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "read back of %d words", n);
+    if (!rf_cuda_check(c, cudaMemcpyAsync(c->host_small, c->err, sizeof e, cudaMemcpyDeviceToHost, c->stream),
+                       "read back", st))
+        return false;
+    for (int i = 0; i < n; i++)
+        if (!rf_cuda_check(c, cudaMemcpyAsync(c->host_small + 4 + i, dev[i], 8, cudaMemcpyDeviceToHost, c->stream),
+                           "read back", st))
+            return false;
+    if (!rf_cuda_check(c, cudaStreamSynchronize(c->stream), "read back", st))
+        return false;
+    memcpy(&e, c->host_small, sizeof e);
+    for (int i = 0; i < n; i++)
+        out[i] = c->host_small[4 + i];
+    if (e.code == RF_SERR_NONE)
+        return true;
+    cudaMemsetAsync(c->err, 0, sizeof(rf_derr), c->stream);
+    return rf_scalar_fail2(st, e.code, e.value, e.value2, e.aux);
+}
+
+/* A generated selection's output is allocated at its bound (the input's
+ * rows). Few rows kept of many: the exact size, not the bound, stays
+ * allocated when the rest is a large part of the device (a copy of the
+ * kept rows costs ~10% of the pass; below that the rows beyond the count
+ * are free again when the variable dies). */
+static bool keep_exact(const rf_cuda_ctx *c, uint64_t bound, uint64_t kept, int arity)
+{
+    return kept < bound / 4 && (bound - kept) * (size_t)arity * 8 > c->total_mem / 16;
 }
 
 /* ---- Relations ---- */
@@ -2316,8 +2372,8 @@ static bool select_kernels(rf_cuda_ctx *c, bool join, int al, const rf_code *fil
  * *res (allocated here for the rows entering the last part), *kept of its
  * rows made. Part q > 0 runs over the row ids part q - 1 kept (4 bytes
  * each, in input order); the host reads each part's count (the look-back's
- * last prefix) to size the next. Faults stay in c->err for the caller's
- * check_fault. */
+ * last prefix) to size the next, with the fault slot in the same read-back:
+ * a fault fails the run (st), the rows discarded. */
 static bool select_run(rf_cuda_ctx *c, void *const *fns, int nparts, rf_cols lc, rf_cols rc, const uint64_t *lo,
                        const uint64_t *off, uint64_t nl, uint64_t n, int nproj, rf_drel *res, uint64_t *kept,
                        const char *what, rf_status *st)
@@ -2349,8 +2405,9 @@ static bool select_run(rf_cuda_ctx *c, void *const *fns, int nparts, rf_cols lc,
         unsigned long long *st_words = status.p, *next = (unsigned long long *)status.p + ntiles;
         void *params[] = {&lc, &rc, &lo, &off, &nl, &m, &env, &oc, &st_words, &next, &ntiles, &rid_in, &rid_out};
         uint64_t count = 0;
+        const uint64_t *last_tile = (const uint64_t *)status.p + ntiles - 1;
         if (!rf_codegen_launch_grid(c, fns[q], (size_t)ntiles * 256, sm_count(c) * 8, params, st) ||
-            !read_word(c, (uint64_t *)status.p + ntiles - 1, &count, st))
+            !read_fault_and_words(c, 1, &last_tile, &count, st))
             goto fail;
         count &= ((uint64_t)1 << 62) - 1;
         if (q > 0)
@@ -2393,8 +2450,10 @@ bool rf_cuda_select_one_pass(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r,
     if (!r && (!filter || filter->n == 0) && all_columns(nproj, proj))
         return true; /* column copies, no kernel: the library's path */
     prepared pp;
+    rf_cuda_trace(c, "select: before prepare");
     if (!prepare(c, filter, nproj, proj, l, l->arity, r, &pp, st))
         return false;
+    rf_cuda_trace(c, "select: prepare");
     if (pp.host) {
         prepared_free(&pp);
         return true;
@@ -2411,6 +2470,7 @@ bool rf_cuda_select_one_pass(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r,
      * from a sample of them. */
     if (r && !join_candidates(c, l, r, join_keys, &lo, &off, &n, st))
         goto fail;
+    rf_cuda_trace(c, "select: candidates");
     rf_cols lc = rf_cols_of(l), rc = rf_cols_of(r ? r : l);
     const uint64_t *lop = lo.p, *offp = off.p;
     uint64_t nl = l->nrows;
@@ -2434,15 +2494,15 @@ bool rf_cuda_select_one_pass(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r,
         !sweep_plans(c, r != NULL, l->arity, pp.filter, nproj, pp.proj, &plan, lc, rc, lop, offp, nl, n, allow_split,
                      what, st))
         goto fail;
-    if (n > 0 && (!select_run(c, fns, nparts, lc, rc, lop, offp, nl, n, nproj, &res, &kept, what, st) ||
-                  !check_fault(c, st)))
+    if (n > 0 && !select_run(c, fns, nparts, lc, rc, lop, offp, nl, n, nproj, &res, &kept, what, st))
         goto fail;
+    rf_cuda_trace(c, "select: kernels and read back");
     res.nrows = (size_t)kept;
-    /* Few rows kept of many: the exact size, not the bound, stays allocated. */
-    if (kept < res.cap / 4 && (res.cap - kept) * (size_t)nproj * 8 > ((size_t)64 << 20)) {
+    if (keep_exact(c, res.cap, kept, nproj)) {
         if (!rf_drel_copy(c, &exact, &res, what, st))
             goto fail;
         rf_drel_move(c, &res, &exact);
+        rf_cuda_trace(c, "select: exact copy");
     }
     tmp_put(c, &lo), tmp_put(c, &off);
     prepared_free(&pp);
@@ -2530,7 +2590,7 @@ static bool sweep_plans(rf_cuda_ctx *c, bool join, int al, const rf_code *filter
                  select_run(c, fns, nparts, lc, rc, lo, off, nl, n, nproj, &res, &kept, what, st) &&
                  rf_cuda_check(c, cudaEventRecord(e1, c->stream), "sweep", st) &&
                  rf_cuda_check(c, cudaEventSynchronize(e1), "sweep", st) &&
-                 rf_cuda_check(c, cudaEventElapsedTime(&ms, e0, e1), "sweep", st) && check_fault(c, st);
+                 rf_cuda_check(c, cudaEventElapsedTime(&ms, e0, e1), "sweep", st);
             rf_drel_free(c, &res);
             if (ok && (best < 0 || ms < best))
                 best = ms;
@@ -2553,6 +2613,116 @@ static bool sweep_plans(rf_cuda_ctx *c, bool join, int al, const rf_code *filter
         cudaEventDestroy(e1);
     free(all.plans);
     return ok;
+}
+
+bool rf_cuda_select_many(rf_cuda_ctx *c, const rf_drel *in, int nb, const rf_code *const *filters,
+                         const int *nprojs, const rf_code *const *projs, rf_drel *const *outs, bool *done,
+                         const char *what, rf_status *st)
+{
+    *done = false;
+    if (nb < 2 || nb > RF_SELECT_MANY_MAX || in->nrows == 0)
+        return true;
+    if (!check_arity(in, what, st))
+        return false;
+    /* String functions: each branch's tables would take the one table
+     * buffer (c->tab) in turn; the branches then run one by one. */
+    for (int x = 0; x < nb; x++) {
+        bool strings = code_has_string_op(filters[x]);
+        for (int p = 0; p < nprojs[x] && !strings; p++)
+            strings = code_has_string_op(&projs[x][p]);
+        if (strings)
+            return true;
+    }
+    prepared pp[RF_SELECT_MANY_MAX];
+    const rf_code *pf[RF_SELECT_MANY_MAX], *pj[RF_SELECT_MANY_MAX];
+    int made = 0;
+    bool ok = true, host = false;
+    for (; made < nb && ok && !host; made++) {
+        ok = prepare(c, filters[made], nprojs[made], projs[made], in, in->arity, NULL, &pp[made], st);
+        host = ok && pp[made].host;
+        pf[made] = pp[made].filter;
+        pj[made] = pp[made].proj;
+    }
+    char *src = ok && !host ? rf_codegen_select_many_source(in->arity, nb, pf, nprojs, pj) : NULL;
+    for (int x = 0; x < made; x++)
+        prepared_free(&pp[x]);
+    if (!ok)
+        return false;
+    if (!src)
+        return true;
+    rf_cuda_trace(c, "select many: source");
+    const char *name = "rf_select_many";
+    void *fn = NULL;
+    bool loaded = rf_codegen_module(c, src, 1, &name, &fn);
+    free(src);
+    if (!loaded)
+        return true;
+    rf_cuda_trace(c, "select many: module");
+    uint64_t n = in->nrows, ntiles = (n + RF_SELECT_TILE_ROWS - 1) / RF_SELECT_TILE_ROWS;
+    uint64_t kept[RF_SELECT_MANY_MAX];
+    tmpbuf status = {0};
+    rf_drel res[RF_SELECT_MANY_MAX];
+    for (int x = 0; x < nb; x++)
+        rf_drel_init(&res[x], nprojs[x]);
+    if (!tmp_get(c, &status, ((size_t)nb * ntiles + 1) * 8, "selection", st))
+        goto fail;
+    for (int x = 0; x < nb; x++)
+        if (!rf_drel_alloc(c, &res[x], n, what, st))
+            goto fail;
+    CK(cudaMemsetAsync(status.p, 0, ((size_t)nb * ntiles + 1) * 8, c->stream), "selection");
+    {
+        rf_cols lc = rf_cols_of(in);
+        rf_denv env = {c->rank, c->nrank, c->err, c->tab};
+        rf_wcols oc[RF_SELECT_MANY_MAX];
+        unsigned long long *st_words = status.p, *next = (unsigned long long *)status.p + (size_t)nb * ntiles;
+        void *params[3 + RF_SELECT_MANY_MAX + 3];
+        int np = 0;
+        params[np++] = &lc;
+        params[np++] = &n;
+        params[np++] = &env;
+        for (int x = 0; x < nb; x++) {
+            oc[x] = rf_wcols_of(&res[x]);
+            params[np++] = &oc[x];
+        }
+        params[np++] = &st_words;
+        params[np++] = &next;
+        params[np++] = &ntiles;
+        rf_cuda_trace(c, "select many: alloc+clear");
+        if (!rf_codegen_launch_grid(c, fn, (size_t)ntiles * 256, sm_count(c) * 8, params, st))
+            goto fail;
+        rf_cuda_trace(c, "select many: kernel");
+        const uint64_t *last[RF_SELECT_MANY_MAX];
+        for (int x = 0; x < nb; x++)
+            last[x] = (const uint64_t *)status.p + (size_t)x * ntiles + ntiles - 1;
+        if (!read_fault_and_words(c, nb, last, kept, st))
+            goto fail;
+        for (int x = 0; x < nb; x++)
+            kept[x] &= ((uint64_t)1 << 62) - 1;
+        rf_cuda_trace(c, "select many: read back");
+    }
+    for (int x = 0; x < nb; x++) {
+        res[x].nrows = (size_t)kept[x];
+        if (keep_exact(c, n, kept[x], nprojs[x])) {
+            rf_drel exact;
+            rf_drel_init(&exact, nprojs[x]);
+            if (!rf_drel_copy(c, &exact, &res[x], what, st))
+                goto fail;
+            rf_drel_move(c, &res[x], &exact);
+        }
+    }
+    tmp_put(c, &status);
+    for (int x = 0; x < nb; x++) {
+        rf_drel_move(c, outs[x], &res[x]);
+        outs[x]->arity = nprojs[x];
+    }
+    *done = true;
+    c->select_passes++;
+    return true;
+fail:
+    tmp_put(c, &status);
+    for (int x = 0; x < nb; x++)
+        rf_drel_free(c, &res[x]);
+    return false;
 }
 
 size_t rf_cuda_select_passes(const rf_cuda_ctx *c) { return c->select_passes; }
@@ -2603,8 +2773,10 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
         }
     }
     prepared pp;
+    rf_cuda_trace(c, "reduce: before prepare");
     if (!prepare(c, filter, nvals, vals, l, l->arity, r, &pp, st))
         return false;
+    rf_cuda_trace(c, "reduce: prepare");
     rf_reduce_layout lay;
     rf_reduce_layout_of(nkeys, naggs, fns, &lay);
     if (pp.host || !lay.shared_slots) { /* the host's, or too wide for the generated kernel */
@@ -2645,6 +2817,7 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
             goto out; /* no generated code: the caller's path */
         if (planned)
             note_plan(c, what, &plan);
+        rf_cuda_trace(c, "reduce: plan, source, module");
     }
     rf_denv env = {c->rank, c->nrank, c->err, c->tab};
     size_t max_blocks = sm_count(c) * 8;
@@ -2655,15 +2828,16 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
     if (envs && atol(envs) >= 2)
         max_slots = (size_t)atol(envs);
     /* The table for a sample's groups first, then for the estimate. */
-    size_t cap = 2;
-    while (cap < 2 * total && cap < 2 * RF_HASH_AGG_SAMPLE && cap * 2 <= max_slots)
+    size_t cap = 2; /* without group keys: the one group */
+    while (nkeys > 0 && cap < 2 * total && cap < 2 * RF_HASH_AGG_SAMPLE && cap * 2 <= max_slots)
         cap *= 2;
     size_t kw = (size_t)(nkeys > 0 ? nkeys : 1);
     uint64_t counter[2] = {0, 0};
     int sample = 1;
-    if (total > RF_HASH_AGG_SAMPLE) {
+    if (total > RF_HASH_AGG_SAMPLE && nkeys > 0) {
         /* Many groups (over one in 16 sampled rows) make hashing no
-         * cheaper than sorting: give up before the full pass. */
+         * cheaper than sorting: give up before the full pass. (Without
+         * group keys there is one group: nothing to sample.) */
         uint64_t stride = total / RF_HASH_AGG_SAMPLE, n = RF_HASH_AGG_SAMPLE;
         if (!tmp_get(c, &keys, cap * 8 * kw, "reducing gather", st) ||
             !tmp_get(c, &state, cap * 4, "reducing gather", st) || !tmp_get(c, &ctr, 16, "reducing gather", st))
@@ -2675,6 +2849,7 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
         if (!rf_codegen_launch_grid(c, fn, n, max_blocks, params, st) || !check_fault(c, st) ||
             !rf_cuda_read_back(c, ctr.p, counter, 16, st))
             goto fail;
+        rf_cuda_trace(c, "reduce: sample");
         if (counter[1] || counter[0] > RF_HASH_AGG_SAMPLE / 16)
             goto out; /* not done */
         size_t want = 2;
@@ -2699,13 +2874,17 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
             CK(rf_k_fill(c->stream, (uint64_t *)acc.p + (size_t)lay.off[j] * cap, cap,
                          lay.kind[j] == RF_REDUCE_MIN ? (uint64_t)INT64_MAX : (uint64_t)INT64_MIN),
                "reducing gather");
+    rf_cuda_trace(c, "reduce: alloc+clear");
     {
         uint64_t one = 1;
         void *params[] = {&lc, &rc, &lop, &offp, &nl, &total, &one, &env, &keys.p, &state.p, &cap, &ctr.p, &acc.p,
                           &sample};
-        if (!rf_codegen_launch_grid(c, fn, total, max_blocks, params, st) || !check_fault(c, st) ||
-            !rf_cuda_read_back(c, ctr.p, counter, 16, st))
+        if (!rf_codegen_launch_grid(c, fn, total, max_blocks, params, st))
             goto fail;
+        rf_cuda_trace(c, "reduce: kernel");
+        if (!check_fault(c, st) || !rf_cuda_read_back(c, ctr.p, counter, 16, st))
+            goto fail;
+        rf_cuda_trace(c, "reduce: read back");
     }
     if (counter[1])
         goto out; /* the groups overflowed the table: not done */
@@ -2719,6 +2898,7 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
     uint64_t g;
     if (!read_word(c, (uint64_t *)pos.p + cap, &g, st))
         goto fail;
+    rf_cuda_trace(c, "reduce: slots");
     if (g == 0)
         goto out; /* no row passed: the caller's path says what that gives */
     if (!rf_drel_alloc(c, &res, (size_t)g, what, st) || !tmp_get(c, &counts, g * 8, "reducing gather", st) ||
@@ -2752,9 +2932,11 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
         }
         }
     }
+    rf_cuda_trace(c, "reduce: groups");
     res.nrows = (size_t)g;
     if (!rf_cuda_sort_unique(c, &res, &sorted, what, st))
         goto fail;
+    rf_cuda_trace(c, "reduce: sort");
     rf_drel_move(c, out, &sorted);
     out->arity = nkeys + naggs;
     *done = true;

@@ -182,6 +182,12 @@ size_t rf_cuda_select_passes(const rf_cuda_ctx *c);
  * planner chose from a sample of its input (or RF_WEAVE_SELPLAN forced),
  * one line per output and plan, for --stats. */
 void rf_cuda_print_select_plans(const rf_cuda_ctx *c, FILE *f);
+/* nb (2..4) MAPs of one input in one generated pass (Kernel Weaver's group
+ * of several outputs: the input read once): outs[x] the relation MAP x
+ * makes alone. *done as rf_cuda_select_one_pass. */
+bool rf_cuda_select_many(rf_cuda_ctx *c, const rf_drel *in, int nb, const rf_code *const *filters,
+                         const int *nprojs, const rf_code *const *projs, rf_drel *const *outs, bool *done,
+                         const char *what, rf_status *st);
 /* Kernel Weaver's reducing gather as one generated kernel (NVRTC): a MAP
  * of l (r NULL) or a JOIN of l and r on join_keys, with filter and
  * projections proj (the group keys are the first nkeys), folded into the

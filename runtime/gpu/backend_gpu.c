@@ -634,6 +634,65 @@ static bool reduce_args(const rf_kernel *chain, const rf_kernel *agg, rf_code *a
     return true;
 }
 
+/* A group of several outputs: MAPs of one input (each branch composed)
+ * in one generated pass, rf_cuda_select_many; anything else, or any
+ * error, runs as the members. */
+static rf_run_result gpu_run_branches(rf_backend *be, const rf_hprogram *p, const rf_kernel *fk,
+                                      rf_dvar *const *outs, rf_dvar *const *ins, rf_kernel_stats *stats)
+{
+    gpu_impl *g = impl_of(be);
+    const rf_fused *f = fk->fused;
+    int ends[RF_KERNEL_VARS_MAX];
+    int nb = rf_fused_branches(fk, ends), made = 0;
+    if (!g->fuse_codegen || nb < 2 || nb > RF_SELECT_MANY_MAX)
+        return RF_RUN_MEMBERS;
+    rf_kernel maps[RF_SELECT_MANY_MAX];
+    const rf_code *filters[RF_SELECT_MANY_MAX], *projs[RF_SELECT_MANY_MAX];
+    int nprojs[RF_SELECT_MANY_MAX];
+    rf_drel *rels[RF_SELECT_MANY_MAX];
+    bool ok = true;
+    for (int x = 0; x < nb && ok; x++) {
+        ok = rf_fused_compose(p, fk, x ? ends[x - 1] + 1 : 0, ends[x], &maps[x]);
+        made += ok;
+        int slot = 0;
+        while (ok && slot < f->nout && f->out[slot] != maps[x].out)
+            slot++;
+        ok = ok && maps[x].op == RF_K_MAP && maps[x].in[0] == maps[0].in[0] && slot < f->nout &&
+             maps[x].nproj == p->vars[maps[x].out].arity;
+        if (ok) {
+            filters[x] = &maps[x].filter;
+            projs[x] = maps[x].proj;
+            nprojs[x] = maps[x].nproj;
+            rels[x] = &outs[slot]->rel;
+        }
+    }
+    rf_status local;
+    rf_status_init(&local);
+    rf_dvar *in = ok ? group_input(fk, ins, maps[0].in[0]) : NULL;
+    bool done = false;
+    double secs = 0;
+    if (ok && in && ensure_table(be, in, &local) && rf_cuda_timer_start(ctx_of(be), &local)) {
+        ok = rf_cuda_select_many(ctx_of(be), &in->rel, nb, filters, nprojs, projs, rels, &done,
+                                 p->vars[f->out[0]].name ? p->vars[f->out[0]].name : "?", &local);
+        bool timed = rf_cuda_timer_stop(ctx_of(be), &secs, ok ? &local : &(rf_status){0});
+        done = ok && timed && done;
+    }
+    if (done) {
+        memset(stats, 0, sizeof *stats);
+        stats->seconds = secs;
+        stats->rows_in[0] = gpu_var_rows(be, in);
+        stats->bytes_moved = rel_bytes(in);
+        for (int x = 0; x < f->nout; x++) {
+            becomes_table(be, outs[x]);
+            stats->rows_out += gpu_var_rows(be, outs[x]);
+            stats->bytes_moved += rel_bytes(outs[x]);
+        }
+    }
+    for (int x = 0; x < made; x++)
+        rf_kernel_free(&maps[x]);
+    return done ? RF_RUN_DONE : RF_RUN_MEMBERS;
+}
+
 /* A FUSED kernel: its thread chain (a MAP or JOIN and the MAPs after it)
  * as the one kernel it equals, NVRTC-compiled (the intermediates stay in
  * registers); a reducing gather as one generated kernel that folds the
@@ -650,8 +709,8 @@ static rf_run_result gpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
     (void)st;
     gpu_impl *g = impl_of(be);
     const rf_fused *f = fk->fused;
-    if (f->nout > 1)   /* several outputs: no generated code for those yet */
-        return RF_RUN_MEMBERS;
+    if (f->nout > 1)
+        return gpu_run_branches(be, p, fk, outs, ins, stats);
     bool reduce = fk->gather == RF_GATHER_REDUCE;
     int last = reduce ? f->nmembers - 3 : f->nmembers - 1;
     if (last < 0 || rf_fused_chain_end(p, fk) < last)
@@ -772,12 +831,136 @@ static int explain_plan(const rf_code *filter, bool allow_split, rf_cg_plan *pl,
     return 1;
 }
 
+/* How the GPU runs a FUSED kernel as generated code, and with what source
+ * (the one gpu_run_fused makes at run time when no string function is
+ * tabulated into it). */
+typedef enum fused_code {
+    FUSED_MEMBERS,     /* no generated code: the members run */
+    FUSED_SELECT_MANY, /* rf_select_many: the MAPs of one input */
+    FUSED_REDUCE,      /* rf_reduce: the chain and its reducing gather */
+    FUSED_SELECT,      /* rf_select: the chain and its compaction */
+    FUSED_STAGES       /* the chain's stages (rf_codegen_source), then library kernels */
+} fused_code;
+
+static bool code_list_has_string_op(const rf_code *codes, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (filter_has_string_function(&codes[i]))
+            return true;
+    return false;
+}
+
+/* The CUDA source of FUSED kernel fk (*src; NULL for FUSED_MEMBERS), how it
+ * runs, and whether some of its code holds a string function (whose run-time
+ * source then differs: tabulated into lookup tables). A chain's filter of 2
+ * or more conjuncts is emitted with the plan explain_plan gives (forced by
+ * RF_WEAVE_SELPLAN, else the unchanged filter's order); then *plan_line
+ * (unless NULL) gets explain's comment on it, *nparts (unless NULL) the
+ * plan's kernels, and *sample_src (unless NULL), when no plan is forced,
+ * the selectivity sample kernel's source: a run chooses the plan from the
+ * sample, so that kernel is the one known ahead. */
+static fused_code fused_source(const rf_hprogram *p, const rf_kernel *fk, char **src, bool *strings, char **plan_line,
+                               char **sample_src, int *nparts)
+{
+    const rf_fused *f = fk->fused;
+    *src = NULL;
+    *strings = false;
+    if (plan_line)
+        *plan_line = NULL;
+    if (sample_src)
+        *sample_src = NULL;
+    if (nparts)
+        *nparts = 1;
+    if (!f)
+        return FUSED_MEMBERS;
+    if (f->nout > 1) {
+        int ends[RF_KERNEL_VARS_MAX], nb = rf_fused_branches(fk, ends), made = 0;
+        rf_kernel maps[RF_SELECT_MANY_MAX];
+        const rf_code *filters[RF_SELECT_MANY_MAX], *projs[RF_SELECT_MANY_MAX];
+        int nprojs[RF_SELECT_MANY_MAX];
+        bool ok = nb >= 2 && nb <= RF_SELECT_MANY_MAX;
+        for (int x = 0; ok && x < nb; x++) {
+            ok = rf_fused_compose(p, fk, x ? ends[x - 1] + 1 : 0, ends[x], &maps[x]);
+            made += ok;
+            ok = ok && maps[x].op == RF_K_MAP && maps[x].in[0] == maps[0].in[0];
+            if (ok) {
+                filters[x] = &maps[x].filter;
+                projs[x] = maps[x].proj;
+                nprojs[x] = maps[x].nproj;
+                *strings = *strings || filter_has_string_function(&maps[x].filter) ||
+                           code_list_has_string_op(maps[x].proj, maps[x].nproj);
+            }
+        }
+        int al = ok ? p->vars[maps[0].in[0]].arity : 0;
+        *src = ok ? rf_codegen_select_many_source(al, nb, filters, nprojs, projs) : NULL;
+        for (int x = 0; x < made; x++)
+            rf_kernel_free(&maps[x]);
+        return *src ? FUSED_SELECT_MANY : FUSED_MEMBERS;
+    }
+    bool reduce = fk->gather == RF_GATHER_REDUCE;
+    int last = reduce ? f->nmembers - 3 : f->nmembers - 1;
+    rf_kernel chain;
+    if (!(last >= 0 && rf_fused_chain_end(p, fk) >= last && rf_fused_compose(p, fk, 0, last, &chain)))
+        return FUSED_MEMBERS;
+    fused_code how = FUSED_MEMBERS;
+    int al = chain.in[0] >= 0 ? p->vars[chain.in[0]].arity : 0;
+    *strings = filter_has_string_function(&chain.filter) || code_list_has_string_op(chain.proj, chain.nproj);
+    const rf_kernel *agg = reduce ? &f->members[f->nmembers - 1] : NULL;
+    /* A reducing gather is one kernel: no split plans. */
+    rf_cg_plan plan;
+    char *line = NULL;
+    size_t line_len = 0;
+    FILE *pf = open_memstream(&line, &line_len);
+    int planned = explain_plan(&chain.filter, !reduce, &plan, pf);
+    fclose(pf);
+    rf_code args[RF_CUDA_MAX_COLS];
+    if (agg && reduce_args(&chain, agg, args)) {
+        /* the values as rf_cuda_fused_reduce lays them out */
+        rf_code vals[2 * RF_CUDA_MAX_COLS];
+        int arg_val[RF_CUDA_MAX_COLS], nvals = chain.nproj;
+        if (chain.nproj <= RF_CUDA_MAX_COLS) {
+            memcpy(vals, chain.proj, (size_t)chain.nproj * sizeof *vals);
+            for (int j = 0; j < agg->naggs; j++) {
+                arg_val[j] = agg->aggfn[j] == RF_AGG_COUNT ? -1 : nvals;
+                if (arg_val[j] >= 0)
+                    vals[nvals++] = args[j];
+            }
+            *strings = *strings || code_list_has_string_op(vals, nvals);
+            *src = rf_codegen_reduce_source(chain.op == RF_K_JOIN, al, &chain.filter, nvals, vals, agg->nkeys,
+                                            agg->naggs, agg->aggfn, arg_val, planned ? &plan : NULL);
+            how = *src ? FUSED_REDUCE : how;
+        }
+        for (int j = 0; j < agg->naggs; j++)
+            rf_code_free(&args[j]);
+    }
+    if (!*src && !reduce &&
+        (*src = rf_codegen_select_source(chain.op == RF_K_JOIN, al, &chain.filter, chain.nproj, chain.proj,
+                                         planned ? &plan : NULL)))
+        how = FUSED_SELECT;
+    if (!*src && (*src = rf_codegen_source(chain.op == RF_K_JOIN, al, &chain.filter, chain.nproj, chain.proj)))
+        how = FUSED_STAGES;
+    bool applied = planned && (how == FUSED_SELECT || how == FUSED_REDUCE); /* the library path plans nothing */
+    if (plan_line && applied) {
+        *plan_line = line;
+        line = NULL;
+    }
+    if (nparts && applied)
+        *nparts = plan.nparts;
+    if (sample_src && applied && !plan.forced)
+        *sample_src = rf_codegen_selsample_source(chain.op == RF_K_JOIN, al, &plan);
+    free(line);
+    if (planned)
+        rf_cg_plan_free(&plan);
+    rf_kernel_free(&chain);
+    return how;
+}
+
 char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk)
 {
     const rf_fused *f = fk->fused;
     if (!f)
         return NULL;
-    bool reduce = fk->gather == RF_GATHER_REDUCE;
+    bool reduce = fk->gather == RF_GATHER_REDUCE, strings;
     int last = reduce ? f->nmembers - 3 : f->nmembers - 1;
     char *head = NULL, *src = NULL;
     size_t len = 0;
@@ -786,75 +969,118 @@ char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk)
     for (int m = 0; m < f->nmembers; m++)
         fprintf(out, " %s%s", m ? "-> " : "", rf_kop_name(f->members[m].op));
     fputc('\n', out);
-    rf_kernel chain;
-    bool composed = f->nout == 1 && last >= 0 && rf_fused_chain_end(p, fk) >= last &&
-                    rf_fused_compose(p, fk, 0, last, &chain);
-    if (!composed) {
+    char *plan_line = NULL;
+    fused_code how = fused_source(p, fk, &src, &strings, &plan_line, NULL, NULL);
+    const char *chain_op = f->nmembers > 0 ? rf_kop_name(f->members[0].op) : "?";
+    switch (how) {
+    case FUSED_MEMBERS:
         fputs("// no generated code: the group runs as its members\n", out);
-    } else {
-        int al = chain.in[0] >= 0 ? p->vars[chain.in[0]].arity : 0;
-        const rf_kernel *agg = reduce ? &f->members[f->nmembers - 1] : NULL;
-        /* A reducing gather is one kernel: no split plans. */
-        rf_cg_plan plan;
-        char *plan_line = NULL;
-        size_t plan_len = 0;
-        FILE *pf = open_memstream(&plan_line, &plan_len);
-        int planned = explain_plan(&chain.filter, !reduce, &plan, pf);
-        fclose(pf);
-        rf_code args[RF_CUDA_MAX_COLS];
-        if (agg && reduce_args(&chain, agg, args)) {
-            /* the values as rf_cuda_fused_reduce lays them out */
-            rf_code vals[2 * RF_CUDA_MAX_COLS];
-            int arg_val[RF_CUDA_MAX_COLS], nvals = chain.nproj;
-            if (chain.nproj <= RF_CUDA_MAX_COLS) {
-                memcpy(vals, chain.proj, (size_t)chain.nproj * sizeof *vals);
-                for (int j = 0; j < agg->naggs; j++) {
-                    arg_val[j] = agg->aggfn[j] == RF_AGG_COUNT ? -1 : nvals;
-                    if (arg_val[j] >= 0)
-                        vals[nvals++] = args[j];
-                }
-                src = rf_codegen_reduce_source(chain.op == RF_K_JOIN, al, &chain.filter, nvals, vals, agg->nkeys,
-                                               agg->naggs, agg->aggfn, arg_val, planned ? &plan : NULL);
-            }
-            for (int j = 0; j < agg->naggs; j++)
-                rf_code_free(&args[j]);
-        }
-        if (src) {
-            fprintf(out, "// members 0..%d (their code composed over the group's inputs) and the reducing gather\n"
-                         "// as one kernel, rf_reduce: each row that passes the filter makes its values in\n"
-                         "// registers (the projections, the first %d of them the group keys, then the\n"
-                         "// aggregates' arguments) and folds them into its group's slot (a per-block\n"
-                         "// shared-memory table, then the global one); no rows are written. The groups\n"
-                         "// are sorted once at the end.\n",
-                    last, agg->nkeys);
-            fputs(plan_line, out);
-        } else if (!reduce && (src = rf_codegen_select_source(chain.op == RF_K_JOIN, al, &chain.filter, chain.nproj,
-                                                              chain.proj, planned ? &plan : NULL))) {
-            fprintf(out, "// members 0..%d: one %s, their code composed over the group's inputs, as one kernel,\n"
-                         "// rf_select: each row (candidate pair) made once, intermediates in registers, the kept\n"
-                         "// rows written in order (a decoupled look-back over tiles gives each tile its place)\n",
-                    last, rf_kop_name(chain.op));
-            fputs(plan_line, out);
-        } else {
-            fprintf(out, "// members 0..%d: one %s kernel, their code composed over the group's inputs%s\n", last,
-                    rf_kop_name(chain.op),
-                    reduce ? ";\n// then the reducing gather: its rows fold into per-group accumulators by hashing the\n"
-                             "// keys (library kernels k_hash_groups, k_hash_fold: an aggregate is beyond the\n"
-                             "// generated kernel), sorted once per group"
-                           : "");
-            src = rf_codegen_source(chain.op == RF_K_JOIN, al, &chain.filter, chain.nproj, chain.proj);
-        }
-        fputs("// string functions appear as the host-only fault here: at run time they are tabulated\n"
-              "// into lookup tables (rf_lookup) before the code is compiled\n", out);
+        break;
+    case FUSED_SELECT_MANY:
+        fprintf(out, "// %d MAPs of one input (each branch's code composed) as one kernel, rf_select_many:\n"
+                     "// the input read once, each branch's kept rows written in input order\n",
+                rf_fused_branches(fk, (int[RF_KERNEL_VARS_MAX]){0}));
+        break;
+    case FUSED_REDUCE:
+        fprintf(out, "// members 0..%d (their code composed over the group's inputs) and the reducing gather\n"
+                     "// as one kernel, rf_reduce: each row that passes the filter makes its values in\n"
+                     "// registers (the projections, the first %d of them the group keys, then the\n"
+                     "// aggregates' arguments) and folds them into its group's slot (a per-block\n"
+                     "// shared-memory table, then the global one); no rows are written. The groups\n"
+                     "// are sorted once at the end.\n",
+                last, f->members[f->nmembers - 1].nkeys);
+        break;
+    case FUSED_SELECT:
+        fprintf(out, "// members 0..%d: one %s, their code composed over the group's inputs, as one kernel,\n"
+                     "// rf_select: each row (candidate pair) made once, intermediates in registers, the kept\n"
+                     "// rows written in order (a decoupled look-back over tiles gives each tile its place)\n",
+                last, chain_op);
+        break;
+    case FUSED_STAGES:
+        fprintf(out, "// members 0..%d: one %s kernel, their code composed over the group's inputs%s\n", last,
+                chain_op,
+                reduce ? ";\n// then the reducing gather: its rows fold into per-group accumulators by hashing the\n"
+                         "// keys (library kernels k_hash_groups, k_hash_fold: an aggregate is beyond the\n"
+                         "// generated kernel), sorted once per group"
+                       : "");
+        break;
+    }
+    if (plan_line) {
+        fputs(plan_line, out);
+        free(plan_line);
+    }
+    if (src) {
+        if (how != FUSED_SELECT_MANY)
+            fputs("// string functions appear as the host-only fault here: at run time they are tabulated\n"
+                  "// into lookup tables (rf_lookup) before the code is compiled\n", out);
         const char *body = strstr(src, RF_CODEGEN_STAGES_MARK);
         fputs(body ? body + strlen(RF_CODEGEN_STAGES_MARK) : src, out);
-        rf_kernel_free(&chain);
-        rf_cg_plan_free(&plan);
-        free(plan_line);
     }
     fclose(out);
     free(src);
     return head;
+}
+
+/* Before the first kernel (the LOADs included): the program's generated
+ * kernels are compiled, or read from the disk cache, and loaded on a thread
+ * of their own, so that neither NVRTC (0.1-0.3 s a kernel on a fresh
+ * machine) nor a module load (~0.3 ms) falls inside a kernel's time. Only
+ * sources known before the data: a group whose code holds a string
+ * function is made when it runs (its tables are part of its source). */
+static void gpu_program_begins(rf_backend *be, const rf_hprogram *p)
+{
+    gpu_impl *g = impl_of(be);
+    if (!g->fuse_codegen || getenv("RF_CUDA_NO_PREFETCH"))
+        return;
+    int n = 0, cap = 0;
+    char **srcs = NULL;
+    const char *const **names = NULL;
+    int *nnames = NULL;
+    static const char *const select_names[] = {"rf_select"}, *const reduce_names[] = {"rf_reduce"},
+                             *const many_names[] = {"rf_select_many"}, *const sample_names[] = {"rf_selsample"};
+    static const char *const part_names[RF_CG_MAX_PARTS] = {"rf_select_p0", "rf_select_p1", "rf_select_p2",
+                                                            "rf_select_p3", "rf_select_p4", "rf_select_p5",
+                                                            "rf_select_p6", "rf_select_p7"};
+    for (int b = 0; b < p->nblocks; b++)
+        for (int i = 0; i < p->blocks[b].nkernels; i++) {
+            const rf_kernel *k = &p->blocks[b].kernels[i];
+            if (k->op != RF_K_FUSED)
+                continue;
+            char *src, *sample;
+            bool strings;
+            int nparts;
+            fused_code how = fused_source(p, k, &src, &strings, NULL, &sample, &nparts);
+            if (strings || (how != FUSED_SELECT && how != FUSED_REDUCE && how != FUSED_SELECT_MANY)) {
+                free(src);
+                free(sample);
+                continue;
+            }
+            /* A filter the model plans at run time: its kernel depends on the
+             * sample, so only the sample's kernel is made ahead. */
+            if (sample) {
+                free(src);
+                src = sample;
+            }
+            if (n == cap) {
+                cap = cap ? 2 * cap : 8;
+                srcs = rf_realloc(srcs, (size_t)cap * sizeof *srcs);
+                names = rf_realloc(names, (size_t)cap * sizeof *names);
+                nnames = rf_realloc(nnames, (size_t)cap * sizeof *nnames);
+            }
+            srcs[n] = src;
+            names[n] = sample                        ? sample_names
+                       : how == FUSED_SELECT         ? (nparts > 1 ? part_names : select_names)
+                       : how == FUSED_REDUCE         ? reduce_names
+                                                     : many_names;
+            nnames[n] = sample || how != FUSED_SELECT ? 1 : nparts;
+            n++;
+        }
+    if (n > 0 && !rf_codegen_prefetch(ctx_of(be), n, srcs, names, nnames))
+        for (int i = 0; i < n; i++)
+            free(srcs[i]);
+    free(srcs);
+    free(names);
+    free(nnames);
 }
 
 static rf_run_result gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
@@ -964,6 +1190,7 @@ rf_backend *rf_backend_gpu_new(rf_status *st)
     be->bytes_peak = gpu_bytes_peak;
     be->destroy = gpu_destroy;
     be->print_stats = gpu_print_stats;
+    be->program_begins = gpu_program_begins;
     be->column_sign_uniform = gpu_column_sign_uniform;
     be->impl = g;
     return be;

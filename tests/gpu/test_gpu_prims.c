@@ -1426,6 +1426,19 @@ static void test_codegen_compiles(void)
             free(log);
             free(src);
         }
+        /* Two and three selections of one input in one pass (rf_select_many). */
+        for (int nb = 2; nb <= 3; nb++) {
+            const rf_code *fl[3] = {&filter, NULL, &filter}, *pj[3] = {vals, vals + 1, vals};
+            int np[3] = {4, 2, 1};
+            char *src = rf_codegen_select_many_source(BQ_NCOLS, nb, fl, np, pj);
+            CHECK(src && strstr(src, "rf_select_many("), "no selections source (%d branches)", nb);
+            char *log = NULL;
+            int rc = src ? rf_codegen_compile_only(src, "sm_90", &log) : 0;
+            CHECK(rc == 1, "NVRTC rejected generated selections (%d branches):\n%s", nb, log ? log : "");
+            compiled += rc == 1;
+            free(log);
+            free(src);
+        }
         /* An argument that is not among the values: no source. */
         int bad[1] = {7};
         rf_aggfn total = RF_AGG_TOTAL;
