@@ -3,6 +3,7 @@
  *              [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]
  *              [--max-iterations N] [--progress] [--no-fuse]
  *   redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse] | --cuda PROG.lql|PROG.rfx
+ *                  | --select-plans PROG.lql|PROG.rfx
  *   redfox compile PROG.lql -o PROG.rfx [--no-fuse]
  *   redfox check PROG.lql|PROG.rfx
  * A program is compiled (.rfx) when its first bytes are the .rfx magic or
@@ -20,6 +21,7 @@
 #include "../queryplan/plan.h"
 #include "../runtime/runtime.h"
 #include "../weaver/weaver.h"
+#include "../weaver/selplan.h"
 
 #define RF_VERSION "0.1"
 #define EXIT_INTERNAL 70
@@ -29,7 +31,7 @@ static const char usage_text[] =
     "                  [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]\n"
     "                  [--max-iterations N] [--progress] [--no-fuse]\n"
     "       redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse]\n"
-    "       redfox explain --cuda PROG.lql|PROG.rfx\n"
+    "       redfox explain --cuda PROG.lql|PROG.rfx | --select-plans PROG.lql|PROG.rfx\n"
     "       redfox compile PROG.lql -o PROG.rfx [--no-fuse]\n"
     "       redfox check PROG.lql|PROG.rfx\n"
     "       redfox --help | --version\n";
@@ -40,7 +42,8 @@ static const char help_text[] =
     "  run       compile a .lql program (or load a compiled .rfx) and run it\n"
     "  explain   print the query plan (--plan, needs source), the Harmony kernel\n"
     "            IR (--ir, source or .rfx) or the CUDA generated for each fused\n"
-    "            kernel (--cuda; needs no GPU)\n"
+    "            kernel (--cuda; needs no GPU), or every select plan each filter\n"
+    "            of several conjuncts allows (--select-plans: for RF_WEAVE_SELPLAN)\n"
     "  compile   write the kernel IR as a binary .rfx program (input files named\n"
     "            by @input are stored relative to the .rfx's folder when inside it)\n"
     "  check     parse and type-check a source program, or validate a .rfx\n"
@@ -417,11 +420,78 @@ static int print_fused_cuda(const rf_hprogram *hp)
     return RF_EXIT_OK;
 }
 
+/* `explain --select-plans`: for each kernel whose filter has 2 or more
+ * conjuncts (a MAP or JOIN, or the chain a FUSED group composes), its
+ * conjuncts as '#' comments, then every plan the guard allows, one line
+ * each: OUTPUT<TAB>CONJUNCTS<TAB>PLAN, in RF_WEAVE_SELPLAN's syntax. What
+ * bench/selplan_sweep.py and tests/weaver/selplan_forced.py force one by
+ * one. A reducing gather's chain is one kernel: no `|` plans. */
+typedef struct plan_printer {
+    const char *out;
+    int n;
+} plan_printer;
+
+static void print_one_plan(const rf_selplan *p, void *ctx)
+{
+    const plan_printer *pp = ctx;
+    char text[RF_SELPLAN_FMT_MAX];
+    printf("%s\t%d\t%s\n", pp->out, pp->n, rf_selplan_format(p, text, sizeof text));
+}
+
+static int print_select_plans(const rf_hprogram *hp)
+{
+    int found = 0;
+    for (int b = 0; b < hp->nblocks; b++)
+        for (int i = 0; i < hp->blocks[b].nkernels; i++) {
+            const rf_kernel *k = &hp->blocks[b].kernels[i];
+            rf_kernel chain;
+            const rf_kernel *planned = NULL;
+            bool composed = false, splits = true;
+            if (k->op == RF_K_MAP || k->op == RF_K_JOIN) {
+                planned = k;
+            } else if (k->op == RF_K_FUSED && k->fused->nout == 1) {
+                bool reduce = k->gather == RF_GATHER_REDUCE;
+                int last = reduce ? k->fused->nmembers - 3 : k->fused->nmembers - 1;
+                composed = last >= 0 && rf_fused_chain_end(hp, k) >= last && rf_fused_compose(hp, k, 0, last, &chain);
+                planned = composed ? &chain : NULL;
+                splits = !reduce;
+            }
+            rf_selsplit s = {0, NULL};
+            rf_status st;
+            rf_status_init(&st);
+            if (planned && rf_selplan_split(&planned->filter, &s, &st) && s.n >= 2) {
+                const char *name = hp->vars[k->out].name ? hp->vars[k->out].name : "?";
+                printf("# block %d (%s), kernel %d: %s := %s%s, %d conjuncts%s\n", b,
+                       hp->blocks[b].label ? hp->blocks[b].label : "", i, name, rf_kop_name(k->op),
+                       composed ? " (its chain composed)" : "", s.n, splits ? "" : ", one kernel (no | plans)");
+                for (int c = 0; c < s.n; c++) {
+                    printf("#   %d: ", c);
+                    rf_code_print(stdout, &s.conj[c].code);
+                    printf("%s\n", s.conj[c].can_fault ? "   (can fault: stays after the ones before it)"
+                                    : s.conj[c].interns ? "   (interns strings: stays after the ones before it)"
+                                                        : "");
+                }
+                plan_printer pp = {name, s.n};
+                int n = rf_selplan_enumerate(s.conj, s.n, splits, print_one_plan, &pp);
+                if (n < 0)
+                    printf("# more than %d conjuncts: plans not listed\n", RF_SELPLAN_EXHAUSTIVE_MAX);
+                found++;
+            }
+            rf_selsplit_free(&s);
+            if (composed)
+                rf_kernel_free(&chain);
+        }
+    if (!found)
+        puts("# no filter of 2 or more conjuncts");
+    return RF_EXIT_OK;
+}
+
 static int cmd_explain(int argc, char **argv)
 {
     const char *mode = NULL, *path = NULL;
     for (int i = 2; i < argc; i++) {
-        if (strcmp(argv[i], "--plan") == 0 || strcmp(argv[i], "--ir") == 0 || strcmp(argv[i], "--cuda") == 0)
+        if (strcmp(argv[i], "--plan") == 0 || strcmp(argv[i], "--ir") == 0 || strcmp(argv[i], "--cuda") == 0 ||
+            strcmp(argv[i], "--select-plans") == 0)
             mode = argv[i];
         else if (strcmp(argv[i], "--no-fuse") == 0)
             fuse = false;
@@ -433,7 +503,7 @@ static int cmd_explain(int argc, char **argv)
             return usage("unexpected argument '%s'", argv[i]);
     }
     if (!mode || !path)
-        return usage("explain needs --plan, --ir or --cuda and a program%s", "");
+        return usage("explain needs --plan, --ir, --cuda or --select-plans and a program%s", "");
     if (is_rfx(path)) {
         if (strcmp(mode, "--plan") == 0)
             return usage("explain --plan needs the program's source: '%s' is compiled (explain --ir shows "
@@ -443,7 +513,9 @@ static int cmd_explain(int argc, char **argv)
         if (hp && !fuse && !weave(hp))
             rc = EXIT_INTERNAL;
         else if (hp)
-            rc = strcmp(mode, "--cuda") == 0 ? print_fused_cuda(hp) : (rf_hir_print(hp, stdout), RF_EXIT_OK);
+            rc = strcmp(mode, "--cuda") == 0           ? print_fused_cuda(hp)
+                 : strcmp(mode, "--select-plans") == 0 ? print_select_plans(hp)
+                                                       : (rf_hir_print(hp, stdout), RF_EXIT_OK);
         rf_hir_free(hp);
         return rc;
     }
@@ -467,6 +539,8 @@ static int cmd_explain(int argc, char **argv)
         if (hp) {
             if (strcmp(mode, "--cuda") == 0)
                 rc = print_fused_cuda(hp);
+            else if (strcmp(mode, "--select-plans") == 0)
+                rc = print_select_plans(hp);
             else
                 rf_hir_print(hp, stdout);
             rf_hir_free(hp);

@@ -124,6 +124,8 @@ static void print_code(FILE *out, const rf_code *c, const char *absent)
         print_expr(out, c, c->n - 1, 0);
 }
 
+void rf_code_print(FILE *out, const rf_code *c) { print_code(out, c, "true"); }
+
 static const char *const part_names[] = {"none", "even", "key-range", "group"};
 static const char *const gather_names[] = {"none", "compact", "merge", "reduce"};
 static const char *const dep_names[] = {"thread", "cta", "kernel"};

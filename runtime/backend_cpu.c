@@ -13,6 +13,7 @@
 #include "backend.h"
 #include "rf_prims.h"
 #include "weaver.h"
+#include "selplan.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -587,6 +588,34 @@ static void diff_runs(const rf_table *a, const rf_dvar *b, int nkeys, bool anti,
     *out = cur;
 }
 
+/* RF_WEAVE_SELPLAN on the CPU (docs/weaver.md s. 5): the filter's
+ * conjuncts in the forced plan's order, as one && chain. The CPU evaluates
+ * a row at a time, so `&` and `|` run as && here: only the order is the
+ * plan's. Same rows, and the guard (rf_selplan_legal) keeps every error
+ * --no-fuse reports; an illegal plan is an error. *use is filter or
+ * *planned (the caller frees it). Without the variable, or for a filter
+ * of another number of conjuncts, the filter as written: the CPU does not
+ * plan by itself. */
+static bool cpu_forced_filter(const rf_code *filter, rf_code *planned, const rf_code **use, rf_status *st)
+{
+    *use = filter;
+    memset(planned, 0, sizeof *planned);
+    const char *env = getenv("RF_WEAVE_SELPLAN");
+    if (!env || !*env || !filter || filter->n == 0)
+        return true;
+    rf_selsplit split;
+    if (!rf_selplan_split(filter, &split, st))
+        return false;
+    rf_selplan plan;
+    int rc = split.n >= 2 && split.n <= RF_SELPLAN_MAX ? rf_selplan_from_env(split.conj, split.n, &plan, st) : 0;
+    if (rc == 1) {
+        rf_selplan_rebuild(split.conj, plan.order, plan.n, planned);
+        *use = planned;
+    }
+    rf_selsplit_free(&split);
+    return rc >= 0;
+}
+
 static bool cpu_run_plain(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *out,
                           rf_dvar *in0, rf_dvar *in1, rf_kernel_stats *stats, bool may_defer, rf_status *st)
 {
@@ -638,15 +667,22 @@ static bool cpu_run_plain(rf_backend *be, const rf_hprogram *p, const rf_kernel 
     const rf_table *b = &empty1;
     if (in1 && !bd && !by_runs)
         b = table_of(be, in1);
+    rf_code planned;
+    const rf_code *filter = &k->filter;
+    if ((k->op == RF_K_MAP || k->op == RF_K_JOIN) && !cpu_forced_filter(&k->filter, &planned, &filter, st)) {
+        rf_table_free(&empty0);
+        rf_table_free(&empty1);
+        return false;
+    }
     switch (k->op) {
     case RF_K_MAP:
-        ok = rf_prim_map(a, &k->filter, k->nproj, k->proj, &res, st);
+        ok = rf_prim_map(a, filter, k->nproj, k->proj, &res, st);
         break;
     case RF_K_SORT:
         rf_prim_sort(a, &res);
         break;
     case RF_K_JOIN:
-        ok = rf_prim_join(a, b, k->nkeys, &k->filter, k->nproj, k->proj, &res, st);
+        ok = rf_prim_join(a, b, k->nkeys, filter, k->nproj, k->proj, &res, st);
         break;
     case RF_K_ANTIJOIN:
         if (by_runs)
@@ -683,6 +719,8 @@ static bool cpu_run_plain(rf_backend *be, const rf_hprogram *p, const rf_kernel 
     }
     rf_table_free(&empty0);
     rf_table_free(&empty1);
+    if (filter != &k->filter)
+        rf_code_free(&planned);
     if (!ok) {
         rf_table_free(&res);
         return false;
@@ -837,11 +875,17 @@ static bool reduce_one_pass(rf_backend *be, const rf_hprogram *p, const rf_kerne
     for (int j = 0; j < agg->naggs && composed; j++)
         if (agg->aggfn[j] != RF_AGG_COUNT)
             composed = rf_fused_compose_arg(chain, &agg->agg_arg[j], &args[j]);
+    rf_code planned;
+    const rf_code *filter = &chain->filter;
     bool ok = true;
+    if (composed && !cpu_forced_filter(&chain->filter, &planned, &filter, st))
+        ok = composed = false;
     if (composed) {
         rf_table res;
-        ok = rf_prim_map_reduce(t, &chain->filter, chain->nproj, chain->proj, agg->nkeys, agg->naggs, agg->aggfn,
+        ok = rf_prim_map_reduce(t, filter, chain->nproj, chain->proj, agg->nkeys, agg->naggs, agg->aggfn,
                                 p->vars[agg->out].types + agg->nkeys, args, &res, st);
+        if (filter != &chain->filter)
+            rf_code_free(&planned);
         if (ok)
             set_table(be, out, &res);
         else
@@ -867,6 +911,10 @@ static rf_run_result cpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
     rf_kernel chain;
     if (!rf_fused_compose(p, fk, 0, last, &chain))
         return RF_RUN_MEMBERS;
+    if (!rf_selplan_env_check(&chain.filter, st)) { /* an illegal forced plan: an error, not the members */
+        rf_kernel_free(&chain);
+        return RF_RUN_FAILED;
+    }
     double t0 = rf_now();
     rf_status local;
     rf_status_init(&local);

@@ -56,12 +56,28 @@ static int *subtree_starts(const rf_code *c)
 
 typedef RF_VEC(int) int_vec;
 
+/* IF(a, b, false) of booleans: what weaver/compose.c makes of a chain's
+ * filters (a, then b only where a holds), the same as a && b. */
+static bool is_lazy_and(const rf_code *c, const int *start, int k)
+{
+    const rf_instr *in = &c->ins[k];
+    if (in->op != RF_EX_IF || in->type != RF_TYPE_BOOL || k < 2)
+        return false;
+    const rf_instr *no = &c->ins[k - 1];
+    int then_end = start[k - 1] - 1;
+    return no->op == RF_EX_CONST && no->value == 0 && then_end >= 0 && c->ins[then_end].type == RF_TYPE_BOOL;
+}
+
 static void collect(const rf_code *c, const int *start, int k, int_vec *ends)
 {
     if (c->ins[k].op == RF_EX_AND) {
         int right = k - 1, left = start[right] - 1;
         collect(c, start, left, ends);
         collect(c, start, right, ends);
+    } else if (is_lazy_and(c, start, k)) {
+        int then_end = start[k - 1] - 1, cond_end = start[then_end] - 1;
+        collect(c, start, cond_end, ends);
+        collect(c, start, then_end, ends);
     } else {
         RF_PUSH(*ends, k);
     }
@@ -510,18 +526,34 @@ int rf_selplan_from_env(const rf_selconj *conj, int n, rf_selplan *out, rf_statu
     rf_selplan p;
     rf_status pst;
     rf_status_init(&pst);
+    /* A run-time error (status 2): the variable is read while the program
+     * runs, long after its command line was accepted. */
     if (!parse_raw(text, &p, &pst)) {
-        rf_fail(st, RF_EXIT_USAGE, "RF_WEAVE_SELPLAN: %s", pst.message);
+        rf_fail(st, RF_EXIT_RUNTIME_ERROR, "RF_WEAVE_SELPLAN: %s", pst.message);
         return -1;
     }
     if (p.n != n)
         return 0;
     if (!rf_selplan_legal(&p, conj, &pst)) {
-        rf_fail(st, RF_EXIT_USAGE, "RF_WEAVE_SELPLAN: %s", pst.message);
+        rf_fail(st, RF_EXIT_RUNTIME_ERROR, "RF_WEAVE_SELPLAN: %s", pst.message);
         return -1;
     }
     *out = p;
     return 1;
+}
+
+bool rf_selplan_env_check(const rf_code *filter, rf_status *st)
+{
+    const char *text = getenv("RF_WEAVE_SELPLAN");
+    if (!text || !*text || !filter || filter->n == 0)
+        return true;
+    rf_selsplit s;
+    if (!rf_selplan_split(filter, &s, st))
+        return false;
+    rf_selplan p;
+    bool ok = s.n > RF_SELPLAN_MAX || rf_selplan_from_env(s.conj, s.n, &p, st) >= 0;
+    rf_selsplit_free(&s);
+    return ok;
 }
 
 /* ---- The cost model ---- */
@@ -863,6 +895,54 @@ bool rf_selplan_choose(const rf_selprob *q, const rf_selcalib *cal, rf_selplan *
     return true;
 }
 
+int rf_selplan_enumerate(const rf_selconj *conj, int n, bool allow_split, rf_selplan_visit visit, void *ctx)
+{
+    if (n < 0 || n > RF_SELPLAN_EXHAUSTIVE_MAX)
+        return -1;
+    rf_selplan p;
+    rf_selplan_identity(n, &p);
+    if (n == 0) {
+        if (visit)
+            visit(&p, ctx);
+        return 1;
+    }
+    int kinds = allow_split ? 3 : 2, combos = 1, count = 0;
+    for (int i = 0; i + 1 < n; i++)
+        combos *= kinds;
+    do {
+        if (!order_legal(conj, p.order, n))
+            continue;
+        for (int code = 0; code < combos; code++) {
+            bool ok = true;
+            for (int i = 0, c = code; i + 1 < n; i++, c /= kinds) {
+                p.conn[i] = (uint8_t)(c % kinds); /* RF_SEL_AND, RF_SEL_BRANCH, RF_SEL_SPLIT */
+                ok &= !(p.conn[i] == RF_SEL_AND && rf_selconj_pinned(&conj[p.order[i + 1]]));
+            }
+            if (!ok)
+                continue;
+            count++;
+            if (visit)
+                visit(&p, ctx);
+        }
+    } while (next_perm(p.order, n));
+    return count;
+}
+
+typedef struct cheapest {
+    const rf_selprob *q;
+    const rf_selcalib *cal;
+    rf_selplan *best;
+} cheapest;
+
+static void keep_cheapest(const rf_selplan *p, void *ctx)
+{
+    cheapest *c = ctx;
+    rf_selplan t = *p;
+    t.cost = rf_selplan_cost(&t, c->q, c->cal);
+    if (t.cost < c->best->cost)
+        *c->best = t;
+}
+
 bool rf_selplan_exhaustive(const rf_selprob *q, const rf_selcalib *cal, rf_selplan *out, rf_status *st)
 {
     if (!check_problem(q, cal, st))
@@ -877,26 +957,7 @@ bool rf_selplan_exhaustive(const rf_selprob *q, const rf_selcalib *cal, rf_selpl
         out->cost = 0;
         return true;
     }
-    int kinds = q->allow_split ? 3 : 2, combos = 1;
-    for (int i = 0; i + 1 < n; i++)
-        combos *= kinds;
-    rf_selplan p;
-    rf_selplan_identity(n, &p);
-    do {
-        if (!order_legal(q->conj, p.order, n))
-            continue;
-        for (int code = 0; code < combos; code++) {
-            bool ok = true;
-            for (int i = 0, c = code; i + 1 < n; i++, c /= kinds) {
-                p.conn[i] = (uint8_t)(c % kinds); /* RF_SEL_AND, RF_SEL_BRANCH, RF_SEL_SPLIT */
-                ok &= !(p.conn[i] == RF_SEL_AND && rf_selconj_pinned(&q->conj[p.order[i + 1]]));
-            }
-            if (!ok)
-                continue;
-            p.cost = rf_selplan_cost(&p, q, cal);
-            if (p.cost < out->cost)
-                *out = p;
-        }
-    } while (next_perm(p.order, n));
+    cheapest c = {q, cal, out};
+    rf_selplan_enumerate(q->conj, n, q->allow_split, keep_cheapest, &c);
     return true;
 }

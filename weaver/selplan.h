@@ -71,7 +71,9 @@ typedef struct rf_selsplit {
 
 /* Flattens the top-level RF_EX_AND tree of `filter` into its conjuncts, in
  * evaluation order (nested ANDs included: (a && b) && c and a && (b && c)
- * both give a, b, c), and describes each. Fails only on malformed code. */
+ * both give a, b, c), and describes each. IF(a, b, false) of booleans
+ * counts as a && b (weaver/compose.c joins a chain's filters so). Fails
+ * only on malformed code. */
 bool rf_selplan_split(const rf_code *filter, rf_selsplit *out, rf_status *st);
 void rf_selsplit_free(rf_selsplit *s);
 
@@ -160,6 +162,11 @@ char *rf_selplan_format(const rf_selplan *p, char *buf, size_t cap);
  * planned by the model); -1 and st filled when it does not parse or is
  * illegal for these conjuncts (the guard). */
 int rf_selplan_from_env(const rf_selconj *conj, int n, rf_selplan *out, rf_status *st);
+/* false (st filled) when RF_WEAVE_SELPLAN does not parse, or names this
+ * filter's number of conjuncts in an order the guard forbids. Backends
+ * check a fused chain's composed filter first: the error must not turn
+ * into a quiet fallback to the group's members (whose filters are others). */
+bool rf_selplan_env_check(const rf_code *filter, rf_status *st);
 
 /* The guard. A plan is legal when it is a permutation of 0..n-1 and every
  * pinned conjunct p (rf_selconj_pinned) stays at position p, after exactly
@@ -199,5 +206,13 @@ bool rf_selplan_choose(const rf_selprob *q, const rf_selcalib *cal, rf_selplan *
 /* Every legal plan (orders x connectors), the cheapest by rf_selplan_cost.
  * n <= RF_SELPLAN_EXHAUSTIVE_MAX. For tests and the benchmark sweep. */
 bool rf_selplan_exhaustive(const rf_selprob *q, const rf_selcalib *cal, rf_selplan *out, rf_status *st);
+
+/* Calls visit (unless NULL) on every legal plan of the n conjuncts
+ * (orders the guard allows x connectors; `|` only with allow_split), in a
+ * fixed order: orders lexicographically, then connectors. Returns how many,
+ * -1 when n > RF_SELPLAN_EXHAUSTIVE_MAX. The plans' cost is not set. For
+ * the benchmark sweep (`redfox explain --select-plans`) and tests. */
+typedef void (*rf_selplan_visit)(const rf_selplan *p, void *ctx);
+int rf_selplan_enumerate(const rf_selconj *conj, int n, bool allow_split, rf_selplan_visit visit, void *ctx);
 
 #endif

@@ -5,6 +5,7 @@
  * cudaGetDriverEntryPointByVersion, so the library links on machines
  * without them and falls back to the interpreter there. */
 #include "cuda_internal.h"
+#include "codegen_plan.h"
 
 #include <cuda.h>
 #include <dlfcn.h>
@@ -222,11 +223,75 @@ static void emit_prelude(sbuf *b, const char *what)
     sb_append(b, prelude_text.s, prelude_text.len);
 }
 
-/* stage_filter and stage_proj0..nproj-1 over a row (MAP) or candidate pair (JOIN). */
-static void emit_row_stages(sbuf *b, bool join, int al, const rf_code *filter, int nproj, const rf_code *proj)
+const char *rf_codegen_select_name(int nparts, int part)
+{
+    static const char *const names[RF_CG_MAX_PARTS] = {"rf_select_p0", "rf_select_p1", "rf_select_p2",
+                                                       "rf_select_p3", "rf_select_p4", "rf_select_p5",
+                                                       "rf_select_p6", "rf_select_p7"};
+    return nparts <= 1 ? "rf_select" : names[part];
+}
+
+/* The filter as its plan says (codegen_plan.h): a stage stage_c<i> per
+ * conjunct, then per kernel of the plan (part) a filter function,
+ * `stage_filter` for a plan of one part, else stage_filter_p<q>, that
+ * evaluates that part's conjuncts in plan order. A group (conjuncts joined
+ * by &) computes all of its conjuncts and ands their truth values, no
+ * branch between them; && between groups returns early, so the later
+ * groups run only on the lanes still alive. A fault returns false at once,
+ * as the unplanned stage does (the caller discards the kernel's result).
+ * Parts after the first see only the rows the earlier parts kept (the
+ * kernels pass row ids), so each part's filter is the conjunction of its
+ * own conjuncts. */
+static void emit_planned_filter(sbuf *b, bool join, int al, const rf_cg_plan *pl)
+{
+    const rf_selplan *p = &pl->plan;
+    char text[RF_SELPLAN_FMT_MAX];
+    sb_printf(b, "// select plan %s (docs/weaver.md s. 5): conjuncts in plan order; & both evaluated,\n"
+                 "// no branch; && the rest only on lanes still alive; | a new kernel over row ids\n",
+              rf_selplan_format(p, text, sizeof text));
+    for (int c = 0; c < pl->split.n; c++) {
+        char name[32];
+        snprintf(name, sizeof name, "stage_c%d", c);
+        emit_stage(b, name, &pl->split.conj[c].code, al, join);
+    }
+    for (int q = 0; q < pl->nparts; q++) {
+        char name[32];
+        if (pl->nparts == 1)
+            snprintf(name, sizeof name, "stage_filter");
+        else
+            snprintf(name, sizeof name, "stage_filter_p%d", q);
+        sb_printf(b,
+                  "__device__ __forceinline__ bool %s(const RfCols &l, uint64_t i, const RfCols &r, uint64_t j, "
+                  "const RfEnv &env, uint64_t *out)\n{\n  uint64_t c = 0, g;\n  *out = 0;\n",
+                  name);
+        for (int a = pl->part_start[q]; a < pl->part_start[q + 1];) {
+            int e = a + 1; /* the group [a, e) */
+            while (e < pl->part_start[q + 1] && p->conn[e - 1] == RF_SEL_AND)
+                e++;
+            sb_printf(b, "  g = 1; //");
+            for (int x = a; x < e; x++)
+                sb_printf(b, " %d%s", p->order[x], x + 1 < e ? " &" : "");
+            sb_printf(b, "\n");
+            for (int x = a; x < e; x++)
+                sb_printf(b, "  if (!stage_c%d(l, i, r, j, env, &c)) return false;\n  g &= (uint64_t)(c != 0);\n",
+                          p->order[x]);
+            sb_printf(b, "  if (!g) return true;%s\n", e < pl->part_start[q + 1] ? " // &&" : "");
+            a = e;
+        }
+        sb_printf(b, "  *out = 1;\n  return true;\n}\n");
+    }
+}
+
+/* stage_filter (or the plan's part filters) and stage_proj0..nproj-1 over
+ * a row (MAP) or candidate pair (JOIN). */
+static void emit_row_stages(sbuf *b, bool join, int al, const rf_code *filter, int nproj, const rf_code *proj,
+                            const rf_cg_plan *plan)
 {
     rf_code none = {0, NULL};
-    emit_stage(b, "stage_filter", filter ? filter : &none, al, join);
+    if (plan)
+        emit_planned_filter(b, join, al, plan);
+    else
+        emit_stage(b, "stage_filter", filter ? filter : &none, al, join);
     for (int p = 0; p < nproj; p++) {
         char name[32];
         snprintf(name, sizeof name, "stage_proj%d", p);
@@ -238,7 +303,7 @@ char *rf_codegen_source(bool join, int al, const rf_code *filter, int nproj, con
 {
     sbuf b = {0};
     emit_prelude(&b, join ? "compute stage (join)" : "compute stage (map)");
-    emit_row_stages(&b, join, al, filter, nproj, proj);
+    emit_row_stages(&b, join, al, filter, nproj, proj, NULL);
     const char *row = join ? "uint64_t i = owner(off, nl, o), j = lo[i] + (o - off[i]);"
                            : "uint64_t i = o, j = o;";
     sb_printf(&b,
@@ -285,8 +350,10 @@ void rf_reduce_layout_of(int nkeys, int naggs, const rf_aggfn *fns, rf_reduce_la
 }
 
 char *rf_codegen_reduce_source(bool join, int al, const rf_code *filter, int nvals, const rf_code *vals, int nkeys,
-                               int naggs, const rf_aggfn *fns, const int *arg_val)
+                               int naggs, const rf_aggfn *fns, const int *arg_val, const struct rf_cg_plan *plan)
 {
+    if (plan && plan->nparts != 1)
+        return NULL; /* one kernel: a reducing gather has no row-id parts */
     rf_reduce_layout lay;
     rf_reduce_layout_of(nkeys, naggs, fns, &lay);
     if (nkeys > nvals || naggs < 1 || naggs > RF_CUDA_MAX_COLS || nvals > 2 * RF_CUDA_MAX_COLS ||
@@ -297,7 +364,7 @@ char *rf_codegen_reduce_source(bool join, int al, const rf_code *filter, int nva
             return NULL;
     sbuf b = {0};
     emit_prelude(&b, join ? "reducing gather (join)" : "reducing gather (map)");
-    emit_row_stages(&b, join, al, filter, nvals, vals);
+    emit_row_stages(&b, join, al, filter, nvals, vals, plan);
     sb_printf(&b, "#define RI 4\n#define NK %d\n#define NV %d\n#define SH %d\n#define W %d\n", nkeys, nvals,
               lay.shared_slots,
               lay.words);
@@ -575,13 +642,74 @@ char *rf_codegen_reduce_source(bool join, int al, const rf_code *filter, int nva
     "  if (lane == 0) *base = before;\n"                                                             \
     "}\n"
 
-char *rf_codegen_select_source(bool join, int al, const rf_code *filter, int nproj, const rf_code *proj)
+/* One select kernel: `name` over rows (candidate pairs) t < n, row o = t
+ * (rid_in: o = rid_in[t], the row ids an earlier part kept), kept where
+ * `filter` holds; the last part writes the kept rows' projections, the
+ * others their row ids (rid_out), both in input order. */
+static void emit_select_kernel(sbuf *b, const char *name, const char *filter, bool rid_in, bool last, int nproj)
 {
-    if (nproj < 1 || nproj > RF_CUDA_MAX_COLS)
+    const char *row = rid_in ? "(uint64_t)rid_in[t]" : "t";
+    sb_printf(b,
+              "extern \"C\" __global__ void __launch_bounds__(256)\n"
+              "%s(RfCols l, RfCols r, const uint64_t *lo, const uint64_t *off, uint64_t nl, uint64_t n,\n"
+              "          RfEnv env, RfWCols out, unsigned long long *status, unsigned long long *next_tile,\n"
+              "          uint64_t ntiles, const uint32_t *rid_in, uint32_t *rid_out)\n"
+              "{\n"
+              "  (void)lo; (void)off; (void)nl; (void)rid_in; (void)rid_out; (void)out;\n"
+              "  __shared__ unsigned long long s_tile, s_base;\n"
+              "  __shared__ unsigned s_counts[ITEMS][NWARPS];\n"
+              "  const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
+              "  for (;;) {\n"
+              "    if (threadIdx.x == 0) s_tile = atomicAdd(next_tile, 1ull);\n"
+              "    __syncthreads();\n"
+              "    const uint64_t tile = s_tile, base = tile * TILE;\n"
+              "    if (tile >= ntiles) return;\n"
+              "    unsigned keep = 0;\n"
+              "    #pragma unroll\n"
+              "    for (int k = 0; k < ITEMS; k++) {\n"
+              "      uint64_t t = base + (uint64_t)k * BLOCK + threadIdx.x, f = 0;\n"
+              "      bool pass = false;\n"
+              "      if (t < n) { uint64_t o = %s; ROW(o) pass = %s(l, i, r, j, env, &f) && f; }\n"
+              "      unsigned b = __ballot_sync(0xffffffffu, pass);\n"
+              "      if (lane == 0) s_counts[k][warp] = __popc(b);\n"
+              "      keep |= (pass ? 1u : 0u) << k;\n"
+              "    }\n",
+              name, row, filter);
+    sb_printf(b, "%s",
+              "    __syncthreads();\n"
+              "    if (warp == 0) look_back(&s_counts[0][0], status, tile, &s_base, lane);\n"
+              "    __syncthreads();\n"
+              "    const uint64_t at = s_base;\n"
+              "    for (int k = 0; k < ITEMS; k++) {\n"
+              "      bool kept = (keep >> k) & 1u;\n"
+              "      unsigned b = __ballot_sync(0xffffffffu, kept);\n"
+              "      if (!kept) continue;\n");
+    sb_printf(b,
+              "      uint64_t t = base + (uint64_t)k * BLOCK + threadIdx.x, o = %s;\n"
+              "      uint64_t dst = at + s_counts[k][warp] + __popc(b & ((1u << lane) - 1u));\n",
+              row);
+    if (last) {
+        sb_printf(b, "      uint64_t v;\n      ROW(o)\n");
+        for (int p = 0; p < nproj; p++)
+            sb_printf(b, "      if (!stage_proj%d(l, i, r, j, env, &v)) continue; out.c[%d][dst] = v;\n", p, p);
+    } else {
+        sb_printf(b, "      rid_out[dst] = (uint32_t)o;\n");
+    }
+    sb_printf(b, "%s",
+              "    }\n"
+              "    __syncthreads(); // s_counts and s_tile are the next tile's\n"
+              "  }\n"
+              "}\n");
+}
+
+char *rf_codegen_select_source(bool join, int al, const rf_code *filter, int nproj, const rf_code *proj,
+                               const struct rf_cg_plan *plan)
+{
+    if (nproj < 1 || nproj > RF_CUDA_MAX_COLS || (plan && (plan->nparts < 1 || plan->nparts > RF_CG_MAX_PARTS)))
         return NULL;
     sbuf b = {0};
     emit_prelude(&b, join ? "selection with its compaction (join)" : "selection with its compaction (map)");
-    emit_row_stages(&b, join, al, filter, nproj, proj);
+    emit_row_stages(&b, join, al, filter, nproj, proj, plan);
     sb_printf(&b, "#define ROW(o) %s\n",
               join ? "uint64_t i = owner(off, nl, o), j = lo[i] + (o - off[i]);" : "uint64_t i = o, j = o;");
     sb_printf(&b, "%s",
@@ -598,48 +726,59 @@ char *rf_codegen_select_source(bool join, int al, const rf_code *filter, int npr
               "// one, in the same order. A row is a MAP's input row, or a JOIN's candidate\n"
               "// pair (lo, off, nl as rf_filter takes them). out holds n rows (the upper\n"
               "// bound); the count is the last tile's prefix. Faults are in env.err (the\n"
-              "// caller then discards the result).\n"
+              "// caller then discards the result). A plan of several parts (select plan\n"
+              "// with |) has one such kernel per part: the first over all rows, each later\n"
+              "// one over the row ids (rid_in) the one before kept (rid_out), in order; the\n"
+              "// last writes the projections.\n");
+    int nparts = plan ? plan->nparts : 1;
+    for (int q = 0; q < nparts; q++) {
+        char filt[32];
+        if (nparts == 1)
+            snprintf(filt, sizeof filt, "stage_filter");
+        else
+            snprintf(filt, sizeof filt, "stage_filter_p%d", q);
+        emit_select_kernel(&b, rf_codegen_select_name(nparts, q), filt, q > 0, q + 1 == nparts, nproj);
+    }
+    return b.s;
+}
+
+char *rf_codegen_selsample_source(bool join, int al, const rf_cg_plan *pl)
+{
+    int n = pl->split.n;
+    if (n < 1)
+        return NULL;
+    sbuf b = {0};
+    emit_prelude(&b, join ? "selectivity sample (join)" : "selectivity sample (map)");
+    for (int c = 0; c < n; c++) {
+        char name[32];
+        snprintf(name, sizeof name, "stage_c%d", c);
+        emit_stage(&b, name, &pl->split.conj[c].code, al, join);
+    }
+    sb_printf(&b, "#define ROW(o) %s\n#define NC %d\n",
+              join ? "uint64_t i = owner(off, nl, o), j = lo[i] + (o - off[i]);" : "uint64_t i = o, j = o;", n);
+    sb_printf(&b, "%s",
+              "// Each conjunct on its own over the rows t * stride, t < m: counts[c] gets\n"
+              "// the rows where conjunct c holds (a fault counts as not holding: env.err is\n"
+              "// scratch here, never the kernel's error).\n"
               "extern \"C\" __global__ void __launch_bounds__(256)\n"
-              "rf_select(RfCols l, RfCols r, const uint64_t *lo, const uint64_t *off, uint64_t nl, uint64_t n,\n"
-              "          RfEnv env, RfWCols out, unsigned long long *status, unsigned long long *next_tile,\n"
-              "          uint64_t ntiles)\n"
+              "rf_selsample(RfCols l, RfCols r, const uint64_t *lo, const uint64_t *off, uint64_t nl, uint64_t m,\n"
+              "             uint64_t stride, RfEnv env, unsigned long long *counts)\n"
               "{\n"
               "  (void)lo; (void)off; (void)nl;\n"
-              "  __shared__ unsigned long long s_tile, s_base;\n"
-              "  __shared__ unsigned s_counts[ITEMS][NWARPS];\n"
-              "  const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
-              "  for (;;) {\n"
-              "    if (threadIdx.x == 0) s_tile = atomicAdd(next_tile, 1ull);\n"
-              "    __syncthreads();\n"
-              "    const uint64_t tile = s_tile, base = tile * TILE;\n"
-              "    if (tile >= ntiles) return;\n"
-              "    unsigned keep = 0;\n"
-              "    #pragma unroll\n"
-              "    for (int k = 0; k < ITEMS; k++) {\n"
-              "      uint64_t o = base + (uint64_t)k * BLOCK + threadIdx.x, f = 0;\n"
-              "      bool pass = false;\n"
-              "      if (o < n) { ROW(o) pass = stage_filter(l, i, r, j, env, &f) && f; }\n"
-              "      unsigned b = __ballot_sync(0xffffffffu, pass);\n"
-              "      if (lane == 0) s_counts[k][warp] = __popc(b);\n"
-              "      keep |= (pass ? 1u : 0u) << k;\n"
-              "    }\n"
-              "    __syncthreads();\n"
-              "    if (warp == 0) look_back(&s_counts[0][0], status, tile, &s_base, lane);\n"
-              "    __syncthreads();\n"
-              "    const uint64_t at = s_base;\n"
-              "    for (int k = 0; k < ITEMS; k++) {\n"
-              "      bool kept = (keep >> k) & 1u;\n"
-              "      unsigned b = __ballot_sync(0xffffffffu, kept);\n"
-              "      if (!kept) continue;\n"
-              "      uint64_t o = base + (uint64_t)k * BLOCK + threadIdx.x, v;\n"
-              "      ROW(o)\n"
-              "      uint64_t dst = at + s_counts[k][warp] + __popc(b & ((1u << lane) - 1u));\n");
-    for (int p = 0; p < nproj; p++)
-        sb_printf(&b, "      if (!stage_proj%d(l, i, r, j, env, &v)) continue; out.c[%d][dst] = v;\n", p, p);
+              "  __shared__ unsigned s_pass[NC];\n"
+              "  for (int c = threadIdx.x; c < NC; c += blockDim.x) s_pass[c] = 0;\n"
+              "  __syncthreads();\n"
+              "  for (uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; t < m;\n"
+              "       t += (uint64_t)gridDim.x * blockDim.x) {\n"
+              "    uint64_t o = t * stride, v;\n"
+              "    ROW(o)\n");
+    for (int c = 0; c < n; c++)
+        sb_printf(&b, "    v = 0; if (stage_c%d(l, i, r, j, env, &v) && v) atomicAdd(&s_pass[%d], 1u);\n", c, c);
     sb_printf(&b, "%s",
-              "    }\n"
-              "    __syncthreads(); // s_counts and s_tile are the next tile's\n"
               "  }\n"
+              "  __syncthreads();\n"
+              "  for (int c = threadIdx.x; c < NC; c += blockDim.x)\n"
+              "    if (s_pass[c]) atomicAdd(&counts[c], (unsigned long long)s_pass[c]);\n"
               "}\n");
     return b.s;
 }
@@ -748,7 +887,7 @@ typedef CUresult (*cu_launch_t)(CUfunction, unsigned, unsigned, unsigned, unsign
                                 CUstream, void **, void **);
 typedef CUresult (*cu_unload_t)(CUmodule);
 
-#define CG_MAX_FNS 4
+#define CG_MAX_FNS RF_CG_MAX_PARTS
 /* A module in the process's cache: being made by one thread (others
  * wanting it wait), made, or failed (each later request fails at once). */
 enum { CG_LOADING, CG_READY, CG_FAILED };
@@ -760,6 +899,11 @@ typedef struct cg_module {
     CUfunction fns[CG_MAX_FNS];
 } cg_module;
 
+/* A select plan applied to an output's kernel, and how often. */
+typedef struct cg_plan_note {
+    char *what, *note;
+    size_t calls;
+} cg_plan_note;
 /* Sources to compile and load ahead, on a thread of their own
  * (rf_codegen_prefetch). */
 typedef struct cg_prefetch {
@@ -791,6 +935,11 @@ typedef struct cg_state {
     pthread_cond_t changed;
     RF_VEC(cg_module) mods;
     rf_cuda_codegen_stats stats;
+    /* The select planner's constants (rf_codegen_selcalib) and the plans
+     * applied (for --stats): the launching thread's only, no lock. */
+    bool calib_tried;
+    rf_selcalib calib;
+    RF_VEC(cg_plan_note) plans;
     bool prefetching;
     pthread_t prefetcher;
     cg_prefetch *job;
@@ -1233,12 +1382,67 @@ void rf_codegen_free(rf_cuda_ctx *c)
         if (g->mods.items[i].state == CG_READY)
             g->unload(g->mods.items[i].mod);
     RF_VEC_FREE(g->mods);
+    for (size_t i = 0; i < g->plans.len; i++) {
+        free(g->plans.items[i].what);
+        free(g->plans.items[i].note);
+    }
+    RF_VEC_FREE(g->plans);
     if (g->lib)
         dlclose(g->lib);
     pthread_mutex_destroy(&g->lock);
     pthread_cond_destroy(&g->changed);
     free(g);
     c->cg = NULL;
+}
+
+const rf_selcalib *rf_codegen_selcalib(rf_cuda_ctx *c)
+{
+    cg_state *g = cg_state_of(c);
+    if (g->calib_tried)
+        return &g->calib;
+    g->calib_tried = true;
+    rf_selcalib_defaults(&g->calib);
+    char *dir = cache_dir();
+    if (!dir)
+        return &g->calib;
+    char *path = rf_selcalib_path(dir, c->name);
+    struct stat sb;
+    if (stat(path, &sb) == 0) {
+        rf_status st;
+        rf_status_init(&st);
+        /* A file that does not read is reported, not fatal: the defaults
+         * plan as well as any constants, only less precisely. */
+        if (!rf_selcalib_read(path, &g->calib, &st)) {
+            fprintf(stderr, "redfox: warning: select planning uses its default constants: %s\n", st.message);
+            rf_selcalib_defaults(&g->calib);
+        }
+    }
+    free(path);
+    free(dir);
+    return &g->calib;
+}
+
+void rf_codegen_note_plan(rf_cuda_ctx *c, const char *what, const char *note)
+{
+    cg_state *g = cg_state_of(c);
+    for (size_t i = 0; i < g->plans.len; i++)
+        if (strcmp(g->plans.items[i].what, what) == 0 && strcmp(g->plans.items[i].note, note) == 0) {
+            g->plans.items[i].calls++;
+            return;
+        }
+    cg_plan_note n = {rf_strdup(what), rf_strdup(note), 1};
+    RF_PUSH(g->plans, n);
+}
+
+void rf_cuda_print_select_plans(const rf_cuda_ctx *c, FILE *f)
+{
+    const cg_state *g = c->cg;
+    for (size_t i = 0; g && i < g->plans.len; i++) {
+        fprintf(f, "  gpu: select plan of %s: %s", g->plans.items[i].what, g->plans.items[i].note);
+        if (g->plans.items[i].calls > 1)
+            fprintf(f, " x %zu launches", g->plans.items[i].calls);
+        fputc('\n', f);
+    }
 }
 
 void rf_cuda_set_codegen(rf_cuda_ctx *c, bool on) { c->codegen = on; }

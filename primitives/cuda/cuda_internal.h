@@ -209,15 +209,23 @@ void rf_reduce_layout_of(int nkeys, int naggs, const rf_aggfn *fns, rf_reduce_la
  * aggregate j folds value arg_val[j], -1 for a count) and fold into their
  * group's slot; see the kernel's comment. NULL when the layout does not
  * fit the kernel (too many aggregates for shared memory). */
+struct rf_cg_plan; /* codegen_plan.h */
+/* plan (may be NULL: the filter as one stage) must be of one part. */
 char *rf_codegen_reduce_source(bool join, int al, const rf_code *filter, int nvals, const rf_code *vals, int nkeys,
-                               int naggs, const rf_aggfn *fns, const int *arg_val);
+                               int naggs, const rf_aggfn *fns, const int *arg_val, const struct rf_cg_plan *plan);
 /* A MAP or JOIN with its compaction as one kernel, rf_select(RfCols l,
  * RfCols r, const u64 *lo, const u64 *off, u64 nl, u64 n, RfEnv env,
- * RfWCols out, u64 *status, u64 *next_tile, u64 ntiles): one pass over the
- * rows (candidate pairs), the kept ones written in order (the same rows and
- * places as rf_filter, a scan and rf_emit), out sized for n rows; see the
- * kernel's comment. NULL without projections. */
-char *rf_codegen_select_source(bool join, int al, const rf_code *filter, int nproj, const rf_code *proj);
+ * RfWCols out, u64 *status, u64 *next_tile, u64 ntiles, const u32 *rid_in,
+ * u32 *rid_out): one pass over the rows (candidate pairs), the kept ones
+ * written in order (the same rows and places as rf_filter, a scan and
+ * rf_emit), out sized for n rows; see the kernel's comment. With a plan
+ * (codegen_plan.h; NULL: the filter as one stage) the filter is emitted as
+ * the plan says; a plan of several parts gives one kernel per part
+ * (rf_codegen_select_name): part 0 over the rows, writing the kept rows'
+ * ids to rid_out; part q > 0 over the n ids in rid_in; the last part
+ * writes the projections. NULL without projections. */
+char *rf_codegen_select_source(bool join, int al, const rf_code *filter, int nproj, const rf_code *proj,
+                               const struct rf_cg_plan *plan);
 #define RF_SELECT_TILE_ROWS 2048 /* ITEMS x BLOCK of rf_select */
 /* rf_select for nb (2..RF_SELECT_MANY_MAX) MAPs of one input, one pass:
  * rf_select_many(RfCols l, u64 n, RfEnv env, RfWCols out0, .., outNB-1,

@@ -4,6 +4,7 @@
  * that sizes the next allocation (and the fault slot of compute code). */
 #define _DEFAULT_SOURCE /* madvise */
 #include "cuda_internal.h"
+#include "codegen_plan.h"
 #include "../../common/rf_expr.h"
 #include "../rf_prims.h"
 
@@ -2255,6 +2256,188 @@ static size_t sm_count(rf_cuda_ctx *c)
 }
 
 
+/* ---- Select planning of a generated kernel's filter (docs/weaver.md s. 5) ---- */
+
+/* The conjuncts' selectivities on an even sample of up to
+ * RF_CG_SAMPLE_ROWS of the n rows (candidate pairs): one generated kernel
+ * evaluating each conjunct on its own, one read-back. A conjunct that
+ * faults on a sampled row (`x / y` where y = 0, a row the filter keeps out
+ * by an earlier conjunct) counts as not holding there; its fault goes to
+ * a scratch record, never to the kernel's. *sampled false (and true
+ * returned): no sample could be taken (no generated code), the plan is
+ * then the unchanged filter. */
+static bool sample_selectivities(rf_cuda_ctx *c, bool join, int al, const rf_cg_plan *pl, rf_cols lc, rf_cols rc,
+                                 const uint64_t *lo, const uint64_t *off, uint64_t nl, uint64_t n, double *sel,
+                                 double *rows, bool *sampled, rf_status *st)
+{
+    *sampled = false;
+    char *src = rf_codegen_selsample_source(join, al, pl);
+    const char *name = "rf_selsample";
+    void *fn = NULL;
+    bool loaded = src && rf_codegen_module(c, src, 1, &name, &fn);
+    free(src);
+    if (!loaded)
+        return true;
+    int nc = pl->split.n;
+    uint64_t m = n < RF_CG_SAMPLE_ROWS ? n : RF_CG_SAMPLE_ROWS, stride = n / m;
+    tmpbuf buf = {0};
+    size_t bytes = (size_t)nc * 8 + sizeof(rf_derr);
+    if (!tmp_get(c, &buf, bytes, "selectivity sample", st))
+        return false;
+    CK(cudaMemsetAsync(buf.p, 0, bytes, c->stream), "selectivity sample");
+    {
+        unsigned long long *counts = buf.p;
+        rf_denv env = {c->rank, c->nrank, (rf_derr *)((char *)buf.p + (size_t)nc * 8), c->tab};
+        void *params[] = {&lc, &rc, &lo, &off, &nl, &m, &stride, &env, &counts};
+        uint64_t got[RF_SELPLAN_MAX];
+        if (!rf_codegen_launch_grid(c, fn, (size_t)m, sm_count(c) * 2, params, st) ||
+            !rf_cuda_read_back(c, buf.p, got, (size_t)nc * 8, st))
+            goto fail;
+        for (int i = 0; i < nc; i++)
+            sel[i] = (double)got[i] / (double)m;
+    }
+    tmp_put(c, &buf);
+    *rows = (double)m;
+    *sampled = true;
+    return true;
+fail:
+    tmp_put(c, &buf);
+    return false;
+}
+
+/* A plan's note for --stats, once per output and plan (loops run a kernel
+ * many times). */
+static void note_plan(rf_cuda_ctx *c, const char *what, const rf_cg_plan *pl)
+{
+    char *note = rf_cg_plan_note(pl);
+    rf_codegen_note_plan(c, what ? what : "?", note);
+    free(note);
+}
+
+/* The plan of a generated kernel's filter: forced by RF_WEAVE_SELPLAN, else
+ * chosen by the model from a sample's selectivities; only for filters of 2
+ * or more conjuncts (the caller notes it, note_plan, once its kernel is
+ * loaded). -1: an error (an illegal forced plan: st says which
+ * conjunct and why); 0: no plan (the filter as it is); 1: *pl planned. */
+static int plan_filter(rf_cuda_ctx *c, const rf_code *filter, bool join, int al, rf_cols lc, rf_cols rc,
+                       const uint64_t *lo, const uint64_t *off, uint64_t nl, uint64_t n, bool allow_split,
+                       rf_cg_plan *pl, rf_status *st)
+{
+    int nc = rf_cg_plan_split(filter, pl, st);
+    if (nc < 0)
+        return -1;
+    if (nc < 2) {
+        rf_cg_plan_free(pl);
+        return 0;
+    }
+    int forced = rf_cg_plan_forced(pl, allow_split, st);
+    if (forced < 0) {
+        rf_cg_plan_free(pl);
+        return -1;
+    }
+    if (!forced) {
+        double sel[RF_SELPLAN_MAX], rows = 0;
+        bool sampled = false;
+        if (!sample_selectivities(c, join, al, pl, lc, rc, lo, off, nl, n, sel, &rows, &sampled, st) ||
+            !rf_cg_plan_choose(pl, sampled ? sel : NULL, rows, (double)n, allow_split, rf_codegen_selcalib(c),
+                               st)) {
+            rf_cg_plan_free(pl);
+            return -1;
+        }
+    }
+    return 1;
+}
+
+/* ---- A selection with its compaction as one generated kernel ---- */
+
+/* The select kernels of a plan (or of the filter as it is: pl NULL),
+ * compiled and loaded: fns[part]; *nparts of them. False: no generated
+ * code (the caller's library path runs). */
+static bool select_kernels(rf_cuda_ctx *c, bool join, int al, const rf_code *filter, int nproj,
+                           const rf_code *proj, const rf_cg_plan *pl, void **fns, int *nparts)
+{
+    char *src = rf_codegen_select_source(join, al, filter, nproj, proj, pl);
+    if (!src)
+        return false;
+    *nparts = pl ? pl->nparts : 1;
+    const char *names[RF_CG_MAX_PARTS];
+    for (int q = 0; q < *nparts; q++)
+        names[q] = rf_codegen_select_name(*nparts, q);
+    bool loaded = rf_codegen_module(c, src, *nparts, names, fns);
+    free(src);
+    return loaded;
+}
+
+/* Runs select kernels (select_kernels) over n rows (candidate pairs) into
+ * *res (allocated here for the rows entering the last part), *kept of its
+ * rows made. Part q > 0 runs over the row ids part q - 1 kept (4 bytes
+ * each, in input order); the host reads each part's count (the look-back's
+ * last prefix) to size the next, with the fault slot in the same read-back:
+ * a fault fails the run (st), the rows discarded. */
+static bool select_run(rf_cuda_ctx *c, void *const *fns, int nparts, rf_cols lc, rf_cols rc, const uint64_t *lo,
+                       const uint64_t *off, uint64_t nl, uint64_t n, int nproj, rf_drel *res, uint64_t *kept,
+                       const char *what, rf_status *st)
+{
+    tmpbuf status = {0}, rid[2] = {{0, 0}, {0, 0}};
+    rf_denv env = {c->rank, c->nrank, c->err, c->tab};
+    uint64_t m = n;
+    const uint32_t *rid_in = NULL;
+    *kept = 0;
+    uint64_t ntiles0 = (n + RF_SELECT_TILE_ROWS - 1) / RF_SELECT_TILE_ROWS;
+    if (!tmp_get(c, &status, (ntiles0 + 1) * 8, "selection", st))
+        return false;
+    for (int q = 0; q < nparts && m > 0; q++) {
+        bool last = q + 1 == nparts;
+        uint64_t ntiles = (m + RF_SELECT_TILE_ROWS - 1) / RF_SELECT_TILE_ROWS;
+        uint32_t *rid_out = NULL;
+        rf_wcols oc;
+        memset(&oc, 0, sizeof oc);
+        if (last) {
+            if (!rf_drel_alloc(c, res, (size_t)m, what, st))
+                goto fail;
+            oc = rf_wcols_of(res);
+        } else {
+            if (!tmp_get(c, &rid[q % 2], (size_t)m * sizeof(uint32_t), "selection row ids", st))
+                goto fail;
+            rid_out = rid[q % 2].p;
+        }
+        CK(cudaMemsetAsync(status.p, 0, (ntiles + 1) * 8, c->stream), "selection");
+        unsigned long long *st_words = status.p, *next = (unsigned long long *)status.p + ntiles;
+        void *params[] = {&lc, &rc, &lo, &off, &nl, &m, &env, &oc, &st_words, &next, &ntiles, &rid_in, &rid_out};
+        uint64_t count = 0;
+        const uint64_t *last_tile = (const uint64_t *)status.p + ntiles - 1;
+        if (!rf_codegen_launch_grid(c, fns[q], (size_t)ntiles * 256, sm_count(c) * 8, params, st) ||
+            !read_fault_and_words(c, 1, &last_tile, &count, st))
+            goto fail;
+        count &= ((uint64_t)1 << 62) - 1;
+        if (q > 0)
+            tmp_put(c, &rid[(q + 1) % 2]); /* this part's input ids */
+        if (last)
+            *kept = count;
+        rid_in = rid_out;
+        m = count;
+    }
+    tmp_put(c, &status), tmp_put(c, &rid[0]), tmp_put(c, &rid[1]);
+    return true;
+fail:
+    tmp_put(c, &status), tmp_put(c, &rid[0]), tmp_put(c, &rid[1]);
+    return false;
+}
+
+/* RF_WEAVE_SELPLAN_SWEEP (bench/selplan_sweep.py): every legal plan of this
+ * filter run and timed on the device over the same input (device events
+ * around the plan's kernels, their count read-backs and the pool
+ * allocations between them, as a run has them; no sample, no compile in
+ * the time), best of
+ * RF_WEAVE_SELPLAN_SWEEP runs each ("3", or "3:nosplit" for the plans
+ * without |), one line per plan on stderr:
+ *   redfox: selplan sweep: OUT PLAN MS ROWS [chosen]
+ * Rows that differ from the chosen plan's are an error. For measuring the
+ * planner against every alternative without reloading the input per plan. */
+static bool sweep_plans(rf_cuda_ctx *c, bool join, int al, const rf_code *filter, int nproj, const rf_code *proj,
+                        const rf_cg_plan *chosen, rf_cols lc, rf_cols rc, const uint64_t *lo, const uint64_t *off,
+                        uint64_t nl, uint64_t n, bool allow_split, const char *what, rf_status *st);
+
 bool rf_cuda_select_one_pass(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int join_keys,
                              const rf_code *filter, int nproj, const rf_code *proj, rf_drel *out, bool *done,
                              const char *what, rf_status *st)
@@ -2271,66 +2454,165 @@ bool rf_cuda_select_one_pass(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r,
     if (!prepare(c, filter, nproj, proj, l, l->arity, r, &pp, st))
         return false;
     rf_cuda_trace(c, "select: prepare");
-    char *src = pp.host ? NULL : rf_codegen_select_source(r != NULL, l->arity, pp.filter, nproj, pp.proj);
-    prepared_free(&pp);
-    if (!src)
+    if (pp.host) {
+        prepared_free(&pp);
         return true;
-    rf_cuda_trace(c, "select: source");
-    const char *name = "rf_select";
-    void *fn = NULL;
-    bool loaded = rf_codegen_module(c, src, 1, &name, &fn);
-    free(src);
-    if (!loaded)
-        return true;
-    rf_cuda_trace(c, "select: module");
-    tmpbuf lo = {0}, off = {0}, status = {0};
+    }
+    tmpbuf lo = {0}, off = {0};
     rf_drel res, exact;
     rf_drel_init(&res, nproj);
     rf_drel_init(&exact, nproj);
+    rf_cg_plan plan;
+    memset(&plan, 0, sizeof plan);
+    int planned = 0;
     uint64_t n = l->nrows, kept = 0;
+    /* The rows first (a JOIN's candidate pairs), since the plan is chosen
+     * from a sample of them. */
     if (r && !join_candidates(c, l, r, join_keys, &lo, &off, &n, st))
         goto fail;
     rf_cuda_trace(c, "select: candidates");
-    if (n > 0) {
-        uint64_t ntiles = (n + RF_SELECT_TILE_ROWS - 1) / RF_SELECT_TILE_ROWS;
-        if (!tmp_get(c, &status, (ntiles + 1) * 8, "selection", st) || !rf_drel_alloc(c, &res, n, what, st))
-            goto fail;
-        CK(cudaMemsetAsync(status.p, 0, (ntiles + 1) * 8, c->stream), "selection");
-        rf_cuda_trace(c, "select: alloc+clear");
-        rf_cols lc = rf_cols_of(l), rc = rf_cols_of(r ? r : l);
-        const uint64_t *lop = lo.p, *offp = off.p;
-        uint64_t nl = l->nrows;
-        rf_denv env = {c->rank, c->nrank, c->err, c->tab};
-        rf_wcols oc = rf_wcols_of(&res);
-        unsigned long long *st_words = status.p, *next = (unsigned long long *)status.p + ntiles;
-        void *params[] = {&lc, &rc, &lop, &offp, &nl, &n, &env, &oc, &st_words, &next, &ntiles};
-        if (!rf_codegen_launch_grid(c, fn, (size_t)ntiles * 256, sm_count(c) * 8, params, st))
-            goto fail;
-        rf_cuda_trace(c, "select: kernel");
-        const uint64_t *last = (const uint64_t *)status.p + ntiles - 1;
-        if (!read_fault_and_words(c, 1, &last, &kept, st))
-            goto fail;
-        rf_cuda_trace(c, "select: read back");
-        kept &= ((uint64_t)1 << 62) - 1;
+    rf_cols lc = rf_cols_of(l), rc = rf_cols_of(r ? r : l);
+    const uint64_t *lop = lo.p, *offp = off.p;
+    uint64_t nl = l->nrows;
+    /* Row ids between the parts of a split plan are 32 bits. */
+    bool allow_split = n <= UINT32_MAX;
+    if (n > 0 && (planned = plan_filter(c, pp.filter, r != NULL, l->arity, lc, rc, lop, offp, nl, n, allow_split,
+                                        &plan, st)) < 0)
+        goto fail;
+    void *fns[RF_CG_MAX_PARTS];
+    int nparts = 1;
+    if (!select_kernels(c, r != NULL, l->arity, pp.filter, nproj, pp.proj, planned ? &plan : NULL, fns, &nparts)) {
+        /* no generated code: the library's path */
+        tmp_put(c, &lo), tmp_put(c, &off);
+        prepared_free(&pp);
+        rf_cg_plan_free(&plan);
+        return true;
     }
+    if (planned)
+        note_plan(c, what, &plan);
+    if (planned && getenv("RF_WEAVE_SELPLAN_SWEEP") &&
+        !sweep_plans(c, r != NULL, l->arity, pp.filter, nproj, pp.proj, &plan, lc, rc, lop, offp, nl, n, allow_split,
+                     what, st))
+        goto fail;
+    if (n > 0 && !select_run(c, fns, nparts, lc, rc, lop, offp, nl, n, nproj, &res, &kept, what, st))
+        goto fail;
+    rf_cuda_trace(c, "select: kernels and read back");
     res.nrows = (size_t)kept;
-    if (keep_exact(c, n, kept, nproj)) {
+    if (keep_exact(c, res.cap, kept, nproj)) {
         if (!rf_drel_copy(c, &exact, &res, what, st))
             goto fail;
         rf_drel_move(c, &res, &exact);
         rf_cuda_trace(c, "select: exact copy");
     }
-    tmp_put(c, &lo), tmp_put(c, &off), tmp_put(c, &status);
+    tmp_put(c, &lo), tmp_put(c, &off);
+    prepared_free(&pp);
+    rf_cg_plan_free(&plan);
     rf_drel_move(c, out, &res);
     out->arity = nproj;
     *done = true;
     c->select_passes++;
     return true;
 fail:
-    tmp_put(c, &lo), tmp_put(c, &off), tmp_put(c, &status);
+    tmp_put(c, &lo), tmp_put(c, &off);
+    prepared_free(&pp);
+    rf_cg_plan_free(&plan);
     rf_drel_free(c, &res);
     rf_drel_free(c, &exact);
     return false;
+}
+
+typedef struct sweep_ctx {
+    rf_selplan *plans;
+    int n, cap;
+} sweep_ctx;
+
+static void sweep_collect(const rf_selplan *p, void *ctx)
+{
+    sweep_ctx *s = ctx;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        s->plans = rf_realloc(s->plans, (size_t)s->cap * sizeof *s->plans);
+    }
+    s->plans[s->n++] = *p;
+}
+
+static bool sweep_plans(rf_cuda_ctx *c, bool join, int al, const rf_code *filter, int nproj, const rf_code *proj,
+                        const rf_cg_plan *chosen, rf_cols lc, rf_cols rc, const uint64_t *lo, const uint64_t *off,
+                        uint64_t nl, uint64_t n, bool allow_split, const char *what, rf_status *st)
+{
+    const char *spec = getenv("RF_WEAVE_SELPLAN_SWEEP");
+    int reps = atoi(spec);
+    if (reps < 1)
+        reps = 1;
+    if (strstr(spec, "nosplit")) /* "3:nosplit": the plans without | (fewer kernels to compile) */
+        allow_split = false;
+    sweep_ctx all = {NULL, 0, 0};
+    if (rf_selplan_enumerate(chosen->split.conj, chosen->split.n, allow_split, sweep_collect, &all) < 0) {
+        free(all.plans);
+        return true; /* too many conjuncts to enumerate: nothing swept */
+    }
+    char chosen_text[RF_SELPLAN_FMT_MAX];
+    rf_selplan_format(&chosen->plan, chosen_text, sizeof chosen_text);
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    bool ok = rf_cuda_check(c, cudaEventCreate(&e0), "sweep", st) && rf_cuda_check(c, cudaEventCreate(&e1), "sweep", st);
+    uint64_t want = UINT64_MAX;
+    /* The chosen plan first: the others' rows are checked against it. */
+    for (int k = -1; ok && k < all.n; k++) {
+        rf_cg_plan pl = *chosen;   /* the split is shared, never freed here */
+        char text[RF_SELPLAN_FMT_MAX];
+        if (k >= 0) {
+            pl.plan = all.plans[k];
+            pl.forced = true;
+            pl.nparts = 1;
+            pl.part_start[0] = 0;
+            for (int i = 0; i + 1 < pl.plan.n; i++)
+                if (pl.plan.conn[i] == RF_SEL_SPLIT)
+                    pl.part_start[pl.nparts++] = i + 1;
+            pl.part_start[pl.nparts] = pl.plan.n;
+            if (strcmp(rf_selplan_format(&pl.plan, text, sizeof text), chosen_text) == 0)
+                continue; /* timed first */
+        } else {
+            rf_selplan_format(&pl.plan, text, sizeof text);
+        }
+        void *fns[RF_CG_MAX_PARTS];
+        int nparts = 1;
+        if (pl.nparts > RF_CG_MAX_PARTS || !select_kernels(c, join, al, filter, nproj, proj, &pl, fns, &nparts)) {
+            fprintf(stderr, "redfox: selplan sweep: %s %s - - (no generated code)\n", what, text);
+            continue;
+        }
+        float best = -1;
+        uint64_t kept = 0;
+        for (int rep = 0; ok && rep < reps; rep++) {
+            rf_drel res;
+            rf_drel_init(&res, nproj);
+            float ms = 0;
+            ok = rf_cuda_check(c, cudaEventRecord(e0, c->stream), "sweep", st) &&
+                 select_run(c, fns, nparts, lc, rc, lo, off, nl, n, nproj, &res, &kept, what, st) &&
+                 rf_cuda_check(c, cudaEventRecord(e1, c->stream), "sweep", st) &&
+                 rf_cuda_check(c, cudaEventSynchronize(e1), "sweep", st) &&
+                 rf_cuda_check(c, cudaEventElapsedTime(&ms, e0, e1), "sweep", st);
+            rf_drel_free(c, &res);
+            if (ok && (best < 0 || ms < best))
+                best = ms;
+        }
+        if (!ok)
+            break;
+        if (k < 0)
+            want = kept;
+        else if (kept != want)
+            ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR,
+                         "select plan sweep: plan %s kept %" PRIu64 " rows of %s, the chosen plan %s kept %" PRIu64,
+                         text, kept, what, chosen_text, want);
+        if (ok)
+            fprintf(stderr, "redfox: selplan sweep: %s %s %.6f %" PRIu64 "%s\n", what, text, best, kept,
+                    k < 0 ? " chosen" : "");
+    }
+    if (e0)
+        cudaEventDestroy(e0);
+    if (e1)
+        cudaEventDestroy(e1);
+    free(all.plans);
+    return ok;
 }
 
 bool rf_cuda_select_many(rf_cuda_ctx *c, const rf_drel *in, int nb, const rf_code *const *filters,
@@ -2495,30 +2777,24 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
     if (!prepare(c, filter, nvals, vals, l, l->arity, r, &pp, st))
         return false;
     rf_cuda_trace(c, "reduce: prepare");
-    char *src = NULL;
-    if (pp.host || !(src = rf_codegen_reduce_source(r != NULL, l->arity, pp.filter, nvals, pp.proj, nkeys, naggs,
-                                                    fns, arg_val))) {
+    rf_reduce_layout lay;
+    rf_reduce_layout_of(nkeys, naggs, fns, &lay);
+    if (pp.host || !lay.shared_slots) { /* the host's, or too wide for the generated kernel */
         prepared_free(&pp);
         return true;
     }
-    const char *name = "rf_reduce";
-    void *fn = NULL;
-    rf_cuda_trace(c, "reduce: source");
-    bool loaded = rf_codegen_module(c, src, 1, &name, &fn);
-    free(src);
-    prepared_free(&pp);
-    if (!loaded)
-        return true;
-    rf_cuda_trace(c, "reduce: module");
-    rf_reduce_layout lay;
-    rf_reduce_layout_of(nkeys, naggs, fns, &lay);
 
     tmpbuf lo = {0}, off = {0}, keys = {0}, state = {0}, ctr = {0}, acc = {0}, flags = {0}, pos = {0}, dense = {0},
            counts = {0}, group_of = {0};
     rf_drel res, sorted;
     rf_drel_init(&res, nkeys + naggs);
     rf_drel_init(&sorted, nkeys + naggs);
+    rf_cg_plan plan;
+    memset(&plan, 0, sizeof plan);
+    void *fn = NULL;
     uint64_t total = l->nrows;
+    /* The rows first (a JOIN's candidate pairs): the filter's plan is
+     * chosen from a sample of them. One kernel, so no split plans. */
     if (r && !join_candidates(c, l, r, join_keys, &lo, &off, &total, st))
         goto fail;
     if (total == 0) {
@@ -2528,6 +2804,21 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
     rf_cols lc = rf_cols_of(l), rc = rf_cols_of(r ? r : l);
     const uint64_t *lop = lo.p, *offp = off.p;
     uint64_t nl = l->nrows;
+    int planned = plan_filter(c, pp.filter, r != NULL, l->arity, lc, rc, lop, offp, nl, total, false, &plan, st);
+    if (planned < 0)
+        goto fail;
+    {
+        char *src = rf_codegen_reduce_source(r != NULL, l->arity, pp.filter, nvals, pp.proj, nkeys, naggs, fns,
+                                             arg_val, planned ? &plan : NULL);
+        const char *name = "rf_reduce";
+        bool loaded = src && rf_codegen_module(c, src, 1, &name, &fn);
+        free(src);
+        if (!loaded)
+            goto out; /* no generated code: the caller's path */
+        if (planned)
+            note_plan(c, what, &plan);
+        rf_cuda_trace(c, "reduce: plan, source, module");
+    }
     rf_denv env = {c->rank, c->nrank, c->err, c->tab};
     size_t max_blocks = sm_count(c) * 8;
     /* RF_CUDA_HASH_SLOTS (tests): a smaller table, so that groups overflow
@@ -2654,8 +2945,12 @@ out:
     tmp_put(c, &flags), tmp_put(c, &pos), tmp_put(c, &dense), tmp_put(c, &counts), tmp_put(c, &group_of);
     rf_drel_free(c, &res);
     rf_drel_free(c, &sorted);
+    prepared_free(&pp);
+    rf_cg_plan_free(&plan);
     return true;
 fail:
+    prepared_free(&pp);
+    rf_cg_plan_free(&plan);
     tmp_put(c, &lo), tmp_put(c, &off), tmp_put(c, &keys), tmp_put(c, &state), tmp_put(c, &ctr), tmp_put(c, &acc);
     tmp_put(c, &flags), tmp_put(c, &pos), tmp_put(c, &dense), tmp_put(c, &counts), tmp_put(c, &group_of);
     rf_drel_free(c, &res);

@@ -13,6 +13,8 @@
 #ifndef RF_CUDA_PRIMS_H
 #define RF_CUDA_PRIMS_H
 
+#include <stdio.h>
+
 #include "../../common/rf_table.h"
 #include "../../harmony_ir/hir.h"
 
@@ -175,6 +177,11 @@ bool rf_cuda_select_one_pass(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r,
                              const rf_code *filter, int nproj, const rf_code *proj, rf_drel *out, bool *done,
                              const char *what, rf_status *st);
 size_t rf_cuda_select_passes(const rf_cuda_ctx *c);
+/* The select plans the generated kernels applied (docs/weaver.md s. 5): a
+ * filter of 2 or more conjuncts is evaluated in the order and grouping the
+ * planner chose from a sample of its input (or RF_WEAVE_SELPLAN forced),
+ * one line per output and plan, for --stats. */
+void rf_cuda_print_select_plans(const rf_cuda_ctx *c, FILE *f);
 /* nb (2..4) MAPs of one input in one generated pass (Kernel Weaver's group
  * of several outputs: the input read once): outs[x] the relation MAP x
  * makes alone. *done as rf_cuda_select_one_pass. */

@@ -10,6 +10,8 @@
 
 #include "rf_cuda_prims.h"
 #include "cuda_internal.h" /* rf_codegen_source */
+#include "codegen_plan.h"
+#include "selplan.h"
 #include "../../primitives/rf_prims.h"
 #include "weaver.h"
 
@@ -716,6 +718,10 @@ static rf_run_result gpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
     rf_kernel chain;
     if (!rf_fused_compose(p, fk, 0, last, &chain))
         return RF_RUN_MEMBERS;
+    if (!rf_selplan_env_check(&chain.filter, st)) { /* an illegal forced plan: an error, not the members */
+        rf_kernel_free(&chain);
+        return RF_RUN_FAILED;
+    }
     rf_status local;
     rf_status_init(&local);
     rf_dvar *in0 = chain.in[0] >= 0 ? group_input(fk, ins, chain.in[0]) : NULL;
@@ -790,6 +796,41 @@ static rf_run_result gpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
     return ok && done ? RF_RUN_DONE : RF_RUN_MEMBERS;
 }
 
+/* The plan `explain --cuda` shows for a chain's filter (no device, no
+ * data: no sample): the one RF_WEAVE_SELPLAN forces, else the unchanged
+ * filter's order (identity: original order, all &&), which a run replaces
+ * by the model's choice for a sample of its input. The line describing it
+ * goes to out. 0: no plan (fewer than 2 conjuncts), 1: *pl. */
+static int explain_plan(const rf_code *filter, bool allow_split, rf_cg_plan *pl, FILE *out)
+{
+    rf_status st;
+    rf_status_init(&st);
+    int nc = rf_cg_plan_split(filter, pl, &st);
+    if (nc < 2) {
+        rf_cg_plan_free(pl);
+        return 0;
+    }
+    int forced = rf_cg_plan_forced(pl, allow_split, &st);
+    rf_selcalib cal;
+    rf_selcalib_defaults(&cal);
+    if (forced < 0) {
+        fprintf(out, "// %s (a run stops with this error)\n", st.message);
+        rf_status_init(&st);
+    }
+    if (forced <= 0)
+        rf_cg_plan_choose(pl, NULL, 0, 0, allow_split, &cal, &st);
+    char text[RF_SELPLAN_FMT_MAX];
+    rf_selplan_format(&pl->plan, text, sizeof text);
+    if (forced > 0)
+        fprintf(out, "// select plan %s of the filter's %d conjuncts: forced by RF_WEAVE_SELPLAN%s\n", text, nc,
+                pl->splits_dropped ? " (its | run as &&: one kernel)" : "");
+    else
+        fprintf(out, "// select plan %s of the filter's %d conjuncts: the unchanged filter's order (no data here;\n"
+                     "// a run chooses the plan by the cost model from a 64K-row sample of its input, or\n"
+                     "// RF_WEAVE_SELPLAN forces one; --stats prints the plan chosen)\n", text, nc);
+    return 1;
+}
+
 /* How the GPU runs a FUSED kernel as generated code, and with what source
  * (the one gpu_run_fused makes at run time when no string function is
  * tabulated into it). */
@@ -811,12 +852,25 @@ static bool code_list_has_string_op(const rf_code *codes, int n)
 
 /* The CUDA source of FUSED kernel fk (*src; NULL for FUSED_MEMBERS), how it
  * runs, and whether some of its code holds a string function (whose run-time
- * source then differs: tabulated into lookup tables). */
-static fused_code fused_source(const rf_hprogram *p, const rf_kernel *fk, char **src, bool *strings)
+ * source then differs: tabulated into lookup tables). A chain's filter of 2
+ * or more conjuncts is emitted with the plan explain_plan gives (forced by
+ * RF_WEAVE_SELPLAN, else the unchanged filter's order); then *plan_line
+ * (unless NULL) gets explain's comment on it, *nparts (unless NULL) the
+ * plan's kernels, and *sample_src (unless NULL), when no plan is forced,
+ * the selectivity sample kernel's source: a run chooses the plan from the
+ * sample, so that kernel is the one known ahead. */
+static fused_code fused_source(const rf_hprogram *p, const rf_kernel *fk, char **src, bool *strings, char **plan_line,
+                               char **sample_src, int *nparts)
 {
     const rf_fused *f = fk->fused;
     *src = NULL;
     *strings = false;
+    if (plan_line)
+        *plan_line = NULL;
+    if (sample_src)
+        *sample_src = NULL;
+    if (nparts)
+        *nparts = 1;
     if (!f)
         return FUSED_MEMBERS;
     if (f->nout > 1) {
@@ -852,6 +906,13 @@ static fused_code fused_source(const rf_hprogram *p, const rf_kernel *fk, char *
     int al = chain.in[0] >= 0 ? p->vars[chain.in[0]].arity : 0;
     *strings = filter_has_string_function(&chain.filter) || code_list_has_string_op(chain.proj, chain.nproj);
     const rf_kernel *agg = reduce ? &f->members[f->nmembers - 1] : NULL;
+    /* A reducing gather is one kernel: no split plans. */
+    rf_cg_plan plan;
+    char *line = NULL;
+    size_t line_len = 0;
+    FILE *pf = open_memstream(&line, &line_len);
+    int planned = explain_plan(&chain.filter, !reduce, &plan, pf);
+    fclose(pf);
     rf_code args[RF_CUDA_MAX_COLS];
     if (agg && reduce_args(&chain, agg, args)) {
         /* the values as rf_cuda_fused_reduce lays them out */
@@ -866,17 +927,30 @@ static fused_code fused_source(const rf_hprogram *p, const rf_kernel *fk, char *
             }
             *strings = *strings || code_list_has_string_op(vals, nvals);
             *src = rf_codegen_reduce_source(chain.op == RF_K_JOIN, al, &chain.filter, nvals, vals, agg->nkeys,
-                                            agg->naggs, agg->aggfn, arg_val);
+                                            agg->naggs, agg->aggfn, arg_val, planned ? &plan : NULL);
             how = *src ? FUSED_REDUCE : how;
         }
         for (int j = 0; j < agg->naggs; j++)
             rf_code_free(&args[j]);
     }
     if (!*src && !reduce &&
-        (*src = rf_codegen_select_source(chain.op == RF_K_JOIN, al, &chain.filter, chain.nproj, chain.proj)))
+        (*src = rf_codegen_select_source(chain.op == RF_K_JOIN, al, &chain.filter, chain.nproj, chain.proj,
+                                         planned ? &plan : NULL)))
         how = FUSED_SELECT;
     if (!*src && (*src = rf_codegen_source(chain.op == RF_K_JOIN, al, &chain.filter, chain.nproj, chain.proj)))
         how = FUSED_STAGES;
+    bool applied = planned && (how == FUSED_SELECT || how == FUSED_REDUCE); /* the library path plans nothing */
+    if (plan_line && applied) {
+        *plan_line = line;
+        line = NULL;
+    }
+    if (nparts && applied)
+        *nparts = plan.nparts;
+    if (sample_src && applied && !plan.forced)
+        *sample_src = rf_codegen_selsample_source(chain.op == RF_K_JOIN, al, &plan);
+    free(line);
+    if (planned)
+        rf_cg_plan_free(&plan);
     rf_kernel_free(&chain);
     return how;
 }
@@ -895,7 +969,8 @@ char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk)
     for (int m = 0; m < f->nmembers; m++)
         fprintf(out, " %s%s", m ? "-> " : "", rf_kop_name(f->members[m].op));
     fputc('\n', out);
-    fused_code how = fused_source(p, fk, &src, &strings);
+    char *plan_line = NULL;
+    fused_code how = fused_source(p, fk, &src, &strings, &plan_line, NULL, NULL);
     const char *chain_op = f->nmembers > 0 ? rf_kop_name(f->members[0].op) : "?";
     switch (how) {
     case FUSED_MEMBERS:
@@ -930,6 +1005,10 @@ char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk)
                        : "");
         break;
     }
+    if (plan_line) {
+        fputs(plan_line, out);
+        free(plan_line);
+    }
     if (src) {
         if (how != FUSED_SELECT_MANY)
             fputs("// string functions appear as the host-only fault here: at run time they are tabulated\n"
@@ -958,18 +1037,29 @@ static void gpu_program_begins(rf_backend *be, const rf_hprogram *p)
     const char *const **names = NULL;
     int *nnames = NULL;
     static const char *const select_names[] = {"rf_select"}, *const reduce_names[] = {"rf_reduce"},
-                             *const many_names[] = {"rf_select_many"};
+                             *const many_names[] = {"rf_select_many"}, *const sample_names[] = {"rf_selsample"};
+    static const char *const part_names[RF_CG_MAX_PARTS] = {"rf_select_p0", "rf_select_p1", "rf_select_p2",
+                                                            "rf_select_p3", "rf_select_p4", "rf_select_p5",
+                                                            "rf_select_p6", "rf_select_p7"};
     for (int b = 0; b < p->nblocks; b++)
         for (int i = 0; i < p->blocks[b].nkernels; i++) {
             const rf_kernel *k = &p->blocks[b].kernels[i];
             if (k->op != RF_K_FUSED)
                 continue;
-            char *src;
+            char *src, *sample;
             bool strings;
-            fused_code how = fused_source(p, k, &src, &strings);
+            int nparts;
+            fused_code how = fused_source(p, k, &src, &strings, NULL, &sample, &nparts);
             if (strings || (how != FUSED_SELECT && how != FUSED_REDUCE && how != FUSED_SELECT_MANY)) {
                 free(src);
+                free(sample);
                 continue;
+            }
+            /* A filter the model plans at run time: its kernel depends on the
+             * sample, so only the sample's kernel is made ahead. */
+            if (sample) {
+                free(src);
+                src = sample;
             }
             if (n == cap) {
                 cap = cap ? 2 * cap : 8;
@@ -978,8 +1068,11 @@ static void gpu_program_begins(rf_backend *be, const rf_hprogram *p)
                 nnames = rf_realloc(nnames, (size_t)cap * sizeof *nnames);
             }
             srcs[n] = src;
-            names[n] = how == FUSED_SELECT ? select_names : how == FUSED_REDUCE ? reduce_names : many_names;
-            nnames[n] = 1;
+            names[n] = sample                        ? sample_names
+                       : how == FUSED_SELECT         ? (nparts > 1 ? part_names : select_names)
+                       : how == FUSED_REDUCE         ? reduce_names
+                                                     : many_names;
+            nnames[n] = sample || how != FUSED_SELECT ? 1 : nparts;
             n++;
         }
     if (n > 0 && !rf_codegen_prefetch(ctx_of(be), n, srcs, names, nnames))
@@ -1034,6 +1127,7 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
     fprintf(f, "  gpu: generated kernels: %zu selections in one pass; reducing gathers: %zu as one kernel, %zu by "
                "the library's kernels\n",
             rf_cuda_select_passes(ctx), g->fused_generated, g->fused_library);
+    rf_cuda_print_select_plans(ctx, f);
 }
 
 static bool gpu_column_sign_uniform(rf_backend *be, const rf_dvar *v, int col)

@@ -28,6 +28,27 @@ a="$("$redfox" explain --cuda "$cases/weaver_selects.lql" 2>&1)"
 grep -qF "// FUSED[3] -> sel3: MAP -> MAP -> MAP" <<<"$a" && grep -qF "members 0..2: one MAP, their code" <<<"$a" &&
   grep -qF "rf_select(RfCols l" <<<"$a" ||
   { echo "FAIL: pattern a: $a"; fail=1; }
+# Select planning (docs/weaver.md s. 5): without data the plan shown is the
+# unchanged filter's order; RF_WEAVE_SELPLAN forces one, emitted as it says
+# (2 & 0 one branch-free group, then 1 under a branch; | a second kernel
+# over row ids); a plan the guard forbids is reported (the run would stop).
+grep -qF "// select plan 0&&1&&2 of the filter's 3 conjuncts: the unchanged filter's order" <<<"$a" &&
+  grep -qF "bool stage_c2(" <<<"$a" || { echo "FAIL: pattern a: no identity plan: $a"; fail=1; }
+a="$(RF_WEAVE_SELPLAN="2&0&&1" "$redfox" explain --cuda "$cases/weaver_selects.lql" 2>&1)"
+grep -qF "// select plan 2&0&&1 of the filter's 3 conjuncts: forced by RF_WEAVE_SELPLAN" <<<"$a" &&
+  grep -qF "g = 1; // 2 & 0" <<<"$a" && grep -qF "rf_select(RfCols l" <<<"$a" ||
+  { echo "FAIL: forced 2&0&&1: $a"; fail=1; }
+a="$(RF_WEAVE_SELPLAN="1|0&2" "$redfox" explain --cuda "$cases/weaver_selects.lql" 2>&1)"
+grep -qF "rf_select_p0(RfCols l" <<<"$a" && grep -qF "rf_select_p1(RfCols l" <<<"$a" &&
+  grep -qF "bool stage_filter_p1(" <<<"$a" || { echo "FAIL: forced split 1|0&2: $a"; fail=1; }
+a="$(RF_WEAVE_SELPLAN="1&&0&&2" "$redfox" explain --cuda "$cases/weaver_selplan.lql" 2>&1)"
+grep -qF "RF_WEAVE_SELPLAN: select plan '1&&0&&2': conjunct 1 can fault" <<<"$a" ||
+  { echo "FAIL: a forbidden plan is not reported: $a"; fail=1; }
+# every legal plan, for RF_WEAVE_SELPLAN (bench/selplan_sweep.py)
+sp="$("$redfox" explain --select-plans "$cases/weaver_selplan.lql" 2>&1)"
+[ "$(grep -c $'^t3\t4\t' <<<"$sp")" = 36 ] && grep -qF "(can fault: stays after the ones before it)" <<<"$sp" &&
+  grep -q $'^bigb\t2\t1&&0$' <<<"$sp" && ! grep -q $'^bigb\t2\t.*|' <<<"$sp" ||
+  { echo "FAIL: --select-plans: $sp"; fail=1; }
 d="$("$redfox" explain --cuda "$cases/weaver_shared_input.lql" 2>&1)"; rc=$?
 [ "$rc" = 0 ] && grep -qF "// FUSED[2] -> o1: MAP -> MAP" <<<"$d" && grep -qF "rf_select_many(RfCols l" <<<"$d" ||
   { echo "FAIL: pattern d (exit $rc): $d"; fail=1; }

@@ -91,6 +91,10 @@ step differential_gpu_dense env RF_CUDA_DENSE=always python3 "$ROOT/tests/differ
 step golden_gpu_unfused python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" --backend gpu --extra-arg=--no-fuse
 step golden_gpu_hash_overflow env RF_CUDA_HASH_SLOTS=8 python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" \
   --backend gpu
+# 3d. Select planning: every legal plan of weaver_selplan's filters forced
+#     (generated kernels follow it: & groups, && early outs, | row-id
+#     kernels), the same answers; forbidden plans refused; chosen plans in --stats.
+step selplan_forced_gpu python3 "$ROOT/tests/weaver/selplan_forced.py" --redfox "$RF" --backend gpu
 step differential_gpu_biz_unfused python3 "$ROOT/tests/differential/run.py" --redfox "$RF" --lang biz \
   --count "$COUNT" --seed 3 --backend gpu --compare-backend cpu --extra-arg=--no-fuse --jobs 16
 

@@ -14,6 +14,7 @@
 #include "../../common/rf_agg_ops.h"
 #include "../../common/rf_scalar_ops.h"
 #include "cuda_internal.h" /* rf_codegen_source, rf_codegen_compile_only, RF_DOP_LOOKUP */
+#include "codegen_plan.h"
 #include "../../primitives/rf_prims.h" /* host references */
 #include "rf_cuda_prims.h"
 #include "../../primitives/rf_prims.h"
@@ -1402,7 +1403,7 @@ static void test_codegen_compiles(void)
         for (int v = 0; v < 4; v++) {
             bool join = v & 1;
             int nkeys = v >> 1 ? 2 : v == 1 ? 1 : 0;
-            char *src = rf_codegen_reduce_source(join, 2, v == 0 ? &filter : NULL, 4, vals, nkeys, 5, fns, arg_val);
+            char *src = rf_codegen_reduce_source(join, 2, v == 0 ? &filter : NULL, 4, vals, nkeys, 5, fns, arg_val, NULL);
             CHECK(src != NULL, "no reducing-gather source (variant %d)", v);
             if (!src)
                 continue;
@@ -1416,7 +1417,7 @@ static void test_codegen_compiles(void)
         }
         /* The selection with its compaction (rf_select). */
         for (int v = 0; v < 3; v++) {
-            char *src = rf_codegen_select_source(v == 2, BQ_NCOLS, v ? &filter : NULL, v ? 4 : 1, vals);
+            char *src = rf_codegen_select_source(v == 2, BQ_NCOLS, v ? &filter : NULL, v ? 4 : 1, vals, NULL);
             CHECK(src && strstr(src, "rf_select("), "no selection source (variant %d)", v);
             char *log = NULL;
             int rc = src ? rf_codegen_compile_only(src, "sm_90", &log) : 0;
@@ -1441,7 +1442,7 @@ static void test_codegen_compiles(void)
         /* An argument that is not among the values: no source. */
         int bad[1] = {7};
         rf_aggfn total = RF_AGG_TOTAL;
-        char *none = rf_codegen_reduce_source(false, 2, NULL, 4, vals, 1, 1, &total, bad);
+        char *none = rf_codegen_reduce_source(false, 2, NULL, 4, vals, 1, 1, &total, bad, NULL);
         CHECK(none == NULL, "an aggregate of a value out of range was generated");
         free(none);
     }
@@ -1858,6 +1859,360 @@ static void test_business_ops(rf_cuda_ctx *c)
            rf_cuda_host_kernels(c));
 }
 
+/* ---- Select planning in generated code (codegen_plan.h) ---- */
+
+/* Appends code b to *a joined by &&. */
+static void and_code(rf_code *a, const rf_code *b)
+{
+    a->ins = rf_realloc(a->ins, (size_t)(a->n + b->n + 1) * sizeof *a->ins);
+    memcpy(a->ins + a->n, b->ins, (size_t)b->n * sizeof *b->ins);
+    a->n += b->n;
+    if (a->n > b->n) {
+        rf_instr *x = &a->ins[a->n++];
+        memset(x, 0, sizeof *x);
+        x->op = RF_EX_AND;
+        x->type = x->arg_type = RF_TYPE_BOOL;
+    }
+}
+
+/* The planner's test filter over the business-query columns, as the device
+ * gets it: 0 id < 1000; 1 like(s, ...) tabulated (COL s, RF_DOP_LOOKUP);
+ * 2 n != 0; 3 id / n > 1 (can fault: pinned after 0, 1, 2). */
+static rf_code selplan_test_filter(void)
+{
+    rf_code f = {0, NULL};
+    rf_expr *c0 = e2(RF_EX_LT, RF_TYPE_BOOL, bq(BQ_ID), ecst(RF_TYPE_INT64, 1000));
+    rf_code x = to_code(c0);
+    and_code(&f, &x);
+    free(x.ins);
+    rf_expr_free(c0);
+    rf_instr look[2] = {{RF_EX_COL, RF_TYPE_STRING, RF_TYPE_STRING, 0, BQ_S, 0},
+                        {RF_DOP_LOOKUP, RF_TYPE_BOOL, RF_TYPE_STRING, 0, 0, 0}};
+    rf_code l = {2, look};
+    and_code(&f, &l);
+    rf_expr *c2 = e2(RF_EX_NE, RF_TYPE_BOOL, bq(BQ_N), ecst(RF_TYPE_INT32, 0));
+    rf_expr *c3 = e2(RF_EX_GT, RF_TYPE_BOOL,
+                     e2(RF_EX_DIV, RF_TYPE_INT64, bq(BQ_ID), e1(RF_EX_CAST, RF_TYPE_INT64, bq(BQ_N))),
+                     ecst(RF_TYPE_INT64, 1));
+    rf_expr *es[2] = {c2, c3};
+    for (int i = 0; i < 2; i++) {
+        x = to_code(es[i]);
+        and_code(&f, &x);
+        free(x.ins);
+        rf_expr_free(es[i]);
+    }
+    return f;
+}
+
+/* Where `what` first occurs in src at or after `from`, -1 if not. */
+static long find_from(const char *src, long from, const char *what)
+{
+    const char *p = from >= 0 ? strstr(src + from, what) : NULL;
+    return p ? (long)(p - src) : -1;
+}
+
+/* Sampling -> plan -> source without a device: the conjuncts of the device
+ * code, forced plans emitted as they say (groups branch-free, && as early
+ * outs, | as row-id kernels), illegal plans refused with the guard's
+ * message, the model's choice legal, and every source compiles. */
+static void test_selplan_codegen(void)
+{
+    rf_code filter = selplan_test_filter();
+    rf_status st;
+    rf_status_init(&st);
+    rf_cg_plan pl;
+    int nc = rf_cg_plan_split(&filter, &pl, &st);
+    CHECK(nc == 4, "test filter: %d conjuncts, expected 4 (%s)", nc, st.message);
+    if (nc != 4) {
+        free(filter.ins);
+        return;
+    }
+    CHECK(!rf_selconj_pinned(&pl.split.conj[0]) && !rf_selconj_pinned(&pl.split.conj[1]) &&
+              !rf_selconj_pinned(&pl.split.conj[2]) && pl.split.conj[3].can_fault,
+          "pinned conjuncts: only the division may fault (a lookup does not)");
+    CHECK(pl.split.conj[1].code.n == 2 && pl.split.conj[1].code.ins[1].op == RF_DOP_LOOKUP,
+          "the lookup conjunct keeps its device code");
+    CHECK(pl.split.conj[1].ops[RF_SELOP_STR] == 1, "a lookup costs as a string function");
+    rf_cg_plan_free(&pl);
+
+    /* A forced split plan: kernel 0 evaluates 2, then (under a branch) 1 & 0
+     * branch-free; kernel 1 evaluates 3 over the row ids. */
+    rf_code proj[2];
+    rf_expr *pe[2] = {bq(BQ_ID), bq(BQ_D)};
+    for (int i = 0; i < 2; i++)
+        proj[i] = to_code(pe[i]);
+    int compiled = 0;
+    setenv("RF_WEAVE_SELPLAN", "2&&1&0|3", 1);
+    rf_cg_plan_split(&filter, &pl, &st);
+    CHECK(rf_cg_plan_forced(&pl, true, &st) == 1 && pl.forced && pl.nparts == 2 && pl.part_start[1] == 3,
+          "forced 2&&1&0|3: %s (%d parts)", st.message, pl.nparts);
+    char *src = rf_codegen_select_source(false, BQ_NCOLS, &filter, 2, proj, &pl);
+    CHECK(src != NULL, "no planned selection source");
+    if (src) {
+        long p0 = find_from(src, 0, "bool stage_filter_p0("), p1 = find_from(src, 0, "bool stage_filter_p1(");
+        CHECK(find_from(src, 0, "// select plan 2&&1&0|3") >= 0, "the plan is not named in the source");
+        CHECK(p0 >= 0 && p1 > p0, "no filter per kernel of the plan");
+        long c2 = find_from(src, p0, "stage_c2("), out0 = find_from(src, p0, "if (!g) return true; // &&");
+        long g10 = find_from(src, p0, "g = 1; // 1 & 0\n"), c1 = find_from(src, p0, "stage_c1(");
+        long c0 = find_from(src, p0, "stage_c0("), c3 = find_from(src, p0, "stage_c3(");
+        CHECK(c2 > p0 && out0 > c2 && g10 > out0 && c1 > g10 && c0 > c1 && c0 < p1 && c3 > p1,
+              "kernel 0 must test 2, return early, then 1 & 0 as one group; conjunct 3 only in kernel 1");
+        CHECK(find_from(src, g10, "if (!g) return true;") > c0, "1 & 0: no branch between them");
+        CHECK(find_from(src, 0, "rf_select_p0(") >= 0 && find_from(src, 0, "rf_select_p1(") >= 0 &&
+                  find_from(src, 0, "rid_out[dst] = (uint32_t)o;") >= 0 &&
+                  find_from(src, 0, "(uint64_t)rid_in[t]") >= 0,
+              "a split plan needs a kernel per part passing row ids");
+        char *log = NULL;
+        int rc = rf_codegen_compile_only(src, "sm_90", &log);
+        CHECK(rc != 0, "NVRTC rejected a planned selection (split):\n%s", log ? log : "");
+        compiled += rc == 1;
+        free(log);
+        free(src);
+    }
+    /* The reducing gather is one kernel: the forced | runs as &&. */
+    rf_cg_plan_free(&pl);
+    rf_cg_plan_split(&filter, &pl, &st);
+    CHECK(rf_cg_plan_forced(&pl, false, &st) == 1 && pl.nparts == 1 && pl.splits_dropped,
+          "a forced | without splits: one kernel, noted");
+    {
+        rf_aggfn fns[2] = {RF_AGG_COUNT, RF_AGG_TOTAL};
+        int arg_val[2] = {-1, 0};
+        src = rf_codegen_reduce_source(false, BQ_NCOLS, &filter, 2, proj, 1, 2, fns, arg_val, &pl);
+        CHECK(src && find_from(src, 0, "bool stage_filter(") >= 0 && find_from(src, 0, "stage_filter_p") < 0 &&
+                  find_from(src, 0, "// select plan 2&&1&0&&3") >= 0,
+              "planned reducing gather: one filter of the plan with its | as &&");
+        char *log = NULL;
+        int rc = src ? rf_codegen_compile_only(src, "sm_90", &log) : 0;
+        CHECK(rc != 0, "NVRTC rejected a planned reducing gather:\n%s", log ? log : "");
+        compiled += rc == 1;
+        free(log);
+        free(src);
+    }
+    rf_cg_plan_free(&pl);
+    /* Branch-free first: 2 & 0 (both computed), then 1, then 3. */
+    setenv("RF_WEAVE_SELPLAN", "2&0&&1&&3", 1);
+    rf_cg_plan_split(&filter, &pl, &st);
+    CHECK(rf_cg_plan_forced(&pl, true, &st) == 1 && pl.nparts == 1, "forced 2&0&&1&&3: %s", st.message);
+    rf_status_init(&st);
+    src = rf_codegen_select_source(true, 3, &filter, 2, proj, &pl);
+    if (src) {
+        long f = find_from(src, 0, "bool stage_filter(");
+        long g = find_from(src, f, "g = 1; // 2 & 0\n"), a = find_from(src, g, "stage_c2(");
+        long b = find_from(src, a, "stage_c0("), br = find_from(src, g, "if (!g) return true;");
+        CHECK(f >= 0 && g > f && a > g && b > a && br > b && find_from(src, 0, "rf_select(") >= 0,
+              "2&0: one group, 2 before 0, no branch between");
+        char *log = NULL;
+        int rc = rf_codegen_compile_only(src, "sm_90", &log);
+        CHECK(rc != 0, "NVRTC rejected a planned selection (join):\n%s", log ? log : "");
+        compiled += rc == 1;
+        free(log);
+        free(src);
+    } else {
+        CHECK(false, "no planned join selection source");
+    }
+    /* The sampling kernel: every conjunct on its own. */
+    src = rf_codegen_selsample_source(false, BQ_NCOLS, &pl);
+    CHECK(src && find_from(src, 0, "rf_selsample(") >= 0 && find_from(src, 0, "#define NC 4") >= 0 &&
+              find_from(src, 0, "stage_c3(l, i, r, j, env, &v) && v") >= 0,
+          "sampling source");
+    if (src) {
+        char *log = NULL;
+        int rc = rf_codegen_compile_only(src, "sm_90", &log);
+        CHECK(rc != 0, "NVRTC rejected the sampling kernel:\n%s", log ? log : "");
+        compiled += rc == 1;
+        free(log);
+        free(src);
+    }
+    rf_cg_plan_free(&pl);
+    /* The guard: illegal forced plans are errors that say why. */
+    static const struct { const char *plan, *why; } bad[] = {
+        {"3&&0&&1&&2", "conjunct 3 can fault"},
+        {"0&&1&&2&3", "not &"},
+        {"0&&3&&1&&2", "conjunct 3 can fault"},
+        {"0&&1&&2", NULL}, /* another number of conjuncts: not this filter's, ignored */
+        {"0&&x", "expected a conjunct number"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        setenv("RF_WEAVE_SELPLAN", bad[i].plan, 1);
+        rf_status_init(&st);
+        rf_cg_plan_split(&filter, &pl, &st);
+        int rc = rf_cg_plan_forced(&pl, true, &st);
+        if (bad[i].why)
+            CHECK(rc == -1 && strstr(st.message, bad[i].why) && strstr(st.message, "RF_WEAVE_SELPLAN"),
+                  "plan %s: rc %d, message '%s' (expected '%s')", bad[i].plan, rc, st.message, bad[i].why);
+        else
+            CHECK(rc == 0, "plan %s names 3 conjuncts: not forced on a filter of 4 (rc %d)", bad[i].plan, rc);
+        rf_cg_plan_free(&pl);
+    }
+    unsetenv("RF_WEAVE_SELPLAN");
+    /* No sample: the unchanged filter; a sample: the model's legal choice,
+     * the selective cheap conjunct early, the division after 0 only. */
+    rf_selcalib cal;
+    rf_selcalib_defaults(&cal);
+    rf_cg_plan_split(&filter, &pl, &st);
+    CHECK(rf_cg_plan_forced(&pl, true, &st) == 0, "RF_WEAVE_SELPLAN unset: nothing forced");
+    CHECK(rf_cg_plan_choose(&pl, NULL, 0, 1e8, true, &cal, &st), "identity: %s", st.message);
+    char text[RF_SELPLAN_FMT_MAX];
+    CHECK(strcmp(rf_selplan_format(&pl.plan, text, sizeof text), "0&&1&&2&&3") == 0, "no sample: %s", text);
+    double sel[4] = {0.9, 0.5, 0.05, 0.5};
+    CHECK(rf_cg_plan_choose(&pl, sel, 65536, 1e8, true, &cal, &st), "choose: %s", st.message);
+    CHECK(rf_selplan_legal(&pl.plan, pl.split.conj, &st) && pl.plan.order[3] == 3 && pl.sampled &&
+              pl.model_ns <= pl.identity_ns * (1 + 1e-9),
+          "the model's plan %s: legal, the division at its place, no dearer than the unchanged filter",
+          rf_selplan_format(&pl.plan, text, sizeof text));
+    char *note = rf_cg_plan_note(&pl);
+    CHECK(strstr(note, "chosen: sampled sel 0.900 0.500 0.050 0.500 of 65536 rows") != NULL, "note: %s", note);
+    free(note);
+    src = rf_codegen_select_source(false, BQ_NCOLS, &filter, 2, proj, &pl);
+    if (src) {
+        char *log = NULL;
+        int rc = rf_codegen_compile_only(src, "sm_90", &log);
+        CHECK(rc != 0, "NVRTC rejected the model's planned selection:\n%s", log ? log : "");
+        compiled += rc == 1;
+        free(log);
+        free(src);
+    }
+    rf_cg_plan_free(&pl);
+    for (int i = 0; i < 2; i++) {
+        free(proj[i].ins);
+        rf_expr_free(pe[i]);
+    }
+    free(filter.ins);
+    printf("select planning codegen: %d planned sources compiled with NVRTC (sm_90)\n", compiled);
+}
+
+/* Every legal plan of a filter with a faulting conjunct, forced on the
+ * device, gives the library's rows in the library's order (rf_prim_map on
+ * the host), and the sampled choice too; an illegal forced plan fails
+ * with the guard's message. Rows where y = 0 fault if the division runs
+ * before y != 0 holds. The same for a keyless count (the reducing gather:
+ * one-part plans). */
+/* d holds exactly want's rows in want's order. */
+static void expect_table(rf_cuda_ctx *c, const rf_drel *d, const char *what, const rf_table *want)
+{
+    rf_word *exp = table_rows(want);
+    expect_rel(c, d, exp, want->nrows, want->arity, false, what);
+    free(exp);
+}
+
+typedef struct plan_list {
+    char text[256][RF_SELPLAN_FMT_MAX];
+    int n;
+} plan_list;
+
+static void list_plan(const rf_selplan *p, void *ctx)
+{
+    plan_list *l = ctx;
+    if (l->n < 256)
+        rf_selplan_format(p, l->text[l->n++], RF_SELPLAN_FMT_MAX);
+}
+
+static void test_selplan_device(rf_cuda_ctx *c)
+{
+    rf_type L = RF_TYPE_INT64, B = RF_TYPE_BOOL;
+    /* columns: 0 a, 1 y (0 on a fifth of the rows), 2 b */
+    size_t n = 300000;
+    rf_table t;
+    rf_table_init(&t, 3);
+    rf_table_resize(&t, n);
+    for (size_t i = 0; i < n; i++) {
+        t.cols[0][i] = rf_word_from_int((int64_t)(rnd() % 1000));
+        t.cols[1][i] = rf_word_from_int((int64_t)(rnd() % 5));
+        t.cols[2][i] = rf_word_from_int((int64_t)(rnd() % 100));
+    }
+    rf_expr *es[4] = {
+        e2(RF_EX_NE, B, ecol(L, 1), ecst(L, 0)),
+        e2(RF_EX_GT, B, e2(RF_EX_DIV, L, ecol(L, 0), ecol(L, 1)), ecst(L, 100)),
+        e2(RF_EX_LT, B, ecol(L, 2), ecst(L, 30)),
+        e2(RF_EX_GE, B, ecol(L, 0), ecst(L, 200)),
+    };
+    rf_code filter = {0, NULL};
+    for (int i = 0; i < 4; i++) {
+        rf_code x = to_code(es[i]);
+        and_code(&filter, &x);
+        free(x.ins);
+        rf_expr_free(es[i]);
+    }
+    rf_expr *pe[2] = {ecol(L, 2), ecol(L, 0)};
+    rf_code proj[2] = {to_code(pe[0]), to_code(pe[1])};
+    rf_status st;
+    rf_status_init(&st);
+    rf_table want;
+    bool ok = rf_prim_map(&t, &filter, 2, proj, &want, &st);
+    CHECK(ok, "host reference: %s", st.message);
+    rf_drel din;
+    upload(c, &din, &t);
+    rf_cuda_set_codegen(c, true);
+    rf_selsplit split;
+    rf_selplan_split(&filter, &split, &st);
+    plan_list *plans = rf_calloc(1, sizeof *plans);
+    int all = rf_selplan_enumerate(split.conj, split.n, true, list_plan, plans);
+    /* 0 and 1 first (the division after y != 0, joined by && or |), 2 and 3 in
+     * either order after them, any connectors: 2 x 2 x 3 x 3 */
+    CHECK(all == plans->n && all == 36, "legal plans of the test filter: %d, expected 36", all);
+    int runs = 0;
+    for (int k = -1; ok && k < plans->n; k++) {
+        if (k >= 0)
+            setenv("RF_WEAVE_SELPLAN", plans->text[k], 1);
+        else
+            unsetenv("RF_WEAVE_SELPLAN"); /* sampled: the model's choice */
+        rf_drel dout;
+        rf_drel_init(&dout, 2);
+        rf_status_init(&st);
+        bool gpu_ok = rf_cuda_map(c, &din, &filter, 2, proj, &dout, "selplan out", &st);
+        CHECK(gpu_ok, "plan %s: %s", k >= 0 ? plans->text[k] : "(chosen)", st.message);
+        if (gpu_ok)
+            expect_table(c, &dout, k >= 0 ? plans->text[k] : "chosen plan", &want);
+        rf_drel_free(c, &dout);
+        runs++;
+        /* The reducing gather: a count of the rows kept. */
+        rf_aggfn cnt = RF_AGG_COUNT;
+        rf_type rt = L;
+        rf_code none = {0, NULL};
+        rf_drel dred;
+        rf_drel_init(&dred, 1);
+        bool done = false;
+        rf_status_init(&st);
+        gpu_ok = rf_cuda_fused_reduce(c, &din, NULL, 0, &filter, 2, proj, 0, 1, &cnt, &rt, &none, &dred, &done,
+                                      "selplan count", &st);
+        CHECK(gpu_ok, "reduce, plan %s: %s", k >= 0 ? plans->text[k] : "(chosen)", st.message);
+        if (gpu_ok && done) {
+            rf_table got;
+            rf_table_init(&got, 1);
+            CHECK(rf_drel_download(c, &dred, &got, &st) && got.nrows == 1 &&
+                      rf_word_to_int(got.cols[0][0]) == (int64_t)want.nrows,
+                  "reduce, plan %s: count %" PRId64 ", expected %zu", k >= 0 ? plans->text[k] : "(chosen)",
+                  got.nrows ? rf_word_to_int(got.cols[0][0]) : -1, want.nrows);
+            rf_table_free(&got);
+        }
+        rf_drel_free(c, &dred);
+    }
+    /* Illegal: the division before y != 0 holds. */
+    setenv("RF_WEAVE_SELPLAN", "1&&0&&2&&3", 1);
+    rf_drel dout;
+    rf_drel_init(&dout, 2);
+    rf_status_init(&st);
+    CHECK(!rf_cuda_map(c, &din, &filter, 2, proj, &dout, "selplan out", &st) &&
+              strstr(st.message, "RF_WEAVE_SELPLAN") && strstr(st.message, "can fault"),
+          "an illegal forced plan must fail with the guard's message (got '%s')", st.message);
+    rf_drel_free(c, &dout);
+    unsetenv("RF_WEAVE_SELPLAN");
+    rf_cuda_print_select_plans(c, stdout);
+    printf("select plans on the device: %d runs (every legal plan and the chosen one), %zu rows kept of %zu\n", runs,
+           want.nrows, n);
+    rf_cuda_set_codegen(c, false);
+    free(plans);
+    rf_selsplit_free(&split);
+    rf_drel_free(c, &din);
+    rf_table_free(&want);
+    rf_table_free(&t);
+    free(filter.ins);
+    for (int i = 0; i < 2; i++) {
+        free(proj[i].ins);
+        rf_expr_free(pe[i]);
+    }
+}
+
 int main(int argc, char **argv)
 {
     size_t bench_n = 0;
@@ -1868,6 +2223,7 @@ int main(int argc, char **argv)
             g_rng = strtoull(argv[i], NULL, 10) | 1;
     }
     test_codegen_compiles(); /* NVRTC only: no device needed */
+    test_selplan_codegen();
     test_device_model();
     if (rf_cuda_device_count() <= 0) {
         printf("skipped: no CUDA device\n");
@@ -1908,6 +2264,7 @@ int main(int argc, char **argv)
         test_aggregate(c, strs, 10);
         test_aggregate_multi(c, strs, 10);
         test_business_ops(c);
+        test_selplan_device(c);
         if (!getenv("RF_GPU_TEST_SKIP_OOM")) /* sanitizers report the planted OOM */
             test_oom(c);
     }

@@ -757,6 +757,165 @@ static void test_fault_guard(void)
     rf_expr_free(e);
 }
 
+/* ---- enumeration, lazy ANDs, the environment check ---- */
+
+typedef struct seen_plans {
+    const rf_selconj *conj;
+    char text[1024][RF_SELPLAN_FMT_MAX];
+    int n;
+    bool all_legal;
+} seen_plans;
+
+static void remember_plan(const rf_selplan *p, void *ctx)
+{
+    seen_plans *sp = ctx;
+    rf_status st;
+    rf_status_init(&st);
+    sp->all_legal &= rf_selplan_legal(p, sp->conj, &st);
+    if (sp->n < 1024)
+        rf_selplan_format(p, sp->text[sp->n++], RF_SELPLAN_FMT_MAX);
+}
+
+static int cmp_text(const void *a, const void *b) { return strcmp(a, b); }
+
+/* Every plan rf_selplan_enumerate visits is legal, none twice, and it
+ * visits as many as brute force over all orders and connectors finds legal. */
+static void test_enumerate(void)
+{
+    rf_selconj free3[3] = {conj_on(1, g_col0, false), conj_on(1, g_col1, false), conj_on(2, g_cols01, false)};
+    rf_selconj pinned4[4] = {conj_on(1, g_col0, false), conj_on(1, g_col1, false), conj_on(1, g_col1, true),
+                             conj_on(1, g_col0, false)};
+    const rf_selconj *sets[2] = {free3, pinned4};
+    int ns[2] = {3, 4};
+    static seen_plans sp;
+    for (int t = 0; t < 2; t++)
+        for (int split = 0; split < 2; split++) {
+            memset(&sp, 0, sizeof sp);
+            sp.conj = sets[t];
+            sp.all_legal = true;
+            int n = ns[t], got = rf_selplan_enumerate(sets[t], n, split, remember_plan, &sp);
+            CU_ASSERT_EQUAL(got, sp.n);
+            CU_ASSERT_TRUE(sp.all_legal);
+            qsort(sp.text, (size_t)sp.n, sizeof sp.text[0], cmp_text);
+            for (int i = 1; i < sp.n; i++)
+                CU_ASSERT(strcmp(sp.text[i - 1], sp.text[i]) != 0);
+            /* brute force: every permutation (distinct base-n digits) x connector word */
+            int perms[24][4], np = 0, words = 1;
+            for (int i = 0; i < n; i++)
+                words *= n;
+            for (int w = 0; w < words; w++) {
+                int x[4], distinct = 1;
+                for (int u = 0, v = w; u < n; u++, v /= n)
+                    x[u] = v % n;
+                for (int u = 0; u < n; u++)
+                    for (int v = 0; v < u; v++)
+                        distinct &= x[u] != x[v];
+                if (distinct)
+                    memcpy(perms[np++], x, sizeof x);
+            }
+            CU_ASSERT_EQUAL(np, n == 4 ? 24 : 6);
+            int kinds = split ? 3 : 2, combos = 1, legal = 0;
+            for (int i = 0; i + 1 < n; i++)
+                combos *= kinds;
+            rf_status st;
+            for (int q = 0; q < np; q++)
+                for (int c = 0; c < combos; c++) {
+                    rf_selplan p;
+                    rf_selplan_identity(n, &p);
+                    memcpy(p.order, perms[q], (size_t)n * sizeof(int));
+                    for (int i = 0, w = c; i + 1 < n; i++, w /= kinds)
+                        p.conn[i] = (uint8_t)(w % kinds);
+                    rf_status_init(&st);
+                    legal += rf_selplan_legal(&p, sets[t], &st);
+                }
+            CU_ASSERT_EQUAL(got, legal);
+        }
+    CU_ASSERT_EQUAL(rf_selplan_enumerate(free3, 3, true, NULL, NULL), 6 * 9);
+    CU_ASSERT_EQUAL(rf_selplan_enumerate(free3, 3, false, NULL, NULL), 6 * 4);
+    CU_ASSERT_EQUAL(rf_selplan_enumerate(free3, RF_SELPLAN_EXHAUSTIVE_MAX + 1, true, NULL, NULL), -1);
+}
+
+/* IF(a, b, false), how weaver/compose.c joins a chain's filters, splits as
+ * a && b; other IFs are conjuncts of their own. The rebuilt && chain means
+ * what the IF did on every row (faults included). */
+static void test_lazy_and(void)
+{
+    rf_expr *fls = rf_expr_const(RF_TYPE_BOOL, 0);
+    rf_expr *e = ifte(RF_TYPE_BOOL, ifte(RF_TYPE_BOOL, cmp(RF_EX_NE, col(1), i64(0)),
+                                         cmp(RF_EX_GT, bin(RF_EX_DIV, RF_TYPE_INT64, col(0), col(1)), i64(1)),
+                                         rf_expr_clone(fls)),
+                      and_(cmp(RF_EX_LT, col(2), i64(3)), cmp(RF_EX_GE, col(0), i64(-2))), fls);
+    rf_code code;
+    rf_code_from_expr(&code, e);
+    rf_selsplit s;
+    rf_status st;
+    rf_status_init(&st);
+    CU_ASSERT_TRUE_FATAL(rf_selplan_split(&code, &s, &st));
+    CU_ASSERT_EQUAL_FATAL(s.n, 4);
+    CU_ASSERT(!s.conj[0].can_fault && s.conj[1].can_fault && !s.conj[2].can_fault && !s.conj[3].can_fault);
+    fill_data();
+    int order[4] = {0, 1, 3, 2};
+    rf_code moved;
+    rf_selplan_rebuild(s.conj, order, 4, &moved);
+    static bool ka[ROWS], kb[ROWS];
+    static rf_word va[ROWS], vb[ROWS];
+    eval_each(&code, 0, ROWS, ka, va);
+    eval_each(&moved, 0, ROWS, kb, vb);
+    int holds = 0;
+    for (int r = 0; r < ROWS; r++) {
+        CU_ASSERT_EQUAL(ka[r], kb[r]);
+        if (ka[r] && kb[r]) {
+            CU_ASSERT_EQUAL(va[r] != 0, vb[r] != 0);
+            holds += va[r] != 0;
+        }
+    }
+    CU_ASSERT(holds > 0 && holds < ROWS);
+    rf_code_free(&moved);
+    rf_selsplit_free(&s);
+    rf_code_free(&code);
+    rf_expr_free(e);
+    /* Not lazy ANDs: IF(a, b, true), and an IF of integers. */
+    rf_expr *others[2] = {
+        ifte(RF_TYPE_BOOL, cmp(RF_EX_NE, col(1), i64(0)), cmp(RF_EX_LT, col(0), i64(1)),
+             rf_expr_const(RF_TYPE_BOOL, 1)),
+        ifte(RF_TYPE_INT64, cmp(RF_EX_NE, col(1), i64(0)), col(0), i64(0)),
+    };
+    for (int i = 0; i < 2; i++) {
+        rf_code_from_expr(&code, others[i]);
+        CU_ASSERT_TRUE(rf_selplan_split(&code, &s, &st));
+        CU_ASSERT_EQUAL(s.n, 1);
+        rf_selsplit_free(&s);
+        rf_code_free(&code);
+        rf_expr_free(others[i]);
+    }
+}
+
+/* rf_selplan_env_check: the backends' check of a fused chain's filter. */
+static void test_env_check(void)
+{
+    rf_expr *e = guarded_division();
+    rf_code code;
+    rf_code_from_expr(&code, e);
+    rf_status st;
+    rf_status_init(&st);
+    unsetenv("RF_WEAVE_SELPLAN");
+    CU_ASSERT_TRUE(rf_selplan_env_check(&code, &st));
+    setenv("RF_WEAVE_SELPLAN", "0&&1", 1);
+    CU_ASSERT_TRUE(rf_selplan_env_check(&code, &st));
+    setenv("RF_WEAVE_SELPLAN", "2&&0&&1", 1); /* another filter's */
+    CU_ASSERT_TRUE(rf_selplan_env_check(&code, &st));
+    setenv("RF_WEAVE_SELPLAN", "1&&0", 1);
+    CU_ASSERT_FALSE(rf_selplan_env_check(&code, &st));
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.message, "RF_WEAVE_SELPLAN: select plan '1&&0': conjunct 1 can fault"));
+    CU_ASSERT_EQUAL(st.code, RF_EXIT_RUNTIME_ERROR);
+    rf_status_init(&st);
+    setenv("RF_WEAVE_SELPLAN", "1&", 1);
+    CU_ASSERT_FALSE(rf_selplan_env_check(&code, &st));
+    unsetenv("RF_WEAVE_SELPLAN");
+    rf_code_free(&code);
+    rf_expr_free(e);
+}
+
 /* ---- plan text ---- */
 static void test_parse_format(void)
 {
@@ -940,6 +1099,9 @@ int main(void)
     CU_add_test(s, "the paper's plan shapes", test_paper_shapes);
     CU_add_test(s, "fault guard", test_fault_guard);
     CU_add_test(s, "plan text and RF_WEAVE_SELPLAN", test_parse_format);
+    CU_add_test(s, "every legal plan enumerated", test_enumerate);
+    CU_add_test(s, "IF(a, b, false) splits as a && b", test_lazy_and);
+    CU_add_test(s, "RF_WEAVE_SELPLAN checked against a filter", test_env_check);
     CU_add_test(s, "calibration file", test_calib_file);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
