@@ -181,7 +181,7 @@ static bool fuse = true;
 static bool weave(rf_hprogram *hp)
 {
     if (fuse) {
-        rf_weave_opts wo = {.reduce = true};
+        rf_weave_opts wo = {.reduce = true, .set = true};
         rf_weave(hp, &wo, NULL);
     } else {
         rf_unweave(hp);

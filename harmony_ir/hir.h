@@ -100,10 +100,18 @@ typedef enum rf_gather {
     RF_GATHER_NONE,     /* output written in place */
     RF_GATHER_COMPACT,  /* per-piece counts -> prefix sum -> concatenation */
     RF_GATHER_MERGE,    /* per-piece sorted runs merged (SORT) */
-    RF_GATHER_REDUCE    /* FUSED only, ending SORT -> AGG: the rows fold into
+    RF_GATHER_REDUCE,   /* FUSED only, ending SORT -> AGG: the rows fold into
                            per-group accumulators as they are made, without
                            the sort (every aggregate order-insensitive and
                            the SORT's input duplicate-free; see verify.c) */
+    RF_GATHER_SET       /* FUSED only, ending `s := SORT t` where t is the
+                           unsorted result of the member before (a JOIN
+                           chain): the backend may set t's rows as bits of
+                           a dense set over their value ranges, which is s
+                           (sorted and distinct by construction), so t is
+                           never written; or, when no frame fits, write t
+                           and run the SORT. Numbered after REDUCE so that
+                           the earlier gathers keep their numbers */
 } rf_gather;
 
 /* How a member of a fused group depends on the member that made its input
@@ -241,11 +249,16 @@ bool rf_hir_verify(const rf_hprogram *p, rf_status *st);
  * so the output is whole or absent. The reader validates every field and
  * then runs rf_hir_verify; it never trusts a length or an index. */
 #define RF_HIR_MAGIC "RFOXHIR"
-#define RF_HIR_VERSION 5   /* 2: RF_K_CHECK_KEYS; 3: origins, input paths
+#define RF_HIR_VERSION 6   /* 2: RF_K_CHECK_KEYS; 3: origins, input paths
                               relative to the .rfx, several aggregates per
                               AGG, output order and limit; 4: RF_EX_ROWID
                               (operator numbers moved); 5: RF_K_FUSED,
-                              RF_GATHER_REDUCE, internal variables */
+                              RF_GATHER_REDUCE, internal variables; 6:
+                              RF_GATHER_SET (a format-5 file has its JOIN ->
+                              SORT pairs unwoven, and the GPU backend now
+                              joins into a dense set only through that
+                              gather: such a file would run correctly but
+                              without it, so it is compiled again) */
 bool rf_hir_save(const rf_hprogram *p, const char *path, rf_status *st);
 uint8_t *rf_hir_serialize(const rf_hprogram *p, size_t *len_out);
 rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st);

@@ -127,7 +127,7 @@ static void print_code(FILE *out, const rf_code *c, const char *absent)
 void rf_code_print(FILE *out, const rf_code *c) { print_code(out, c, "true"); }
 
 static const char *const part_names[] = {"none", "even", "key-range", "group"};
-static const char *const gather_names[] = {"none", "compact", "merge", "reduce"};
+static const char *const gather_names[] = {"none", "compact", "merge", "reduce", "set"};
 static const char *const dep_names[] = {"thread", "cta", "kernel"};
 static const char *const agg_names[] = {"none", "count", "total", "min", "max", "avg", "count_distinct"};
 
@@ -146,7 +146,7 @@ static void print_fused(FILE *out, const rf_hprogram *p, const rf_kernel *k, con
         fprintf(out, "%s%s", i ? ", " : " ", var_name(p, f->in[i]));
     fprintf(out, "  partition=%s gather=%s",
             (unsigned)k->partition <= RF_PART_GROUP ? part_names[k->partition] : "?",
-            (unsigned)k->gather <= RF_GATHER_REDUCE ? gather_names[k->gather] : "?");
+            (unsigned)k->gather <= RF_GATHER_SET ? gather_names[k->gather] : "?");
     if (k->nfree > 0) {
         fputs("  free:", out);
         for (int i = 0; i < k->nfree; i++)
@@ -157,6 +157,16 @@ static void print_fused(FILE *out, const rf_hprogram *p, const rf_kernel *k, con
     snprintf(inner, sizeof inner, "%s  |", indent);
     for (int i = 0; i < f->nmembers && f->members; i++)
         print_kernel(out, p, &f->members[i], inner);
+    /* what the group's own gather does with its last members */
+    int at = f->nmembers - (k->gather == RF_GATHER_SET ? 1 : 2);   /* the SORT a gather takes over */
+    const rf_kernel *sort = at >= 0 && f->members ? &f->members[at] : NULL;
+    if (sort && sort->op == RF_K_SORT && k->gather == RF_GATHER_SET)
+        fprintf(out, "%s  | gather=set: %s's rows go into a dense set (%s: sorted, distinct) when their value ranges "
+                     "fit one, else are written and sorted\n",
+                indent, var_name(p, sort->in[0]), var_name(p, sort->out));
+    else if (sort && sort->op == RF_K_SORT && k->gather == RF_GATHER_REDUCE)
+        fprintf(out, "%s  | gather=reduce: %s's rows fold into their groups as they are made, never sorted\n",
+                indent, var_name(p, sort->in[0]));
     fprintf(out, "%s  | internal:%s", indent, f->nedges > 0 ? "" : " none (branches sharing their inputs)");
     for (int e = 0; e < f->nedges && f->edges; e++)
         fprintf(out, "%s %s (%d->%d %s)", e ? "," : "", var_name(p, f->edges[e].var), f->edges[e].from,
@@ -206,7 +216,7 @@ static void print_kernel(FILE *out, const rf_hprogram *p, const rf_kernel *k, co
         fputs("}", out);
     }
     fprintf(out, " gather=%s",
-            (unsigned)k->gather <= RF_GATHER_REDUCE ? gather_names[k->gather] : "?");
+            (unsigned)k->gather <= RF_GATHER_SET ? gather_names[k->gather] : "?");
     if (k->nfree > 0) {
         fputs("  free:", out);
         for (int i = 0; i < k->nfree; i++)

@@ -375,7 +375,7 @@ static void get_kernel(rd *r, rf_kernel *k, bool member)
     k->in[1] = get_i32(r, "kernel input");
     k->nkeys = get_i32(r, "kernel key count");
     k->partition = (rf_partition)get_enum(r, RF_PART_GROUP, "partition stage");
-    k->gather = (rf_gather)get_enum(r, RF_GATHER_REDUCE, "gather stage");
+    k->gather = (rf_gather)get_enum(r, RF_GATHER_SET, "gather stage");
     get_code(r, &k->filter, "filter code");
     int np = get_count(r, 4, "projection");
     if (!r->failed && np > 0) {

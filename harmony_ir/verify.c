@@ -149,8 +149,8 @@ static bool check_kernel(vctx *c, const rf_kernel *k)
     if ((unsigned)k->op >= RF_K_COUNT_)
         return bad(c, "bad op %d", (int)k->op);
     const char *name = rf_kop_name(k->op);
-    if ((unsigned)k->partition > RF_PART_GROUP || (unsigned)k->gather > RF_GATHER_REDUCE ||
-        (k->gather == RF_GATHER_REDUCE && k->op != RF_K_FUSED))
+    if ((unsigned)k->partition > RF_PART_GROUP || (unsigned)k->gather > RF_GATHER_SET ||
+        ((k->gather == RF_GATHER_REDUCE || k->gather == RF_GATHER_SET) && k->op != RF_K_FUSED))
         return bad(c, "%s: bad partition/gather stage", name);
     if ((k->op == RF_K_FUSED) != (k->fused != NULL))
         return bad(c, "%s: %s", name, k->fused ? "holds fused members" : "has no members");
@@ -393,6 +393,24 @@ static bool check_reduce(vctx *c, const rf_fused *f)
     return true;
 }
 
+/* RF_GATHER_SET: the group ends `s := SORT t`, t being the rows the member
+ * before it makes (a MAP or JOIN: unsorted) and internal to the group, so
+ * that nothing but the SORT ever sees t. Then t's rows may go straight
+ * into a dense set over their value ranges: a set is sorted and holds no
+ * duplicate, which is what the SORT makes of t whatever order and
+ * repetitions the rows come in, so no duplicate-freedom is needed (unlike
+ * REDUCE, which counts rows). The backend may also write t and sort it. */
+static bool check_set(vctx *c, const rf_fused *f)
+{
+    const rf_kernel *rows = &f->members[f->nmembers - 2], *sort = &f->members[f->nmembers - 1];
+    if (sort->op != RF_K_SORT || (rows->op != RF_K_MAP && rows->op != RF_K_JOIN) || sort->in[0] != rows->out)
+        return bad(c, "FUSED: a set gather must end with a SORT of the rows the member before it (a MAP or JOIN) "
+                      "makes");
+    if (!c->p->vars[rows->out].internal)
+        return bad(c, "FUSED: a set gather's rows (%s) must be internal to the group", c->p->vars[rows->out].name);
+    return true;
+}
+
 bool rf_fused_reduce_legal(const rf_hprogram *p, const rf_fused *f)
 {
     rf_status st;
@@ -445,8 +463,8 @@ static bool check_fused(vctx *c, const rf_kernel *k)
         if (m->op == RF_K_LOAD || m->op == RF_K_COPY || m->op == RF_K_CLEAR || m->op == RF_K_CHECK_KEYS ||
             m->op == RF_K_FUSED || (unsigned)m->op >= RF_K_COUNT_ || m->fused)
             return bad(c, "a %s kernel cannot be a member of a fused kernel", rf_kop_name(m->op));
-        if (m->nfree != 0 || m->gather == RF_GATHER_REDUCE)
-            return bad(c, "a member has its own free list or a reducing gather");
+        if (m->nfree != 0 || m->gather == RF_GATHER_REDUCE || m->gather == RF_GATHER_SET)
+            return bad(c, "a member has its own free list or a group's gather");
         if (!check_kernel(c, m))
             return false;
         for (int j = 0; j < 2; j++) {
@@ -492,8 +510,10 @@ static bool check_fused(vctx *c, const rf_kernel *k)
     }
     if (k->gather == RF_GATHER_REDUCE)
         return check_reduce(c, f);
+    if (k->gather == RF_GATHER_SET)
+        return check_set(c, f);
     if (k->gather != f->members[f->nmembers - 1].gather)
-        return bad(c, "FUSED: gather %d is neither the last member's nor reduce", (int)k->gather);
+        return bad(c, "FUSED: gather %d is neither the last member's nor reduce or set", (int)k->gather);
     return true;
 }
 

@@ -9,7 +9,14 @@
  * probe per new row and `full ∪ new` a bitmap copy plus one bit per new
  * row, instead of two passes over the whole relation every iteration. The
  * table form is rebuilt from the bitmap (in row order) only when some other
- * kernel, or the output, reads the variable. */
+ * kernel, or the output, reads the variable.
+ *
+ * A JOIN whose rows only a SORT reads comes as one FUSED kernel with a set
+ * gather (Kernel Weaver): join and sort-unique then run as one pass into a
+ * bitmap when the output's ranges are dense (cpu_run_set). That replaces
+ * the backend's former deferred joins (a JOIN's output held unrun until
+ * the kernel after it turned out to be its SORT): the IR states the pair,
+ * so unfused (--no-fuse) the JOIN and the SORT run apart. */
 #include "backend.h"
 #include "rf_prims.h"
 #include "weaver.h"
@@ -44,15 +51,6 @@ struct rf_dvar {
     rf_table empty;   /* what a variable with no run reads as */
     rf_dense *dense;  /* the same set as a bitmap, or NULL (sorted vars only) */
     bool dense_tried; /* dense_of already found it too sparse */
-    /* A JOIN not yet run (its output is unsorted and usually only sorted
-     * next): the inputs are held (refs) until a SORT runs join and sort as
-     * one pass into a bitmap, or anything else needs the rows. */
-    bool pending;
-    rf_dvar *pin[2];
-    const rf_kernel *pk;
-    int refs;         /* pending joins holding this variable */
-    bool dead;        /* freed by the runtime while still held */
-    struct rf_dvar *next_pending;
     size_t nrows;
     size_t bytes;     /* accounted size of dense (runs account themselves) */
     /* Contents version: a new stamp at every write (process-unique), kept
@@ -71,10 +69,8 @@ struct rf_dvar {
 typedef struct cpu_impl {
     size_t in_use, peak;
     uint64_t stamps;  /* last stamp handed out */
-    rf_dvar *pending; /* list of variables holding a pending join */
+    size_t set_dense, set_sorted; /* set gathers through a bitmap in one pass / written and sorted */
 } cpu_impl;
-
-static void materialise(rf_backend *be, rf_dvar *v);
 
 static void add_bytes(rf_backend *be, size_t add, size_t sub)
 {
@@ -199,44 +195,6 @@ static void rl_add_lsm(rf_backend *be, runlist *l, run *r)
     }
 }
 
-static void cpu_var_free(rf_backend *be, rf_dvar *v);
-
-/* Forgets v's pending join (if any), releasing its inputs. */
-static void drop_pending(rf_backend *be, rf_dvar *v)
-{
-    if (!v->pending)
-        return;
-    cpu_impl *im = be->impl;
-    for (rf_dvar **pp = &im->pending; *pp; pp = &(*pp)->next_pending)
-        if (*pp == v) {
-            *pp = v->next_pending;
-            break;
-        }
-    v->pending = false;
-    v->next_pending = NULL;
-    for (int i = 0; i < 2; i++) {
-        rf_dvar *in = v->pin[i];
-        v->pin[i] = NULL;
-        if (in && --in->refs == 0 && in->dead)
-            cpu_var_free(be, in);
-    }
-}
-
-/* Before v's contents change, every pending join reading v runs. */
-static void before_change(rf_backend *be, rf_dvar *v)
-{
-    cpu_impl *im = be->impl;
-    drop_pending(be, v);
-    while (v->refs > 0) {
-        rf_dvar *h = im->pending;
-        while (h && h->pin[0] != v && h->pin[1] != v)
-            h = h->next_pending;
-        if (!h)
-            break;
-        materialise(be, h);
-    }
-}
-
 static rf_dvar *cpu_var_new(rf_backend *be, int arity, rf_status *st)
 {
     (void)be;
@@ -259,11 +217,6 @@ static void cpu_var_free(rf_backend *be, rf_dvar *v)
 {
     if (!v)
         return;
-    if (v->refs > 0) { /* a pending join still reads it */
-        v->dead = true;
-        return;
-    }
-    drop_pending(be, v);
     clear_runs(be, v);
     free(v->runs);
     rf_dense_free(v->dense);
@@ -283,7 +236,6 @@ static size_t cpu_var_rows(rf_backend *be, const rf_dvar *v)
  * the bitmap d (taken over, may be NULL). */
 static void set_runs(rf_backend *be, rf_dvar *v, runlist *l, rf_dense *d)
 {
-    before_change(be, v);
     clear_runs(be, v);
     if (l->n > v->caprun) {
         v->caprun = l->n;
@@ -331,8 +283,6 @@ static void set_dense(rf_backend *be, rf_dvar *v, rf_dense *d)
  * one (and kept) if need be. */
 static const rf_table *table_of(rf_backend *be, rf_dvar *v)
 {
-    if (v->pending)
-        materialise(be, v);
     if (!v->has_runs) {
         rf_table t;
         rf_dense_to_table(v->dense, &t);
@@ -362,8 +312,7 @@ static const rf_table *table_of(rf_backend *be, rf_dvar *v)
  * enough; NULL otherwise. */
 static const rf_dense *dense_of(rf_backend *be, rf_dvar *v, bool sorted)
 {
-    if (v->dense || !sorted || v->nrows < RF_DENSE_MIN_ROWS || v->dense_tried || v->pending ||
-        !v->has_runs || v->arity < 1)
+    if (v->dense || !sorted || v->nrows < RF_DENSE_MIN_ROWS || v->dense_tried || !v->has_runs || v->arity < 1)
         return v->dense;
     int max_bits = 0;
     size_t r = v->nrows * DENSE_BITS_PER_ROW;
@@ -421,8 +370,6 @@ static bool cpu_download(rf_backend *be, const rf_dvar *cv, rf_table *t, rf_stat
 {
     (void)st;
     rf_dvar *v = (rf_dvar *)cv; /* same rows, another representation */
-    if (v->pending)
-        materialise(be, v);
     if (!v->has_runs) {
         rf_table_free(t);
         rf_dense_to_table(v->dense, t);
@@ -476,62 +423,6 @@ static bool join_is_direct(const rf_kernel *k, int *cols)
     return true;
 }
 
-/* Runs v's pending join into v's table. */
-static void materialise(rf_backend *be, rf_dvar *v)
-{
-    if (!v->pending)
-        return;
-    const rf_kernel *k = v->pk;
-    rf_table res;
-    rf_status st;
-    rf_status_init(&st);
-    /* A direct join cannot fault (no code beyond column reads). */
-    (void)rf_prim_join(table_of(be, v->pin[0]), table_of(be, v->pin[1]), k->nkeys, &k->filter,
-                       k->nproj, k->proj, &res, &st);
-    set_table(be, v, &res); /* drops the pending state */
-}
-
-/* JOIN whose output is unsorted: defer it (see rf_dvar.pending). The row
- * count is exact, for var_rows. */
-static bool defer_join(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *out,
-                       rf_dvar *in0, rf_dvar *in1)
-{
-    int cols[64];
-    if (p->vars[k->out].sorted || !in0 || !in1 || k->nproj > 64 || !join_is_direct(k, cols) ||
-        in0->pending || in1->pending || out->refs > 0)
-        return false;
-    size_t rows = rf_prim_join_count(table_of(be, in0), table_of(be, in1), k->nkeys);
-    rf_table empty;
-    rf_table_init(&empty, p->vars[k->out].arity);
-    set_table(be, out, &empty);
-    cpu_impl *im = be->impl;
-    out->pending = true;
-    out->pk = k;
-    out->pin[0] = in0;
-    out->pin[1] = in1;
-    in0->refs++;
-    in1->refs++;
-    out->nrows = rows;
-    out->next_pending = im->pending;
-    im->pending = out;
-    return true;
-}
-
-/* SORT of a pending join: both in one pass through a bitmap when dense. */
-static bool sort_pending(rf_backend *be, rf_dvar *out, rf_dvar *in0)
-{
-    int cols[64];
-    const rf_kernel *k = in0->pk;
-    if (!join_is_direct(k, cols))
-        return false;
-    rf_table res;
-    if (!rf_prim_join_sort_dense(table_of(be, in0->pin[0]), table_of(be, in0->pin[1]), k->nkeys,
-                                 k->nproj, cols, in0->nrows, &res))
-        return false;
-    set_table(be, out, &res);
-    return true;
-}
-
 /* UNION into a sorted output by runs: the smaller input, less what the
  * bigger one already holds (probed run by run), becomes a new run on top of
  * the bigger input's runs, which are shared, not copied. O(|small| * runs *
@@ -546,7 +437,7 @@ static bool lsm_union(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, 
         big = in1;
         small = in0;
     }
-    if (big->pending || !big->has_runs)
+    if (!big->has_runs)
         return false;
     const rf_table *s = table_of(be, small);
     rf_table cur, nxt;
@@ -617,7 +508,7 @@ static bool cpu_forced_filter(const rf_code *filter, rf_code *planned, const rf_
 }
 
 static bool cpu_run_plain(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *out,
-                          rf_dvar *in0, rf_dvar *in1, rf_kernel_stats *stats, bool may_defer, rf_status *st)
+                          rf_dvar *in0, rf_dvar *in1, rf_kernel_stats *stats, rf_status *st)
 {
     double t0 = rf_now();
     rf_table res, empty0, empty1;
@@ -630,9 +521,7 @@ static bool cpu_run_plain(rf_backend *be, const rf_hprogram *p, const rf_kernel 
     stats->rows_in[0] = in0 && k->in[0] >= 0 ? in0->nrows : 0;
     stats->rows_in[1] = in1 && k->in[1] >= 0 ? in1->nrows : 0;
     int a_ar = empty0.arity, b_ar = empty1.arity;
-    if ((k->op == RF_K_JOIN && may_defer && defer_join(be, p, k, out, in0, in1)) ||
-        (k->op == RF_K_SORT && in0 && in0->pending && sort_pending(be, out, in0)) ||
-        (k->op == RF_K_UNION && dense_union(be, p, k, out, in0, in1)) ||
+    if ((k->op == RF_K_UNION && dense_union(be, p, k, out, in0, in1)) ||
         (k->op == RF_K_UNION && lsm_union(be, p, k, out, in0, in1))) {
         rf_table_free(&empty0);
         rf_table_free(&empty1);
@@ -643,8 +532,6 @@ static bool cpu_run_plain(rf_backend *be, const rf_hprogram *p, const rf_kernel 
         rf_table_free(&empty1);
         if (out == in0)
             goto done;
-        if (in0->pending)
-            materialise(be, in0);
         /* Share the runs; the bitmap is copied. */
         runlist l = {0};
         for (int i = 0; in0->has_runs && i < in0->nruns; i++) {
@@ -662,8 +549,7 @@ static bool cpu_run_plain(rf_backend *be, const rf_hprogram *p, const rf_kernel 
     /* A right input of DIFF / ANTIJOIN held as several runs is probed run
      * by run rather than merged. */
     const rf_table *a = in0 ? table_of(be, in0) : &empty0;
-    bool by_runs = (k->op == RF_K_DIFF || k->op == RF_K_ANTIJOIN) && !bd && in1 && !in1->pending &&
-                   in1->has_runs && in1->nruns > 1 && a->nrows * 4 < in1->nrows;
+    bool by_runs = (k->op == RF_K_DIFF || k->op == RF_K_ANTIJOIN) && !bd && in1 && in1->has_runs && in1->nruns > 1 && a->nrows * 4 < in1->nrows;
     const rf_table *b = &empty1;
     if (in1 && !bd && !by_runs)
         b = table_of(be, in1);
@@ -832,13 +718,6 @@ static rf_run_result cpu_run_branches(rf_backend *be, const rf_hprogram *p, cons
     return ok ? RF_RUN_DONE : RF_RUN_MEMBERS;
 }
 
-/* A FUSED kernel in one pass: its thread chain (a MAP or JOIN and the MAPs
- * after it) as the one kernel it equals, so no intermediate table is made;
- * a reducing gather then folds the chain's rows into their groups by
- * hashing instead of sorting them; a group of several outputs reads its
- * input once for all of them. Any other shape, or any error (whose
- * row and message could differ from the unfused order of evaluation), is
- * left to the members. */
 /* A MAP chain and its reducing gather in one pass (rf_prim_map_reduce: no
  * row of the chain stored, every core folding its piece), when the chain's
  * rows over an even sample of the input show few groups (at most one in
@@ -898,12 +777,77 @@ static bool reduce_one_pass(rf_backend *be, const rf_hprogram *p, const rf_kerne
     return ok;
 }
 
+/* A set gather (`t := JOIN ...[; MAPs]; s := SORT t`): the chain composed
+ * into the one JOIN it equals; when that JOIN has no filter and projects
+ * plain columns whose value ranges are dense enough, join and
+ * sort-unique run as one pass into a bitmap (rf_prim_join_sort_dense:
+ * the join's rows are never written); else the chain's rows are made and
+ * sorted, the SORT member's work. Any error is left to the members (the
+ * one --no-fuse reports). */
+static rf_run_result cpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_kernel *fk, rf_dvar *const *outs,
+                                 rf_dvar *const *ins, rf_kernel_stats *stats)
+{
+    const rf_fused *f = fk->fused;
+    int last = f->nmembers - 2;   /* the rows' chain ends here; the SORT follows */
+    rf_kernel chain;
+    if (f->nout != 1 || last < 0 || rf_fused_chain_end(p, fk) < last || !rf_fused_compose(p, fk, 0, last, &chain))
+        return RF_RUN_MEMBERS;
+    double t0 = rf_now();
+    rf_status local;
+    rf_status_init(&local);
+    rf_dvar *in0 = chain.in[0] >= 0 ? group_input(fk, ins, chain.in[0]) : NULL;
+    rf_dvar *in1 = chain.in[1] >= 0 ? group_input(fk, ins, chain.in[1]) : NULL;
+    int cols[64];
+    bool ok = true, done = false;
+    memset(stats, 0, sizeof *stats);
+    if (in0 && in1 && chain.nproj <= 64 && join_is_direct(&chain, cols)) {
+        const rf_table *l = table_of(be, in0), *r = table_of(be, in1);
+        rf_table res;
+        stats->rows_in[0] = l->nrows;
+        stats->rows_in[1] = r->nrows;
+        if (rf_prim_join_sort_dense(l, r, chain.nkeys, chain.nproj, cols, rf_prim_join_count(l, r, chain.nkeys),
+                                    &res)) {
+            set_table(be, outs[0], &res);
+            stats->bytes_moved = (l->nrows * (size_t)l->arity + r->nrows * (size_t)r->arity +
+                                  outs[0]->nrows * (size_t)outs[0]->arity) * sizeof(rf_word);
+            done = true;
+            ((cpu_impl *)be->impl)->set_dense++;
+        }
+    }
+    if (!done) {
+        rf_kernel_stats rs, ss;
+        rf_dvar *rows = cpu_var_new(be, p->vars[chain.out].arity, &local);
+        ok = cpu_run_plain(be, p, &chain, rows, in0, in1, &rs, &local) &&
+             cpu_run_plain(be, p, &f->members[last + 1], outs[0], rows, NULL, &ss, &local);
+        cpu_var_free(be, rows);
+        ((cpu_impl *)be->impl)->set_sorted += ok;
+        if (ok) {
+            stats->rows_in[0] = rs.rows_in[0];
+            stats->rows_in[1] = rs.rows_in[1];
+            stats->bytes_moved = rs.bytes_moved + ss.bytes_moved;
+        }
+    }
+    rf_kernel_free(&chain);
+    stats->rows_out = ok ? outs[0]->nrows : 0;
+    stats->seconds = rf_now() - t0;
+    return ok ? RF_RUN_DONE : RF_RUN_MEMBERS;
+}
+
+/* A FUSED kernel in one pass: its thread chain (a MAP or JOIN and the MAPs
+ * after it) as the one kernel it equals, so no intermediate table is made;
+ * a reducing gather then folds the chain's rows into their groups by
+ * hashing instead of sorting them; a set gather joins and sorts in one
+ * pass; a group of several outputs reads its input once for all of them.
+ * Any other shape, or any error (whose row and message could differ from
+ * the unfused order of evaluation), is left to the members. */
 static rf_run_result cpu_run_fused(rf_backend *be, const rf_hprogram *p, const rf_kernel *fk, rf_dvar *const *outs,
                                    rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
     const rf_fused *f = fk->fused;
     if (f->nout > 1)
         return cpu_run_branches(be, p, fk, outs, ins, stats);
+    if (fk->gather == RF_GATHER_SET)
+        return cpu_run_set(be, p, fk, outs, ins, stats);
     bool reduce = fk->gather == RF_GATHER_REDUCE;
     int last = reduce ? f->nmembers - 3 : f->nmembers - 1;
     if (last < 0 || rf_fused_chain_end(p, fk) < last)
@@ -922,8 +866,7 @@ static rf_run_result cpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
     rf_dvar *in1 = chain.in[1] >= 0 ? group_input(fk, ins, chain.in[1]) : NULL;
     bool ok;
     if (!reduce) {
-        /* not deferred: a pending join would keep a pointer to `chain` */
-        ok = cpu_run_plain(be, p, &chain, outs[0], in0, in1, stats, false, &local);
+        ok = cpu_run_plain(be, p, &chain, outs[0], in0, in1, stats, &local);
     } else {
         const rf_kernel *agg = &f->members[f->nmembers - 1];
         bool done = false;
@@ -938,7 +881,7 @@ static rf_run_result cpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
             return RF_RUN_DONE;
         }
         rf_dvar *rows = cpu_var_new(be, p->vars[chain.out].arity, &local);
-        ok = rows && cpu_run_plain(be, p, &chain, rows, in0, in1, stats, false, &local);
+        ok = rows && cpu_run_plain(be, p, &chain, rows, in0, in1, stats, &local);
         rf_table res;
         rf_table_init(&res, 0);
         const rf_table *t = ok ? table_of(be, rows) : NULL;
@@ -973,11 +916,19 @@ static rf_run_result cpu_run(rf_backend *be, const rf_hprogram *p, const rf_kern
 {
     if (k->op == RF_K_FUSED)
         return cpu_run_fused(be, p, k, outs, ins, stats, st);
-    return cpu_run_plain(be, p, k, outs[0], ins[0], ins[1], stats, true, st) ? RF_RUN_DONE : RF_RUN_FAILED;
+    return cpu_run_plain(be, p, k, outs[0], ins[0], ins[1], stats, st) ? RF_RUN_DONE : RF_RUN_FAILED;
 }
 
 static size_t cpu_bytes_in_use(rf_backend *be) { return ((cpu_impl *)be->impl)->in_use; }
 static size_t cpu_bytes_peak(rf_backend *be) { return ((cpu_impl *)be->impl)->peak; }
+
+static void cpu_print_stats(rf_backend *be, FILE *f)
+{
+    const cpu_impl *im = be->impl;
+    fprintf(f, "  cpu: set gathers (JOIN -> SORT): %zu joined and sorted in one pass through a bitmap, %zu written "
+               "and sorted\n",
+            im->set_dense, im->set_sorted);
+}
 
 static void cpu_destroy(rf_backend *be)
 {
@@ -1003,6 +954,7 @@ rf_backend *rf_backend_cpu_new(int threads)
     be->bytes_in_use = cpu_bytes_in_use;
     be->bytes_peak = cpu_bytes_peak;
     be->destroy = cpu_destroy;
+    be->print_stats = cpu_print_stats;
     be->impl = rf_calloc(1, sizeof(cpu_impl));
     return be;
 }

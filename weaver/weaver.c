@@ -15,7 +15,14 @@
  * result, and then, when the rows go into `s := SORT t; a := AGG s` whose
  * aggregates do not depend on the order and the rows hold no duplicates,
  * takes the SORT and AGG too as a reducing gather (the two kernel
- * dependences a hash reduction removes). A variable inside a group must
+ * dependences a hash reduction removes). A chain headed by a JOIN whose
+ * rows go into a SORT and nowhere else (`t := JOIN ...; s := SORT t`,
+ * the semi-naive step's join and dedup, in a loop's body as anywhere)
+ * takes the SORT as a set gather: the backend may set the rows as bits
+ * of a dense set, which is the SORT's result, without writing them (the
+ * GPU's "join into a dense set", the CPU's join-and-sort in one pass);
+ * the IR states the pair, so no backend looks at the kernel after a
+ * JOIN to find it. A variable inside a group must
  * have that one writer and that one reader in the whole program and be
  * nothing the user sees or supplies (an output, facts, an input file): a
  * predicate that only one rule reads qualifies.
@@ -26,7 +33,9 @@
  * one block would, so a variable written in one stratum and read in the
  * next, a predicate included, can be internal to a group spanning both.
  * Nothing crosses into or out of a fixpoint loop: a loop's blocks are
- * runs of their own.
+ * runs of their own, so a loop body's groups are per iteration, and a
+ * variable read again after the loop, or by its exit test, is read twice
+ * and so never internal.
  *
  * Then groups with several outputs (horizontal fusion, thesis Fig. 24 d):
  * MAPs of the same input, anywhere in a run, become the branches of one
@@ -213,8 +222,9 @@ static void seq_remove(seq *s, int i)
  * lists dropped: the group frees as one kernel). Edges join a member's
  * input to the earlier member that wrote it, marking it internal; the
  * other inputs are the group's, and the results no member reads are its
- * outputs, in member order. */
-static rf_kernel new_group(rf_hprogram *p, rf_kernel *members, int n, bool reduce)
+ * outputs, in member order. gather: REDUCE or SET, else RF_GATHER_NONE
+ * for the last member's own. */
+static rf_kernel new_group(rf_hprogram *p, rf_kernel *members, int n, rf_gather gather)
 {
     rf_fused *f = rf_calloc(1, sizeof *f);
     f->nmembers = n;
@@ -256,7 +266,7 @@ static rf_kernel new_group(rf_hprogram *p, rf_kernel *members, int n, bool reduc
     fk.out = f->out[0];
     fk.in[0] = fk.in[1] = -1;
     fk.partition = f->members[0].partition;
-    fk.gather = reduce ? RF_GATHER_REDUCE : f->members[n - 1].gather;
+    fk.gather = gather != RF_GATHER_NONE ? gather : f->members[n - 1].gather;
     fk.origin = rf_origin_dup(f->members[n - 1].origin);
     fk.fused = f;
     return fk;
@@ -264,12 +274,12 @@ static rf_kernel new_group(rf_hprogram *p, rf_kernel *members, int n, bool reduc
 
 /* Replaces the kernels at idx[0..n-1] of s by one FUSED kernel at
  * idx[n-1] (in that kernel's block). */
-static void make_group(rf_hprogram *p, seq *s, const int *idx, int n, bool reduce)
+static void make_group(rf_hprogram *p, seq *s, const int *idx, int n, rf_gather gather)
 {
     rf_kernel *members = rf_calloc((size_t)n, sizeof *members);
     for (int m = 0; m < n; m++)
         members[m] = s->kernels[idx[m]];
-    rf_kernel fk = new_group(p, members, n, reduce);
+    rf_kernel fk = new_group(p, members, n, gather);
     /* Remove the members, last first, then put the group where the last was. */
     int at = idx[n - 1];
     for (int m = n - 2; m >= 0; m--) {
@@ -280,14 +290,14 @@ static void make_group(rf_hprogram *p, seq *s, const int *idx, int n, bool reduc
 }
 
 /* Grows a group from head kernel h of s; returns its size (>= 2 when
- * worth making), its kernel indices in idx, and whether it ends in a
- * reducing gather. */
-static int grow(const wctx *w, const seq *s, int h, const rf_weave_opts *o, int *idx, bool *reduce)
+ * worth making), its kernel indices in idx, and in *gather how it ends:
+ * REDUCE (SORT -> AGG), SET (a JOIN chain's SORT) or NONE. */
+static int grow(const wctx *w, const seq *s, int h, const rf_weave_opts *o, int *idx, rf_gather *gather)
 {
     const rf_kernel *head = &s->kernels[h];
     int n = 0;
     idx[n++] = h;
-    *reduce = false;
+    *gather = RF_GATHER_NONE;
     if (head->op != RF_K_MAP && head->op != RF_K_JOIN)
         return n;
     while (n < RF_FUSED_MAX) {
@@ -303,15 +313,21 @@ static int grow(const wctx *w, const seq *s, int h, const rf_weave_opts *o, int 
             idx[n++] = c;
             continue;
         }
+        if (cons->op != RF_K_SORT)
+            break;
         /* a reducing gather: t -> SORT -> AGG */
-        if (!o->reduce || cons->op != RF_K_SORT || n + 2 > RF_FUSED_MAX || !can_be_internal(w, cons->out))
-            break;
-        int a = reader_of(s, c, cons->out);
-        if (a < 0 || s->kernels[a].op != RF_K_AGG)
-            break;
-        idx[n++] = c;
-        idx[n++] = a;
-        *reduce = true;
+        int a = o->reduce && n + 2 <= RF_FUSED_MAX && can_be_internal(w, cons->out) ? reader_of(s, c, cons->out)
+                                                                                     : -1;
+        if (a >= 0 && s->kernels[a].op == RF_K_AGG) {
+            idx[n++] = c;
+            idx[n++] = a;
+            *gather = RF_GATHER_REDUCE;
+        } else if (o->set && head->op == RF_K_JOIN) {
+            /* a set gather: the SORT is the only reader of the rows (the
+             * loop's test above), whose result is the group's */
+            idx[n++] = c;
+            *gather = RF_GATHER_SET;
+        }
         break;
     }
     return n;
@@ -323,9 +339,9 @@ static void weave_chains(const wctx *w, seq *s, const rf_weave_opts *o, rf_weave
     rf_hprogram *p = w->p;
     for (int h = 0; h < s->nkernels; h++) {
         int idx[RF_FUSED_MAX];
-        bool reduce;
-        int n = grow(w, s, h, o, idx, &reduce);
-        if (reduce) {
+        rf_gather gather;
+        int n = grow(w, s, h, o, idx, &gather);
+        if (gather == RF_GATHER_REDUCE) {
             /* The verifier's rule decides (aggregates, duplicates). */
             rf_fused probe = {n, NULL, 0, NULL, 0, NULL, 0, NULL};
             rf_kernel *ks = rf_calloc((size_t)n, sizeof *ks);
@@ -335,20 +351,23 @@ static void weave_chains(const wctx *w, seq *s, const rf_weave_opts *o, rf_weave
             bool legal = rf_fused_reduce_legal(p, &probe);
             free(ks);
             if (!legal) {
-                n -= 2;
-                reduce = false;
+                /* the SORT may still end a JOIN chain as a set gather */
+                n -= 1;
+                gather = o->set && s->kernels[idx[0]].op == RF_K_JOIN ? RF_GATHER_SET : RF_GATHER_NONE;
+                n -= gather == RF_GATHER_NONE;
             }
         }
         while (n >= 2 && !can_move(s, idx, n)) {
-            n -= reduce ? 2 : 1;   /* a reducing gather goes whole */
-            reduce = false;
+            n -= gather == RF_GATHER_REDUCE ? 2 : 1;   /* a reducing gather goes whole */
+            gather = RF_GATHER_NONE;
         }
         if (n < 2)
             continue;
-        make_group(p, s, idx, n, reduce);
+        make_group(p, s, idx, n, gather);
         info->groups++;
         info->members += n;
-        info->reduces += reduce;
+        info->reduces += gather == RF_GATHER_REDUCE;
+        info->sets += gather == RF_GATHER_SET;
         /* h now holds the kernel that followed the head (or the group) */
         h--;
     }
@@ -389,7 +408,7 @@ static void join_branches(rf_hprogram *p, seq *s, int a, int b)
         k->fused->nmembers = 0;   /* moved out */
         rf_kernel_free(k);
     }
-    rf_kernel fk = new_group(p, members, n, false);
+    rf_kernel fk = new_group(p, members, n, RF_GATHER_NONE);
     seq_remove(s, a);
     s->kernels[b - 1] = fk;
 }

@@ -18,6 +18,9 @@
 
 typedef struct rf_weave_opts {
     bool reduce;             /* form SORT -> AGG reducing gathers */
+    bool set;                /* end JOIN chains whose rows only a SORT reads
+                                in a set gather (JOIN -> SORT, the
+                                semi-naive step's join and dedup) */
 } rf_weave_opts;
 
 typedef struct rf_weave_info {
@@ -25,6 +28,7 @@ typedef struct rf_weave_info {
     int members;             /* kernels inside them */
     int reduces;             /* of which end in a reducing gather */
     int shared;              /* of which have several outputs (MAPs of one input) */
+    int sets;                /* of which end in a set gather */
 } rf_weave_info;
 
 /* Rewrites p in place (after rf_hir_lower; recomputes liveness).

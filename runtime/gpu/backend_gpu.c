@@ -44,12 +44,14 @@ typedef struct dense_refusal {
     size_t retry_rows;
 } dense_refusal;
 
-/* The frame of the full relation's dense set as the DIFF kernel `diff`
- * last saw it: a join whose output reaches that DIFF two kernels later
- * (JOIN, SORT, DIFF: the semi-naive step) plans its set in this frame, so
- * the DIFF compares the two bitmaps word by word. */
+/* The frame of the full relation's dense set as the last DIFF whose left
+ * side is variable `var` saw it (`t3 := DIFF path.new, path`): a set
+ * gather whose result is `var` (`path.new := SORT t2`, the semi-naive
+ * step's join and dedup) plans its set in this frame, so the DIFF compares
+ * the two bitmaps word by word. Keyed by the variable, not by the kernel
+ * after the group: nothing here depends on where kernels stand. */
 typedef struct diff_frame {
-    const rf_kernel *diff;
+    int var;
     rf_dset frame;           /* words NULL: the frame only */
 } diff_frame;
 
@@ -62,6 +64,7 @@ typedef struct gpu_impl {
     int nframes, capframes;
     size_t dense_diffs, dense_unions, dense_expands, dense_fallbacks;
     size_t dense_joins, dense_set_diffs;
+    size_t set_gathers_sorted; /* set gathers that wrote their rows and sorted them instead */
     bool codegen;            /* RF_CUDA_CODEGEN: every MAP/JOIN stage NVRTC-generated */
     bool fuse_codegen;       /* fused groups generated (RF_CUDA_FUSE_CODEGEN, default on) */
     size_t fused_generated, fused_library; /* reducing gathers run as one generated kernel, or not */
@@ -260,24 +263,24 @@ static bool maybe_make_set(rf_backend *be, const rf_kernel *k, rf_dvar *full, co
     return true;
 }
 
-static diff_frame *find_frame(gpu_impl *g, const rf_kernel *diff)
+static diff_frame *find_frame(gpu_impl *g, int var)
 {
     for (int i = 0; i < g->nframes; i++)
-        if (g->frames[i].diff == diff)
+        if (g->frames[i].var == var)
             return &g->frames[i];
     return NULL;
 }
 
-static void remember_frame(gpu_impl *g, const rf_kernel *diff, const rf_dset *s)
+static void remember_frame(gpu_impl *g, int var, const rf_dset *s)
 {
-    diff_frame *f = find_frame(g, diff);
+    diff_frame *f = find_frame(g, var);
     if (!f) {
         if (g->nframes == g->capframes) {
             g->capframes = g->capframes ? 2 * g->capframes : 8;
             g->frames = rf_realloc(g->frames, (size_t)g->capframes * sizeof *g->frames);
         }
         f = &g->frames[g->nframes++];
-        f->diff = diff;
+        f->var = var;
     }
     f->frame = *s;
     f->frame.words = NULL;
@@ -301,7 +304,7 @@ static bool dense_diff(rf_backend *be, const rf_kernel *k, rf_dvar *out, rf_dvar
         rf_drel_move(ctx_of(be), &out->rel, &res);
         g->dense_diffs++;
         g->dense_set_diffs++;
-        remember_frame(g, k, &b->set);
+        remember_frame(g, k->in[0], &b->set);
         stats->bytes_moved = 2 * rf_dset_bytes(&a->set) + rel_bytes(out);
         *done = true;
         return true;
@@ -310,7 +313,7 @@ static bool dense_diff(rf_backend *be, const rf_kernel *k, rf_dvar *out, rf_dvar
         return false;
     if (!b->has_set)
         return true;
-    remember_frame(g, k, &b->set);
+    remember_frame(g, k->in[0], &b->set);
     becomes_table(be, out);
     if (!rf_dset_difference(ctx_of(be), &a->rel, &b->set, &out->rel, what, st))
         return false;
@@ -365,17 +368,6 @@ static bool filter_has_string_function(const rf_code *c)
     return false;
 }
 
-/* The kernel d places after k in k's block, or NULL. */
-static const rf_kernel *kernel_after(const rf_hprogram *p, const rf_kernel *k, int d)
-{
-    for (int b = 0; b < p->nblocks; b++) {
-        const rf_hblock *blk = &p->blocks[b];
-        if (blk->nkernels > 0 && k >= blk->kernels && k < blk->kernels + blk->nkernels)
-            return k + d < blk->kernels + blk->nkernels ? k + d : NULL;
-    }
-    return NULL;
-}
-
 static bool kernel_frees(const rf_kernel *k, int var)
 {
     for (int i = 0; i < k->nfree; i++)
@@ -384,25 +376,24 @@ static bool kernel_frees(const rf_kernel *k, int var)
     return false;
 }
 
-/* JOIN into a dense set (Kernel-Weaver-style fusion of the JOIN with the
- * SORT after it, as the CPU backend does with its deferred joins): when
- * the only reader of the join's output is the next kernel, a SORT that
- * frees it, duplicates and order are not observable, so the output may be
- * held as a set of distinct rows. Its pairs then set bits instead of being
- * written, and the SORT takes the set over. Needs plain-column projections
- * and a frame of at most RF_DSET_MAX_BITS bits; in auto mode the bitmap
- * must also be small (RF_DENSE_SMALL) or at most 16 bytes per probing row,
- * so that short loops over wide frames keep the sort. Declining is never
- * an error: *done stays false and the plain join runs. */
-static bool dense_join(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *out, rf_dvar *l,
-                       rf_dvar *r, const char *what, bool *done, rf_kernel_stats *stats, rf_status *st)
+/* A set gather's JOIN into a dense set: its pairs set bits instead of
+ * being written, and the set is `out`, the result of the group's SORT
+ * (sorted and distinct by construction; the rows are internal to the
+ * group, so their order and repetitions are nobody's business). Needs
+ * plain-column projections and a frame of at most RF_DSET_MAX_BITS bits;
+ * in auto mode the bitmap must also be small (RF_DENSE_SMALL) or at most
+ * 16 bytes per probing row, so that short loops over wide frames keep the
+ * sort. `hint`: the frame the DIFF reading `out` last saw (or NULL), in
+ * which the set is planned when it fits, so that the DIFF compares
+ * bitmaps. Declining is never an error: *done stays false and the caller
+ * writes the rows and sorts them. */
+static bool dense_join(rf_backend *be, const rf_kernel *k, rf_dvar *out, rf_dvar *l, rf_dvar *r,
+                       const rf_dset *hint, const char *what, bool *done, rf_kernel_stats *stats, rf_status *st)
 {
     *done = false;
     gpu_impl *g = impl_of(be);
-    const rf_kernel *sort = kernel_after(p, k, 1);
-    if (g->dense_mode == 0 || !sort || sort->op != RF_K_SORT || sort->in[0] != k->out ||
-        !kernel_frees(sort, k->out) || p->vars[k->out].is_output || k->nproj < 1 ||
-        k->nproj > RF_CUDA_MAX_COLS || filter_has_string_function(&k->filter))
+    if (g->dense_mode == 0 || k->op != RF_K_JOIN || !l || !r || k->nproj < 1 || k->nproj > RF_CUDA_MAX_COLS ||
+        filter_has_string_function(&k->filter))
         return true;
     int src[RF_CUDA_MAX_COLS];
     for (int i = 0; i < k->nproj; i++) {
@@ -415,12 +406,9 @@ static bool dense_join(rf_backend *be, const rf_hprogram *p, const rf_kernel *k,
         return false;
     if (l->rel.nrows == 0 || r->rel.nrows == 0)
         return true;
-    const rf_kernel *diff = kernel_after(p, k, 2);
-    diff_frame *hint = diff && diff->op == RF_K_DIFF && diff->in[0] == sort->out ? find_frame(g, diff) : NULL;
     rf_dset plan;
     bool fits;
-    if (!rf_dset_plan_join(ctx_of(be), &l->rel, &r->rel, k->nproj, src, hint ? &hint->frame : NULL,
-                           RF_DSET_MAX_BITS, &plan, &fits, st))
+    if (!rf_dset_plan_join(ctx_of(be), &l->rel, &r->rel, k->nproj, src, hint, RF_DSET_MAX_BITS, &plan, &fits, st))
         return false;
     size_t bitmap = rf_dset_bytes(&plan);
     if (!fits || (g->dense_mode != 2 && bitmap > RF_DENSE_SMALL && bitmap / 16 > l->rel.nrows))
@@ -438,6 +426,8 @@ static bool dense_join(rf_backend *be, const rf_hprogram *p, const rf_kernel *k,
     out->has_set = true;
     out->table_ok = false;
     g->dense_joins++;
+    stats->rows_in[0] = l->rel.nrows;
+    stats->rows_in[1] = r->rel.nrows;
     stats->bytes_moved = rel_bytes(l) + rel_bytes(r) + 2 * bitmap;
     *done = true;
     return true;
@@ -537,8 +527,6 @@ static bool gpu_run_plain(rf_backend *be, const rf_hprogram *p, const rf_kernel 
         ok = dense_diff(be, k, out, in0, in1, what, &done, stats, st);
     else if (k->op == RF_K_UNION && in0->rel.arity == in1->rel.arity)
         ok = dense_union(be, out, in0, in1, what, &done, stats, st);
-    else if (k->op == RF_K_JOIN)
-        ok = dense_join(be, p, k, out, in0, in1, what, &done, stats, st);
     else if (k->op == RF_K_SORT)
         ok = sort_of_set(be, k, out, in0, what, &done, stats, st);
     else if (k->op == RF_K_MAP)
@@ -693,6 +681,69 @@ static rf_run_result gpu_run_branches(rf_backend *be, const rf_hprogram *p, cons
     return done ? RF_RUN_DONE : RF_RUN_MEMBERS;
 }
 
+/* A set gather (`t := JOIN ...[; MAPs]; s := SORT t`, the semi-naive
+ * step's join and dedup): the chain composed into the one JOIN it equals,
+ * whose pairs go straight into a dense set that is s when the frame fits
+ * (dense_join, with the run-time choices the backend used to make after
+ * finding the SORT by looking at the kernel after a JOIN: the IR now says
+ * so); else the chain's rows are written and the SORT member sorts them: a
+ * lone JOIN exactly as unfused, a longer chain as the generated kernel of
+ * a thread chain. Any error is left to the members, which give the one
+ * --no-fuse gives. */
+static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_kernel *fk, rf_dvar *const *outs,
+                                 rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
+{
+    gpu_impl *g = impl_of(be);
+    rf_cuda_ctx *ctx = ctx_of(be);
+    const rf_fused *f = fk->fused;
+    int last = f->nmembers - 2;   /* the rows' chain ends here; the SORT follows */
+    rf_kernel chain;
+    if (f->nout != 1 || last < 0 || rf_fused_chain_end(p, fk) < last || !rf_fused_compose(p, fk, 0, last, &chain))
+        return RF_RUN_MEMBERS;
+    if (last > 0 && !rf_selplan_env_check(&chain.filter, st)) {   /* as gpu_run_fused: a composed chain */
+        rf_kernel_free(&chain);
+        return RF_RUN_FAILED;
+    }
+    const rf_kernel *sortk = &f->members[last + 1];
+    const char *what = p->vars[sortk->out].name ? p->vars[sortk->out].name : "?";
+    rf_status local;
+    rf_status_init(&local);
+    rf_dvar *in0 = chain.in[0] >= 0 ? group_input(fk, ins, chain.in[0]) : NULL;
+    rf_dvar *in1 = chain.in[1] >= 0 ? group_input(fk, ins, chain.in[1]) : NULL;
+    memset(stats, 0, sizeof *stats);
+    bool done = false;
+    bool ok = !needs_string_order(&chain) || refresh_string_order(ctx, &local);
+    if (ok && (ok = rf_cuda_timer_start(ctx, &local))) {
+        const diff_frame *hint = find_frame(g, sortk->out);
+        ok = dense_join(be, &chain, outs[0], in0, in1, hint ? &hint->frame : NULL, what, &done, stats, &local);
+        double secs = 0;
+        bool timed = rf_cuda_timer_stop(ctx, &secs, ok ? &local : &(rf_status){0});
+        ok = ok && timed;
+        stats->seconds = secs;
+    }
+    if (ok && !done) {
+        rf_kernel_stats rs, ss;
+        memset(&rs, 0, sizeof rs);
+        memset(&ss, 0, sizeof ss);
+        rf_dvar *rows = gpu_var_new(be, p->vars[chain.out].arity, &local);
+        /* a chain of several members as its generated kernel (as any thread
+         * chain); a lone JOIN as the unfused one runs */
+        rf_cuda_set_codegen(ctx, g->codegen || (last > 0 && g->fuse_codegen));
+        ok = rows && gpu_run_plain(be, p, &chain, rows, in0, in1, &rs, &local);
+        rf_cuda_set_codegen(ctx, g->codegen);
+        ok = ok && gpu_run_plain(be, p, sortk, outs[0], rows, NULL, &ss, &local);
+        gpu_var_free(be, rows);
+        stats->rows_in[0] = rs.rows_in[0];
+        stats->rows_in[1] = rs.rows_in[1];
+        stats->seconds += rs.seconds + ss.seconds;
+        stats->bytes_moved = rs.bytes_moved + ss.bytes_moved;
+        g->set_gathers_sorted += ok;
+    }
+    stats->rows_out = ok ? gpu_var_rows(be, outs[0]) : 0;
+    rf_kernel_free(&chain);
+    return ok ? RF_RUN_DONE : RF_RUN_MEMBERS;
+}
+
 /* A FUSED kernel: its thread chain (a MAP or JOIN and the MAPs after it)
  * as the one kernel it equals, NVRTC-compiled (the intermediates stay in
  * registers); a reducing gather as one generated kernel that folds the
@@ -711,6 +762,8 @@ static rf_run_result gpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
     const rf_fused *f = fk->fused;
     if (f->nout > 1)
         return gpu_run_branches(be, p, fk, outs, ins, stats);
+    if (fk->gather == RF_GATHER_SET)
+        return gpu_run_set(be, p, fk, outs, ins, stats, st);
     bool reduce = fk->gather == RF_GATHER_REDUCE;
     int last = reduce ? f->nmembers - 3 : f->nmembers - 1;
     if (last < 0 || rf_fused_chain_end(p, fk) < last)
@@ -839,7 +892,8 @@ typedef enum fused_code {
     FUSED_SELECT_MANY, /* rf_select_many: the MAPs of one input */
     FUSED_REDUCE,      /* rf_reduce: the chain and its reducing gather */
     FUSED_SELECT,      /* rf_select: the chain and its compaction */
-    FUSED_STAGES       /* the chain's stages (rf_codegen_source), then library kernels */
+    FUSED_STAGES,      /* the chain's stages (rf_codegen_source), then library kernels */
+    FUSED_SET_LIBRARY  /* a set gather over a lone JOIN: library kernels only */
 } fused_code;
 
 static bool code_list_has_string_op(const rf_code *codes, int n)
@@ -897,11 +951,15 @@ static fused_code fused_source(const rf_hprogram *p, const rf_kernel *fk, char *
             rf_kernel_free(&maps[x]);
         return *src ? FUSED_SELECT_MANY : FUSED_MEMBERS;
     }
-    bool reduce = fk->gather == RF_GATHER_REDUCE;
-    int last = reduce ? f->nmembers - 3 : f->nmembers - 1;
+    bool reduce = fk->gather == RF_GATHER_REDUCE, set = fk->gather == RF_GATHER_SET;
+    int last = reduce ? f->nmembers - 3 : set ? f->nmembers - 2 : f->nmembers - 1;
     rf_kernel chain;
     if (!(last >= 0 && rf_fused_chain_end(p, fk) >= last && rf_fused_compose(p, fk, 0, last, &chain)))
         return FUSED_MEMBERS;
+    if (set && last == 0) {   /* gpu_run_set: the JOIN as unfused, no generated code */
+        rf_kernel_free(&chain);
+        return FUSED_SET_LIBRARY;
+    }
     fused_code how = FUSED_MEMBERS;
     int al = chain.in[0] >= 0 ? p->vars[chain.in[0]].arity : 0;
     *strings = filter_has_string_function(&chain.filter) || code_list_has_string_op(chain.proj, chain.nproj);
@@ -960,8 +1018,8 @@ char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk)
     const rf_fused *f = fk->fused;
     if (!f)
         return NULL;
-    bool reduce = fk->gather == RF_GATHER_REDUCE, strings;
-    int last = reduce ? f->nmembers - 3 : f->nmembers - 1;
+    bool reduce = fk->gather == RF_GATHER_REDUCE, set = fk->gather == RF_GATHER_SET, strings;
+    int last = reduce ? f->nmembers - 3 : set ? f->nmembers - 2 : f->nmembers - 1;
     char *head = NULL, *src = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&head, &len);
@@ -972,9 +1030,20 @@ char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk)
     char *plan_line = NULL;
     fused_code how = fused_source(p, fk, &src, &strings, &plan_line, NULL, NULL);
     const char *chain_op = f->nmembers > 0 ? rf_kop_name(f->members[0].op) : "?";
+    if (set && how != FUSED_MEMBERS && how != FUSED_SET_LIBRARY)
+        fprintf(out, "// set gather: the composed JOIN's pairs set bits of a dense set, the SORT's result (library\n"
+                     "// kernel rf_cuda_join_to_set), when its projections are plain columns and the frame fits;\n"
+                     "// else the kernel below writes its rows and the SORT (member %d) sorts them\n",
+                last + 1);
     switch (how) {
     case FUSED_MEMBERS:
         fputs("// no generated code: the group runs as its members\n", out);
+        break;
+    case FUSED_SET_LIBRARY:
+        fputs("// set gather: the JOIN's pairs set bits of a dense set, the SORT's result (library kernel\n"
+              "// rf_cuda_join_to_set), when its projections are plain columns and the frame fits; else the\n"
+              "// JOIN runs as unfused and the SORT member sorts its rows. No generated code\n",
+              out);
         break;
     case FUSED_SELECT_MANY:
         fprintf(out, "// %d MAPs of one input (each branch's code composed) as one kernel, rf_select_many:\n"
@@ -1112,9 +1181,9 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
     fprintf(f, "  gpu: joins with keys: %zu merge (binary search), %zu hash\n", nmerge, nhash);
     gpu_impl *g = impl_of(be);
     fprintf(f, "  gpu: dense sets (%s): %zu differences (%zu of two sets), %zu unions, %zu joins into a set, "
-               "%zu expansions, %zu unions fell back\n",
+               "%zu expansions, %zu unions fell back; %zu set gathers written and sorted instead\n",
             g->dense_mode == 0 ? "off" : g->dense_mode == 2 ? "always" : "auto", g->dense_diffs, g->dense_set_diffs,
-            g->dense_unions, g->dense_joins, g->dense_expands, g->dense_fallbacks);
+            g->dense_unions, g->dense_joins, g->dense_expands, g->dense_fallbacks, g->set_gathers_sorted);
     size_t ntab = 0, nent = 0;
     rf_cuda_string_table_stats(ctx, &ntab, &nent);
     fprintf(f, "  gpu: string functions: %zu tables (%zu ids tabulated on the host); %zu kernels ran on the host "

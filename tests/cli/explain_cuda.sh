@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `redfox explain --cuda`: each fused kernel's generated CUDA, without a GPU.
-# q01 fuses its scan, sort and aggregate into one group; tc has no group.
+# q01 fuses its scan, sort and aggregate into one group; tc's loop has one
+# group, its JOIN and the SORT after it (a set gather: library kernels).
 # A build without the GPU backend (the sanitizer build) must say so.
 set -u
 redfox="$1"; root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -17,7 +18,19 @@ for want in "// FUSED[3] -> q01: MAP -> SORT -> AGG" "reducing gather" "stage_fi
 done
 grep -q "rf_scalar_binary\|#define RF_EX_CONST" <<<"$out" && { echo "FAIL: the prelude is printed"; fail=1; }
 tc="$("$redfox" explain --cuda "$root/programs/tc.lql" 2>&1)"
-[ "$tc" = "// no fused kernels (every kernel runs on its own)" ] || { echo "FAIL: tc: $tc"; fail=1; }
+[ "$(grep -c '^// FUSED' <<<"$tc")" = 1 ] && grep -qF "// ==== block 2 (stratum1.loop), kernel 2 ====" <<<"$tc" &&
+  grep -qF "// FUSED[2] -> path.new: JOIN -> SORT" <<<"$tc" && grep -qF "rf_cuda_join_to_set" <<<"$tc" &&
+  grep -qF "No generated code" <<<"$tc" || { echo "FAIL: tc: $tc"; fail=1; }
+# explain --ir shows the group inside the loop's block, its members and gather
+ir="$("$redfox" explain --ir "$root/programs/tc.lql" 2>&1)"
+loop="$(sed -n '/^block 2 (stratum1.loop):/,/^block 3/p' <<<"$ir")"
+grep -qF "  path.new := FUSED[2] path.delta.by1, edge  partition=key-range gather=set" <<<"$loop" &&
+  grep -qF "  |  t2 := JOIN[keys=1] path.delta.by1, edge" <<<"$loop" &&
+  grep -qF "  |  path.new := SORT t2" <<<"$loop" &&
+  grep -qF "  | gather=set: t2's rows go into a dense set (path.new: sorted, distinct)" <<<"$loop" &&
+  grep -qF "  | internal: t2 (0->1 kernel)" <<<"$loop" || { echo "FAIL: explain --ir tc: $loop"; fail=1; }
+tcu="$("$redfox" explain --cuda --no-fuse "$root/programs/tc.lql" 2>&1)"
+[ "$tcu" = "// no fused kernels (every kernel runs on its own)" ] || { echo "FAIL: tc --no-fuse: $tcu"; fail=1; }
 nf="$("$redfox" explain --cuda --no-fuse "$root/programs/tpch/q01.lql" 2>&1)"
 [ "$nf" = "// no fused kernels (every kernel runs on its own)" ] || { echo "FAIL: --no-fuse: $nf"; fail=1; }
 # Kernel Weaver patterns (a) and (d): a chain across strata is one composed

@@ -2,8 +2,9 @@
  * column and a filter, lowered from a hand-built plan (no planner needed),
  * and (second file) fused groups: a scan, sort and aggregate woven into a
  * reducing group, a chain of two scans across two blocks whose middle
- * predicate is internal, and two scans of one input as a group of two
- * outputs.
+ * predicate is internal, two scans of one input as a group of two
+ * outputs, and a join into a sorted predicate (its JOIN and SORT as a
+ * group with a set gather).
  * Usage: fuzz_hir_seed OUT.rfx [OUT_FUSED.rfx] */
 #include "hir.h"
 #include "weaver.h"
@@ -61,7 +62,7 @@ static bool fused_seed(const char *path, rf_status *st)
     int e = rel(p, "edge", RF_REL_INPUT, false), t1 = rel(p, "t1", RF_REL_TEMP, false);
     int o = rel(p, "out", RF_REL_DERIVED, true), mid = rel(p, "mid", RF_REL_DERIVED, false);
     int o2 = rel(p, "o2", RF_REL_DERIVED, true), o3 = rel(p, "o3", RF_REL_DERIVED, true);
-    int o4 = rel(p, "o4", RF_REL_DERIVED, true);
+    int o4 = rel(p, "o4", RF_REL_DERIVED, true), o5 = rel(p, "o5", RF_REL_DERIVED, true);
     p->rels[t1].pred = -1;
     p->rels[e].nfacts = 1;
     p->rels[e].facts = rf_calloc(2, sizeof(rf_word));
@@ -94,12 +95,24 @@ static bool fused_seed(const char *path, rf_status *st)
     filter_cmd(&p->blocks[1], o2, mid, 0);
     filter_cmd(&p->blocks[1], o3, e, 0);
     filter_cmd(&p->blocks[1], o4, e, 1);
+    /* o5 := edge joined with itself on $1 = $0: a JOIN, then the SORT of
+     * its rows into the sorted predicate */
+    rf_plan_cmd *j = cmd(&p->blocks[1], RF_CMD_MAPJOIN, o5, e, e);
+    j->nkeys = 1;
+    j->lkeys = rf_calloc(1, sizeof(int));
+    j->rkeys = rf_calloc(1, sizeof(int));
+    j->lkeys[0] = 1;
+    j->nproj = 2;
+    j->proj = rf_calloc(2, sizeof *j->proj);
+    j->proj[0] = col(0);
+    j->proj[1] = col(3);
     cmd(&p->blocks[2], RF_CMD_HALT, -1, -1, -1);
     rf_hprogram *h = rf_hir_lower(p);
-    rf_weave_opts wo = {.reduce = true};
-    rf_weave_info info = {0, 0, 0, 0};
+    rf_weave_opts wo = {.reduce = true, .set = true};
+    rf_weave_info info;
+    memset(&info, 0, sizeof info);
     rf_weave(h, &wo, &info);
-    bool ok = info.groups == 3 && info.shared == 1
+    bool ok = info.groups == 4 && info.shared == 1 && info.sets == 1
                   ? rf_hir_verify(h, st) && rf_hir_save(h, path, st)
                   : rf_fail(st, RF_EXIT_RUNTIME_ERROR, "the fused seed lacks a fused kernel (%d groups)", info.groups);
     rf_hir_free(h);

@@ -240,17 +240,25 @@ static void test_verifier_rejects(void)
     rejects(wrong_input_list, "neither an input of the group");
 }
 
+static rf_hprogram *woven_tc(void);
+
+/* Format 5 (fused groups, no set gather) and 4 (no fused groups): compile
+ * it again. */
 static void test_old_format_rejected(void)
 {
-    rf_hprogram *h = woven();
+    rf_hprogram *h = woven_tc();
     size_t len;
     uint8_t *bytes = rf_hir_serialize(h, &len);
-    bytes[8] = 4;
     rf_status st;
-    rf_status_init(&st);
-    CU_ASSERT_PTR_NULL(rf_hir_deserialize(bytes, len, &st));
-    CU_ASSERT_STRING_EQUAL(st.message,
-                           "compiled by another version of redfox (format 4, this one reads 5): compile it again");
+    for (int old = 4; old <= 5; old++) {
+        bytes[8] = (uint8_t)old;
+        rf_status_init(&st);
+        CU_ASSERT_PTR_NULL(rf_hir_deserialize(bytes, len, &st));
+        char *want = rf_sprintf("compiled by another version of redfox (format %d, this one reads 6): compile it again",
+                                old);
+        CU_ASSERT_STRING_EQUAL(st.message, want);
+        free(want);
+    }
     free(bytes);
     rf_hir_free(h);
 }
@@ -395,7 +403,7 @@ static void test_cross_block_chain(void)
  * kernel that may (the first error would change). */
 static void test_cross_block_limits(void)
 {
-    rf_weave_opts o = {.reduce = true};
+    rf_weave_opts o = {.reduce = true, .set = true};
     rf_weave_info info;
     rf_status st;
     rf_status_init(&st);
@@ -413,7 +421,8 @@ static void test_cross_block_limits(void)
     rf_hir_free(h);
     free(text);
 
-    /* s1 is computed before r's loop, s2 after it: no group */
+    /* s1 is computed before r's loop, s2 after it: no group takes them;
+     * the one group is r's JOIN and SORT inside the loop */
     h = lower_text("t(x, y) -> int32(x), int32(y).\n"
                    "s1(x, y) -> int32(x), int32(y).\n"
                    "r(x, y) -> int32(x), int32(y).\n"
@@ -426,7 +435,9 @@ static void test_cross_block_limits(void)
                    "s2(x, y) <- s1(x, y), y > 2.\n");
     rf_weave(h, &o, &info);
     CU_ASSERT_TRUE(rf_hir_verify(h, &st));
-    CU_ASSERT_EQUAL(info.groups, 0);
+    CU_ASSERT_EQUAL(info.groups, 1);
+    CU_ASSERT_EQUAL(info.sets, 1);
+    CU_ASSERT_FALSE(h->vars[var_named(h, "s1")].internal);
     rf_hir_free(h);
 
     /* s1 and u may both divide by zero, and u's stratum lies between s1's
@@ -602,6 +613,242 @@ static void test_two_outputs_rejected(void)
     rejects_shared(first_output_not_kernel_out, "not the group's first output");
 }
 
+/* Transitive closure: the semi-naive loop's body is MAP (swap), SORT,
+ * JOIN, SORT, DIFF, UNION and COPYs. */
+static const char *tc_src = "edge(x, y) -> int32(x), int32(y).\n"
+                            "path(x, y) -> int32(x), int32(y).\n"
+                            "edge(1, 2). edge(2, 3). edge(3, 1). edge(3, 4).\n"
+                            "@output(path).\n"
+                            "path(x, y) <- edge(x, y).\n"
+                            "path(x, z) <- path(x, y), edge(y, z).\n";
+
+static rf_hprogram *woven_tc(void)
+{
+    rf_hprogram *h = lower_text(tc_src);
+    rf_weave_opts o = {.reduce = true, .set = true};
+    rf_weave_info info;
+    rf_weave(h, &o, &info);
+    CU_ASSERT_EQUAL(info.groups, 1);
+    CU_ASSERT_EQUAL(info.sets, 1);
+    CU_ASSERT_EQUAL(info.members, 2);
+    return h;
+}
+
+/* The block that branches back to itself (a fixpoint loop's body), or -1. */
+static int loop_block(const rf_hprogram *h)
+{
+    for (int b = 0; b < h->nblocks; b++)
+        if (h->blocks[b].term == RF_TERM_BRANCH_EMPTY && (h->blocks[b].target == b || h->blocks[b].target_else == b))
+            return b;
+    return -1;
+}
+
+/* The semi-naive step's JOIN and the SORT of its rows, inside the loop:
+ * one group with a set gather, the join's rows internal, the SORT's result
+ * (path.new, which the DIFF after it reads) its output; the binary form
+ * keeps it; unweaving gives the program before fusion; without set
+ * gathers nothing is grouped. */
+static void test_recursive_set(void)
+{
+    rf_hprogram *plain = lower_text(tc_src);
+    char *before = dump(plain);
+    rf_hprogram *h = woven_tc();
+    rf_status st;
+    rf_status_init(&st);
+    CU_ASSERT_TRUE_FATAL(rf_hir_verify(h, &st));
+    int b = -1;
+    rf_kernel *fk = find_fused(h, 0, &b);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fk);
+    CU_ASSERT_TRUE(b >= 0 && b == loop_block(h));
+    CU_ASSERT_EQUAL(fk->gather, RF_GATHER_SET);
+    const rf_fused *f = fk->fused;
+    CU_ASSERT_EQUAL_FATAL(f->nmembers, 2);
+    CU_ASSERT_EQUAL(f->members[0].op, RF_K_JOIN);
+    CU_ASSERT_EQUAL(f->members[1].op, RF_K_SORT);
+    int t = f->members[0].out, pnew = var_named(h, "path.new");
+    CU_ASSERT_TRUE(h->vars[t].internal);
+    CU_ASSERT_FALSE(h->vars[t].sorted);
+    CU_ASSERT_FALSE(freed_anywhere(h, t));
+    CU_ASSERT_EQUAL(f->members[1].in[0], t);
+    CU_ASSERT_EQUAL_FATAL(f->nout, 1);
+    CU_ASSERT_EQUAL(f->out[0], pnew);
+    CU_ASSERT_EQUAL(f->nin, 2);
+    CU_ASSERT_EQUAL(f->in[0], var_named(h, "path.delta.by1"));
+    CU_ASSERT_EQUAL(f->in[1], var_named(h, "edge"));
+    CU_ASSERT_EQUAL_FATAL(f->nedges, 1);
+    CU_ASSERT_TRUE(f->edges[0].var == t && f->edges[0].from == 0 && f->edges[0].to == 1 &&
+                   f->edges[0].dep == RF_DEP_KERNEL);
+    /* the DIFF against the full relation still follows the group */
+    CU_ASSERT_TRUE(fk + 1 < h->blocks[b].kernels + h->blocks[b].nkernels && fk[1].op == RF_K_DIFF &&
+                   fk[1].in[0] == pnew);
+
+    char *text = dump(h);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "path.new := FUSED[2] path.delta.by1, edge  partition=key-range gather=set"));
+    char *internal = rf_sprintf("internal: %s (0->1 kernel)", h->vars[t].name);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, internal));
+    char *gather = rf_sprintf("gather=set: %s's rows go into a dense set (path.new: sorted, distinct)", h->vars[t].name);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, gather));
+    size_t len;
+    uint8_t *bytes = rf_hir_serialize(h, &len);
+    rf_hprogram *back = rf_hir_deserialize(bytes, len, &st);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    char *text2 = dump(back);
+    CU_ASSERT_STRING_EQUAL(text, text2);
+    CU_ASSERT_EQUAL(find_fused(back, 0, NULL)->gather, RF_GATHER_SET);
+    rf_unweave(back);
+    CU_ASSERT_TRUE(rf_hir_verify(back, &st));
+    char *after = dump(back);
+    CU_ASSERT_STRING_EQUAL(before, after);
+
+    rf_hprogram *n = lower_text(tc_src);
+    rf_weave_opts no_set = {.reduce = true};
+    rf_weave_info info;
+    rf_weave(n, &no_set, &info);
+    CU_ASSERT_EQUAL(info.groups, 0);
+    free(internal);
+    free(gather);
+    free(text);
+    free(text2);
+    free(after);
+    free(before);
+    free(bytes);
+    rf_hir_free(n);
+    rf_hir_free(back);
+    rf_hir_free(h);
+    rf_hir_free(plain);
+}
+
+/* Same generation: the first rule's JOIN (with a filter, projecting its
+ * key away: its rows may repeat, which a set gather does not mind) and
+ * both JOINs of the loop body, each with the SORT of its rows. */
+static void test_recursive_sg(void)
+{
+    rf_hprogram *h = lower_text("edge(x, y) -> int32(x), int32(y).\n"
+                                "sg(x, y) -> int32(x), int32(y).\n"
+                                "edge(1, 2). edge(1, 3). edge(2, 4). edge(3, 5).\n"
+                                "@output(sg).\n"
+                                "sg(x, y) <- edge(p, x), edge(p, y), x != y.\n"
+                                "sg(x, y) <- edge(a, x), sg(a, b), edge(b, y).\n");
+    rf_weave_opts o = {.reduce = true, .set = true};
+    rf_weave_info info;
+    rf_weave(h, &o, &info);
+    CU_ASSERT_EQUAL(info.groups, 3);
+    CU_ASSERT_EQUAL(info.sets, 3);
+    rf_status st;
+    rf_status_init(&st);
+    CU_ASSERT_TRUE_FATAL(rf_hir_verify(h, &st));
+    int in_loop = 0;
+    for (int i = 0; i < 3; i++) {
+        int b = -1;
+        rf_kernel *fk = find_fused(h, i, &b);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(fk);
+        CU_ASSERT_EQUAL(fk->gather, RF_GATHER_SET);
+        CU_ASSERT_TRUE(fk->fused->nmembers == 2 && fk->fused->members[0].op == RF_K_JOIN &&
+                       fk->fused->members[1].op == RF_K_SORT);
+        in_loop += b == loop_block(h);
+    }
+    CU_ASSERT_EQUAL(in_loop, 2);
+    rf_hir_free(h);
+}
+
+/* Malformed set gathers and recursive groups, each rejected with its
+ * message: mutations of the woven tc program. */
+static void rejects_tc(mutation m, const char *want)
+{
+    rf_hprogram *h = woven_tc();
+    int b = -1;
+    rf_kernel *fk = find_fused(h, 0, &b);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fk);
+    m(h, fk, b);
+    rf_status st;
+    rf_status_init(&st);
+    bool ok = rf_hir_verify(h, &st);
+    CU_ASSERT_FALSE(ok);
+    if (!ok && !strstr(st.message, want)) {
+        fprintf(stderr, "\n  message \"%s\" lacks \"%s\"\n", st.message, want);
+        CU_FAIL("wrong message");
+    }
+    rf_hir_free(h);
+}
+
+/* The block after the loop copies the join's rows out. */
+static void read_after_loop(rf_hprogram *h, rf_kernel *fk, int b)
+{
+    rf_hblock *after = &h->blocks[h->blocks[b].target == b ? h->blocks[b].target_else : h->blocks[b].target];
+    after->kernels = rf_realloc(after->kernels, (size_t)(after->nkernels + 1) * sizeof *after->kernels);
+    rf_kernel *k = &after->kernels[after->nkernels++];
+    memset(k, 0, sizeof *k);
+    k->op = RF_K_COPY;
+    k->out = var_named(h, "path.delta");
+    k->in[0] = fk->fused->members[0].out;
+    k->in[1] = -1;
+}
+
+/* The loop's exit test asks whether the join's rows are empty. */
+static void exit_test_reads_internal(rf_hprogram *h, rf_kernel *fk, int b)
+{
+    rf_hblock *hb = &h->blocks[b];
+    hb->conds = rf_realloc(hb->conds, (size_t)(hb->nconds + 1) * sizeof *hb->conds);
+    hb->conds[hb->nconds++] = fk->fused->members[0].out;
+}
+
+static void freed_after_loop(rf_hprogram *h, rf_kernel *fk, int b)
+{
+    rf_hblock *after = &h->blocks[h->blocks[b].target == b ? h->blocks[b].target_else : h->blocks[b].target];
+    after->free_entry = rf_realloc(after->free_entry, (size_t)(after->nfree_entry + 1) * sizeof *after->free_entry);
+    after->free_entry[after->nfree_entry++] = fk->fused->members[0].out;
+}
+
+/* The DIFF after the group claims a set gather of its own. */
+static void set_on_plain_kernel(rf_hprogram *h, rf_kernel *fk, int b)
+{
+    (void)h, (void)b;
+    fk[1].gather = RF_GATHER_SET;
+}
+
+static void set_on_member(rf_hprogram *h, rf_kernel *fk, int b)
+{
+    (void)h, (void)b;
+    fk->fused->members[1].gather = RF_GATHER_SET;
+}
+
+/* The join's rows become a stored variable while the group says its
+ * edge carries them. */
+static void rows_not_internal(rf_hprogram *h, rf_kernel *fk, int b)
+{
+    (void)b;
+    h->vars[fk->fused->members[0].out].internal = false;
+}
+
+/* The SORT sorts the group's input instead of the join's rows. */
+static void sort_of_input(rf_hprogram *h, rf_kernel *fk, int b)
+{
+    (void)h, (void)b;
+    fk->fused->members[1].in[0] = fk->fused->in[0];
+    fk->fused->edges[0].to = 0;
+    fk->fused->nedges = 0;
+}
+
+/* The scan -> sort -> aggregate group with a set gather: its last member
+ * is no SORT. */
+static void set_ending_in_agg(rf_hprogram *h, rf_kernel *fk, int b)
+{
+    (void)h, (void)b;
+    fk->gather = RF_GATHER_SET;
+}
+
+static void test_recursive_rejected(void)
+{
+    rejects_tc(read_after_loop, "internal to a fused kernel");
+    rejects_tc(exit_test_reads_internal, "seen outside its fused kernel");
+    rejects_tc(freed_after_loop, "seen outside its fused kernel");
+    rejects_tc(set_on_plain_kernel, "bad partition/gather stage");
+    rejects_tc(set_on_member, "a member has its own free list or a group's gather");
+    rejects_tc(rows_not_internal, "which is not internal");
+    rejects_tc(sort_of_input, "no later member reads");
+    rejects(set_ending_in_agg, "a set gather must end with a SORT of the rows the member before it");
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -614,6 +861,9 @@ int main(void)
     CU_add_test(s, "what a chain across strata may not take", test_cross_block_limits);
     CU_add_test(s, "a group of two outputs", test_two_outputs);
     CU_add_test(s, "malformed groups of two outputs rejected", test_two_outputs_rejected);
+    CU_add_test(s, "a set gather in a fixpoint loop (tc)", test_recursive_set);
+    CU_add_test(s, "set gathers in and before a loop (sg)", test_recursive_sg);
+    CU_add_test(s, "malformed set gathers and recursive groups rejected", test_recursive_rejected);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
