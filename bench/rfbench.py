@@ -1,5 +1,6 @@
 """Helpers shared by the bench scripts (standard library only): named variants
-of redfox arguments, and the per-kernel lines of `redfox run --stats`.
+of redfox arguments, the per-kernel lines of `redfox run --stats`, and
+generated data written in parallel pieces (write_pieces).
 
 Variants (--variants of bench/tpch.py and bench/gpu_bench.py):
     "fused=,unfused=--no-fuse"
@@ -10,6 +11,7 @@ VAR=VALUE (upper-case VAR) are set in the environment of that variant's
 runs instead, e.g. "plain=,forced=RF_WEAVE_FORCE=all". The first variant is
 the one the others are compared with.
 """
+import multiprocessing
 import os
 import re
 import shlex
@@ -196,3 +198,20 @@ def breakdown_table(title, rows):
                                        [f"{100 * tot[k] / q:.1f}%" if q > 0 else "-" for k, _ in BREAKDOWN_COLS] +
                                        ["-"]) + " |")
     return "\n".join(lines)
+
+
+def write_pieces(path, pieces, make_piece, jobs):
+    """Writes make_piece(p) for each p of pieces, in order, into path: on
+    `jobs` forked processes when there is more than one piece, through a
+    temporary file renamed at the end (an interrupted run leaves no partial
+    table behind)."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "wb") as f:
+        if jobs > 1 and len(pieces) > 1:
+            with multiprocessing.get_context("fork").Pool(jobs) as pool:
+                for b in pool.imap(make_piece, pieces):
+                    f.write(b)
+        else:
+            for p in pieces:
+                f.write(make_piece(p))
+    os.replace(tmp, path)

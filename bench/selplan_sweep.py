@@ -60,7 +60,6 @@ predicate count. Writes it, the programs and every run's output to --log.
 import argparse
 import datetime
 import itertools
-import multiprocessing
 import os
 import random
 import re
@@ -107,18 +106,9 @@ def ensure_table(datadir, n, jobs):
     if os.path.exists(path):
         return path
     os.makedirs(datadir, exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"
     pieces = [(n, i) for i in range((n + CHUNK - 1) // CHUNK)]
     log(f"writing {path} ({n} rows, {len(pieces)} pieces, {jobs} processes)")
-    with open(tmp, "wb") as f:
-        if jobs > 1 and len(pieces) > 1:
-            with multiprocessing.get_context("fork").Pool(jobs) as pool:
-                for b in pool.imap(gen_chunk, pieces):
-                    f.write(b)
-        else:
-            for p in pieces:
-                f.write(gen_chunk(p))
-    os.replace(tmp, path)
+    rfbench.write_pieces(path, pieces, gen_chunk, jobs)
     return path
 
 

@@ -49,7 +49,6 @@ run's --stats output to --log DIR).
 """
 import argparse
 import datetime
-import multiprocessing
 import os
 import random
 import re
@@ -177,18 +176,9 @@ def ensure_table(datadir, name, n, jobs):
         return path
     kind, seed, sel = table_spec(name)
     os.makedirs(datadir, exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"
     pieces = [(kind, seed, sel, n, i) for i in range((n + CHUNK - 1) // CHUNK)]
     log(f"writing {path} ({n} rows, {len(pieces)} pieces, {jobs} processes)")
-    with open(tmp, "wb") as f:
-        if jobs > 1 and len(pieces) > 1:
-            with multiprocessing.get_context("fork").Pool(jobs) as pool:
-                for b in pool.imap(gen_chunk, pieces):
-                    f.write(b)
-        else:
-            for p in pieces:
-                f.write(gen_chunk(p))
-    os.replace(tmp, path)
+    rfbench.write_pieces(path, pieces, gen_chunk, jobs)
     return path
 
 
