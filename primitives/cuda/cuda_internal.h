@@ -252,6 +252,12 @@ bool rf_codegen_module(rf_cuda_ctx *c, const char *src, int n, const char *const
 bool rf_codegen_prefetch(rf_cuda_ctx *c, int n, char **srcs, const char *const *const *names, const int *nnames);
 bool rf_codegen_launch(rf_cuda_ctx *c, void *fn, size_t n, void **params, rf_status *st);
 bool rf_codegen_launch_grid(rf_cuda_ctx *c, void *fn, size_t n, size_t max_blocks, void **params, rf_status *st);
+/* The blocks of 256 threads of generated kernel fn that the device holds at
+ * once (the driver's occupancy for its registers and shared memory, times
+ * the SMs): the grid of a grid-stride kernel, so that it runs as one wave
+ * (1.6 waves, the second a partial one, cost rf_reduce ~20% on the H100).
+ * fallback when the driver does not say. */
+size_t rf_codegen_resident_blocks(rf_cuda_ctx *c, void *fn, size_t fallback);
 /* Test hooks (prims.c), no device needed: the string tables of one code
  * over the rows of a host table (as a launch over that input would build
  * them: out, *tab of *ntab words, *host when the kernel would run on the

@@ -2820,7 +2820,7 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
         rf_cuda_trace(c, "reduce: plan, source, module");
     }
     rf_denv env = {c->rank, c->nrank, c->err, c->tab};
-    size_t max_blocks = sm_count(c) * 8;
+    size_t max_blocks = rf_codegen_resident_blocks(c, fn, sm_count(c) * 8); /* one wave */
     /* RF_CUDA_HASH_SLOTS (tests): a smaller table, so that groups overflow
      * it and the caller's other path runs. */
     size_t max_slots = RF_HASH_AGG_MAX_SLOTS;
@@ -2882,7 +2882,11 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
         if (!rf_codegen_launch_grid(c, fn, total, max_blocks, params, st))
             goto fail;
         rf_cuda_trace(c, "reduce: kernel");
-        if (!check_fault(c, st) || !rf_cuda_read_back(c, ctr.p, counter, 16, st))
+        /* Without group keys the one group cannot overflow the table, and
+         * the fault (sticky: the first one stays) is read with the group's
+         * count at the end: one host wait for the whole tail instead of
+         * four (~25 us each). */
+        if (nkeys > 0 && (!check_fault(c, st) || !rf_cuda_read_back(c, ctr.p, counter, 16, st)))
             goto fail;
         rf_cuda_trace(c, "reduce: read back");
     }
@@ -2895,8 +2899,8 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
     CK(rf_k_slot_flags(c->stream, state.p, cap, flags.p), "reducing gather");
     if (!rf_cub_flag_scan(c, flags.p, pos.p, cap, st))
         goto fail;
-    uint64_t g;
-    if (!read_word(c, (uint64_t *)pos.p + cap, &g, st))
+    uint64_t g = 1; /* without keys: the one group, whether a row reached it is read at the end */
+    if (nkeys > 0 && !read_word(c, (uint64_t *)pos.p + cap, &g, st))
         goto fail;
     rf_cuda_trace(c, "reduce: slots");
     if (g == 0)
@@ -2904,6 +2908,10 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
     if (!rf_drel_alloc(c, &res, (size_t)g, what, st) || !tmp_get(c, &counts, g * 8, "reducing gather", st) ||
         !tmp_get(c, &dense, g * 16, "reducing gather", st) || !tmp_get(c, &group_of, cap * 8, "reducing gather", st))
         goto fail;
+    if (nkeys == 0) { /* no slot flagged when no row passed: the finish then reads zeros, not garbage */
+        CK(cudaMemsetAsync(counts.p, 0, 8, c->stream), "reducing gather");
+        CK(cudaMemsetAsync(dense.p, 0, 16, c->stream), "reducing gather");
+    }
     rf_wcols oc = rf_wcols_of(&res);
     CK(rf_k_slot_groups(c->stream, flags.p, pos.p, keys.p, cap, nkeys, group_of.p, oc), "reducing gather");
     CK(rf_k_gather_slots(c->stream, flags.p, pos.p, acc.p, cap, 1, counts.p), "reducing gather");
@@ -2926,18 +2934,30 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
                                         rf_type_is_decimal(t) ? rf_decimal_scale(t) : 0, result), "avg");
             } else {
                 CK(rf_k_seg_total_finish(c->stream, dense.p, g, (int)result_types[j], c->err, result), "total");
-                if (!check_fault(c, st))
+                if (nkeys > 0 && !check_fault(c, st))
                     goto fail;
             }
         }
         }
     }
+    if (nkeys == 0) { /* the kernel's and the finish's faults, and whether any row passed */
+        uint64_t rows = 0;
+        const uint64_t *cp = counts.p;
+        if (!read_fault_and_words(c, 1, &cp, &rows, st))
+            goto fail;
+        if (rows == 0)
+            goto out; /* no row passed: the caller's path says what that gives */
+    }
     rf_cuda_trace(c, "reduce: groups");
     res.nrows = (size_t)g;
-    if (!rf_cuda_sort_unique(c, &res, &sorted, what, st))
-        goto fail;
-    rf_cuda_trace(c, "reduce: sort");
-    rf_drel_move(c, out, &sorted);
+    if (g == 1) { /* one group (no keys, or one key value): sorted and distinct as it is */
+        rf_drel_move(c, out, &res);
+    } else {
+        if (!rf_cuda_sort_unique(c, &res, &sorted, what, st))
+            goto fail;
+        rf_cuda_trace(c, "reduce: sort");
+        rf_drel_move(c, out, &sorted);
+    }
     out->arity = nkeys + naggs;
     *done = true;
 out:

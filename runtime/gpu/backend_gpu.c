@@ -380,10 +380,9 @@ static bool kernel_frees(const rf_kernel *k, int var)
  * being written, and the set is `out`, the result of the group's SORT
  * (sorted and distinct by construction; the rows are internal to the
  * group, so their order and repetitions are nobody's business). Needs
- * plain-column projections and a frame of at most RF_DSET_MAX_BITS bits;
- * in auto mode the bitmap must also be small (RF_DENSE_SMALL) or at most
- * 16 bytes per probing row, so that short loops over wide frames keep the
- * sort. `hint`: the frame the DIFF reading `out` last saw (or NULL), in
+ * plain-column projections and a frame of at most RF_DSET_MAX_BITS bits.
+ * Run only with RF_CUDA_DENSE=always (gpu_run_set says why; the bitmap-size
+ * rule below is the former auto mode's). `hint`: the frame the DIFF reading `out` last saw (or NULL), in
  * which the set is planned when it fits, so that the DIFF compares
  * bitmaps. Declining is never an error: *done stays false and the caller
  * writes the rows and sorts them. */
@@ -683,13 +682,17 @@ static rf_run_result gpu_run_branches(rf_backend *be, const rf_hprogram *p, cons
 
 /* A set gather (`t := JOIN ...[; MAPs]; s := SORT t`, the semi-naive
  * step's join and dedup): the chain composed into the one JOIN it equals,
- * whose pairs go straight into a dense set that is s when the frame fits
- * (dense_join, with the run-time choices the backend used to make after
- * finding the SORT by looking at the kernel after a JOIN: the IR now says
- * so); else the chain's rows are written and the SORT member sorts them: a
- * lone JOIN exactly as unfused, a longer chain as the generated kernel of
- * a thread chain. Any error is left to the members, which give the one
- * --no-fuse gives. */
+ * its rows written and sorted by the SORT member: a lone JOIN exactly as
+ * unfused, a longer chain as the generated kernel of a thread chain. With
+ * RF_CUDA_DENSE=always the pairs go straight into a dense set that is s
+ * when the frame fits (dense_join). Not by default: on the H100 (session
+ * 21, docs/performance.md) writing and sorting was faster than the set on
+ * 13 of 14 tc/sg runs, by up to 1.8x (the set's atomics on the hot words of
+ * skewed graphs, and the expansions of the set that the next JOIN and DIFF
+ * need); choosing per call by the gather's own measured time did not help
+ * (the expansions are paid elsewhere), and even planning the set's frame
+ * costs a host wait per iteration. Any error is left to the members, which
+ * give the one --no-fuse gives. */
 static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_kernel *fk, rf_dvar *const *outs,
                                  rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
@@ -713,7 +716,7 @@ static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
     memset(stats, 0, sizeof *stats);
     bool done = false;
     bool ok = !needs_string_order(&chain) || refresh_string_order(ctx, &local);
-    if (ok && (ok = rf_cuda_timer_start(ctx, &local))) {
+    if (ok && g->dense_mode == 2 && (ok = rf_cuda_timer_start(ctx, &local))) {
         const diff_frame *hint = find_frame(g, sortk->out);
         ok = dense_join(be, &chain, outs[0], in0, in1, hint ? &hint->frame : NULL, what, &done, stats, &local);
         double secs = 0;
