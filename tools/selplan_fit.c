@@ -444,6 +444,19 @@ static void print_score(const char *title, const rf_selcalib *c, int which)
            title, s.count, s.within, 100 * s.worst, 100 * s.mean, sqrt(s.sq));
 }
 
+/* A plan for a Markdown table cell: `|` escaped. */
+static const char *md_plan(const char *plan, char *buf)
+{
+    char *o = buf;
+    for (const char *p = plan; *p; p++) {
+        if (*p == '|')
+            *o++ = '\\';
+        *o++ = *p;
+    }
+    *o = '\0';
+    return buf;
+}
+
 static void print_table(const rf_selcalib *before, const rf_selcalib *after, bool md)
 {
     if (md)
@@ -456,10 +469,11 @@ static void print_table(const rf_selcalib *before, const rf_selcalib *after, boo
         for (int i = 0; i < pt->n; i++)
             snprintf(sels + strlen(sels), sizeof sels - strlen(sels), "%s%.3f", i ? " " : "", pt->sel[i]);
         if (md) {
-            printf("| %s | %s | %s %.3f | %s %.3f | %.1f%% |", pt->name, sels, pt->plan[b], pt->mean[b], pt->plan[c0],
-                   pt->mean[c0], 100 * gap_of(pt, c0));
+            char m0[2 * RF_SELPLAN_FMT_MAX], m1[2 * RF_SELPLAN_FMT_MAX];
+            printf("| %s | %s | %s %.3f | %s %.3f | %.1f%% |", pt->name, sels, md_plan(pt->plan[b], m0), pt->mean[b],
+                   md_plan(pt->plan[c0], m1), pt->mean[c0], 100 * gap_of(pt, c0));
             if (after)
-                printf(" %s %.3f | %.1f%% |", pt->plan[c1], pt->mean[c1], 100 * gap_of(pt, c1));
+                printf(" %s %.3f | %.1f%% |", md_plan(pt->plan[c1], m0), pt->mean[c1], 100 * gap_of(pt, c1));
             printf("\n");
         } else {
             printf("%-12s sel %-18s runs %d best %-8s %.3f  chosen %-8s %.3f gap %5.1f%%", pt->name, sels, pt->nruns,
