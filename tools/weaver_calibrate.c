@@ -15,11 +15,16 @@
  *       sector_ns = scan_1 / (N / 4);  r_k = scan_k / (k scan_1)  (the paper's r_k)
  *   ops: R = 64 chained operations of a class per row, minus R = 0
  *       op_<class>_ns = (t_R - t_0) / (R W)
- *   c0 < t(s) && c1 < t(.5) for s = 0.02, 0.1 .. 0.9, against scan_1:
- *       y(s) = t_&&(s) - scan_1 is fitted by least squares as
- *       diverge * m(s) + W branch_ns, where m(s) = (N/4)(1 - (1-s)^4) sector_ns
- *       + W (1 - (1-s)^32) op_int_ns is the model's cost of the second test
- *       under the branch; the & variant is recorded for comparison
+ *   c0 < t(s) && c1 < t(.5) for s = 0.02, 0.1 .. 0.9, against scan_1, in
+ *   the generated select kernel's shape (8 rows per thread: the branch keeps
+ *   the second column's loads from issuing with the first's):
+ *       y(s) = t_&&(s) - scan_1 - W op_int_ns is fitted by least squares as
+ *       diverge * m_f(s) + W branch_ns, where m_f(s) = (N/4)(1 - (1-s)^(4f))
+ *       sector_ns + W (1 - (1-s)^32) op_int_ns is the model's cost of the
+ *       second test under the branch, for f = fetch_sectors on a grid of
+ *       1..8, keeping the best f; the & variant is recorded for comparison
+ *       (UNTESTED ON A DEVICE since this change: the sweep's fit in
+ *       tools/selplan_fit is what the defaults come from)
  *   compaction of the rows with c0 < t(.5) into 4-byte row ids
  *       write_sector_ns = (t - scan_1) / (kept * 4 / 32)
  *   ordered row ids of c0 < t(s), s = 0.05, 0.2, 0.5: c1 read through them
@@ -54,6 +59,62 @@ static const double gather_sel[NGATHER] = {0.05, 0.2, 0.5};
 static const char *const op_names[RF_SELOP_COUNT_] = {"int", "dec", "float", "arith", "div", "str"};
 
 static double miss(double s, int lanes) { return pow(1.0 - s, lanes); }
+
+/* The model's cost of the second test of c0 < t(s) && c1 < t(.5) under
+ * the branch, without diverge and branch_ns: its sectors (N/4 of them, scan
+ * cost `col` in all) fetched f at a time, all of a fetch when one of its 4f
+ * rows is alive, and its compare in every warp with a live lane. */
+static double under_branch(double s, double f, double col, double W, double op)
+{
+    return col * (1 - pow(1 - s, 4 * f)) + W * (1 - miss(s, 32)) * op;
+}
+
+/* y[i] = t_&&(s_i) - scan_1 - W op_int (what && adds to one column's scan)
+ * = diverge * under_branch(s_i, f) + W branch_ns, by least squares in
+ * (diverge, branch_ns) for each f on a grid of 1..8 sectors, keeping the f
+ * with the least squared error (the same model the planner uses, fitted the
+ * way tools/selplan_fit fits it to timed plans). diverge >= 1 and
+ * branch_ns >= 0: where the free solution breaks one, it is pinned there
+ * and the other refitted. */
+static void fit_branch(const double *y, double col, double W, double op, rf_selcalib *cal)
+{
+    double best_err = INFINITY;
+    for (double f = 1; f <= 8.0001; f *= 1.02) {
+        double m[NAND], mm = 0, my = 0;
+        for (int i = 0; i < NAND; i++) {
+            m[i] = under_branch(and_sel[i], f, col, W, op);
+            mm += m[i] / NAND;
+            my += y[i] / NAND;
+        }
+        double sxy = 0, sxx = 0;
+        for (int i = 0; i < NAND; i++) {
+            sxy += (m[i] - mm) * (y[i] - my);
+            sxx += (m[i] - mm) * (m[i] - mm);
+        }
+        double d = sxx > 0 ? sxy / sxx : 1, b = (my - d * mm) / W;
+        if (d > 4)
+            d = 4, b = (my - d * mm) / W;
+        if (d < 1)
+            d = 1, b = (my - mm) / W;
+        if (b < 0) { /* no branch cost: diverge alone, through the origin */
+            double mxy = 0, mxx = 0;
+            for (int i = 0; i < NAND; i++)
+                mxy += m[i] * y[i], mxx += m[i] * m[i];
+            b = 0;
+            d = mxx > 0 ? mxy / mxx : 1;
+            d = d < 1 ? 1 : d > 4 ? 4 : d;
+        }
+        double err = 0;
+        for (int i = 0; i < NAND; i++)
+            err += (d * m[i] + W * b - y[i]) * (d * m[i] + W * b - y[i]);
+        if (err < best_err) {
+            best_err = err;
+            cal->fetch_sectors = f;
+            cal->diverge = d;
+            cal->branch_ns = b;
+        }
+    }
+}
 
 static int usage(void)
 {
@@ -123,26 +184,15 @@ int main(int argc, char **argv)
         cal.op_ns[o] = v > 0 ? v : 0;
     }
 
-    /* && against &: fit diverge and branch_ns over the selectivities. */
-    double t_and[NAND], t_br[NAND], m[NAND], y[NAND], mm = 0, my = 0;
+    /* && against &: fit fetch_sectors, diverge and branch_ns over the
+     * selectivities (fit_branch). */
+    double t_and[NAND], t_br[NAND], y[NAND];
     for (int i = 0; i < NAND; i++) {
-        double s = and_sel[i];
-        t_and[i] = wc_and_ns(c, s, 0);
-        t_br[i] = wc_and_ns(c, s, 1);
-        m[i] = sectors * (1 - miss(s, 4)) * cal.sector_ns + W * (1 - miss(s, 32)) * cal.op_ns[RF_SELOP_INT];
-        y[i] = t_br[i] - scan[1];
-        mm += m[i] / NAND;
-        my += y[i] / NAND;
+        t_and[i] = wc_and_ns(c, and_sel[i], 0);
+        t_br[i] = wc_and_ns(c, and_sel[i], 1);
+        y[i] = t_br[i] - scan[1] - W * cal.op_ns[RF_SELOP_INT];
     }
-    double sxy = 0, sxx = 0;
-    for (int i = 0; i < NAND; i++) {
-        sxy += (m[i] - mm) * (y[i] - my);
-        sxx += (m[i] - mm) * (m[i] - mm);
-    }
-    double d = sxx > 0 ? sxy / sxx : 1;
-    cal.diverge = d < 1 ? 1 : d > 4 ? 4 : d;
-    double b = (my - cal.diverge * mm) / W;
-    cal.branch_ns = b > 0 ? b : 0;
+    fit_branch(y, sectors * cal.sector_ns, W, cal.op_ns[RF_SELOP_INT], &cal);
 
     /* Row ids between kernels: their writing, and reads through them. */
     size_t kept = 0;
@@ -219,12 +269,16 @@ int main(int argc, char **argv)
     printf("\nop ns per warp:");
     for (int o = 0; o < RF_SELOP_COUNT_; o++)
         printf(" %s %.4g", op_names[o], cal.op_ns[o]);
-    printf("\nbranch_ns %.4g  diverge %.3f  launch_ns %.0f\n", cal.branch_ns, cal.diverge, cal.launch_ns);
+    printf("\nbranch_ns %.4g  diverge %.3f  fetch_sectors %.2f  launch_ns %.0f\n", cal.branch_ns, cal.diverge,
+           cal.fetch_sectors, cal.launch_ns);
     printf("sectors vs live lanes (second column under &&):\n"
            "  live   sectors/warp   measured ns/warp   model ns/warp   & ns/warp\n");
     for (int i = 0; i < NAND; i++)
-        printf("  %.2f   %12.3f   %16.5f   %13.5f   %9.5f\n", and_sel[i], 8 * (1 - miss(and_sel[i], 4)), y[i] / W,
-               (cal.diverge * m[i]) / W + cal.branch_ns, (t_and[i] - scan[1]) / W);
+        printf("  %.2f   %12.3f   %16.5f   %13.5f   %9.5f\n", and_sel[i],
+               8 * (1 - miss(and_sel[i], (int)lround(4 * cal.fetch_sectors))), y[i] / W,
+               cal.diverge * under_branch(and_sel[i], cal.fetch_sectors, sectors * cal.sector_ns, W,
+                                          cal.op_ns[RF_SELOP_INT]) / W + cal.branch_ns,
+               (t_and[i] - scan[1]) / W);
     printf("wrote %s\n", path);
     free(path);
     free(dir);

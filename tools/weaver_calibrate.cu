@@ -93,23 +93,42 @@ __global__ void k_scan(Cols c, size_t n, uint64_t t, unsigned long long *out)
     add_count(out, cnt);
 }
 
-// Two tests joined by & or by && (the generated code's `if (v) { ... }`).
+// Two tests joined by & or by &&, in the shape of the generated select
+// kernel (primitives/cuda/codegen.c emit_select_kernel): each thread takes
+// WC_ITEMS rows of a tile, unrolled, and the filter is an inlined function
+// that returns early after a failed group (&&). That shape matters: with
+// all loads unconditional the compiler issues both columns' loads of the
+// WC_ITEMS rows together, while under && the second column's loads wait
+// for the first column's values; a grid-stride loop of one row per
+// iteration (this tool before) hides the difference and measured && as free.
+#define WC_ITEMS 8
 template <bool BRANCH>
-__global__ void k_and(const uint64_t *a, const uint64_t *b, size_t n, uint64_t ta, uint64_t tb, unsigned long long *out)
+__device__ __forceinline__ bool and_filter(const uint64_t *a, const uint64_t *b, size_t i, uint64_t ta, uint64_t tb)
+{
+    if (BRANCH) {
+        if (!(__ldg(a + i) < ta))
+            return false; // &&
+        return __ldg(b + i) < tb;
+    }
+    uint64_t x = __ldg(a + i), y = __ldg(b + i);
+    return (x < ta) & (y < tb);
+}
+
+template <bool BRANCH>
+__global__ void __launch_bounds__(256)
+k_and(const uint64_t *a, const uint64_t *b, size_t n, uint64_t ta, uint64_t tb, unsigned long long *out)
 {
     unsigned long long cnt = 0;
-    GRID_LOOP(i, n)
-    {
-        unsigned p;
-        if (BRANCH) {
-            p = __ldg(a + i) < ta;
-            if (p)
-                p = __ldg(b + i) < tb;
-        } else {
-            uint64_t x = __ldg(a + i), y = __ldg(b + i);
-            p = (x < ta) & (y < tb);
+    const size_t tile = (size_t)WC_ITEMS * blockDim.x; // the whole block iterates together (ballots)
+    for (size_t base = blockIdx.x * tile; base < n; base += (size_t)gridDim.x * tile) {
+#pragma unroll
+        for (int k = 0; k < WC_ITEMS; k++) {
+            size_t t = base + (size_t)k * blockDim.x + threadIdx.x;
+            bool pass = t < n && and_filter<BRANCH>(a, b, t, ta, tb);
+            unsigned m = __ballot_sync(0xffffffffu, pass);
+            if ((threadIdx.x & 31) == 0)
+                cnt += __popc(m);
         }
-        cnt += p;
     }
     add_count(out, cnt);
 }

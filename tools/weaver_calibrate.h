@@ -30,7 +30,8 @@ uint64_t wc_threshold(double s);
 /* count(c0 < t & ... & c(k-1) < t), every column loaded before any test. */
 double wc_scan_ns(wc_ctx *c, int k);
 /* count(c0 < t(s) & c1 < t(0.5)), or with && (branch != 0): c1 read only
- * by lanes where the first test holds. */
+ * by lanes where the first test holds; in the generated select kernel's
+ * shape (8 rows per thread, unrolled; the filter returns early). */
 double wc_and_ns(wc_ctx *c, double s, int branch);
 /* reps instructions of class cls per row on values computed in registers
  * (no column reads; WC_OP_STR: lookups into a 2^20-word table). */

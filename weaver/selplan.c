@@ -10,10 +10,11 @@
  *   warps_k   = N S(k) / W                  the warps the kernel runs
  *   live(k,a) = 1 if a == k, else 1 - (1 - S(a)/S(k))^W
  *                                           share of them with a lane alive at the group
- *   mem       = m r_m (N/V) (1 - (1 - S(a))^V) sigma_k
+ *   mem       = m r_m (N/V) (1 - (1 - S(a))^(V f)) sigma_k
  *       m: columns the group reads that no earlier group of the kernel read
- *       (those are in registers); a sector is read when one of its V rows
- *       is alive (a branch-free first group reads all N/V); r_m: loads of m
+ *       (those are in registers); the memory fetches f sectors (V f rows)
+ *       at a time, all of them when one of the V f rows is alive (a
+ *       branch-free first group reads all N/V sectors); r_m: loads of m
  *       columns issued together overlap; sigma_k: sector_ns in the first
  *       kernel, gather_sector_ns in later ones (reads through row ids)
  *   comp      = warps_k live(k,a) sum(cost_i)   a warp pays for the whole
@@ -231,25 +232,41 @@ void rf_selplan_rebuild(const rf_selconj *conj, const int *idx, int m, rf_code *
 void rf_selcalib_defaults(rf_selcalib *c)
 {
     memset(c, 0, sizeof *c);
-    /* 32 bytes at 3 TB/s; gathers through row ids coalesce worse (~3x). */
+    /* Fitted to the H100 sweep of 2026-11-23, 29 points, tools/selplan_fit
+     * (bench/selplan/h100-2026-11-23; docs/weaver.md "Select planning"):
+     * every legal plan of 2- and 3-predicate filters timed over 10^8 rows;
+     * the constants minimise the worst gap between the chosen plan's time
+     * and the best plan's (2.4%, noise level), then the mean, then the error
+     * of the model's cost differences. sector_ns is fixed (32 bytes at
+     * 3 TB/s: scaling every ns constant alike changes no choice) and
+     * launch_ns is the calibration tool's measurement (14.7 us: launch,
+     * count read back, host sync), rounded. */
     c->sector_ns = 0.0107;
-    c->gather_sector_ns = 0.032;
-    c->write_sector_ns = 0.0107;
-    /* Less overlap than the paper measured on a C2070 (0.75, 0.68): the
-     * conservative side, as it favours the fewer-column plans. */
-    static const double rk[RF_SELCALIB_MAXK] = {1.0, 0.9, 0.85, 0.82, 0.8, 0.8, 0.8, 0.8};
+    c->gather_sector_ns = 0.011;  /* ordered row ids: gathers coalesce nearly as a scan */
+    c->write_sector_ns = 0.019;   /* a compaction's row ids cost ~2 streamed sectors */
+    /* r_k: loads of k columns issued together overlap (the tool measured
+     * 0.91, 0.87, 0.87.. on the H100); the fit puts every k at 0.88. */
+    static const double rk[RF_SELCALIB_MAXK] = {1.0, 0.88, 0.88, 0.88, 0.88, 0.88, 0.88, 0.88};
     memcpy(c->rk, rk, sizeof rk);
-    /* ~1 ns of device time is ~900 warp-instructions on an H100 (132 SMs x
-     * 4 schedulers x 1.7 GHz): a compare ~3 instructions, a checked add ~10,
-     * a 64-bit division ~60, a string lookup ~32 L2 sectors per warp. */
-    c->branch_ns = 0.004;
-    c->diverge = 1.15; /* the paper: branch-free up to 25% faster at equal sectors */
-    c->op_ns[RF_SELOP_INT] = 0.003;
-    c->op_ns[RF_SELOP_DEC] = 0.003;
-    c->op_ns[RF_SELOP_FLOAT] = 0.006;
-    c->op_ns[RF_SELOP_ARITH] = 0.012;
-    c->op_ns[RF_SELOP_DIV] = 0.06;
-    c->op_ns[RF_SELOP_STR] = 0.1;
+    /* && is no cheaper per sector than & (diverge 1) but costs ~0.016 ns per
+     * warp and branch: in the generated kernel (8 rows per thread) the
+     * branch keeps the later columns' loads from issuing with the first's.
+     * The memory fetches ~2.5 sectors (64-128 bytes) at a time, so a branch
+     * or a gather saves sectors only where whole runs of ~10 rows are dead
+     * (with 1 sector the model priced && and | too cheap at sel 0.1 and
+     * 0.3: the misses of the 3-predicate points). */
+    c->branch_ns = 0.016;
+    c->diverge = 1.0;
+    c->fetch_sectors = 2.5;
+    /* Per warp. int: fitted (a compare and the per-row glue around it, ~15
+     * warp-instructions). The other classes have no sweep points: the
+     * calibration tool's H100 measurements (dec as int: the same compare). */
+    c->op_ns[RF_SELOP_INT] = 0.015;
+    c->op_ns[RF_SELOP_DEC] = 0.015;
+    c->op_ns[RF_SELOP_FLOAT] = 0.007;
+    c->op_ns[RF_SELOP_ARITH] = 0.0075;
+    c->op_ns[RF_SELOP_DIV] = 0.14;
+    c->op_ns[RF_SELOP_STR] = 0.23;
     c->launch_ns = 15000; /* launch + count download + host sync */
     c->rid_bytes = 4;
 }
@@ -279,6 +296,7 @@ static const calib_key calib_keys[] = {
     CK("op_str_ns", op_ns[RF_SELOP_STR], 0, false),
     CK("launch_ns", launch_ns, 0, false),
     CK("rid_bytes", rid_bytes, 0, true),
+    CK("fetch_sectors", fetch_sectors, 1, false),
 };
 #undef CK
 #define NKEYS (sizeof calib_keys / sizeof *calib_keys)
@@ -573,11 +591,11 @@ typedef struct model {
     double P[RF_SELPLAN_MAX + 1][RF_SELPLAN_MAX + 1];
     int F[RF_SELPLAN_MAX + 1][RF_SELPLAN_MAX + 1];
     double L[RF_SELPLAN_MAX + 1][RF_SELPLAN_MAX + 1]; /* live(k, a) */
-    double T[RF_SELPLAN_MAX + 1];     /* T[a]: share of sectors touched at position a */
+    double T[RF_SELPLAN_MAX + 1];     /* T[a]: share of sectors fetched at position a */
 } model;
 
 /* (1 - s)^4 and (1 - s)^32 by squaring: cheaper than pow in the DP's
- * inner loops, and the same numbers wherever a plan is costed. */
+ * inner loops (live), and the same numbers wherever a plan is costed. */
 static double miss4(double s)
 {
     double x = (1.0 - s) * (1.0 - s);
@@ -608,6 +626,7 @@ static bool reads(const rf_selconj *c, int col)
 static void model_init(model *m, const rf_selprob *q, const rf_selcalib *cal, const int *order)
 {
     int n = q->n;
+    double fetch = cal->fetch_sectors >= 1 ? cal->fetch_sectors : 1;
     m->q = q;
     m->cal = cal;
     m->order = order;
@@ -634,7 +653,8 @@ static void model_init(model *m, const rf_selprob *q, const rf_selcalib *cal, co
         }
         for (int a = k; a <= n; a++) /* a warp reaches a group when one of its lanes is alive */
             m->L[k][a] = a == k ? 1.0 : 1.0 - miss32(m->P[k][a]);
-        m->T[k] = 1.0 - miss4(m->S[k]); /* a sector is read when one of its rows is alive */
+        /* a fetch of f sectors (V f rows) is made when one of its rows is alive */
+        m->T[k] = 1.0 - pow(1.0 - m->S[k], WORDS_PER_SECTOR * fetch);
     }
 }
 

@@ -101,6 +101,10 @@ typedef struct rf_selcalib {
     double launch_ns;              /* each extra kernel of a split plan: launch and the host
                                       sync that reads its row count */
     double rid_bytes;              /* bytes per row id between kernels (4) */
+    double fetch_sectors;          /* >= 1: sectors the memory fetches together: under a branch or
+                                      through row ids, a run of 4 fetch_sectors rows (8-byte
+                                      words) costs its fetch_sectors sectors when one row of it
+                                      is alive (1: a 32-byte sector; 4: a 128-byte line) */
     bool calibrated;               /* false: the defaults below, not a measurement */
 } rf_selcalib;
 
@@ -110,11 +114,13 @@ void rf_selcalib_defaults(rf_selcalib *c);
 /* The TSV file: one `key<TAB>value` per line; blank lines and lines starting
  * with '#' are skipped; keys: device, sector_ns, gather_sector_ns,
  * write_sector_ns, r1..r8, branch_ns, diverge, op_int_ns, op_dec_ns,
- * op_float_ns, op_arith_ns, op_div_ns, op_str_ns, launch_ns, rid_bytes.
+ * op_float_ns, op_arith_ns, op_div_ns, op_str_ns, launch_ns, rid_bytes,
+ * fetch_sectors.
  * Reading starts from the defaults (a key not in the file keeps its
  * default), ignores unknown keys (newer tools, raw measurements), and fails
  * on a malformed line with "PATH:LINE: ..." (no tab, empty key, a value
- * that is not a finite number >= 0, r_k not > 0, diverge < 1). Writing
+ * that is not a finite number >= 0, r_k not > 0, diverge or fetch_sectors
+ * < 1). Writing
  * prints every key with 17 significant digits, so a read gives back the
  * same numbers. */
 bool rf_selcalib_read(const char *path, rf_selcalib *c, rf_status *st);
