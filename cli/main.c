@@ -1,9 +1,9 @@
 /* The redfox command line (docs/design.md, "Command line"):
  *   redfox run PROG.lql|PROG.rfx [--input PRED=FILE]... [--output DIR]
  *              [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]
- *              [--max-iterations N] [--progress] [--no-fuse]
- *   redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse] | --cuda PROG.lql|PROG.rfx
- *                  | --select-plans PROG.lql|PROG.rfx
+ *              [--max-iterations N] [--progress] [--profile TRACE.json] [--no-fuse]
+ *   redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse] [--dot] [-o FILE]
+ *                  | --cuda PROG.lql|PROG.rfx | --select-plans PROG.lql|PROG.rfx
  *   redfox compile PROG.lql -o PROG.rfx [--no-fuse]
  *   redfox check PROG.lql|PROG.rfx
  * A program is compiled (.rfx) when its first bytes are the .rfx magic or
@@ -30,8 +30,8 @@
 static const char usage_text[] =
     "usage: redfox run PROG.lql|PROG.rfx [--input PRED=FILE]... [--output DIR]\n"
     "                  [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]\n"
-    "                  [--max-iterations N] [--progress] [--no-fuse]\n"
-    "       redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse]\n"
+    "                  [--max-iterations N] [--progress] [--profile TRACE.json] [--no-fuse]\n"
+    "       redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse] [--dot] [-o FILE]\n"
     "       redfox explain --cuda PROG.lql|PROG.rfx | --select-plans PROG.lql|PROG.rfx\n"
     "       redfox compile PROG.lql -o PROG.rfx [--no-fuse]\n"
     "       redfox check PROG.lql|PROG.rfx\n"
@@ -44,7 +44,9 @@ static const char help_text[] =
     "  explain   print the query plan (--plan, needs source), the Harmony kernel\n"
     "            IR (--ir, source or .rfx) or the CUDA generated for each fused\n"
     "            kernel (--cuda; needs no GPU), or every select plan each filter\n"
-    "            of several conjuncts allows (--select-plans: for RF_WEAVE_SELPLAN)\n"
+    "            of several conjuncts allows (--select-plans: for RF_WEAVE_SELPLAN);\n"
+    "            --dot draws --plan or --ir as Graphviz (dot -Tsvg), -o FILE writes\n"
+    "            --plan or --ir to FILE (whole or not at all)\n"
     "  compile   write the kernel IR as a binary .rfx program (input files named\n"
     "            by @input are stored relative to the .rfx's folder when inside it)\n"
     "  check     parse and type-check a source program, or validate a .rfx\n"
@@ -67,6 +69,9 @@ static const char help_text[] =
     "                      iterations without reaching its fixpoint\n"
     "  --progress          print loop progress (a line a second after the first\n"
     "                      second) even when stderr is not a terminal\n"
+    "  --profile FILE      write a Chrome/Perfetto trace of the run to FILE (JSON;\n"
+    "                      open it in ui.perfetto.dev or chrome://tracing): a slice\n"
+    "                      per kernel run and per loop iteration, with rows and bytes\n"
     "  --no-fuse           run every kernel on its own (Kernel Weaver off; also for\n"
     "                      explain and compile, and for a .rfx compiled with fusion)\n"
     "\n"
@@ -233,7 +238,7 @@ static rf_hprogram *lower(const rf_program *prog, rf_plan **plan_out)
 static int cmd_run(int argc, char **argv)
 {
     const char *prog_path = NULL, *output_dir = NULL, *backend = "auto", *threads_s = NULL;
-    const char *max_iter_s = NULL;
+    const char *max_iter_s = NULL, *profile_path = NULL;
     RF_VEC(rf_input_override) inputs = {0};
     RF_VEC(const char *) prints = {0};
     bool stats = false, count_only = false, progress = false;
@@ -266,6 +271,8 @@ static int cmd_run(int argc, char **argv)
             threads_s = v;
         } else if (opt_value(argc, argv, &i, "--max-iterations", &v, &err)) {
             max_iter_s = v;
+        } else if (opt_value(argc, argv, &i, "--profile", &v, &err)) {
+            profile_path = v;
         } else if (strcmp(argv[i], "--progress") == 0) {
             progress = true;
         } else if (strcmp(argv[i], "--stats") == 0) {
@@ -380,6 +387,8 @@ static int cmd_run(int argc, char **argv)
         .count_only = count_only,
         .progress = progress ? RF_PROGRESS_ALWAYS : RF_PROGRESS_TERMINAL,
         .max_iterations = max_iterations,
+        .profile_path = profile_path,
+        .program_name = prog_path,
     };
     if (!rf_run(hp, &ro, &st))
         rc = report(&st);

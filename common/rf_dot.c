@@ -7,9 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Length of the UTF-8 sequence starting at s (1..4), or 0 if s does not
- * start a valid one (overlong forms and surrogates included). */
-static int utf8_length(const unsigned char *s)
+int rf_utf8_length(const unsigned char *s)
 {
     if (s[0] < 0x80)
         return 1;
@@ -32,7 +30,7 @@ void rf_dot_html(FILE *out, const char *s, size_t max_chars)
             fputs("...", out);
             return;
         }
-        int n = utf8_length(p);
+        int n = rf_utf8_length(p);
         if (n == 0) {
             fputc('?', out);
             p++;

@@ -30,6 +30,11 @@
  * characters (then "..."); max_chars 0: no limit. */
 void rf_dot_html(FILE *out, const char *s, size_t max_chars);
 
+/* Length of the UTF-8 sequence starting at s (1..4), or 0 if s does not
+ * start a valid one (overlong forms and surrogates included; a NUL ends
+ * the text). Also what runtime/trace.c escapes JSON strings with. */
+int rf_utf8_length(const unsigned char *s);
+
 /* A control-flow graph as both writers see it: blocks in program order,
  * each with at most two successors. */
 typedef struct rf_dot_block {
