@@ -28,6 +28,7 @@ typedef struct rf_par_activity {
     int pieces;              /* 0: the thread ran none */
 } rf_par_activity;
 #define RF_PAR_ACTIVITY_SLOTS 257
+/* One recording at a time in a process (the slots are global). */
 void rf_par_activity_start(void);   /* clears every slot */
 void rf_par_activity_stop(void);
 /* Copies up to cap slots (RF_PAR_ACTIVITY_SLOTS hold them all) and clears

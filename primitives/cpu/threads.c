@@ -94,7 +94,11 @@ void rf_par_activity_start(void)
     atomic_store(&g_recording, true);
 }
 
-void rf_par_activity_stop(void) { atomic_store(&g_recording, false); }
+void rf_par_activity_stop(void)
+{
+    atomic_store(&g_recording, false);
+    tl_slot = -1;   /* another thread may record next time */
+}
 
 int rf_par_activity_take(rf_par_activity *slots, int cap)
 {
