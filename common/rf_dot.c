@@ -101,7 +101,7 @@ void rf_dot_write_cfg(FILE *out, const char *name, int nblocks, const rf_dot_blo
                 loops[nloops++] = (loop_range){blocks[b].next[i], b};
     qsort(loops, (size_t)nloops, sizeof *loops, cmp_loops);
     fprintf(out, "digraph \"%s\" {\n", name);
-    fputs("  graph [fontname=\"Helvetica\", rankdir=TB, nodesep=0.4, ranksep=0.5];\n"
+    fputs("  graph [fontname=\"Helvetica\", rankdir=TB, nodesep=0.4, ranksep=0.5, pad=0.6];\n"
           "  node [shape=plain, fontname=\"Helvetica\", fontsize=10];\n"
           "  edge [fontname=\"Helvetica\", fontsize=9];\n",
           out);
@@ -114,7 +114,11 @@ void rf_dot_write_cfg(FILE *out, const char *name, int nblocks, const rf_dot_blo
             if (to < 0 || to >= nblocks)
                 continue;
             fprintf(out, "  b%d -> b%d [", b, to);
-            if (blk->cond) {
+            if (blk->cond && i == 1 && is_back_edge(b, to)) {
+                /* (the exit edge names the condition; a long label on a
+                 * loop edge gets clipped by Graphviz) */
+                fputs("label=<next iteration>, ", out);
+            } else if (blk->cond) {
                 fputs("label=<", out);
                 if (i == 1)
                     fputs("not ", out);
@@ -141,8 +145,8 @@ rf_rowest rf_rowest_input(size_t nfacts, const char *path)
 {
     if (!path && nfacts == 0)   /* its rows can only come from --input */
         return (rf_rowest){RF_ROWS_UNKNOWN, false, 0};
-    if (!path)
-        return rf_rowest_exact((double)nfacts);
+    if (!path)   /* the load drops duplicate facts */
+        return rf_rowest_at_most(rf_rowest_exact((double)nfacts));
     struct stat sb;
     FILE *f = stat(path, &sb) == 0 && S_ISREG(sb.st_mode) ? fopen(path, "rb") : NULL;
     if (!f)

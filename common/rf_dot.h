@@ -6,7 +6,8 @@
  * (the planner orders joins by bound variables, not by sizes), so the
  * pictures use a deliberately simple estimate, documented in
  * docs/observability.md:
- *   - a loaded relation: its inline facts plus its input file's lines
+ *   - a loaded relation: at most its inline facts plus its input file's
+ *     lines
  *     (unknown without either: its rows can only come from --input),
  *     counted when the file is small (<= 64 KiB: "<= N", duplicates are
  *     dropped by the load) or extrapolated from the first 64 KiB and the
@@ -50,8 +51,9 @@ typedef struct rf_dot_block {
 /* Writes `digraph NAME { ... }`: write_node(out, b, ctx) writes block b's
  * node statement, whose id must be "b<index>". A fixpoint loop (blocks
  * t..s where s has a back edge to t <= s) is drawn as a cluster titled
- * "fixpoint loop <label of t>" and its back edge bold, dashed and red, so
- * that a loop reads at a glance; nested loops nest, a range that overlaps
+ * "fixpoint loop <label of t>" and its back edge bold, dashed and red
+ * ("next iteration"; the exit edge names the condition), so that a loop
+ * reads at a glance; nested loops nest, a range that overlaps
  * another without nesting gets only the styled back edge. */
 void rf_dot_write_cfg(FILE *out, const char *name, int nblocks, const rf_dot_block *blocks,
                       void (*write_node)(FILE *out, int b, void *ctx), void *ctx);

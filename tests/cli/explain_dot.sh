@@ -33,7 +33,7 @@ done
 draw "$root/programs/tc.lql" --ir
 need "tc --ir" 'subgraph cluster_loop_b2 {'
 need "tc --ir" 'fixpoint loop stratum1.loop'
-need "tc --ir" 'b2 -> b2 [label=<not empty(path.delta)>, color="#c0392b", fontcolor="#c0392b", style="bold,dashed"'
+need "tc --ir" 'b2 -> b2 [label=<next iteration>, color="#c0392b", fontcolor="#c0392b", style="bold,dashed"'
 need "tc --ir" 'b2 -> b3 [label=<empty(path.delta)>'
 need "tc --ir" '<B>FUSED</B>[2] path.new := path.delta.by1, edge'
 need "tc --ir" '1. t2 := <B>JOIN</B>[keys=1] path.delta.by1, edge'
@@ -49,7 +49,7 @@ need "tc --ir" 'rows ?'
 draw "$root/programs/tc.lql" --plan
 need "tc --plan" 'subgraph cluster_loop_b2 {'
 need "tc --plan" 'path.new := MapJoin path.delta, edge on ($1 = $2) project ($0, $3)'
-need "tc --plan" 'b2 -> b2 [label=<not empty(path.delta)>'
+need "tc --plan" 'b2 -> b2 [label=<next iteration>, color="#c0392b"'
 
 draw "$root/programs/tpch/q01.lql" --ir
 need "q01 --ir" '<B>FUSED</B>[3] q01 := lineitem'
