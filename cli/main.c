@@ -1,9 +1,9 @@
 /* The redfox command line (docs/design.md, "Command line"):
  *   redfox run PROG.lql|PROG.rfx [--input PRED=FILE]... [--output DIR]
  *              [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]
- *              [--max-iterations N] [--progress] [--no-fuse]
- *   redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse] | --cuda PROG.lql|PROG.rfx
- *                  | --select-plans PROG.lql|PROG.rfx
+ *              [--max-iterations N] [--progress] [--profile TRACE.json] [--no-fuse]
+ *   redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse] [--dot] [-o FILE]
+ *                  | --cuda PROG.lql|PROG.rfx | --select-plans PROG.lql|PROG.rfx
  *   redfox compile PROG.lql -o PROG.rfx [--no-fuse]
  *   redfox check PROG.lql|PROG.rfx
  * A program is compiled (.rfx) when its first bytes are the .rfx magic or
@@ -19,6 +19,7 @@
 #include "../harmony_ir/hir.h"
 #include "../primitives/rf_prims.h"
 #include "../queryplan/plan.h"
+#include "../common/rf_outfile.h"
 #include "../runtime/runtime.h"
 #include "../weaver/weaver.h"
 #include "../weaver/selplan.h"
@@ -29,8 +30,8 @@
 static const char usage_text[] =
     "usage: redfox run PROG.lql|PROG.rfx [--input PRED=FILE]... [--output DIR]\n"
     "                  [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]\n"
-    "                  [--max-iterations N] [--progress] [--no-fuse]\n"
-    "       redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse]\n"
+    "                  [--max-iterations N] [--progress] [--profile TRACE.json] [--no-fuse]\n"
+    "       redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse] [--dot] [-o FILE]\n"
     "       redfox explain --cuda PROG.lql|PROG.rfx | --select-plans PROG.lql|PROG.rfx\n"
     "       redfox compile PROG.lql -o PROG.rfx [--no-fuse]\n"
     "       redfox check PROG.lql|PROG.rfx\n"
@@ -43,7 +44,9 @@ static const char help_text[] =
     "  explain   print the query plan (--plan, needs source), the Harmony kernel\n"
     "            IR (--ir, source or .rfx) or the CUDA generated for each fused\n"
     "            kernel (--cuda; needs no GPU), or every select plan each filter\n"
-    "            of several conjuncts allows (--select-plans: for RF_WEAVE_SELPLAN)\n"
+    "            of several conjuncts allows (--select-plans: for RF_WEAVE_SELPLAN);\n"
+    "            --dot draws --plan or --ir as Graphviz (dot -Tsvg), -o FILE writes\n"
+    "            --plan or --ir to FILE (whole or not at all)\n"
     "  compile   write the kernel IR as a binary .rfx program (input files named\n"
     "            by @input are stored relative to the .rfx's folder when inside it)\n"
     "  check     parse and type-check a source program, or validate a .rfx\n"
@@ -66,6 +69,9 @@ static const char help_text[] =
     "                      iterations without reaching its fixpoint\n"
     "  --progress          print loop progress (a line a second after the first\n"
     "                      second) even when stderr is not a terminal\n"
+    "  --profile FILE      write a Chrome/Perfetto trace of the run to FILE (JSON;\n"
+    "                      open it in ui.perfetto.dev or chrome://tracing): a slice\n"
+    "                      per kernel run and per loop iteration, with rows and bytes\n"
     "  --no-fuse           run every kernel on its own (Kernel Weaver off; also for\n"
     "                      explain and compile, and for a .rfx compiled with fusion)\n"
     "\n"
@@ -232,7 +238,7 @@ static rf_hprogram *lower(const rf_program *prog, rf_plan **plan_out)
 static int cmd_run(int argc, char **argv)
 {
     const char *prog_path = NULL, *output_dir = NULL, *backend = "auto", *threads_s = NULL;
-    const char *max_iter_s = NULL;
+    const char *max_iter_s = NULL, *profile_path = NULL;
     RF_VEC(rf_input_override) inputs = {0};
     RF_VEC(const char *) prints = {0};
     bool stats = false, count_only = false, progress = false;
@@ -265,6 +271,8 @@ static int cmd_run(int argc, char **argv)
             threads_s = v;
         } else if (opt_value(argc, argv, &i, "--max-iterations", &v, &err)) {
             max_iter_s = v;
+        } else if (opt_value(argc, argv, &i, "--profile", &v, &err)) {
+            profile_path = v;
         } else if (strcmp(argv[i], "--progress") == 0) {
             progress = true;
         } else if (strcmp(argv[i], "--stats") == 0) {
@@ -379,6 +387,8 @@ static int cmd_run(int argc, char **argv)
         .count_only = count_only,
         .progress = progress ? RF_PROGRESS_ALWAYS : RF_PROGRESS_TERMINAL,
         .max_iterations = max_iterations,
+        .profile_path = profile_path,
+        .program_name = prog_path,
     };
     if (!rf_run(hp, &ro, &st))
         rc = report(&st);
@@ -486,14 +496,77 @@ static int print_select_plans(const rf_hprogram *hp)
     return RF_EXIT_OK;
 }
 
+/* Where `explain --plan|--ir` (text or --dot) writes: stdout, or with
+ * -o FILE a file written whole or not at all (rf_outfile). */
+typedef struct explain_sink {
+    rf_outfile file;
+    bool to_file;
+} explain_sink;
+
+static int sink_open(explain_sink *s, const char *path, FILE **out)
+{
+    memset(s, 0, sizeof *s);
+    *out = stdout;
+    if (!path)
+        return RF_EXIT_OK;
+    rf_status st;
+    rf_status_init(&st);
+    if (!rf_outfile_open(&s->file, path, &st))
+        return report(&st);
+    s->to_file = true;
+    *out = s->file.f;
+    return RF_EXIT_OK;
+}
+
+/* Commits the file when everything before succeeded (rc 0), else leaves
+ * the path as it was. */
+static int sink_close(explain_sink *s, int rc)
+{
+    if (!s->to_file)
+        return rc;
+    if (rc != RF_EXIT_OK) {
+        rf_outfile_abort(&s->file);
+        return rc;
+    }
+    rf_status st;
+    rf_status_init(&st);
+    return rf_outfile_commit(&s->file, &st) ? RF_EXIT_OK : report(&st);
+}
+
+/* --plan / --ir as text or (--dot) Graphviz. */
+static void write_plan(const rf_plan *plan, bool dot, FILE *out)
+{
+    if (dot)
+        rf_plan_write_dot(plan, out);
+    else
+        rf_plan_print(plan, out);
+}
+
+static void write_ir(const rf_hprogram *hp, bool dot, FILE *out)
+{
+    if (dot)
+        rf_hir_write_dot(hp, out);
+    else
+        rf_hir_print(hp, out);
+}
+
 static int cmd_explain(int argc, char **argv)
 {
-    const char *mode = NULL, *path = NULL;
+    const char *mode = NULL, *path = NULL, *out_path = NULL;
+    bool dot = false;
+    int err = 0;
     for (int i = 2; i < argc; i++) {
+        const char *v = NULL;
         if (strcmp(argv[i], "--plan") == 0 || strcmp(argv[i], "--ir") == 0 || strcmp(argv[i], "--cuda") == 0 ||
             strcmp(argv[i], "--select-plans") == 0)
             mode = argv[i];
-        else if (strcmp(argv[i], "--no-fuse") == 0)
+        else if (strcmp(argv[i], "--dot") == 0)
+            dot = true;
+        else if (opt_value(argc, argv, &i, "-o", &v, &err) || opt_value(argc, argv, &i, "--output", &v, &err)) {
+            if (err)
+                return err;
+            out_path = v;
+        } else if (strcmp(argv[i], "--no-fuse") == 0)
             fuse = false;
         else if (argv[i][0] == '-' && argv[i][1])
             return usage("unknown option '%s'", argv[i]);
@@ -504,6 +577,11 @@ static int cmd_explain(int argc, char **argv)
     }
     if (!mode || !path)
         return usage("explain needs --plan, --ir, --cuda or --select-plans and a program%s", "");
+    bool text_mode = strcmp(mode, "--plan") == 0 || strcmp(mode, "--ir") == 0;
+    if (dot && !text_mode)
+        return usage("explain --dot draws --plan or --ir, not %s", mode);
+    if (out_path && !text_mode)
+        return usage("explain -o FILE writes --plan or --ir (with or without --dot), not %s", mode);
     if (is_rfx(path)) {
         if (strcmp(mode, "--plan") == 0)
             return usage("explain --plan needs the program's source: '%s' is compiled (explain --ir shows "
@@ -512,10 +590,16 @@ static int cmd_explain(int argc, char **argv)
         rf_hprogram *hp = load_compiled(path, &rc);
         if (hp && !fuse && !weave(hp))
             rc = EXIT_INTERNAL;
-        else if (hp)
-            rc = strcmp(mode, "--cuda") == 0           ? print_fused_cuda(hp)
-                 : strcmp(mode, "--select-plans") == 0 ? print_select_plans(hp)
-                                                       : (rf_hir_print(hp, stdout), RF_EXIT_OK);
+        else if (hp && !text_mode)
+            rc = strcmp(mode, "--cuda") == 0 ? print_fused_cuda(hp) : print_select_plans(hp);
+        else if (hp) {
+            explain_sink sink;
+            FILE *out;
+            if ((rc = sink_open(&sink, out_path, &out)) == RF_EXIT_OK) {
+                write_ir(hp, dot, out);
+                rc = sink_close(&sink, rc);
+            }
+        }
         rf_hir_free(hp);
         return rc;
     }
@@ -524,11 +608,17 @@ static int cmd_explain(int argc, char **argv)
         return RF_EXIT_COMPILE_ERROR;
     default_outputs(prog);
     int rc = RF_EXIT_OK;
+    explain_sink sink;
+    FILE *out = stdout;
+    if (text_mode && (rc = sink_open(&sink, out_path, &out)) != RF_EXIT_OK) {
+        rf_program_free(prog);
+        return rc;
+    }
     if (strcmp(mode, "--plan") == 0) {
         rf_plan_options po = {.optimize = true};
         rf_plan *plan = rf_plan_build(prog, &po);
         if (plan) {
-            rf_plan_print(plan, stdout);
+            write_plan(plan, dot, out);
             rf_plan_free(plan);
         } else {
             fputs("redfox: internal error: the planner failed\n", stderr);
@@ -542,12 +632,14 @@ static int cmd_explain(int argc, char **argv)
             else if (strcmp(mode, "--select-plans") == 0)
                 rc = print_select_plans(hp);
             else
-                rf_hir_print(hp, stdout);
+                write_ir(hp, dot, out);
             rf_hir_free(hp);
         } else {
             rc = EXIT_INTERNAL;
         }
     }
+    if (text_mode)
+        rc = sink_close(&sink, rc);
     rf_program_free(prog);
     return rc;
 }

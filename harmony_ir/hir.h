@@ -237,6 +237,8 @@ bool rf_fused_reduce_legal(const rf_hprogram *p, const rf_fused *f);
 
 /* `redfox explain --ir` */
 void rf_hir_print(const rf_hprogram *p, FILE *out);
+/* `redfox explain --dot --ir`: the kernel CFG as Graphviz DOT (hir_dot.c). */
+void rf_hir_write_dot(const rf_hprogram *p, FILE *out);
 /* One code as explain --ir prints it (infix; "true" when absent). */
 void rf_code_print(FILE *out, const rf_code *c);
 

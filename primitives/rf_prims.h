@@ -17,6 +17,24 @@ int rf_prims_threads(void);
  * dynamically. Also used by the GPU library for host-side copies. */
 typedef void (*rf_task_fn)(void *ctx, int piece);
 void rf_par_for(int n, rf_task_fn fn, void *ctx);
+/* What each thread did for rf_par_for while recording (`redfox run
+ * --profile`: a slice per kernel on each thread that ran pieces of it).
+ * Slot 0 is the thread that called rf_par_activity_start, slot w + 1 pool
+ * worker w; other threads are not recorded. Times are rf_now() seconds:
+ * when the thread's first piece began and its last ended, and the time
+ * inside pieces. Recording costs two clock reads a piece. */
+typedef struct rf_par_activity {
+    double first, last, busy;
+    int pieces;              /* 0: the thread ran none */
+} rf_par_activity;
+#define RF_PAR_ACTIVITY_SLOTS 257
+/* One recording at a time in a process (the slots are global). */
+void rf_par_activity_start(void);   /* clears every slot */
+void rf_par_activity_stop(void);
+/* Copies up to cap slots (RF_PAR_ACTIVITY_SLOTS hold them all) and clears
+ * them; returns the number copied. Call from the recording thread, between
+ * rf_par_for calls. */
+int rf_par_activity_take(rf_par_activity *slots, int cap);
 
 /* out := { proj(t) | t in in, filter(t) } (unsorted). */
 bool rf_prim_map(const rf_table *in, const rf_code *filter, int nproj,

@@ -136,6 +136,8 @@ bool rf_plan_pass_dead_rels(rf_plan *plan);    /* remove unused relations/comman
 
 /* `redfox explain --plan` */
 void rf_plan_print(const rf_plan *plan, FILE *out);
+/* `redfox explain --dot --plan`: the CFG as Graphviz DOT (plan_dot.c). */
+void rf_plan_write_dot(const rf_plan *plan, FILE *out);
 
 /* Checks the plan's own invariants (indices in range, arities agree,
  * column references valid); returns false with a message. */

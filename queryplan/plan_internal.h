@@ -27,5 +27,9 @@ int rf_plan_cmd_nsrcs(rf_cmdkind k);
 const char *rf_plan_cmd_name(rf_cmdkind k);   /* "MapJoin" */
 const char *rf_plan_relkind_name(rf_relkind k);
 const char *rf_plan_aggfn_name(rf_aggfn f);   /* "count" */
+/* One command as `explain --plan` prints it, without its comment:
+ * "t3 := MapJoin path.delta, edge on ($1 = $2) project ($0, $3)".
+ * malloc'd. Also the text of explain --dot --plan's rows. */
+char *rf_plan_cmd_text(const rf_plan *plan, const rf_plan_cmd *c);
 
 #endif

@@ -46,9 +46,8 @@ static void print_proj(const rf_plan_cmd *c, FILE *out)
     fputc(')', out);
 }
 
-static void print_cmd(const rf_plan *plan, const rf_plan_cmd *c, FILE *out)
+char *rf_plan_cmd_text(const rf_plan *plan, const rf_plan_cmd *c)
 {
-    /* Written to a memory buffer first so that comments line up. */
     char *line = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&line, &len);
@@ -130,6 +129,14 @@ static void print_cmd(const rf_plan *plan, const rf_plan_cmd *c, FILE *out)
         print_proj(c, f);
     }
     fclose(f);
+    return line;
+}
+
+static void print_cmd(const rf_plan *plan, const rf_plan_cmd *c, FILE *out)
+{
+    /* Made as a string first so that comments line up. */
+    char *line = rf_plan_cmd_text(plan, c);
+    size_t len = strlen(line);
     fprintf(out, "  %s", line);
     if (c->comment)
         fprintf(out, "%*s// %s", len < 60 ? (int)(62 - len) : 2, "", c->comment);

@@ -5,6 +5,7 @@
 #include "runtime.h"
 #include "rf_outfile.h"
 #include "rf_prims.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -40,6 +41,14 @@ typedef struct rt {
     double write_seconds;    /* of which writing the TSV text */
     double load_seconds;     /* LOAD kernels: reading inputs, making them resident */
     rf_run_info info;
+    /* --profile (trace.h); NULL when off */
+    rf_trace *trace;
+    bool gpu;                /* the backend's kernels run on a GPU stream */
+    int block;               /* the block being interpreted */
+    int *loop_of;            /* [block] header of the innermost loop holding it, -1 */
+    int *closes;             /* [block] header its back edge returns to, -1 */
+    double *iter_start;      /* [block] when the header's current iteration began */
+    rf_par_activity *activity; /* [RF_PAR_ACTIVITY_SLOTS] the pool's threads during a kernel */
 } rt;
 
 static bool kernel_frees(const rf_kernel *k, int var)
@@ -259,11 +268,70 @@ static bool run_compute(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_status
     return ok;
 }
 
+/* "JOIN t2", "CHECK_KEYS p": a kernel's name in the trace. */
+static char *kernel_title(const rt *r, const rf_kernel *k)
+{
+    int v = k->op == RF_K_CHECK_KEYS ? k->in[0] : k->out;
+    return rf_sprintf("%s %s", rf_kop_name(k->op), v >= 0 ? var_label(&r->p->vars[v]) : "?");
+}
+
+/* --profile: the kernel's slice on the interpreter's track (wall clock),
+ * one on each pool worker that ran pieces of it (from its first piece to
+ * its last), and for a GPU backend's kernel one on the GPU stream: its
+ * device time, placed to end when the host saw the kernel finish (the
+ * backend waits for each kernel's events). */
+static void trace_kernel(rt *r, const rf_kernel *k, const rf_kernel_stats *s, double t0, double t1,
+                         bool as_members, bool moved)
+{
+    const rf_hblock *blk = &r->p->blocks[r->block];
+    int kernel = (int)(k - blk->kernels);
+    char *title = kernel_title(r, k);
+    char *label = rf_json_string(blk->label ? blk->label : "");
+    int loop = r->loop_of[r->block];
+    char iteration[48] = "";
+    if (loop >= 0)
+        snprintf(iteration, sizeof iteration, "\"iteration\": %zu, ", r->loop_iter[loop]);
+    size_t bytes = s->bytes_moved;
+    if (k->op == RF_K_LOAD)   /* what was made resident */
+        bytes = s->rows_out * (size_t)r->p->vars[k->out].arity * sizeof(rf_word);
+    char *args = rf_sprintf("%s\"block\": %d, \"block_label\": %s, \"kernel\": %d, \"rows_in0\": %zu, "
+                            "\"rows_in1\": %zu, \"rows_out\": %zu, \"bytes\": %zu, \"backend_seconds\": %.9f%s%s",
+                            iteration, r->block, label, kernel, s->rows_in[0], s->rows_in[1], s->rows_out, bytes,
+                            s->seconds, as_members ? ", \"ran_as_members\": true" : "",
+                            moved ? ", \"moved\": true" : "");
+    const char *cat = k->op == RF_K_LOAD ? "load" : "kernel";
+    rf_trace_slice(r->trace, RF_TRACK_MAIN, title, cat, t0, t1, rf_strdup(args));
+    int n = rf_par_activity_take(r->activity, RF_PAR_ACTIVITY_SLOTS), helped = 0;
+    for (int i = 1; i < n; i++)
+        helped += r->activity[i].pieces > 0;
+    /* This thread's own share is shown only beside the workers' (alone,
+     * it is the kernel's slice again). */
+    for (int i = helped ? 0 : 1; i < n; i++) {
+        const rf_par_activity *a = &r->activity[i];
+        if (a->pieces == 0)
+            continue;
+        char *wargs = rf_sprintf("%s\"pieces\": %d, \"busy_seconds\": %.9f", iteration, a->pieces, a->busy);
+        /* slot 0 is this thread: its pieces nest inside the kernel's slice */
+        rf_trace_slice(r->trace, i == 0 ? RF_TRACK_MAIN : RF_TRACK_WORKER + i - 1, i == 0 ? "pieces" : title,
+                       "cpu", a->first, a->last, wargs);
+    }
+    if (r->gpu && s->seconds > 0 && k->op != RF_K_LOAD && k->op != RF_K_CHECK_KEYS && !moved) {
+        double start = t1 - s->seconds < t0 ? t0 : t1 - s->seconds;
+        rf_trace_slice(r->trace, RF_TRACK_GPU, title, "gpu", start, t1, rf_strdup(args));
+    }
+    free(args);
+    free(label);
+    free(title);
+}
+
 static bool run_kernel(rt *r, const rf_kernel *k, kstat *ks, rf_status *st)
 {
+    if (r->trace)   /* forget the pool's work between kernels */
+        rf_par_activity_take(r->activity, RF_PAR_ACTIVITY_SLOTS);
     double t0 = rf_now();
     rf_kernel_stats s;
     memset(&s, 0, sizeof s);
+    size_t as_members = r->info.fused_run_as_members, moved = r->info.copies_moved;
     r->info.kernels_run++;
     if (k->op == RF_K_CHECK_KEYS) {
         if (!run_check_keys(r, k, &s, st)) {
@@ -288,11 +356,14 @@ static bool run_kernel(rt *r, const rf_kernel *k, kstat *ks, rf_status *st)
     } else if (!run_compute(r, k, &s, st)) {
         return false;
     }
+    double t1 = rf_now();
+    if (r->trace)
+        trace_kernel(r, k, &s, t0, t1, r->info.fused_run_as_members > as_members, r->info.copies_moved > moved);
     ks->calls++;
     ks->rows_in[0] += s.rows_in[0];
     ks->rows_in[1] += s.rows_in[1];
     ks->rows_out += s.rows_out;
-    ks->seconds += rf_now() - t0;
+    ks->seconds += t1 - t0;
     if (k->op == RF_K_LOAD)
         r->load_seconds += rf_now() - t0;
     ks->be_seconds += s.seconds;
@@ -338,6 +409,33 @@ static void end_progress(rt *r)
     }
 }
 
+/* --profile: block `tail`'s terminator ended an iteration of the loop
+ * headed by `header`, and the loop too unless `next` goes round again. */
+static void trace_iteration(rt *r, const rf_hblock *tail, int header, int next)
+{
+    const rf_hprogram *p = r->p;
+    double now = rf_now();
+    size_t delta = 0;
+    for (int i = 0; i < tail->nconds; i++) {
+        int v = tail->conds[i];
+        delta += r->dv[v] ? r->be->var_rows(r->be, r->dv[v]) : 0;
+    }
+    const char *label = p->blocks[header].label ? p->blocks[header].label : "loop";
+    char *label_json = rf_json_string(label);
+    char *name = rf_sprintf("%s iteration %zu", label, r->loop_iter[header]);
+    rf_trace_slice(r->trace, RF_TRACK_MAIN, name, "iteration", r->iter_start[header], now,
+                   rf_sprintf("\"loop\": %s, \"iteration\": %zu, \"delta_rows\": %zu", label_json,
+                              r->loop_iter[header], delta));
+    free(name);
+    if (next != header) {
+        name = rf_sprintf("loop %s", label);
+        rf_trace_slice(r->trace, RF_TRACK_MAIN, name, "loop", r->loop_start[header], now,
+                       rf_sprintf("\"loop\": %s, \"iterations\": %zu", label_json, r->loop_iter[header]));
+        free(name);
+    }
+    free(label_json);
+}
+
 static bool interpret(rt *r, rf_status *st)
 {
     const rf_hprogram *p = r->p;
@@ -352,6 +450,9 @@ static bool interpret(rt *r, rf_status *st)
             r->loop_start[b] = rf_now();
             r->loop_iter[b] = 0;
         }
+        if (r->loop_header[b])
+            r->iter_start[b] = rf_now();
+        r->block = b;
         if (r->loop_header[b] && ++r->loop_iter[b] > r->opt->max_iterations && r->opt->max_iterations) {
             end_progress(r);
             return rf_fail(st, RF_EXIT_RUNTIME_ERROR,
@@ -382,6 +483,8 @@ static bool interpret(rt *r, rf_status *st)
             b = -1;
             break;
         }
+        if (r->trace && r->closes[from] >= 0)
+            trace_iteration(r, blk, r->closes[from], b);
     }
     end_progress(r);
     return true;
@@ -703,8 +806,16 @@ static bool write_outputs(rt *r, const int *outs, int nouts, rf_status *st)
         const rf_hvar *hv = &p->vars[outs[i]];
         rf_table t;
         rf_table_init(&t, hv->arity);
+        double d0 = rf_now();
         if (r->dv[outs[i]])
             ok = r->be->download(r->be, r->dv[outs[i]], &t, st);
+        if (r->trace) {
+            char *name = rf_sprintf("download %s", var_label(hv));
+            rf_trace_slice(r->trace, RF_TRACK_MAIN, name, "download", d0, rf_now(),
+                           rf_sprintf("\"rows\": %zu, \"bytes\": %zu", t.nrows,
+                                      t.nrows * (size_t)hv->arity * sizeof(rf_word)));
+            free(name);
+        }
         if (ok) {
             output_rows(r, outs[i], &t, hv);
             double w0 = rf_now();
@@ -721,6 +832,12 @@ static bool write_outputs(rt *r, const int *outs, int nouts, rf_status *st)
                     ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot write the output: %s", strerror(errno));
             }
             r->write_seconds += rf_now() - w0;
+            if (r->trace) {
+                char *name = rf_sprintf("write %s", var_label(hv));
+                rf_trace_slice(r->trace, RF_TRACK_MAIN, name, "output", w0, rf_now(),
+                               rf_sprintf("\"rows\": %zu", t.nrows));
+                free(name);
+            }
         }
         rf_table_free(&t);
     }
@@ -829,6 +946,10 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
         }
         r.keep[v] = true;
     }
+    if (opt->profile_path && !(r.trace = rf_trace_new(t0, opt->profile_path, st))) {
+        free(r.keep);   /* the trace's path cannot be written: fail before the run */
+        return false;
+    }
     r.positions = rf_calloc((size_t)p->nvars + 1, sizeof *r.positions);
     r.needed = rf_needed_columns(p, r.keep, r.positions);
     r.dv = rf_calloc((size_t)p->nvars + 1, sizeof *r.dv);
@@ -837,6 +958,11 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
     r.loop_header = rf_calloc((size_t)p->nblocks + 1, sizeof *r.loop_header);
     r.loop_start = rf_calloc((size_t)p->nblocks + 1, sizeof *r.loop_start);
     r.loop_iter = rf_calloc((size_t)p->nblocks + 1, sizeof *r.loop_iter);
+    r.loop_of = rf_calloc((size_t)p->nblocks + 1, sizeof *r.loop_of);
+    r.closes = rf_calloc((size_t)p->nblocks + 1, sizeof *r.closes);
+    r.iter_start = rf_calloc((size_t)p->nblocks + 1, sizeof *r.iter_start);
+    for (int b = 0; b < p->nblocks; b++)
+        r.loop_of[b] = r.closes[b] = -1;
     for (int b = 0; b < p->nblocks; b++) {
         const rf_hblock *blk = &p->blocks[b];
         r.ks[b] = rf_calloc((size_t)blk->nkernels + 1, sizeof **r.ks);
@@ -848,9 +974,37 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
                 r.loop_header[blk->target_else] = true;
         }
     }
-    if (r.be->program_begins)
+    /* Loops are the block ranges header..tail of back edges; a block's
+     * innermost loop is the one with the latest header. */
+    for (int b = 0; b < p->nblocks; b++) {
+        const rf_hblock *blk = &p->blocks[b];
+        int back = -1;
+        if ((blk->term == RF_TERM_JUMP || blk->term == RF_TERM_BRANCH_EMPTY) && blk->target >= 0 &&
+            blk->target <= b)
+            back = blk->target;
+        if (blk->term == RF_TERM_BRANCH_EMPTY && blk->target_else >= 0 && blk->target_else <= b)
+            back = blk->target_else;
+        r.closes[b] = back;
+        for (int t = back; t >= 0 && t <= b; t++)
+            if (r.loop_of[t] < back)
+                r.loop_of[t] = back;
+    }
+    if (r.trace) {
+        r.gpu = strcmp(r.be->name, "gpu") == 0;
+        r.activity = rf_calloc(RF_PAR_ACTIVITY_SLOTS, sizeof *r.activity);
+        rf_par_activity_start();
+    }
+    if (r.be->program_begins) {
+        double b0 = rf_now();
         r.be->program_begins(r.be, p);
+        if (r.trace)
+            rf_trace_slice(r.trace, RF_TRACK_MAIN, "program begins (backend setup)", "setup", b0, rf_now(), NULL);
+    }
+    double i0 = rf_now();
     bool ok = interpret(&r, st);
+    if (r.trace)
+        rf_trace_slice(r.trace, RF_TRACK_MAIN, "kernels", "phase", i0, rf_now(),
+                       rf_sprintf("\"kernels_run\": %zu", r.info.kernels_run));
     if (ok) {
         int nouts = 0;
         int *outs = rf_calloc((size_t)p->nvars + 1, sizeof *outs);
@@ -860,6 +1014,9 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
         double w0 = rf_now();
         ok = write_outputs(&r, outs, nouts, st);
         r.output_seconds = rf_now() - w0;
+        if (r.trace)
+            rf_trace_slice(r.trace, RF_TRACK_MAIN, "outputs (download, order, write)", "phase", w0, rf_now(),
+                           rf_sprintf("\"outputs\": %d", nouts));
         free(outs);
     }
     r.info.seconds = rf_now() - t0;
@@ -867,6 +1024,22 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
     for (int b = 0; b < p->nblocks; b++)
         if (r.loop_header[b])
             r.info.loop_iterations += r.entries[b];
+    if (r.trace) {
+        rf_par_activity_stop();
+        rf_trace_slice(r.trace, RF_TRACK_MAIN, "run", "phase", t0, rf_now(),
+                       rf_sprintf("\"ok\": %s, \"kernels_run\": %zu, \"loop_iterations\": %zu",
+                                  ok ? "true" : "false", r.info.kernels_run, r.info.loop_iterations));
+        /* Also after a failed run (it shows where it stopped); then the
+         * run's error is the one reported. */
+        rf_status tst;
+        rf_status_init(&tst);
+        if (!rf_trace_write(r.trace, opt->program_name, r.be->name, &tst) && ok) {
+            *st = tst;
+            ok = false;
+        }
+        rf_trace_free(r.trace);
+        free(r.activity);
+    }
     if (opt->stats)
         print_stats(&r, r.info.seconds);
     for (int v = 0; v < p->nvars; v++)
@@ -883,6 +1056,9 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
     free(r.loop_header);
     free(r.loop_start);
     free(r.loop_iter);
+    free(r.loop_of);
+    free(r.closes);
+    free(r.iter_start);
     if (info)
         *info = r.info;
     return ok;

@@ -45,6 +45,10 @@ typedef struct rf_run_options {
     rf_progress progress;    /* loop progress lines on `err` */
     size_t max_iterations;   /* > 0: a loop running more iterations than this
                                 fails the run (--max-iterations) */
+    const char *profile_path;/* --profile FILE: a Chrome/Perfetto trace of the
+                                run (trace.h), written whole or not at all,
+                                also after a failed run; NULL: none */
+    const char *program_name;/* the trace's title; may be NULL */
 } rf_run_options;
 
 /* Counters of one run (for tests and tools); all optional. */

@@ -16,6 +16,8 @@ command -v lemon  >/dev/null 2>&1 || need+=(lemon)
 [ -f /usr/include/CUnit/Basic.h ] || need+=(libcunit1-dev)
 [ -f /usr/include/sqlite3.h ]     || need+=(libsqlite3-dev)
 command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
+# `dot` checks the Graphviz that `redfox explain --dot` writes (tests/cli).
+command -v dot     >/dev/null 2>&1 || need+=(graphviz)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "redfox: installing build dependencies: ${need[*]}" >&2

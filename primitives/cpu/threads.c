@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <string.h>
 #include <unistd.h>
 
 #define MAX_THREADS 256
@@ -49,11 +50,62 @@ typedef struct par_job {
     atomic_int next;
 } par_job;
 
+/* Activity recording for `redfox run --profile` (rf_par_activity_*):
+ * slot 0 is the thread that started recording (the interpreter), slot
+ * w + 1 pool worker w; any other thread (-1) is not recorded. Each slot is
+ * written only by its own thread and read by the recording thread after
+ * rf_par_for returned (the pool's mutex orders the two). A call nested
+ * inside a piece is timed as part of that piece. */
+_Static_assert(RF_PAR_ACTIVITY_SLOTS == MAX_THREADS + 1, "a slot per pool worker and one for the caller");
+static atomic_bool g_recording;
+static rf_par_activity g_activity[MAX_THREADS + 1];
+static _Thread_local int tl_slot = -1;
+static _Thread_local int tl_depth;
+
 static void run_pieces(par_job *j)
 {
     int i;
-    while ((i = atomic_fetch_add(&j->next, 1)) < j->n)
+    bool record = atomic_load_explicit(&g_recording, memory_order_relaxed) && tl_slot >= 0 && tl_depth == 0;
+    if (!record) {
+        tl_depth++;
+        while ((i = atomic_fetch_add(&j->next, 1)) < j->n)
+            j->fn(j->ctx, i);
+        tl_depth--;
+        return;
+    }
+    rf_par_activity *a = &g_activity[tl_slot];
+    tl_depth++;
+    while ((i = atomic_fetch_add(&j->next, 1)) < j->n) {
+        double t0 = rf_now();
         j->fn(j->ctx, i);
+        double t1 = rf_now();
+        if (a->pieces++ == 0)
+            a->first = t0;
+        a->last = t1;
+        a->busy += t1 - t0;
+    }
+    tl_depth--;
+}
+
+void rf_par_activity_start(void)
+{
+    memset(g_activity, 0, sizeof g_activity);
+    tl_slot = 0;
+    atomic_store(&g_recording, true);
+}
+
+void rf_par_activity_stop(void)
+{
+    atomic_store(&g_recording, false);
+    tl_slot = -1;   /* another thread may record next time */
+}
+
+int rf_par_activity_take(rf_par_activity *slots, int cap)
+{
+    int n = cap < MAX_THREADS + 1 ? cap : MAX_THREADS + 1;
+    memcpy(slots, g_activity, (size_t)n * sizeof *slots);
+    memset(g_activity, 0, sizeof g_activity);
+    return n;
 }
 
 /* The pool. Workers sleep on `wake` until `gen` changes; worker w helps
@@ -71,6 +123,7 @@ static unsigned long g_start_gen[MAX_THREADS]; /* g_gen when worker w started */
 static void *pool_worker(void *arg)
 {
     int id = (int)(intptr_t)arg;
+    tl_slot = id + 1;
     pthread_mutex_lock(&g_mu);
     unsigned long seen = g_start_gen[id]; /* the job it was started for is newer */
     for (;;) {
