@@ -407,6 +407,14 @@ char *rf_codegen_reduce_source(bool join, int al, const rf_code *filter, int nva
     emit_prelude(&b, join ? "reducing gather (join)" : "reducing gather (map)");
     emit_row_stages(&b, join, al, filter, nvals, vals, plan);
     emit_value_preload(&b, join, al, nvals, vals, nkeys, naggs, lay.kind, arg_val);
+    /* RF_CUDA_REDUCE_MIN_BLOCKS (tuning, 1..8): blocks of 256 per SM that the
+     * compiler must fit (__launch_bounds__' second argument: fewer registers
+     * a thread, more warps to hide latency; spills past some point). */
+    const char *mb = getenv("RF_CUDA_REDUCE_MIN_BLOCKS");
+    int min_blocks = mb ? atoi(mb) : 1;
+    if (min_blocks < 1 || min_blocks > 8)
+        min_blocks = 1;
+    sb_printf(&b, "#define MINB %d\n", min_blocks);
     sb_printf(&b, "#define RI 4\n#define NK %d\n#define NV %d\n#define SH %d\n#define W %d\n", nkeys, nvals,
               lay.shared_slots,
               lay.words);
@@ -519,7 +527,7 @@ char *rf_codegen_reduce_source(bool join, int al, const rf_code *filter, int nva
               "// sample: only claim the sampled rows' groups (counted in counters[0]).\n"
               "// counters[1] != 0: the global table overflowed; faults are in env.err.\n"
               "// Either way the caller discards the result.\n"
-              "extern \"C\" __global__ void __launch_bounds__(256)\n"
+              "extern \"C\" __global__ void __launch_bounds__(256, MINB)\n"
               "rf_reduce(RfCols l, RfCols r, const uint64_t *lo, const uint64_t *off, uint64_t nl, uint64_t total,\n"
               "          uint64_t stride, RfEnv env, uint64_t *gkeys, unsigned *gstate, uint64_t cap,\n"
               "          unsigned long long *counters, unsigned long long *gacc, int sample)\n"
