@@ -50,6 +50,7 @@ typedef struct gen {
     int al;
     bool join;
     int tmp;
+    const int *pre_slot; /* column -> word of the row's preloaded values (pre), -1 or NULL: from memory */
 } gen;
 
 /* Operands of an instruction: RF_DOP_LOOKUP (prims.c's string tables) is
@@ -58,7 +59,9 @@ static int op_arity(int op) { return op == RF_DOP_LOOKUP ? 1 : rf_expr_arity((rf
 
 static void col_expr(gen *g, int k, char *out, size_t cap)
 {
-    if (!g->join || k < g->al)
+    if (!g->join && g->pre_slot && k >= 0 && k < RF_CUDA_MAX_COLS && g->pre_slot[k] >= 0)
+        snprintf(out, cap, "pre[%d]", g->pre_slot[k]);
+    else if (!g->join || k < g->al)
         snprintf(out, cap, "l.c[%d][i]", k);
     else
         snprintf(out, cap, "r.c[%d][j]", k - g->al);
@@ -131,10 +134,16 @@ static int emit(gen *g, int k)
 
 /* A stage: the function `name` computing code over a row (l, i / r, j)
  * into *out, false on a fault (recorded in env.err). */
-static void emit_stage(sbuf *b, const char *name, const rf_code *code, int al, bool join)
+/* The parameter and argument a stage has when some columns come preloaded
+ * (the reducing gather's value columns: emit_value_preload). */
+#define PRE_PARAM(ps) ((ps) ? ", const uint64_t *pre" : "")
+#define PRE_ARG(ps) ((ps) ? ", pre" : "")
+
+static void emit_stage_pre(sbuf *b, const char *name, const rf_code *code, int al, bool join, const int *pre_slot)
 {
     sb_printf(b, "__device__ __forceinline__ bool %s(const RfCols &l, uint64_t i, const RfCols &r, uint64_t j, "
-                 "const RfEnv &env, uint64_t *out)\n{\n  (void)l; (void)r; (void)i; (void)j;\n", name);
+                 "const RfEnv &env%s, uint64_t *out)\n{\n  (void)l; (void)r; (void)i; (void)j;%s\n", name,
+              PRE_PARAM(pre_slot), pre_slot ? " (void)pre;" : "");
     if (code->n == 0) {
         sb_printf(b, "  *out = 1;\n  return true;\n}\n");
         return;
@@ -148,11 +157,16 @@ static void emit_stage(sbuf *b, const char *name, const rf_code *code, int al, b
             kid[k][i] = stack[--sp];
         stack[sp++] = k;
     }
-    gen g = {b, code->ins, kid, al, join, 0};
+    gen g = {b, code->ins, kid, al, join, 0, pre_slot};
     int v = emit(&g, code->n - 1);
     sb_printf(b, "  *out = v%d;\n  return true;\n}\n", v);
     free(kid);
     free(stack);
+}
+
+static void emit_stage(sbuf *b, const char *name, const rf_code *code, int al, bool join)
+{
+    emit_stage_pre(b, name, code, al, join, NULL);
 }
 
 static void sb_append(sbuf *b, const char *text, size_t len)
@@ -242,7 +256,7 @@ const char *rf_codegen_select_name(int nparts, int part)
  * Parts after the first see only the rows the earlier parts kept (the
  * kernels pass row ids), so each part's filter is the conjunction of its
  * own conjuncts. */
-static void emit_planned_filter(sbuf *b, bool join, int al, const rf_cg_plan *pl)
+static void emit_planned_filter(sbuf *b, bool join, int al, const rf_cg_plan *pl, const int *pre_slot)
 {
     const rf_selplan *p = &pl->plan;
     char text[RF_SELPLAN_FMT_MAX];
@@ -252,7 +266,7 @@ static void emit_planned_filter(sbuf *b, bool join, int al, const rf_cg_plan *pl
     for (int c = 0; c < pl->split.n; c++) {
         char name[32];
         snprintf(name, sizeof name, "stage_c%d", c);
-        emit_stage(b, name, &pl->split.conj[c].code, al, join);
+        emit_stage_pre(b, name, &pl->split.conj[c].code, al, join, pre_slot);
     }
     for (int q = 0; q < pl->nparts; q++) {
         char name[32];
@@ -262,8 +276,8 @@ static void emit_planned_filter(sbuf *b, bool join, int al, const rf_cg_plan *pl
             snprintf(name, sizeof name, "stage_filter_p%d", q);
         sb_printf(b,
                   "__device__ __forceinline__ bool %s(const RfCols &l, uint64_t i, const RfCols &r, uint64_t j, "
-                  "const RfEnv &env, uint64_t *out)\n{\n  uint64_t c = 0, g;\n  *out = 0;\n",
-                  name);
+                  "const RfEnv &env%s, uint64_t *out)\n{\n  uint64_t c = 0, g;\n  *out = 0;\n",
+                  name, PRE_PARAM(pre_slot));
         for (int a = pl->part_start[q]; a < pl->part_start[q + 1];) {
             int e = a + 1; /* the group [a, e) */
             while (e < pl->part_start[q + 1] && p->conn[e - 1] == RF_SEL_AND)
@@ -273,8 +287,8 @@ static void emit_planned_filter(sbuf *b, bool join, int al, const rf_cg_plan *pl
                 sb_printf(b, " %d%s", p->order[x], x + 1 < e ? " &" : "");
             sb_printf(b, "\n");
             for (int x = a; x < e; x++)
-                sb_printf(b, "  if (!stage_c%d(l, i, r, j, env, &c)) return false;\n  g &= (uint64_t)(c != 0);\n",
-                          p->order[x]);
+                sb_printf(b, "  if (!stage_c%d(l, i, r, j, env%s, &c)) return false;\n  g &= (uint64_t)(c != 0);\n",
+                          p->order[x], PRE_ARG(pre_slot));
             sb_printf(b, "  if (!g) return true;%s\n", e < pl->part_start[q + 1] ? " // &&" : "");
             a = e;
         }
@@ -284,19 +298,25 @@ static void emit_planned_filter(sbuf *b, bool join, int al, const rf_cg_plan *pl
 
 /* stage_filter (or the plan's part filters) and stage_proj0..nproj-1 over
  * a row (MAP) or candidate pair (JOIN). */
-static void emit_row_stages(sbuf *b, bool join, int al, const rf_code *filter, int nproj, const rf_code *proj,
-                            const rf_cg_plan *plan)
+static void emit_row_stages_pre(sbuf *b, bool join, int al, const rf_code *filter, int nproj, const rf_code *proj,
+                                const rf_cg_plan *plan, const int *pre_slot)
 {
     rf_code none = {0, NULL};
     if (plan)
-        emit_planned_filter(b, join, al, plan);
+        emit_planned_filter(b, join, al, plan, pre_slot);
     else
-        emit_stage(b, "stage_filter", filter ? filter : &none, al, join);
+        emit_stage_pre(b, "stage_filter", filter ? filter : &none, al, join, pre_slot);
     for (int p = 0; p < nproj; p++) {
         char name[32];
         snprintf(name, sizeof name, "stage_proj%d", p);
-        emit_stage(b, name, &proj[p], al, join);
+        emit_stage_pre(b, name, &proj[p], al, join, pre_slot);
     }
+}
+
+static void emit_row_stages(sbuf *b, bool join, int al, const rf_code *filter, int nproj, const rf_code *proj,
+                            const rf_cg_plan *plan)
+{
+    emit_row_stages_pre(b, join, al, filter, nproj, proj, plan, NULL);
 }
 
 char *rf_codegen_source(bool join, int al, const rf_code *filter, int nproj, const rf_code *proj)
@@ -364,7 +384,7 @@ void rf_reduce_layout_of(int nkeys, int naggs, const rf_aggfn *fns, rf_reduce_la
  * them. Maps only: a join's right rows are not contiguous, so a row that
  * fails costs a sector of its own. */
 static void emit_value_preload(sbuf *b, bool join, int al, int nvals, const rf_code *vals, int nkeys, int naggs,
-                              const int *kind, const int *arg_val)
+                              const int *kind, const int *arg_val, int *pre_slot)
 {
     bool used[2 * RF_CUDA_MAX_COLS] = {false};
     bool col[RF_CUDA_MAX_COLS] = {false};
@@ -381,9 +401,11 @@ static void emit_value_preload(sbuf *b, bool join, int al, int nvals, const rf_c
     int n = 0;
     sb_printf(b, "__device__ __forceinline__ void stage_preload(const RfCols &l, uint64_t i, uint64_t *w)\n{\n"
                  "  (void)l; (void)i; (void)w;\n");
-    for (int k = 0; k < RF_CUDA_MAX_COLS; k++)
+    for (int k = 0; k < RF_CUDA_MAX_COLS; k++) {
+        pre_slot[k] = col[k] ? n : -1;
         if (col[k])
             sb_printf(b, "  w[%d] = l.c[%d][i];\n", n++, k);
+    }
     sb_printf(b, "}\n__device__ __forceinline__ void stage_fence(const uint64_t *w)\n{\n  (void)w;\n");
     for (int q = 0; q < n; q++)
         sb_printf(b, "  asm volatile(\"\" :: \"l\"(w[%d]));\n", q);
@@ -405,8 +427,13 @@ char *rf_codegen_reduce_source(bool join, int al, const rf_code *filter, int nva
             return NULL;
     sbuf b = {0};
     emit_prelude(&b, join ? "reducing gather (join)" : "reducing gather (map)");
-    emit_row_stages(&b, join, al, filter, nvals, vals, plan);
-    emit_value_preload(&b, join, al, nvals, vals, nkeys, naggs, lay.kind, arg_val);
+    int pre_slot[RF_CUDA_MAX_COLS];
+    emit_value_preload(&b, join, al, nvals, vals, nkeys, naggs, lay.kind, arg_val, pre_slot);
+    /* The stages read the preloaded columns from the row's words (pre), not
+     * from memory: a second load of the same word would be issued again
+     * after the fences (the compiler does not forward loads across them). */
+    emit_row_stages_pre(&b, join, al, filter, nvals, vals, plan, join ? NULL : pre_slot);
+    const char *pre_arg = join ? "" : ", pre[u]";
     /* RF_CUDA_REDUCE_MIN_BLOCKS (tuning, 1..8): blocks of 256 per SM that the
      * compiler must fit (__launch_bounds__' second argument: fewer registers
      * a thread, more warps to hide latency; spills past some point). */
@@ -556,9 +583,10 @@ char *rf_codegen_reduce_source(bool join, int al, const rf_code *filter, int nva
               "      break;\n"
               "    uint64_t xs[RI][NV > 0 ? NV : 1];\n"
               "    bool lives[RI];\n"
+              "    uint64_t pre[RI][NPRE > 0 ? NPRE : 1];\n"
+              "    (void)pre;\n"
               "#if NPRE > 0\n"
               "    // The value columns of all RI rows first (stage_preload says why).\n"
-              "    uint64_t pre[RI][NPRE];\n"
               "    #pragma unroll\n"
               "    for (int u = 0; u < RI; u++) {\n"
               "      uint64_t t = base + (uint64_t)u * blockDim.x + threadIdx.x;\n"
@@ -577,10 +605,10 @@ char *rf_codegen_reduce_source(bool join, int al, const rf_code *filter, int nva
               "      if (live) {\n"
               "        %s\n"
               "        uint64_t f = 0;\n"
-              "        live = stage_filter(l, i, r, j, env, &f) && f;\n",
-              row);
+              "        live = stage_filter(l, i, r, j, env%s, &f) && f;\n",
+              row, pre_arg);
     for (int v = 0; v < nvals; v++)
-        sb_printf(&b, "        live = live && stage_proj%d(l, i, r, j, env, &x[%d]);\n", v, v);
+        sb_printf(&b, "        live = live && stage_proj%d(l, i, r, j, env%s, &x[%d]);\n", v, pre_arg, v);
     sb_printf(&b, "%s",
               "      }\n"
               "      lives[u] = live;\n"
