@@ -404,8 +404,12 @@ static int cmd_run(int argc, char **argv)
         for (int i = 0; i < prog->nsouffle_outputs; i++) {
             const rf_souffle_output *so = &prog->souffle_outputs[i];
             rf_output_sink sk = {so->pred, RF_SINK_FILE, so->file, so->delimiter};
-            if (so->kind == RF_SOUFFLE_SIZE)
+            if (so->kind == RF_SOUFFLE_SIZE && count_only)
+                continue;
+            if (so->kind == RF_SOUFFLE_SIZE) {
                 sk.kind = RF_SINK_SIZE;
+                prog->preds[rf_program_find_pred(prog, so->pred)].is_output = true;
+            }
             else if (so->kind == RF_SOUFFLE_STDOUT || !output_dir)
                 sk.kind = RF_SINK_STDOUT;
             RF_PUSH(sinks, sk);

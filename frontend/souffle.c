@@ -426,6 +426,12 @@ static const char *type_name(rf_type t)
     }
 }
 
+/* The Soufflé base type a Red Fox type stands for, for messages. */
+static const char *souffle_type_name(rf_type t)
+{
+    return t == RF_TYPE_INT64 ? "number" : t == RF_TYPE_FLOAT64 ? "float" : "symbol";
+}
+
 static sf_typedef *find_type(sf_tr *tr, const char *name)
 {
     for (size_t i = 0; i < tr->types.len; i++)
@@ -462,7 +468,7 @@ static rf_type resolve_type(sf_tr *tr, const char *name, rf_loc at)
         } else if (base != RF_TYPE_INVALID && b != base) {
             rf_diag_error(tr->diag, m->loc,
                           "union type '%s' mixes %s and %s values: Red Fox unions need one base type", name,
-                          type_name(base), type_name(b));
+                          souffle_type_name(base), souffle_type_name(b));
             t->failed = true;
         } else {
             base = b;
@@ -734,7 +740,9 @@ static void translate_io(sf_tr *tr, const sf_clause *c)
             else
                 o.file = file ? rf_strdup(file->value) : rf_sprintf("%s.csv", rel);
             RF_PUSH(tr->outputs, o);
-            bool have_directive = false;
+            /* .output relations are outputs (also for --count); the
+             * command line makes .printsize ones outputs when it prints. */
+            bool have_directive = c->io == SF_IO_PRINTSIZE;
             for (size_t k = 0; k < tr->output_directive.len; k++)
                 have_directive |= strcmp(tr->output_directive.items[k], rel) == 0;
             if (!have_directive) {
