@@ -360,13 +360,14 @@ literal(L) ::= expr(E). [LITERAL_END] {
         L = ast_literal_new(AST_LIT_COND, NULL, E);
 }
 literal(L) ::= BANG(B) expr(E). [LITERAL_END] {
+    rf_loc whole = ast_loc_span(B.loc, E->loc);
     if (E->kind == AST_CALL) {
         L = ast_literal_new(AST_LIT_NEGATED, ast_atom_from_call(E), NULL);
     } else {
         L = ast_literal_new(AST_LIT_COND, NULL, E);
         sf_unsupported(ps, B.loc, "'!' applies to an atom or a constraint functor only");
     }
-    L->loc = ast_loc_span(B.loc, E->loc);
+    L->loc = whole;
 }
 literal(L) ::= expr(A) EQ expr(B). { L = ast_literal_new(AST_LIT_COND, NULL, binary(ps, RF_EX_EQ, A, B)); }
 literal(L) ::= expr(A) NE expr(B). { L = ast_literal_new(AST_LIT_COND, NULL, binary(ps, RF_EX_NE, A, B)); }
