@@ -31,7 +31,8 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/parser" "$work/souffle" "$work/hir"
 cp "$root"/tests/fuzz/corpus/* "$work/parser/"
-cp "$root"/tests/golden/souffle/*.dl "$root"/tests/golden/souffle/native/*.dl "$work/souffle/"
+cp "$root"/tests/golden/souffle/*.dl "$work/souffle/"
+for f in "$root"/tests/golden/souffle/native/*.dl; do cp "$f" "$work/souffle/native-${f##*/}"; done
 "$build/tests/fuzz_hir/fuzz_hir_seed" "$work/hir/seed-tc.rfx" "$work/hir/seed-fused.rfx"
 
 cd "$build"
