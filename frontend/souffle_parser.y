@@ -255,6 +255,26 @@ clause ::= TYPE(D) IDENT(N) EQ typeunion(U). {
     c->members = U;
     add_clause(ps, c);
 }
+/* .number_type Name, .symbol_type Name (Soufflé 1's spellings) */
+clause ::= TYPE(D) IDENT(N). {
+    sf_clause *c = rf_calloc(1, sizeof *c);
+    c->kind = SF_TYPE;
+    c->loc = ast_loc_span(D.loc, N.loc);
+    c->name = token_text(N);
+    c->name_loc = N.loc;
+    c->subtype = true;
+    c->members = ast_list_new();
+    if (D.len == 5) {
+        sf_unsupported(ps, N.loc, ".type %.*s needs '<: base' or '= types'", N.len, N.start);
+    } else {
+        /* the base type named by the directive: number or symbol */
+        rf_token base = D;
+        base.start = D.start + 1;
+        base.len = D.len - 6;
+        ast_list_push(c->members, token_copy(base));
+    }
+    add_clause(ps, c);
+}
 typeunion(L) ::= IDENT(T). { L = ast_list_new(); ast_list_push(L, token_copy(T)); }
 typeunion(L) ::= typeunion(X) PIPE IDENT(T). { L = X; ast_list_push(L, token_copy(T)); }
 

@@ -151,7 +151,14 @@ def oracle_sg(rng, d):
         sg |= {(x, y) for (a, x) in par for (a2, b) in db["sg"] if a == a2 for (b2, y) in par if b == b2}
         return {"sg": sg}
     db = fixpoint(rules, {"parent": parents, "sg": set()})
-    return {"sg": ("ss", db["sg"])}, {}
+    # kin: the equivalence classes of sg, every pair within a class
+    cls = {}
+    for x, y in sorted(db["sg"]):
+        merged = cls.get(x, {x}) | cls.get(y, {y})
+        for z in merged:
+            cls[z] = merged
+    kin = {(a, b) for members in cls.values() for a in members for b in members}
+    return {"sg": ("ss", db["sg"]), "kin": ("ss", kin)}, {}
 
 
 def oracle_points_to(rng, d):
