@@ -811,21 +811,55 @@ static bool is_name(const ast_expr *e, const char *name)
     return e->text && strcmp(e->text, name) == 0;
 }
 
+/* Most nodes min/max may expand into (each argument copies the ones
+ * before it). */
+#define SF_MAX_EXPANDED_NODES 4096
+
+/* Nodes of e, counting up to `cap` at most. */
+static int expr_size(const ast_expr *e, int cap)
+{
+    if (!e || cap <= 0)
+        return 0;
+    int n = 1;
+    for (int i = 0; i < ast_expr_nkids(e) && n < cap; i++)
+        n += expr_size(ast_expr_kid(e, i), cap - n);
+    return n;
+}
+
+static ast_expr *lower_call(sf_tr *tr, ast_expr *e, bool *ok);
+
 /* Soufflé functors -> Red Fox functions (docs/souffle.md, "Functors").
- * Returns the expression to use in place of e (e may be freed). */
+ * Returns the expression to use in place of e (e may be freed). The
+ * expansions (cat, min, max) nest deeper than what was written: past
+ * RF_MAX_EXPR_DEPTH they are an error, as in the parser. */
 static ast_expr *lower_expr(sf_tr *tr, ast_expr *e, bool *ok)
+{
+    e = lower_call(tr, e, ok);
+    if (e && e->depth > RF_MAX_EXPR_DEPTH && *ok) {
+        rf_diag_error(tr->diag, e->loc, "expression nested too deeply (more than %d levels)", RF_MAX_EXPR_DEPTH);
+        *ok = false;
+    }
+    return e;
+}
+
+static ast_expr *lower_call(sf_tr *tr, ast_expr *e, bool *ok)
 {
     if (!e)
         return NULL;
     if (e->kind == AST_UNARY || e->kind == AST_BINARY) {
         e->a = lower_expr(tr, e->a, ok);
         e->b = lower_expr(tr, e->b, ok);
+        int da = e->a ? e->a->depth : 0, db = e->b ? e->b->depth : 0;
+        e->depth = 1 + (da > db ? da : db);
         return e;
     }
     if (e->kind != AST_CALL)
         return e;
-    for (int i = 0; i < e->nargs; i++)
+    for (int i = 0; i < e->nargs; i++) {
         e->args[i] = lower_expr(tr, e->args[i], ok);
+        if (e->args[i]->depth + 1 > e->depth)
+            e->depth = e->args[i]->depth + 1;
+    }
     if (is_name(e, "cat")) {
         if (e->nargs == 0) {
             rf_diag_error(tr->diag, e->loc, "cat() needs at least one argument");
@@ -861,11 +895,23 @@ static ast_expr *lower_expr(sf_tr *tr, ast_expr *e, bool *ok)
                 return e;
             }
     if ((is_name(e, "min") || is_name(e, "max")) && e->nargs >= 2) {
-        /* min(a, b, c) = if(a <= b, a, b) then with c: the first of equals. */
+        /* min(a, b, c) = if(a <= b, a, b) then with c: the first of equals.
+         * Each step copies what came before: bounded, as nesting is. */
         bool is_min = is_name(e, "min");
         ast_expr *acc = e->args[0];
         for (int i = 1; i < e->nargs; i++) {
             ast_expr *b = e->args[i];
+            if (expr_size(acc, SF_MAX_EXPANDED_NODES) + expr_size(b, SF_MAX_EXPANDED_NODES) >=
+                SF_MAX_EXPANDED_NODES / 2) {
+                if (*ok)
+                    rf_diag_error(tr->diag, e->loc, "this %s(...) expands into more than %d operations",
+                                  e->text, SF_MAX_EXPANDED_NODES);
+                e->args[0] = acc;
+                for (int k = 1; k < i; k++)
+                    e->args[k] = int_expr(0, e->loc);
+                *ok = false;
+                return e;
+            }
             ast_expr *three[3] = { ast_expr_binary(is_min ? RF_EX_LE : RF_EX_GE, expr_clone(acc), expr_clone(b)),
                                    acc, b };
             acc = call_expr("if", e->loc, 3, three);
@@ -1324,6 +1370,11 @@ static void translate_fact(sf_tr *tr, const sf_clause *c)
 static void translate_rule(sf_tr *tr, const sf_clause *c)
 {
     const ast_list *disjuncts = c->body->disjuncts;
+    if ((long)disjuncts->len * c->heads->len > SF_MAX_DISJUNCTS) {
+        rf_diag_error(tr->diag, c->loc, "this rule expands into more than %d rules (heads times disjuncts)",
+                      SF_MAX_DISJUNCTS);
+        return;
+    }
     for (int d = 0; d < disjuncts->len; d++)
         for (int h = 0; h < c->heads->len; h++) {
             ast_atom *head = atom_clone(c->heads->items[h]);
@@ -1362,7 +1413,6 @@ static void translate(sf_tr *tr)
     for (int i = 0; i < cl->len; i++)
         if (((const sf_clause *)cl->items[i])->kind == SF_DECL)
             translate_decl(tr, cl->items[i]);
-    int errors = tr->diag->errors;
     for (int i = 0; i < cl->len; i++) {
         const sf_clause *c = cl->items[i];
         if (c->kind == SF_IO)
@@ -1372,7 +1422,6 @@ static void translate(sf_tr *tr)
         else if (c->kind == SF_RULE)
             translate_rule(tr, c);
     }
-    (void)errors;
 }
 
 rf_program *rf_souffle_compile(rf_source *src, const char *fact_dir, rf_diag *diag)
