@@ -122,7 +122,8 @@ typedef struct rf_souffle_output {
 typedef struct rf_program {
     rf_source *source;       /* owned */
     /* Written in the Soufflé dialect: its .output/.printsize directives in
-     * program order (each relation named there is also is_output). */
+     * program order (a .output relation is also is_output; the command
+     * line makes a .printsize one an output when it prints its size). */
     bool souffle;
     int nsouffle_outputs;
     rf_souffle_output *souffle_outputs;
