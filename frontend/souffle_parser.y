@@ -466,7 +466,7 @@ static const char *token_desc(int major)
     case SF_WILDCARD: return "'_'";
     case SF_DECL: return "'.decl'";
     case SF_TYPE: return "'.type'";
-    case SF_IODIR: return "'.input', '.output' or '.printsize'";
+    case SF_IODIR: return "'.input'/'.output'/'.printsize'";
     case SF_QUALIFIER: return "a qualifier";
     case SF_COUNT: return "'count'";
     case SF_SUM: return "'sum'";
