@@ -409,8 +409,7 @@ static int cmd_run(int argc, char **argv)
             if (so->kind == RF_SOUFFLE_SIZE) {
                 sk.kind = RF_SINK_SIZE;
                 prog->preds[rf_program_find_pred(prog, so->pred)].is_output = true;
-            }
-            else if (so->kind == RF_SOUFFLE_STDOUT || !output_dir)
+            } else if (so->kind == RF_SOUFFLE_STDOUT || !output_dir)
                 sk.kind = RF_SINK_STDOUT;
             RF_PUSH(sinks, sk);
         }
