@@ -1141,12 +1141,14 @@ static bool grounded(const ast_list *lits, const char *name, bool equalities)
     return false;
 }
 
+/* pred(k1, ..., kn, value), or pred(k1, ..., kn) without a value. */
 static ast_atom *aux_atom(const char *pred, const ast_list *keys, ast_expr *value, rf_loc loc)
 {
     ast_list *args = ast_list_new();
     for (int i = 0; i < keys->len; i++)
         ast_list_push(args, var_expr(keys->items[i], loc));
-    ast_list_push(args, value);
+    if (value)
+        ast_list_push(args, value);
     ast_atom *a = ast_atom_new(rf_strdup(pred), loc, args, false);
     a->loc = loc;
     return a;
@@ -1161,6 +1163,60 @@ typedef struct sf_aggjoin {
 } sf_aggjoin;
 
 static void translate_conj(sf_tr *tr, ast_atom *head, ast_list *lits, ast_agg *agg, rf_loc loc, bool lowered);
+
+/* Soufflé lets an aggregate's body constrain a variable it takes from
+ * outside without binding it (`c = count : { e(y), y < x }`). The groups
+ * then come from the rest of the rule, its context:
+ *   $contextM(k1, ..., kn) <- the rule's literals that use no aggregate.
+ * and the aggregate's body starts with $contextM(k1, ..., kn). Its columns
+ * are the group keys, so it adds no binding of its own: counts and sums
+ * are those of the body as written. */
+static bool add_context(sf_tr *tr, const sf_agg *a, const ast_list *lits, const ast_list *keys, ast_list *inner)
+{
+    ast_list *ctx = ast_list_new(), *ids = ast_list_new();
+    for (int i = 0; i < lits->len; i++) {
+        const ast_literal *l = lits->items[i];
+        ids->len = 0;
+        if (l->atom)
+            for (int k = 0; k < l->atom->nargs; k++)
+                collect_aggs(l->atom->args[k], ids);
+        collect_aggs(l->cond, ids);
+        if (ids->len == 0)
+            ast_list_push(ctx, literal_clone(l));
+    }
+    ast_list_free(ids, borrowed);
+    sf_env env = { 0 };
+    infer_env(tr, ctx, &env);
+    rf_type *types = rf_calloc((size_t)keys->len + 1, sizeof *types);
+    char **names = rf_calloc((size_t)keys->len + 1, sizeof *names);
+    bool ok = true;
+    for (int i = 0; i < keys->len && ok; i++) {
+        names[i] = keys->items[i];
+        types[i] = env_get(&env, names[i]);
+        if (!grounded(ctx, names[i], true) || types[i] == RF_TYPE_INVALID) {
+            rf_diag_error(tr->diag, a->loc,
+                          "variable '%s' is used in the aggregate and outside it, but neither an atom inside "
+                          "the aggregate nor the rest of the body (without its aggregates) binds it", names[i]);
+            ok = false;
+        }
+    }
+    if (ok) {
+        char *pred = rf_sprintf("$context%d", tr->naux++);
+        emit_decl(tr, pred, a->loc, keys->len, names, types);
+        translate_conj(tr, aux_atom(pred, keys, NULL, a->loc), ctx, NULL, a->loc, true);
+        ctx = NULL;
+        ast_list_push(inner, NULL);
+        memmove(inner->items + 1, inner->items, (size_t)(inner->len - 1) * sizeof *inner->items);
+        inner->items[0] = ast_literal_new(AST_LIT_ATOM, aux_atom(pred, keys, NULL, a->loc), NULL);
+        free(pred);
+    }
+    if (ctx)
+        ast_list_free(ctx, ast_literal_free_any);
+    RF_VEC_FREE(env);
+    free(types);
+    free(names);
+    return ok;
+}
 
 /* Builds the auxiliary relation of aggregate `id` used in a rule whose
  * head and body are (head, lits):
@@ -1181,6 +1237,7 @@ static bool build_aggregate(sf_tr *tr, int id, const ast_atom *head, const ast_l
         ok &= lower_literal(tr, inner->items[i]);
     ast_expr *target = a->target ? lower_expr(tr, expr_clone(a->target), &ok) : NULL;
     ast_list *outer = ast_list_new(), *inside = ast_list_new(), *keys = ast_list_new();
+    bool need_context = false;
     for (int i = 0; i < head->nargs; i++)
         collect_vars(head->args[i], outer);
     for (int i = 0; i < lits->len; i++)
@@ -1192,19 +1249,17 @@ static bool build_aggregate(sf_tr *tr, int id, const ast_atom *head, const ast_l
         const char *v = inside->items[i];
         if (!list_has(outer, v))
             continue;
-        if (!grounded(inner, v, false)) {
-            rf_diag_error(tr->diag, a->loc,
-                          "variable '%s' is used in the aggregate and outside it, but no atom inside the "
-                          "aggregate binds it: not supported (bind '%s' by an atom inside the braces)", v, v);
-            ok = false;
-        } else if (!grounded(lits, v, true)) {
+        if (!grounded(lits, v, true)) {
             rf_diag_error(tr->diag, a->loc,
                           "variable '%s' of the aggregate is not bound outside it (it must be grounded by "
                           "the rest of the body)", v);
             ok = false;
         }
+        need_context |= !grounded(inner, v, false);
         ast_list_push(keys, (void *)v);
     }
+    if (ok && need_context)
+        ok = add_context(tr, a, lits, keys, inner);
     sf_env env = { 0 };
     rf_type *types = rf_calloc((size_t)keys->len + 1, sizeof *types);
     if (ok) {

@@ -215,6 +215,8 @@ def oracle_payroll(rng, d):
     out["raise"] = ("sn", {(e[0], e[2] + payroll[e[1]] // 100) for e in emp})
     out["rich"] = ("s", {(e[0],) for e in emp if e[2] >= 5000 or e[1] == "exec"})
     best_names = {b[1] for b in best}
+    # rank: how many staff earn more (the aggregate takes s from outside)
+    out["rank"] = ("sn", {(e[0], sum(1 for f in emp if f[2] > e[2])) for e in emp})
     out["unrated"] = ("s", {(e[0],) for e in emp if e[3] < 2.5 and e[0] not in best_names})
     return out, {}
 
@@ -316,9 +318,9 @@ ERRORS = [
      "{f}:1:31: error: 'eqrel' needs a binary relation whose two attributes have one type"),
     (DECLS + "p(x) :- q(x), n = count : { q(y) ; q(x) }, n > 1.\n",
      "{f}:3:19: error: ';' (disjunction) inside an aggregate's body is not supported"),
-    (DECLS + "p(x) :- x = count : { q(y), y < z }, q(z).\n",
-     "{f}:3:13: error: variable 'z' is used in the aggregate and outside it, but no atom inside the "
-     "aggregate binds it"),
+    (DECLS + "p(x) :- x = count : { q(y), y < z }, z = count : { q(_) }.\n",
+     "{f}:3:13: error: variable 'z' is used in the aggregate and outside it, but neither an atom inside "
+     "the aggregate nor the rest of the body (without its aggregates) binds it"),
     (DECLS + "p(x) :- x = count : { q(z) }, z < 1.\n",
      "{f}:3:13: error: variable 'z' of the aggregate is not bound outside it"),
     (DECLS + "p(n) :- n = sum y : { q(y), c = count : { q(_) }, c > 0 }.\n",
