@@ -1,4 +1,5 @@
 /* The redfox command line (docs/design.md, "Command line"):
+ *   redfox run PROG.dl [-F FACT_DIR] [-D OUT_DIR|-] [-j N] [...]   (Soufflé dialect, docs/souffle.md)
  *   redfox run PROG.lql|PROG.rfx [--input PRED=FILE]... [--output DIR]
  *              [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]
  *              [--max-iterations N] [--progress] [--profile TRACE.json] [--no-fuse]
@@ -29,6 +30,7 @@
 
 static const char usage_text[] =
     "usage: redfox run PROG.lql|PROG.rfx [--input PRED=FILE]... [--output DIR]\n"
+    "       redfox run PROG.dl [-F FACT_DIR] [-D OUTPUT_DIR|-] [-j N] [run options]\n"
     "                  [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]\n"
     "                  [--max-iterations N] [--progress] [--profile TRACE.json] [--no-fuse]\n"
     "       redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse] [--dot] [-o FILE]\n"
@@ -50,6 +52,12 @@ static const char help_text[] =
     "  compile   write the kernel IR as a binary .rfx program (input files named\n"
     "            by @input are stored relative to the .rfx's folder when inside it)\n"
     "  check     parse and type-check a source program, or validate a .rfx\n"
+    "\n"
+    "Soufflé programs (.dl; docs/souffle.md), with Soufflé's options:\n"
+    "  -F DIR, --fact-dir=DIR     read .input files (default NAME.facts) from DIR (default .)\n"
+    "  -D DIR, --output-dir=DIR   write .output files (default NAME.csv) into DIR (default .),\n"
+    "                             all or none; -D - prints them to stdout as Soufflé does\n"
+    "  -j N, --jobs=N             host worker threads (as --threads; auto: one per core)\n"
     "\n"
     "run options:\n"
     "  --input PRED=FILE   read PRED's facts from FILE (TSV, or CSV if it ends in .csv);\n"
@@ -156,11 +164,31 @@ static rf_hprogram *load_compiled(const char *path, int *rc)
     return hp;
 }
 
-static rf_program *compile(const char *path)
+/* Matches Soufflé's short options `-F DIR` and `-FDIR`; advances *i past
+ * the value. */
+static bool short_opt(int argc, char **argv, int *i, const char *name, const char **val, int *err)
+{
+    const char *a = argv[*i];
+    if (strncmp(a, name, 2) != 0)
+        return false;
+    if (a[2] != '\0') {
+        *val = a + 2;
+        return true;
+    }
+    if (*i + 1 >= argc) {
+        *err = usage("option %s needs a value", name);
+        return true;
+    }
+    *val = argv[++*i];
+    return true;
+}
+
+static rf_program *compile_with(const char *path, const char *fact_dir)
 {
     rf_diag diag;
     rf_diag_init(&diag, stderr);
-    rf_program *prog = rf_compile_file(path, &diag);
+    rf_compile_options co = {.fact_dir = fact_dir};
+    rf_program *prog = rf_compile_file_opts(path, &co, &diag);
     if (prog && diag.errors > 0) {
         rf_program_free(prog);
         prog = NULL;
@@ -168,9 +196,14 @@ static rf_program *compile(const char *path)
     return prog;
 }
 
-/* Without any output predicate, every predicate defined by rules is one. */
+static rf_program *compile(const char *path) { return compile_with(path, NULL); }
+
+/* Without any output predicate, every predicate defined by rules is one
+ * (LogiQL; a Soufflé program outputs what its .output directives say). */
 static void default_outputs(rf_program *prog)
 {
+    if (prog->souffle)
+        return;
     for (int i = 0; i < prog->npreds; i++)
         if (prog->preds[i].is_output)
             return;
@@ -238,8 +271,9 @@ static rf_hprogram *lower(const rf_program *prog, rf_plan **plan_out)
 static int cmd_run(int argc, char **argv)
 {
     const char *prog_path = NULL, *output_dir = NULL, *backend = "auto", *threads_s = NULL;
-    const char *max_iter_s = NULL, *profile_path = NULL;
+    const char *max_iter_s = NULL, *profile_path = NULL, *fact_dir = NULL, *souffle_out_dir = NULL;
     RF_VEC(rf_input_override) inputs = {0};
+    RF_VEC(rf_output_sink) sinks = {0};
     RF_VEC(const char *) prints = {0};
     bool stats = false, count_only = false, progress = false;
     int err = 0, rc = RF_EXIT_OK;
@@ -273,6 +307,12 @@ static int cmd_run(int argc, char **argv)
             max_iter_s = v;
         } else if (opt_value(argc, argv, &i, "--profile", &v, &err)) {
             profile_path = v;
+        } else if (opt_value(argc, argv, &i, "--fact-dir", &v, &err) || short_opt(argc, argv, &i, "-F", &v, &err)) {
+            fact_dir = v;
+        } else if (opt_value(argc, argv, &i, "--output-dir", &v, &err) || short_opt(argc, argv, &i, "-D", &v, &err)) {
+            souffle_out_dir = v;
+        } else if (opt_value(argc, argv, &i, "--jobs", &v, &err) || short_opt(argc, argv, &i, "-j", &v, &err)) {
+            threads_s = v && strcmp(v, "auto") == 0 ? NULL : v;
         } else if (strcmp(argv[i], "--progress") == 0) {
             progress = true;
         } else if (strcmp(argv[i], "--stats") == 0) {
@@ -292,6 +332,16 @@ static int cmd_run(int argc, char **argv)
     int threads = 0;
     if (!err && !prog_path)
         err = usage("run: no program given%s", "");
+    bool souffle = !err && rf_is_souffle_path(prog_path);
+    if (!err && !souffle && (fact_dir || souffle_out_dir))
+        err = usage("-F/--fact-dir and -D/--output-dir are for Soufflé programs (.dl); '%s' is not one "
+                    "(use --input and --output)", prog_path);
+    if (!err && souffle && souffle_out_dir && output_dir)
+        err = usage("give -D or --output, not both (%s)", "they name the same folder");
+    if (!err && souffle && !souffle_out_dir)
+        souffle_out_dir = output_dir ? output_dir : count_only ? NULL : ".";
+    if (!err && souffle)
+        output_dir = !count_only && souffle_out_dir && strcmp(souffle_out_dir, "-") != 0 ? souffle_out_dir : NULL;
     if (!err && count_only && output_dir)
         err = usage("--count prints counts and hashes to stdout; it does not go with --output %s", output_dir);
     if (!err && strcmp(backend, "auto") && strcmp(backend, "cpu") && strcmp(backend, "gpu"))
@@ -335,7 +385,7 @@ static int cmd_run(int argc, char **argv)
             goto done;
         }
     } else {
-        if (!(prog = compile(prog_path))) {
+        if (!(prog = compile_with(prog_path, fact_dir))) {
             rc = RF_EXIT_COMPILE_ERROR;
             goto done;
         }
@@ -353,8 +403,24 @@ static int cmd_run(int argc, char **argv)
                 goto done;
             }
             prog->preds[p].is_output = true;
+            if (prog->souffle)
+                RF_PUSH(sinks, ((rf_output_sink){prints.items[i], RF_SINK_STDOUT, NULL, '\t'}));
         }
         prints.len = 0; /* now outputs of the compiled program */
+        /* A Soufflé program's outputs go where its directives say; with
+         * `-D -` the files go to stdout, as Soufflé prints them. */
+        for (int i = 0; i < prog->nsouffle_outputs; i++) {
+            const rf_souffle_output *so = &prog->souffle_outputs[i];
+            rf_output_sink sk = {so->pred, RF_SINK_FILE, so->file, so->delimiter};
+            if (so->kind == RF_SOUFFLE_SIZE && count_only)
+                continue;
+            if (so->kind == RF_SOUFFLE_SIZE) {
+                sk.kind = RF_SINK_SIZE;
+                prog->preds[rf_program_find_pred(prog, so->pred)].is_output = true;
+            } else if (so->kind == RF_SOUFFLE_STDOUT || !output_dir)
+                sk.kind = RF_SINK_STDOUT;
+            RF_PUSH(sinks, sk);
+        }
         default_outputs(prog);
         if (!(hp = lower(prog, NULL))) {
             rc = EXIT_INTERNAL;
@@ -389,6 +455,8 @@ static int cmd_run(int argc, char **argv)
         .max_iterations = max_iterations,
         .profile_path = profile_path,
         .program_name = prog_path,
+        .nsinks = (int)sinks.len,
+        .sinks = sinks.items,
     };
     if (!rf_run(hp, &ro, &st))
         rc = report(&st);
@@ -403,6 +471,7 @@ done:
         free((char *)inputs.items[i].pred);
     RF_VEC_FREE(inputs);
     RF_VEC_FREE(prints);
+    RF_VEC_FREE(sinks);
     return rc;
 }
 

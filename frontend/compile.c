@@ -2,12 +2,26 @@
 #include "check.h"
 #include "frontend.h"
 #include "parse.h"
+#include "souffle.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+bool rf_is_souffle_path(const char *path)
+{
+    size_t n = path ? strlen(path) : 0;
+    return n >= 3 && strcmp(path + n - 3, ".dl") == 0;
+}
+
 rf_program *rf_compile_source(rf_source *src, rf_diag *diag)
 {
+    return rf_compile_source_opts(src, NULL, diag);
+}
+
+rf_program *rf_compile_source_opts(rf_source *src, const rf_compile_options *opts, rf_diag *diag)
+{
+    if (rf_is_souffle_path(src->path))
+        return rf_souffle_compile(src, opts ? opts->fact_dir : NULL, diag);
     int errors_before = diag->errors;
     rf_program *prog = rf_calloc(1, sizeof *prog);
     prog->source = src;
@@ -27,6 +41,11 @@ rf_program *rf_compile_source(rf_source *src, rf_diag *diag)
 
 rf_program *rf_compile_file(const char *path, rf_diag *diag)
 {
+    return rf_compile_file_opts(path, NULL, diag);
+}
+
+rf_program *rf_compile_file_opts(const char *path, const rf_compile_options *opts, rf_diag *diag)
+{
     rf_status st;
     rf_status_init(&st);
     size_t len = 0;
@@ -39,7 +58,7 @@ rf_program *rf_compile_file(const char *path, rf_diag *diag)
     src->path = rf_strdup(path);
     src->text = text;
     src->len = len;
-    return rf_compile_source(src, diag);
+    return rf_compile_source_opts(src, opts, diag);
 }
 
 rf_program *rf_compile_string(const char *name, const char *text, rf_diag *diag)

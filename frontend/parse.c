@@ -15,7 +15,7 @@ static void *parser_alloc(size_t n) { return rf_malloc(n); }
 /* A program is text: a control byte other than tab, line feed, vertical
  * tab, form feed and carriage return means a binary file (or the wrong
  * file), reported once rather than as one error per odd byte. */
-static bool is_text(const rf_source *src, rf_diag *diag)
+bool rf_parse_is_text(const rf_source *src, rf_diag *diag)
 {
     const unsigned char *t = (const unsigned char *)src->text;
     int line = 1;
@@ -63,7 +63,7 @@ static bool ends_clause(int depth, const rf_token *dot, const rf_token *next)
 
 bool rf_parse(const rf_source *src, rf_diag *diag, ast_program *prog)
 {
-    if (!is_text(src, diag))
+    if (!rf_parse_is_text(src, diag))
         return false;
     rf_parse_state ps = { .prog = prog, .diag = diag, .src = src };
     int errors_before = diag->errors;

@@ -24,4 +24,8 @@ typedef struct rf_parse_state {
  * reported. */
 bool rf_parse(const rf_source *src, rf_diag *diag, ast_program *prog);
 
+/* Is the source text (no control bytes but tab, LF, VT, FF, CR)? If not,
+ * reports one "not a text file" error. Shared with the Soufflé front end. */
+bool rf_parse_is_text(const rf_source *src, rf_diag *diag);
+
 #endif

@@ -31,6 +31,11 @@ void rf_program_free(rf_program *p)
         free(r->aggs);
     }
     free(p->rules);
+    for (int i = 0; i < p->nsouffle_outputs; i++) {
+        free(p->souffle_outputs[i].pred);
+        free(p->souffle_outputs[i].file);
+    }
+    free(p->souffle_outputs);
     for (int i = 0; i < p->npreds; i++) {
         rf_pred *pr = &p->preds[i];
         free(pr->name);

@@ -105,8 +105,28 @@ typedef struct rf_stratum {
                                 stratum positively */
 } rf_stratum;
 
+/* Where a Soufflé program (.dl) writes a relation: a .output to a file
+ * (FILE: `file` as written, relative to the output directory unless
+ * absolute, fields separated by `delimiter`) or to stdout in Soufflé's
+ * framed form (IO=stdout, or the output directory "-"), or .printsize's
+ * "name<TAB>count" line (SIZE). See docs/souffle.md. */
+typedef enum rf_souffle_output_kind { RF_SOUFFLE_FILE, RF_SOUFFLE_STDOUT, RF_SOUFFLE_SIZE } rf_souffle_output_kind;
+
+typedef struct rf_souffle_output {
+    char *pred;
+    rf_souffle_output_kind kind;
+    char *file;              /* FILE only */
+    char delimiter;
+} rf_souffle_output;
+
 typedef struct rf_program {
     rf_source *source;       /* owned */
+    /* Written in the Soufflé dialect: its .output/.printsize directives in
+     * program order (a .output relation is also is_output; the command
+     * line makes a .printsize one an output when it prints its size). */
+    bool souffle;
+    int nsouffle_outputs;
+    rf_souffle_output *souffle_outputs;
     int npreds;
     rf_pred *preds;
     int nrules;

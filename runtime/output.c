@@ -132,14 +132,18 @@ static void put_value(wbuf *w, rf_type t, rf_word v)
     w->len += n > 0 && n < 64 ? (size_t)n : 0;
 }
 
-bool rf_write_tsv(FILE *f, const rf_table *t, const rf_type *types)
+static bool write_rows(FILE *f, const rf_table *t, const rf_type *types, char delimiter, bool souffle)
 {
     wbuf w = {.f = f, .cap = 1 << 20};
     w.b = rf_malloc(w.cap);
     for (size_t r = 0; r < t->nrows; r++) {
+        if (souffle && t->arity == 0) {
+            memcpy(wreserve(&w, 2), "()", 2);
+            w.len += 2;
+        }
         for (int c = 0; c < t->arity; c++) {
             if (c)
-                *wreserve(&w, 1) = '\t', w.len++;
+                *wreserve(&w, 1) = delimiter, w.len++;
             put_value(&w, types[c], t->cols[c][r]);
         }
         *wreserve(&w, 1) = '\n';
@@ -148,4 +152,14 @@ bool rf_write_tsv(FILE *f, const rf_table *t, const rf_type *types)
     wflush(&w);
     free(w.b);
     return !w.err;
+}
+
+bool rf_write_tsv(FILE *f, const rf_table *t, const rf_type *types)
+{
+    return write_rows(f, t, types, '\t', false);
+}
+
+bool rf_write_delimited(FILE *f, const rf_table *t, const rf_type *types, char delimiter)
+{
+    return write_rows(f, t, types, delimiter, true);
 }

@@ -858,6 +858,81 @@ static bool write_outputs(rt *r, const int *outs, int nouts, rf_status *st)
     return ok;
 }
 
+/* Soufflé-style outputs (rf_run_options.sinks): the files are opened
+ * first and committed together at the end, as in write_outputs. */
+static bool write_sinks(rt *r, const int *outs, int nouts, rf_status *st)
+{
+    const rf_hprogram *p = r->p;
+    const rf_run_options *o = r->opt;
+    const char *dir = o->output_dir ? o->output_dir : ".";
+    int *var_of = rf_calloc((size_t)o->nsinks + 1, sizeof *var_of);
+    bool ok = true, any_file = false;
+    for (int s = 0; s < o->nsinks && ok; s++) {
+        var_of[s] = -1;
+        for (int i = 0; i < nouts; i++)
+            if (strcmp(var_label(&p->vars[outs[i]]), o->sinks[s].pred) == 0)
+                var_of[s] = outs[i];
+        if (var_of[s] < 0)
+            ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "internal error: '%s' is not an output", o->sinks[s].pred);
+        any_file |= o->sinks[s].kind == RF_SINK_FILE;
+    }
+    rf_outfile *files = rf_calloc((size_t)o->nsinks + 1, sizeof *files);
+    char *created = NULL;
+    if (ok && any_file)
+        ok = make_dir(dir, &created, st);
+    int opened = 0;
+    for (int s = 0; s < o->nsinks && ok; s++) {
+        if (o->sinks[s].kind != RF_SINK_FILE)
+            continue;
+        const char *f = o->sinks[s].file;
+        char *path = f[0] == '/' ? rf_strdup(f) : rf_sprintf("%s/%s", dir, f);
+        ok = rf_outfile_open(&files[opened], path, st);
+        free(path);
+        if (ok)
+            opened++;
+    }
+    for (int s = 0, k = 0; s < o->nsinks && ok; s++) {
+        const rf_output_sink *sk = &o->sinks[s];
+        const rf_hvar *hv = &p->vars[var_of[s]];
+        rf_table t;
+        rf_table_init(&t, hv->arity);
+        if (r->dv[var_of[s]])
+            ok = r->be->download(r->be, r->dv[var_of[s]], &t, st);
+        if (ok) {
+            output_rows(r, var_of[s], &t, hv);
+            double w0 = rf_now();
+            if (sk->kind == RF_SINK_FILE) {
+                if (!rf_write_delimited(files[k].f, &t, hv->types, sk->delimiter))
+                    ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot write '%s': %s", files[k].path,
+                                 strerror(errno));
+                k++;
+            } else if (sk->kind == RF_SINK_STDOUT) {
+                fprintf(r->out, "---------------\n%s\n===============\n", sk->pred);
+                if (!rf_write_delimited(r->out, &t, hv->types, sk->delimiter))
+                    ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot write the output: %s", strerror(errno));
+                fputs("===============\n", r->out);
+            } else {
+                fprintf(r->out, "%s\t%zu\n", sk->pred, t.nrows);
+            }
+            r->write_seconds += rf_now() - w0;
+        }
+        rf_table_free(&t);
+    }
+    if (ok) {
+        ok = rf_outfile_commit_all(files, opened, st);
+    } else {
+        for (int i = 0; i < opened; i++)
+            rf_outfile_abort(&files[i]);
+    }
+    if (!ok)
+        unmake_dir(dir, created);
+    fflush(r->out);
+    free(created);
+    free(files);
+    free(var_of);
+    return ok;
+}
+
 /* "input lineitem: parsed 5 of 16 columns (4, 5, 6, 7, 10)" for every
  * loaded variable the program reads only partly. */
 static void print_pruned_inputs(rt *r)
@@ -1012,7 +1087,8 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
             if (r.keep[v])
                 outs[nouts++] = v;
         double w0 = rf_now();
-        ok = write_outputs(&r, outs, nouts, st);
+        ok = opt->nsinks > 0 && !opt->count_only ? write_sinks(&r, outs, nouts, st)
+                                                 : write_outputs(&r, outs, nouts, st);
         r.output_seconds = rf_now() - w0;
         if (r.trace)
             rf_trace_slice(r.trace, RF_TRACK_MAIN, "outputs (download, order, write)", "phase", w0, rf_now(),

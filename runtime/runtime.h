@@ -31,6 +31,21 @@ typedef enum rf_progress {
     RF_PROGRESS_ALWAYS       /* --progress */
 } rf_progress;
 
+/* Soufflé-style outputs (redfox run PROG.dl; docs/souffle.md): where each
+ * output predicate goes instead of DIR/PRED.tsv or the "# pred" block. */
+typedef enum rf_sink_kind {
+    RF_SINK_FILE,            /* `file`, fields separated by `delimiter` */
+    RF_SINK_STDOUT,          /* Soufflé's framed block on `out` */
+    RF_SINK_SIZE             /* "pred<TAB>rows" on `out` (.printsize) */
+} rf_sink_kind;
+
+typedef struct rf_output_sink {
+    const char *pred;        /* an output predicate */
+    rf_sink_kind kind;
+    const char *file;        /* FILE: relative to output_dir (NULL: ".") unless absolute */
+    char delimiter;
+} rf_output_sink;
+
 typedef struct rf_run_options {
     rf_backend *backend;     /* required */
     int ninputs;
@@ -49,6 +64,10 @@ typedef struct rf_run_options {
                                 run (trace.h), written whole or not at all,
                                 also after a failed run; NULL: none */
     const char *program_name;/* the trace's title; may be NULL */
+    /* nsinks > 0 (and not count_only): write these, in this order, instead
+     * of the usual outputs; the files whole or not at all, like --output. */
+    int nsinks;
+    const rf_output_sink *sinks;
 } rf_run_options;
 
 /* Counters of one run (for tests and tools); all optional. */
@@ -126,5 +145,8 @@ void rf_sort_typed(rf_table *t, const rf_type *types);
 /* Writes rows as TSV, values as rf_value_format writes them (design.md
  * "Output format"). */
 bool rf_write_tsv(FILE *f, const rf_table *t, const rf_type *types);
+/* The same with another field separator, and a row of no columns written
+ * "()" as Soufflé does (Soufflé-style outputs). */
+bool rf_write_delimited(FILE *f, const rf_table *t, const rf_type *types, char delimiter);
 
 #endif

@@ -257,6 +257,61 @@ static void check_strata(const rf_program *p, const char *want)
 
 /* -------------------------------------------------------- valid programs */
 
+/* The Soufflé dialect (.dl) reaches the same checked program: types
+ * mapped, one rule per head and disjunct, aggregates as auxiliary
+ * aggregation rules, inputs resolved against the fact folder, outputs
+ * recorded for the command line (docs/souffle.md). */
+static void test_souffle_dialect(void)
+{
+    rf_program *p = compile_as("t.dl",
+        ".type Id <: number\n"
+        ".decl e(x: Id, y: number)\n"
+        ".decl n(s: symbol, f: float)\n"
+        ".decl a(x: number), b(x: number)\n");
+    CU_ASSERT_PTR_NULL(p); /* `.decl a(...), b(...)` is not Soufflé */
+    CU_ASSERT_TRUE(has_text("t.dl:4:19: error: syntax error: unexpected ','"));
+    p = compile_as("t.dl",
+        ".type Id <: number\n"
+        ".decl e(x: Id, y: number)\n"
+        ".decl n(s: symbol, f: float)\n"
+        ".decl r(x: number)\n"
+        ".decl deg(x: number, d: number)\n"
+        ".input e(filename=\"/abs/e.tsv\")\n"
+        ".input n(delimiter=\",\")\n"
+        ".output deg\n"
+        ".printsize r\n"
+        "e(1, 2).\n"
+        "r(x), r(y) :- e(x, y) ; e(y, x).\n"
+        "deg(x, d) :- r(x), d = count : { e(x, _) }.\n");
+    if (!p)
+        fprintf(stderr, "\nunexpected errors:\n%s", g_diag_text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_TRUE(p->souffle);
+    const rf_pred *e = &p->preds[pred(p, "e")];
+    CU_ASSERT_EQUAL(e->types[0], RF_TYPE_INT64);
+    CU_ASSERT_STRING_EQUAL(e->input_path, "/abs/e.tsv");
+    CU_ASSERT_EQUAL(e->input_format, RF_FORMAT_TSV);
+    const rf_pred *n = &p->preds[pred(p, "n")];
+    CU_ASSERT_EQUAL(n->types[0], RF_TYPE_STRING);
+    CU_ASSERT_EQUAL(n->types[1], RF_TYPE_FLOAT64);
+    CU_ASSERT_EQUAL(n->input_format, RF_FORMAT_CSV);
+    CU_ASSERT_PTR_NOT_NULL(strstr(n->input_path, "/n.facts"));
+    CU_ASSERT_EQUAL(n->input_path[0], '/');
+    /* 2 heads x 2 disjuncts, the aggregation rule, deg with and without a group */
+    CU_ASSERT_EQUAL(p->nrules, 4 + 1 + 2);
+    int aux = rf_program_find_pred(p, "$aggregate0");
+    CU_ASSERT_TRUE_FATAL(aux >= 0);
+    CU_ASSERT_EQUAL(p->preds[aux].arity, 2);
+    CU_ASSERT_TRUE(p->preds[pred(p, "deg")].is_output);
+    CU_ASSERT_FALSE(p->preds[pred(p, "r")].is_output);
+    CU_ASSERT_EQUAL_FATAL(p->nsouffle_outputs, 2);
+    CU_ASSERT_STRING_EQUAL(p->souffle_outputs[0].pred, "deg");
+    CU_ASSERT_STRING_EQUAL(p->souffle_outputs[0].file, "deg.csv");
+    CU_ASSERT_EQUAL(p->souffle_outputs[0].delimiter, '\t');
+    CU_ASSERT_EQUAL(p->souffle_outputs[1].kind, RF_SOUFFLE_SIZE);
+    rf_program_free(p);
+}
+
 static void test_declarations_and_facts(void)
 {
     rf_program *p = compile_ok(
@@ -1719,6 +1774,7 @@ int main(void)
         return 1;
     CU_pSuite s = CU_add_suite("frontend", NULL, NULL);
     CU_add_test(s, "declarations and facts", test_declarations_and_facts);
+    CU_add_test(s, "Soufflé dialect", test_souffle_dialect);
     CU_add_test(s, "recursion", test_recursion);
     CU_add_test(s, "negation and wildcards", test_negation_and_wildcards);
     CU_add_test(s, "assignments and types", test_assignments_and_types);

@@ -5,6 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The file name picks the dialect: fuzz_parser_souffle is this harness
+ * built with RF_FUZZ_PROGRAM_NAME "fuzz.dl" (the Soufflé front end). */
+#ifndef RF_FUZZ_PROGRAM_NAME
+#define RF_FUZZ_PROGRAM_NAME "fuzz.lql"
+#endif
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -13,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!sink)
         sink = fopen("/dev/null", "w");
     rf_source *src = rf_calloc(1, sizeof *src);
-    src->path = rf_strdup("fuzz.lql");
+    src->path = rf_strdup(RF_FUZZ_PROGRAM_NAME);
     src->text = rf_malloc(size + 1);
     if (size)
         memcpy(src->text, data, size);
