@@ -345,6 +345,8 @@ cudaError_t rf_k_map_emit(cudaStream_t s, rf_cols in, size_t n, const uint8_t *f
 /* flags[i] = l row i has no match in r on the first k columns. */
 cudaError_t rf_k_absent(cudaStream_t s, rf_cols l, size_t nl, rf_cols r, size_t nr, int k,
                         uint8_t *flags);
+cudaError_t rf_k_absent_and(cudaStream_t s, rf_cols l, size_t nl, rf_cols r, size_t nr, int k,
+                            uint8_t *flags);
 /* Union of sorted, duplicate-free a and b: keep[j] = b_j not in a,
  * lba[j] = rank of b_j in a. */
 cudaError_t rf_k_union_probe(cudaStream_t s, rf_cols a, size_t na, rf_cols b, size_t nb,

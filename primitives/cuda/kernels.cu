@@ -475,6 +475,19 @@ __global__ void k_absent(rf_cols l, uint64_t nl, rf_cols r, uint64_t nr, int k, 
     }
 }
 
+// The same against one more sorted run: a row stays only while absent from
+// every run so far (rows already dropped skip the search).
+__global__ void k_absent_and(rf_cols l, uint64_t nl, rf_cols r, uint64_t nr, int k, uint8_t *flags)
+{
+    RF_GRID_LOOP(i, nl)
+    {
+        if (!flags[i])
+            continue;
+        uint64_t a = lower_bound(r, 0, nr, l, i, k);
+        flags[i] = !(a < nr && cmp_rows(r, a, l, i, k) == 0);
+    }
+}
+
 __global__ void k_union_probe(rf_cols a, uint64_t na, rf_cols b, uint64_t nb, int arity,
                               uint64_t *lba, uint8_t *keep)
 {
@@ -800,6 +813,12 @@ cudaError_t rf_k_absent(cudaStream_t s, rf_cols l, size_t nl, rf_cols r, size_t 
                         uint8_t *flags)
 {
     LAUNCH(k_absent, nl, s, l, nl, r, nr, k, flags);
+}
+
+cudaError_t rf_k_absent_and(cudaStream_t s, rf_cols l, size_t nl, rf_cols r, size_t nr, int k,
+                            uint8_t *flags)
+{
+    LAUNCH(k_absent_and, nl, s, l, nl, r, nr, k, flags);
 }
 
 cudaError_t rf_k_union_probe(cudaStream_t s, rf_cols a, size_t na, rf_cols b, size_t nb,

@@ -1866,6 +1866,61 @@ bool rf_cuda_difference(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *b, rf_d
     return rf_cuda_antijoin(c, a, b, a->arity, out, what, st);
 }
 
+/* a minus the union of disjoint sorted runs, in one compaction: each run
+ * only narrows the flags of the rows still present (one host wait for
+ * all of them, where a difference per run would wait once per run). */
+bool rf_cuda_difference_runs(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *const *runs, int nruns,
+                             rf_drel *out, const char *what, rf_status *st)
+{
+    for (int i = 0; i < nruns; i++)
+        if (runs[i]->arity != a->arity)
+            return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "difference of arities %d and %d", a->arity, runs[i]->arity);
+    if (nruns == 1)
+        return rf_cuda_difference(c, a, runs[0], out, what, st);
+    if (!check_arity(a, what, st))
+        return false;
+    size_t nl = a->nrows;
+    size_t nonempty = 0;
+    for (int i = 0; i < nruns; i++)
+        nonempty += runs[i]->nrows > 0;
+    if (nl == 0 || nonempty == 0 || a->arity == 0) {
+        if (a->arity == 0 && nl > 0 && nonempty > 0) { /* {()} minus a nonempty set */
+            rf_drel res;
+            rf_drel_init(&res, 0);
+            rf_drel_move(c, out, &res);
+            out->arity = 0;
+            return true;
+        }
+        return rf_drel_copy(c, out, a, what, st);
+    }
+    tmpbuf flags = {0}, pos = {0};
+    rf_drel res;
+    rf_drel_init(&res, a->arity);
+    if (!tmp_get(c, &flags, nl, "difference flags", st) || !tmp_get(c, &pos, (nl + 1) * 8, "difference positions", st))
+        goto fail;
+    CK(cudaMemsetAsync(flags.p, 1, nl, c->stream), "difference");
+    for (int i = 0; i < nruns; i++)
+        if (runs[i]->nrows > 0)
+            CK(rf_k_absent_and(c->stream, rf_cols_of(a), nl, rf_cols_of(runs[i]), runs[i]->nrows, a->arity, flags.p),
+               "difference");
+    if (!rf_cub_flag_scan(c, flags.p, pos.p, nl, st))
+        goto fail;
+    uint64_t kept;
+    if (!read_word(c, (uint64_t *)pos.p + nl, &kept, st) || !rf_drel_alloc(c, &res, (size_t)kept, what, st))
+        goto fail;
+    CK(rf_k_compact(c->stream, rf_cols_of(a), a->arity, flags.p, pos.p, nl, rf_wcols_of(&res)), "difference");
+    tmp_put(c, &flags);
+    tmp_put(c, &pos);
+    rf_drel_move(c, out, &res);
+    out->arity = a->arity;
+    return true;
+fail:
+    tmp_put(c, &flags);
+    tmp_put(c, &pos);
+    rf_drel_free(c, &res);
+    return false;
+}
+
 /* ---- UNION ---- */
 
 bool rf_cuda_union(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *b, rf_drel *out,

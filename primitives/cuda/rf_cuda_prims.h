@@ -146,6 +146,10 @@ bool rf_cuda_union(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *b, rf_drel *
                    const char *what, rf_status *st);
 bool rf_cuda_difference(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *b, rf_drel *out,
                         const char *what, rf_status *st);
+/* a minus the union of runs (sorted, deduplicated, of a's arity): one pass
+ * over a per nonempty run, one compaction. */
+bool rf_cuda_difference_runs(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *const *runs, int nruns,
+                             rf_drel *out, const char *what, rf_status *st);
 /* in sorted; groups of equal first nkeys columns; out row := keys ++ one
  * column per aggregate: fns[j] of args[j] (count: int64, args[j] absent),
  * result type result_types[j]; the semantics of rf_prim_aggregate_multi

@@ -15,16 +15,52 @@
 #include "../../primitives/rf_prims.h"
 #include "weaver.h"
 
-/* A variable is a table (rel), a dense set (set, see rf_dset), or both:
- * the semi-naive DIFF and UNION against a large full relation keep it as
- * a set only, and the table is expanded from the set (in order) when some
- * other kernel, a download or a size test needs it. */
+/* A sorted, deduplicated piece of a relation held as runs: immutable once
+ * made, shared (counted) by every variable whose rows include it. */
+typedef struct rel_run {
+    rf_drel rel;
+    int refs;
+} rel_run;
+
+/* A variable is a table (rel), a dense set (set, see rf_dset), or runs,
+ * sometimes a table too. The semi-naive DIFF and UNION against a large full
+ * relation keep it as a set (dense keys) or as runs (any keys) and never
+ * rewrite it whole: a set takes the new rows' bits; runs are an LSM as in
+ * the CPU backend (disjoint sorted runs whose sizes at least halve from one
+ * to the next: `full ∪ new` shares full's runs and adds `new − full` as a
+ * run, merged only with runs of comparable size, so a row is merged
+ * O(log n) times in its life instead of once per iteration; `new − full`
+ * probes every run). The table is made from the set or the runs when some
+ * other kernel, a download or a size test needs it; made from runs, they
+ * are merged into one run and rel is a view of it (rel_is_view: its storage
+ * is the run's, never freed or written through rel).
+ *
+ * stamp names the contents: every write gives a new one (a COPY the
+ * source's), and a DIFF's result records the stamp of what it subtracted
+ * (minus_stamp), so `full ∪ (new − full)` knows its sides disjoint. */
 struct rf_dvar {
     rf_drel rel;
     bool table_ok;           /* rel holds the rows */
     bool has_set;            /* set holds the rows */
     rf_dset set;
+    rel_run **runs;          /* nruns > 0: the runs hold the rows, largest first */
+    int nruns, caprun;
+    bool rel_is_view;        /* table_ok and rel is runs[0]'s storage (nruns == 1) */
+    uint64_t stamp, minus_stamp;
+    /* What the dense-set rule said of these rows as a DIFF's right side
+     * (maybe_make_set), kept by a COPY and a UNION (whose rows include
+     * them): set_never, the frame is too wide for a set, and any superset's
+     * is too; set_retry > 0, a set will be tried again from that many
+     * rows. Runs are taken only where no set is coming. */
+    bool set_never;
+    size_t set_retry;
 };
+
+/* When to hold the full relation of a semi-naive UNION as runs
+ * (RF_CUDA_RUNS=off|auto|always): auto from this many rows of its larger
+ * side (below it one merge is cheap); always at any size (tests use it to
+ * reach the path with small data). */
+#define RF_RUNS_MIN_ROWS ((size_t)1 << 20)
 
 /* When to hold a relation as a dense set (RF_CUDA_DENSE=off|auto|always):
  * auto when the right side of a DIFF has at least this many rows and the
@@ -67,6 +103,9 @@ typedef struct gpu_impl {
     size_t set_gathers_sorted; /* set gathers that wrote their rows and sorted them instead */
     bool codegen;            /* RF_CUDA_CODEGEN: every MAP/JOIN stage NVRTC-generated */
     bool fuse_codegen;       /* fused groups generated (RF_CUDA_FUSE_CODEGEN, default on) */
+    int runs_mode;           /* 0 off, 1 auto, 2 always (RF_CUDA_RUNS) */
+    uint64_t last_stamp;
+    size_t runs_unions, runs_merges, runs_diffs, runs_disjoint, runs_tables; /* --stats */
     size_t fused_generated, fused_library; /* reducing gathers run as one generated kernel, or not */
 } gpu_impl;
 
@@ -85,7 +124,78 @@ static rf_dvar *gpu_var_new(rf_backend *be, int arity, rf_status *st)
     rf_drel_init(&v->rel, arity);
     v->table_ok = true;
     rf_dset_init(&v->set);
+    v->stamp = ++impl_of(be)->last_stamp;
     return v;
+}
+
+/* ---- runs ---- */
+
+static void run_unref(rf_backend *be, rel_run *r)
+{
+    if (r && --r->refs == 0) {
+        rf_drel_free(ctx_of(be), &r->rel);
+        free(r);
+    }
+}
+
+/* A run taking over src's storage (src becomes empty). */
+static rel_run *run_take(rf_backend *be, rf_drel *src)
+{
+    rel_run *r = rf_calloc(1, sizeof *r);
+    rf_drel_init(&r->rel, src->arity);
+    rf_drel_move(ctx_of(be), &r->rel, src);
+    r->rel.arity = src->arity;
+    r->refs = 1;
+    return r;
+}
+
+static void runs_push(rf_dvar *v, rel_run *r)
+{
+    if (v->nruns == v->caprun) {
+        v->caprun = v->caprun ? 2 * v->caprun : 8;
+        v->runs = rf_realloc(v->runs, (size_t)v->caprun * sizeof *v->runs);
+    }
+    v->runs[v->nruns++] = r;
+}
+
+static size_t runs_rows(const rf_dvar *v)
+{
+    size_t n = 0;
+    for (int i = 0; i < v->nruns; i++)
+        n += v->runs[i]->rel.nrows;
+    return n;
+}
+
+/* v holds no runs any more (an empty table when rel was their view). */
+static void drop_runs(rf_backend *be, rf_dvar *v)
+{
+    if (v->rel_is_view) {
+        rf_drel_init(&v->rel, v->rel.arity);
+        v->rel_is_view = false;
+    }
+    for (int i = 0; i < v->nruns; i++)
+        run_unref(be, v->runs[i]);
+    v->nruns = 0;
+}
+
+/* v's last two runs merged into one (disjoint, sorted: the union keeps
+ * every row of both, in order). */
+static bool merge_last_runs(rf_backend *be, rf_dvar *v, rf_status *st)
+{
+    rel_run *a = v->runs[v->nruns - 2], *b = v->runs[v->nruns - 1];
+    rf_drel m;
+    rf_drel_init(&m, a->rel.arity);
+    if (!rf_cuda_union(ctx_of(be), &a->rel, &b->rel, &m, "a relation held as runs", st)) {
+        rf_drel_free(ctx_of(be), &m);
+        return false;
+    }
+    rel_run *r = run_take(be, &m);
+    run_unref(be, a);
+    run_unref(be, b);
+    v->nruns -= 2;
+    runs_push(v, r);
+    impl_of(be)->runs_merges++;
+    return true;
 }
 
 static void drop_set(rf_backend *be, rf_dvar *v)
@@ -99,24 +209,38 @@ static void gpu_var_free(rf_backend *be, rf_dvar *v)
 {
     if (!v)
         return;
+    drop_runs(be, v);
     rf_drel_free(ctx_of(be), &v->rel);
     drop_set(be, v);
+    free(v->runs);
     free(v);
 }
 
 static size_t gpu_var_rows(rf_backend *be, const rf_dvar *v)
 {
     (void)be;
-    return v->table_ok ? v->rel.nrows : v->set.nrows;
+    return v->table_ok ? v->rel.nrows : v->nruns > 0 ? runs_rows(v) : v->set.nrows;
 }
 
-/* The table of v, expanded from its set when it has none yet (a cache:
- * the rows do not change, hence the const). */
+/* The table of v, expanded from its set or its runs merged into one when
+ * it has none yet (a cache: the rows do not change, hence the const). */
 static bool ensure_table(rf_backend *be, const rf_dvar *cv, rf_status *st)
 {
     rf_dvar *v = (rf_dvar *)cv;
     if (!v || v->table_ok)
         return true;
+    if (v->nruns > 0) {
+        /* Smallest first: each merge is of runs of comparable size. */
+        while (v->nruns > 1)
+            if (!merge_last_runs(be, v, st))
+                return false;
+        rf_drel_free(ctx_of(be), &v->rel);
+        v->rel = v->runs[0]->rel;
+        v->rel_is_view = true;
+        v->table_ok = true;
+        impl_of(be)->runs_tables++;
+        return true;
+    }
     if (!rf_dset_expand(ctx_of(be), &v->set, &v->rel, "a relation held as a dense set", st))
         return false;
     impl_of(be)->dense_expands++;
@@ -128,6 +252,7 @@ static bool ensure_table(rf_backend *be, const rf_dvar *cv, rf_status *st)
 static void becomes_table(rf_backend *be, rf_dvar *v)
 {
     drop_set(be, v);
+    drop_runs(be, v);
     v->table_ok = true;
 }
 
@@ -137,6 +262,10 @@ static bool gpu_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status 
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "upload of arity %d into a relation of arity %d",
                        t->arity, v->rel.arity);
     becomes_table(be, v);
+    v->stamp = ++impl_of(be)->last_stamp;
+    v->minus_stamp = 0;
+    v->set_never = false;
+    v->set_retry = 0;
     return rf_drel_upload(ctx_of(be), &v->rel, t, "an input relation", st);
 }
 
@@ -148,6 +277,10 @@ static bool gpu_upload_unsorted(rf_backend *be, rf_dvar *v, const rf_table *t, r
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "upload of arity %d into a relation of arity %d",
                        t->arity, v->rel.arity);
     becomes_table(be, v);
+    v->stamp = ++impl_of(be)->last_stamp;
+    v->minus_stamp = 0;
+    v->set_never = false;
+    v->set_retry = 0;
     rf_cuda_ctx *c = ctx_of(be);
     rf_drel raw;
     rf_drel_init(&raw, t->arity);
@@ -227,15 +360,19 @@ static bool maybe_make_set(rf_backend *be, const rf_kernel *k, rf_dvar *full, co
                            rf_status *st)
 {
     gpu_impl *g = impl_of(be);
-    if (g->dense_mode == 0 || full->has_set || !full->table_ok || full->rel.arity < 1 || full->rel.nrows == 0)
+    if (g->dense_mode == 0 || full->has_set || full->nruns > 0 || !full->table_ok || full->rel.arity < 1 ||
+        full->rel.nrows == 0)
         return true;
     bool always = g->dense_mode == 2;
     if (!always) {
         if (full->rel.nrows < RF_DENSE_MIN_ROWS)
             return true;
         dense_refusal *r = find_refusal(g, k);
-        if (r && full->rel.nrows < r->retry_rows)
+        if (r && full->rel.nrows < r->retry_rows) {
+            full->set_never = r->retry_rows == SIZE_MAX;
+            full->set_retry = r->retry_rows == SIZE_MAX ? 0 : r->retry_rows;
             return true;
+        }
     }
     rf_dset plan;
     bool fits;
@@ -244,11 +381,14 @@ static bool maybe_make_set(rf_backend *be, const rf_kernel *k, rf_dvar *full, co
         return false;
     if (!fits) {
         refuse(g, k, SIZE_MAX);
+        full->set_never = true;
         return true;
     }
     size_t table = full->rel.nrows * (size_t)full->rel.arity * 8, bitmap = rf_dset_bytes(&plan);
     if (!always && bitmap > RF_DENSE_SMALL && bitmap > RF_DENSE_RATIO * table) {
-        refuse(g, k, bitmap / (RF_DENSE_RATIO * (size_t)full->rel.arity * 8) + 1);
+        size_t retry = bitmap / (RF_DENSE_RATIO * (size_t)full->rel.arity * 8) + 1;
+        refuse(g, k, retry);
+        full->set_retry = retry;
         return true;
     }
     rf_status quiet = {0};
@@ -490,6 +630,152 @@ static bool map_of_set(rf_backend *be, const rf_kernel *k, rf_dvar *out, rf_dvar
     return true;
 }
 
+/* The run storage of rels of v's runs, for the difference. */
+static const rf_drel **run_rels(const rf_dvar *v)
+{
+    const rf_drel **rr = rf_malloc((size_t)v->nruns * sizeof *rr);
+    for (int i = 0; i < v->nruns; i++)
+        rr[i] = &v->runs[i]->rel;
+    return rr;
+}
+
+/* UNION out := a + b with the larger side (the full relation) as runs:
+ * out shares its runs and adds the other side's new rows as one run,
+ * merged with the runs of comparable size. The larger side is made runs
+ * here when it has none (its table becomes its one run; it keeps a view).
+ * False in *done when the path does not apply (RF_CUDA_RUNS=off, a side
+ * held as a dense set, a small full side under auto). */
+static bool runs_union(rf_backend *be, const rf_kernel *k, rf_dvar *out, rf_dvar *a, rf_dvar *b,
+                       const char *what, bool *done, rf_kernel_stats *stats, rf_status *st)
+{
+    gpu_impl *g = impl_of(be);
+    rf_cuda_ctx *ctx = ctx_of(be);
+    *done = false;
+    if (g->runs_mode == 0 || a == b || out == a || out == b || a->rel.arity != b->rel.arity || a->rel.arity == 0)
+        return true;
+    rf_dvar *full = gpu_var_rows(be, a) >= gpu_var_rows(be, b) ? a : b, *news = full == a ? b : a;
+    int news_var = full == a ? k->in[1] : k->in[0];
+    if (full->has_set || news->has_set)
+        return true; /* the dense set's business (it declined: the merge below) */
+    if (full->nruns == 0 && g->dense_mode != 0 && full->set_retry > 0 && !full->set_never)
+        return true; /* a dense set is tried again as the rows grow: it wins where it fits */
+    if (full->nruns == 0 && g->runs_mode == 1 && full->rel.nrows < RF_RUNS_MIN_ROWS)
+        return true;
+    if (!ensure_table(be, news, st))
+        return false;
+    if (full->nruns == 0) {
+        /* Same rows, same stamp: only the representation changes. */
+        rel_run *r = run_take(be, &full->rel);
+        runs_push(full, r);
+        full->rel = r->rel;
+        full->rel_is_view = true;
+        full->table_ok = true;
+    }
+    rf_drel fresh;
+    rf_drel_init(&fresh, news->rel.arity);
+    if (news->minus_stamp != 0 && news->minus_stamp == full->stamp) {
+        /* news = something − full: nothing to remove. Its storage is taken
+         * when the runtime frees it right after this kernel. */
+        if (news_var >= 0 && kernel_frees(k, news_var) && !news->rel_is_view)
+            rf_drel_move(ctx, &fresh, &news->rel);
+        else if (!rf_drel_copy(ctx, &fresh, &news->rel, what, st))
+            return false;
+        fresh.arity = news->rel.arity;
+        g->runs_disjoint++;
+    } else {
+        const rf_drel **rr = run_rels(full);
+        bool ok = rf_cuda_difference_runs(ctx, &news->rel, rr, full->nruns, &fresh, what, st);
+        free(rr);
+        if (!ok) {
+            rf_drel_free(ctx, &fresh);
+            return false;
+        }
+    }
+    size_t fresh_rows = fresh.nrows;
+    becomes_table(be, out);
+    rf_drel_free(ctx, &out->rel);
+    for (int i = 0; i < full->nruns; i++) {
+        full->runs[i]->refs++;
+        runs_push(out, full->runs[i]);
+    }
+    if (fresh.nrows > 0)
+        runs_push(out, run_take(be, &fresh));
+    else
+        rf_drel_free(ctx, &fresh);
+    /* Binary-counter merging: the new run joins the one above while that
+     * one is at most twice its size (the sizes then at least halve from
+     * one run to the next: O(log n) runs). */
+    size_t merged_rows = 0;
+    while (out->nruns >= 2 && out->runs[out->nruns - 2]->rel.nrows <= 2 * out->runs[out->nruns - 1]->rel.nrows) {
+        merged_rows += out->runs[out->nruns - 2]->rel.nrows + out->runs[out->nruns - 1]->rel.nrows;
+        if (!merge_last_runs(be, out, st))
+            return false;
+    }
+    out->table_ok = out->nruns == 0;
+    if (out->nruns == 1) {
+        out->rel = out->runs[0]->rel;
+        out->rel_is_view = true;
+        out->table_ok = true;
+    }
+    g->runs_unions++;
+    size_t row_bytes = (size_t)news->rel.arity * 8;
+    /* news read once per run probed (or copied), the new run written, each
+     * merge reading both runs and writing their rows. */
+    stats->bytes_moved = news->rel.nrows * row_bytes * (size_t)(full->nruns + 1) + fresh_rows * row_bytes +
+                         2 * merged_rows * row_bytes;
+    *done = true;
+    return true;
+}
+
+/* DIFF out := a − b with b held as runs: a probes every run (one
+ * compaction), b is never merged. */
+static bool runs_diff(rf_backend *be, rf_dvar *out, rf_dvar *a, rf_dvar *b, const char *what, bool *done,
+                      rf_kernel_stats *stats, rf_status *st)
+{
+    *done = false;
+    if (b->nruns == 0 || a == b || out == a || out == b || a->rel.arity != b->rel.arity)
+        return true;
+    if (!ensure_table(be, a, st))
+        return false;
+    rf_drel res;
+    rf_drel_init(&res, a->rel.arity);
+    const rf_drel **rr = run_rels(b);
+    bool ok = rf_cuda_difference_runs(ctx_of(be), &a->rel, rr, b->nruns, &res, what, st);
+    free(rr);
+    if (!ok) {
+        rf_drel_free(ctx_of(be), &res);
+        return false;
+    }
+    becomes_table(be, out);
+    rf_drel_move(ctx_of(be), &out->rel, &res);
+    out->rel.arity = a->rel.arity;
+    impl_of(be)->runs_diffs++;
+    stats->bytes_moved = rel_bytes(a) * (size_t)(b->nruns + 1) + a->rel.nrows * (1 + 8) + rel_bytes(out);
+    *done = true;
+    return true;
+}
+
+/* COPY out := a with a held as runs: the runs are shared, not copied. */
+static bool runs_copy(rf_backend *be, rf_dvar *out, rf_dvar *a, bool *done)
+{
+    *done = false;
+    if (a->nruns == 0 || out == a)
+        return true;
+    becomes_table(be, out);
+    rf_drel_free(ctx_of(be), &out->rel);
+    for (int i = 0; i < a->nruns; i++) {
+        a->runs[i]->refs++;
+        runs_push(out, a->runs[i]);
+    }
+    out->table_ok = a->table_ok;
+    if (a->table_ok) { /* one run, viewed */
+        out->rel = out->runs[0]->rel;
+        out->rel_is_view = true;
+    }
+    *done = true;
+    return true;
+}
+
 static bool gpu_run_plain(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *out,
                           rf_dvar *in0, rf_dvar *in1, rf_kernel_stats *stats, rf_status *st)
 {
@@ -530,6 +816,12 @@ static bool gpu_run_plain(rf_backend *be, const rf_hprogram *p, const rf_kernel 
         ok = sort_of_set(be, k, out, in0, what, &done, stats, st);
     else if (k->op == RF_K_MAP)
         ok = map_of_set(be, k, out, in0, what, &done, stats, st);
+    if (ok && !done && k->op == RF_K_UNION)
+        ok = runs_union(be, k, out, in0, in1, what, &done, stats, st);
+    else if (ok && !done && k->op == RF_K_DIFF)
+        ok = runs_diff(be, out, in0, in1, what, &done, stats, st);
+    else if (ok && !done && k->op == RF_K_COPY)
+        ok = runs_copy(be, out, in0, &done);
     if (ok && !done) {
         /* Every other kernel reads and writes tables. */
         ok = ensure_table(be, in0, st) && ensure_table(be, in1, st);
@@ -658,6 +950,12 @@ static rf_run_result gpu_run_branches(rf_backend *be, const rf_hprogram *p, cons
     rf_dvar *in = ok ? group_input(fk, ins, maps[0].in[0]) : NULL;
     bool done = false;
     double secs = 0;
+    /* String comparisons read the ranks of the dictionary's strings, which
+     * must cover the strings interned since they were last made (as for an
+     * unfused MAP: gpu_run_plain). */
+    for (int x = 0; x < nb && ok; x++)
+        if (needs_string_order(&maps[x]))
+            ok = refresh_string_order(ctx_of(be), &local);
     if (ok && in && ensure_table(be, in, &local) && rf_cuda_timer_start(ctx_of(be), &local)) {
         ok = rf_cuda_select_many(ctx_of(be), &in->rel, nb, filters, nprojs, projs, rels, &done,
                                  p->vars[f->out[0]].name ? p->vars[f->out[0]].name : "?", &local);
@@ -794,6 +1092,9 @@ static rf_run_result gpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
         double secs = 0;
         done = false;
         ok = ensure_table(be, in0, &local) && (!in1 || ensure_table(be, in1, &local));
+        /* the string ranks, as gpu_run_plain makes them for an unfused kernel */
+        if (ok && (needs_string_order(&chain) || needs_string_order(agg)))
+            ok = refresh_string_order(ctx_of(be), &local);
         rf_code args[RF_CUDA_MAX_COLS];
         bool composed = reduce_args(&chain, agg, args);
         if (ok && composed && g->fuse_codegen && (ok = rf_cuda_timer_start(ctx_of(be), &local))) {
@@ -1155,12 +1456,62 @@ static void gpu_program_begins(rf_backend *be, const rf_hprogram *p)
     free(nnames);
 }
 
+/* An output about to be written lets go of the runs it held: their
+ * storage may be shared, and a view of one must never be written through.
+ * (No output aliases an input but a COPY's onto itself, which writes
+ * nothing.) */
+static void release_output(rf_backend *be, rf_dvar *out, rf_dvar *const *ins, int nin)
+{
+    if (!out || out->nruns == 0)
+        return;
+    for (int i = 0; i < nin; i++)
+        if (ins[i] == out)
+            return;
+    drop_runs(be, out);
+    out->table_ok = true;
+}
+
 static rf_run_result gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
                              rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
-    if (k->op == RF_K_FUSED)
-        return gpu_run_fused(be, p, k, outs, ins, stats, st);
-    return gpu_run_plain(be, p, k, outs[0], ins[0], ins[1], stats, st) ? RF_RUN_DONE : RF_RUN_FAILED;
+    gpu_impl *g = impl_of(be);
+    if (k->op == RF_K_FUSED) {
+        for (int i = 0; i < k->fused->nout; i++)
+            release_output(be, outs[i], ins, k->fused->nin);
+        rf_run_result r = gpu_run_fused(be, p, k, outs, ins, stats, st);
+        if (r == RF_RUN_DONE)
+            for (int i = 0; i < k->fused->nout; i++)
+                if (outs[i]) {
+                    outs[i]->stamp = ++g->last_stamp;
+                    outs[i]->minus_stamp = 0;
+                    outs[i]->set_never = false;
+                    outs[i]->set_retry = 0;
+                }
+        return r;
+    }
+    rf_dvar *out = outs[0], *in0 = ins[0], *in1 = ins[1];
+    release_output(be, out, ins, 2);
+    if (!gpu_run_plain(be, p, k, out, in0, in1, stats, st))
+        return RF_RUN_FAILED;
+    if (out && !(k->op == RF_K_COPY && out == in0)) {
+        /* Contents named (struct rf_dvar): a COPY keeps its source's
+         * name, a DIFF remembers what it subtracted. */
+        out->stamp = k->op == RF_K_COPY && in0 ? in0->stamp : ++g->last_stamp;
+        out->minus_stamp = k->op == RF_K_COPY && in0 ? in0->minus_stamp
+                           : k->op == RF_K_DIFF && in1 ? in1->stamp
+                                                       : 0;
+        if (k->op == RF_K_COPY && in0) {
+            out->set_never = in0->set_never;
+            out->set_retry = in0->set_retry;
+        } else if (k->op == RF_K_UNION && in0 && in1) {
+            out->set_never = in0->set_never || in1->set_never;
+            out->set_retry = in0->set_retry > in1->set_retry ? in0->set_retry : in1->set_retry;
+        } else {
+            out->set_never = false;
+            out->set_retry = 0;
+        }
+    }
+    return RF_RUN_DONE;
 }
 
 static size_t gpu_bytes_in_use(rf_backend *be) { return rf_cuda_bytes_in_use(ctx_of(be)); }
@@ -1187,6 +1538,10 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
                "%zu expansions, %zu unions fell back; %zu set gathers written and sorted instead\n",
             g->dense_mode == 0 ? "off" : g->dense_mode == 2 ? "always" : "auto", g->dense_diffs, g->dense_set_diffs,
             g->dense_unions, g->dense_joins, g->dense_expands, g->dense_fallbacks, g->set_gathers_sorted);
+    fprintf(f, "  gpu: runs (%s): %zu unions added a run (%zu known disjoint), %zu merges, %zu differences over "
+               "runs, %zu tables made from runs\n",
+            g->runs_mode == 0 ? "off" : g->runs_mode == 2 ? "always" : "auto", g->runs_unions, g->runs_disjoint,
+            g->runs_merges, g->runs_diffs, g->runs_tables);
     size_t ntab = 0, nent = 0;
     rf_cuda_string_table_stats(ctx, &ntab, &nent);
     fprintf(f, "  gpu: string functions: %zu tables (%zu ids tabulated on the host); %zu kernels ran on the host "
@@ -1249,6 +1604,8 @@ rf_backend *rf_backend_gpu_new(rf_status *st)
     g->fuse_codegen = !(fcg && strcmp(fcg, "0") == 0);
     const char *dm = getenv("RF_CUDA_DENSE");
     g->dense_mode = dm && strcmp(dm, "off") == 0 ? 0 : dm && strcmp(dm, "always") == 0 ? 2 : 1;
+    const char *rm = getenv("RF_CUDA_RUNS");
+    g->runs_mode = rm && strcmp(rm, "off") == 0 ? 0 : rm && strcmp(rm, "always") == 0 ? 2 : 1;
     be->name = "gpu";
     snprintf(be->device, sizeof be->device, "%s", rf_cuda_device_name(ctx));
     be->var_new = gpu_var_new;

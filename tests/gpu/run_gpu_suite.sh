@@ -85,6 +85,13 @@ step golden_gpu_dense env RF_CUDA_DENSE=always python3 "$ROOT/tests/golden/run_g
 step differential_gpu_dense env RF_CUDA_DENSE=always python3 "$ROOT/tests/differential/run.py" --redfox "$RF" \
   --count "$COUNT" --seed 2 --backend gpu --compare-backend cpu --jobs 16
 
+# 3b'. The same with every semi-naive UNION's full side held as runs (an
+#     LSM: RF_CUDA_RUNS=always; test-sized relations never reach the size at
+#     which the backend picks them by itself).
+step golden_gpu_runs env RF_CUDA_RUNS=always python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" --backend gpu
+step differential_gpu_runs env RF_CUDA_RUNS=always python3 "$ROOT/tests/differential/run.py" --redfox "$RF" \
+  --count "$COUNT" --seed 4 --backend gpu --compare-backend cpu --jobs 16
+
 # 3c. Kernel Weaver: the same expectations unfused (--no-fuse), and fused
 #     with the hash aggregation's table forced to overflow (its fallback);
 #     random business programs unfused, GPU against the oracle and the CPU.
@@ -108,8 +115,9 @@ programs_both() {
     (cd "$ROOT/programs" && RF_CUDA_CODEGEN=1 RF_CUDA_CACHE="$LOG/nvrtc" "$RF" run "$n.lql" --backend=gpu \
        2>/dev/null >"$LOG/prog_$n.gpucg")
     (cd "$ROOT/programs" && RF_CUDA_DENSE=always "$RF" run "$n.lql" --backend=gpu 2>/dev/null >"$LOG/prog_$n.gpuds")
+    (cd "$ROOT/programs" && RF_CUDA_RUNS=always "$RF" run "$n.lql" --backend=gpu 2>/dev/null >"$LOG/prog_$n.gpuruns")
     if cmp -s "$LOG/prog_$n.cpu" "$LOG/prog_$n.gpu" && cmp -s "$LOG/prog_$n.cpu" "$LOG/prog_$n.gpucg" &&
-       cmp -s "$LOG/prog_$n.cpu" "$LOG/prog_$n.gpuds"; then
+       cmp -s "$LOG/prog_$n.cpu" "$LOG/prog_$n.gpuds" && cmp -s "$LOG/prog_$n.cpu" "$LOG/prog_$n.gpuruns"; then
       echo "same $n ($(wc -l <"$LOG/prog_$n.cpu") lines)"
     else
       echo "DIFFERENT $n"; bad=1
