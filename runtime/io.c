@@ -290,8 +290,8 @@ static const char *where(const parser *ps, int lineno, int c, char *buf, size_t 
  * the local dictionaries go into the global one in piece order (the same
  * ids as a sequential parse; rf_strdict.h); a single piece interns into
  * the global dictionary directly. */
-#define PAR_MIN_BYTES ((size_t)4 << 20)     /* smaller texts: one piece */
-#define PIECE_MIN_BYTES ((size_t)1 << 20)
+#define PAR_MIN_BYTES ((size_t)512 << 10)   /* smaller texts: one piece (a graph of 10^5 edges is ~1.4 MB) */
+#define PIECE_MIN_BYTES ((size_t)128 << 10)
 #define PIECES_PER_THREAD 4                 /* dynamic hand-out evens out slow pieces */
 #define STOP_CHECK_ROWS 1024                /* how often a piece looks for an earlier failure */
 

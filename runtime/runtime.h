@@ -114,7 +114,7 @@ rf_file_format rf_format_from_path(const char *path);
  * that every file rf_write_tsv writes reads back as the same rows.
  * needed (NULL: all): columns c with !needed[c] are checked as usual (a bad
  * value is still an error) but stored as 0, and their strings are not
- * interned. TBL and TSV text of several MB is parsed by rf_prims_threads()
+ * interned. TBL and TSV text from 512 KB on is parsed by rf_prims_threads()
  * threads; the rows, string ids and errors are exactly those of a
  * sequential parse. On an error, t holds the rows before the bad one.
  * Errors:
