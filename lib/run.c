@@ -218,10 +218,13 @@ static redfox_status convert_column(facts_job *job, const rf_pred *pd, int c, fa
                 break;
             }
             const char *why = "bad value";
-            if (!rf_value_parse(t, s, strlen(s), &dst[i], &why))
-                return rfl_fail(&r->error, REDFOX_ERROR_VALUE, "'%s' column %d row %zu: %s%s'%s'%s", pd->name, c, i,
-                                strncmp(why, "has ", 4) == 0 ? "" : why, strncmp(why, "has ", 4) == 0 ? "" : ": ", s,
-                                strncmp(why, "has ", 4) == 0 ? why + 3 : "");
+            if (!rf_value_parse(t, s, strlen(s), &dst[i], &why)) {
+                if (strncmp(why, "has ", 4) == 0)   /* "12.345 has more than 2 decimal places" */
+                    return rfl_fail(&r->error, REDFOX_ERROR_VALUE, "'%s' column %d row %zu: %s %s", pd->name, c, i, s,
+                                    why);
+                return rfl_fail(&r->error, REDFOX_ERROR_VALUE, "'%s' column %d row %zu: %s: '%s'", pd->name, c, i, why,
+                                s);
+            }
             break;
         }
         }
