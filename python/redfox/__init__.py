@@ -20,6 +20,10 @@ one thread); the library runs one compile or run at a time."""
 from ._core import CompileError, Program, RedfoxError, Relation, Results, Run, run
 from ._lib import LibraryNotFound, find_library
 
+for _cls in (CompileError, LibraryNotFound, Program, RedfoxError, Relation, Results, Run):
+    _cls.__module__ = __name__   # "redfox.CompileError" in tracebacks
+del _cls
+
 
 def version():
     """The version of the loaded libredfox ("0.1")."""
