@@ -32,13 +32,16 @@ check() {   # NAME BINARY
 cc -Wall -Wextra -Werror "$src/examples/tc.c" $(pkg-config --cflags --libs redfox) -Wl,-rpath,"$libdir" \
   -o "$tmp/tc_pc"
 check "pkg-config (shared)" "$tmp/tc_pc"
-ldd "$tmp/tc_pc" | grep -q "$libdir/libredfox.so" || { echo "FAIL: not linked to the installed library"; exit 1; }
+# (ldd captured first: grep -q leaving early would fail the pipe under pipefail)
+deps="$(ldd "$tmp/tc_pc")"
+grep -q "$libdir/libredfox.so" <<<"$deps" || { echo "FAIL: not linked to the installed library:"; echo "$deps"; exit 1; }
 
 # pkg-config, static
 cc -Wall -Wextra -Werror "$src/examples/tc.c" -o "$tmp/tc_static" \
   $(pkg-config --cflags redfox) "$libdir/libredfox.a" $(pkg-config --libs-only-other --libs-only-L --static redfox | sed 's/-lredfox//') $(pkg-config --static --libs-only-l redfox | sed 's/-lredfox//')
 check "pkg-config --static" "$tmp/tc_static"
-if ldd "$tmp/tc_static" | grep -q libredfox; then echo "FAIL: the static build links libredfox.so"; exit 1; fi
+deps="$(ldd "$tmp/tc_static")"
+if grep -q libredfox <<<"$deps"; then echo "FAIL: the static build links libredfox.so"; exit 1; fi
 
 # find_package(Redfox)
 cmake -S "$src/examples" -B "$tmp/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" >"$tmp/cmake.log" 2>&1 \
