@@ -346,9 +346,10 @@ RFL_API redfox_status redfox_run_set_max_iterations(redfox_run *r, uint64_t max_
 /* The runtime's result callback: a copy of each output's rows. */
 static bool keep_result(void *ctx, const char *pred, const rf_table *rows, const rf_type *types, rf_status *st)
 {
-    (void)st;
     redfox_run *r = ctx;
     int k = rf_program_find_pred(r->program->prog, pred);
+    if (k < 0)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "internal error: output '%s' is no predicate of the program", pred);
     result res = {
         .pred = r->program->prog->preds[k].name,
         .arity = rows->arity,

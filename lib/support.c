@@ -2,6 +2,8 @@
  * messages, and the guard around everything that allocates. */
 #include "internal.h"
 
+#include "../primitives/rf_prims.h"
+
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -123,8 +125,9 @@ RFL_API const char *redfox_version(void) { return "0.1"; }
 /* ---- The guard ----
  * rf_out_of_memory (common/) calls the hook before it would print and
  * exit; in a thread inside rfl_guarded the hook jumps back there instead.
- * Elsewhere (a worker thread of the CPU pool, or the GPU backend's host
- * threads) it returns, and the old behaviour remains: docs/api.md. */
+ * Elsewhere (a worker thread of the CPU pool, the calling thread while it
+ * runs pieces of a parallel operator, the GPU backend's host threads) it
+ * returns, and the old behaviour remains: docs/api.md. */
 static _Thread_local jmp_buf *oom_jump;
 static pthread_once_t hook_once = PTHREAD_ONCE_INIT;
 /* Compiling and running share process-wide state (string dictionary,
@@ -135,7 +138,7 @@ static void oom_hook(size_t n)
 {
     (void)n;
     jmp_buf *j = oom_jump;
-    if (j) {
+    if (j && !rf_par_running_here()) {
         oom_jump = NULL;
         longjmp(*j, 1);
     }
