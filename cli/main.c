@@ -18,6 +18,7 @@
 
 #include "../frontend/frontend.h"
 #include "../harmony_ir/hir.h"
+#include "../pipeline/pipeline.h"
 #include "../primitives/rf_prims.h"
 #include "../queryplan/plan.h"
 #include "../common/rf_outfile.h"
@@ -26,7 +27,7 @@
 #include "../weaver/selplan.h"
 
 #define RF_VERSION "0.1"
-#define EXIT_INTERNAL 70
+#define EXIT_INTERNAL RF_PIPELINE_INTERNAL_ERROR
 
 static const char usage_text[] =
     "usage: redfox run PROG.lql|PROG.rfx [--input PRED=FILE]... [--output DIR]\n"
@@ -198,19 +199,7 @@ static rf_program *compile_with(const char *path, const char *fact_dir)
 
 static rf_program *compile(const char *path) { return compile_with(path, NULL); }
 
-/* Without any output predicate, every predicate defined by rules is one
- * (LogiQL; a Soufflé program outputs what its .output directives say). */
-static void default_outputs(rf_program *prog)
-{
-    if (prog->souffle)
-        return;
-    for (int i = 0; i < prog->npreds; i++)
-        if (prog->preds[i].is_output)
-            return;
-    for (int i = 0; i < prog->npreds; i++)
-        if (prog->preds[i].has_rules)
-            prog->preds[i].is_output = true;
-}
+static void default_outputs(rf_program *prog) { rf_pipeline_default_outputs(prog); }
 
 /* Kernel Weaver on (the default) or off (--no-fuse). */
 static bool fuse = true;
@@ -219,52 +208,24 @@ static bool fuse = true;
  * verifies; false with an internal error printed. */
 static bool weave(rf_hprogram *hp)
 {
-    if (fuse) {
-        rf_weave_opts wo = {.reduce = true, .set = true};
-        rf_weave(hp, &wo, NULL);
-    } else {
-        rf_unweave(hp);
-    }
     rf_status st;
     rf_status_init(&st);
-    if (!rf_hir_verify(hp, &st)) {
-        fprintf(stderr, "redfox: internal error: invalid Harmony IR after %s: %s\n",
-                fuse ? "fusion" : "unfusing", st.message);
+    if (!rf_pipeline_weave(hp, fuse, &st)) {
+        fprintf(stderr, "redfox: internal error: %s\n", st.message);
         return false;
     }
     return true;
 }
 
-/* Program -> verified Harmony IR; NULL with an internal error printed. */
-static rf_hprogram *lower(const rf_program *prog, rf_plan **plan_out)
+/* Program -> verified Harmony IR (pipeline/pipeline.h); NULL with an
+ * internal error printed. */
+static rf_hprogram *lower(const rf_program *prog)
 {
-    rf_plan_options po = {.optimize = true};
-    rf_plan *plan = rf_plan_build(prog, &po);
-    if (!plan) {
-        fputs("redfox: internal error: the planner failed\n", stderr);
-        return NULL;
-    }
-    rf_hprogram *hp = rf_hir_lower(plan);
-    if (plan_out)
-        *plan_out = plan;
-    else
-        rf_plan_free(plan);
-    if (!hp) {
-        fputs("redfox: internal error: lowering to the Harmony IR failed\n", stderr);
-        return NULL;
-    }
-    rf_hir_liveness(hp);
     rf_status st;
     rf_status_init(&st);
-    if (!rf_hir_verify(hp, &st)) {
-        fprintf(stderr, "redfox: internal error: invalid Harmony IR: %s\n", st.message);
-        rf_hir_free(hp);
-        return NULL;
-    }
-    if (!weave(hp)) {
-        rf_hir_free(hp);
-        return NULL;
-    }
+    rf_hprogram *hp = rf_pipeline_lower(prog, fuse, &st);
+    if (!hp)
+        fprintf(stderr, "redfox: internal error: %s\n", st.message);
     return hp;
 }
 
@@ -422,7 +383,7 @@ static int cmd_run(int argc, char **argv)
             RF_PUSH(sinks, sk);
         }
         default_outputs(prog);
-        if (!(hp = lower(prog, NULL))) {
+        if (!(hp = lower(prog))) {
             rc = EXIT_INTERNAL;
             goto done;
         }
@@ -694,7 +655,7 @@ static int cmd_explain(int argc, char **argv)
             rc = EXIT_INTERNAL;
         }
     } else {
-        rf_hprogram *hp = lower(prog, NULL);
+        rf_hprogram *hp = lower(prog);
         if (hp) {
             if (strcmp(mode, "--cuda") == 0)
                 rc = print_fused_cuda(hp);
@@ -741,7 +702,7 @@ static int cmd_compile(int argc, char **argv)
     if (!prog)
         return RF_EXIT_COMPILE_ERROR;
     default_outputs(prog);
-    rf_hprogram *hp = lower(prog, NULL);
+    rf_hprogram *hp = lower(prog);
     rf_program_free(prog);
     if (!hp)
         return EXIT_INTERNAL;

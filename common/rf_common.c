@@ -9,8 +9,14 @@
 #include <sys/mman.h>
 #include <time.h>
 
+static rf_out_of_memory_hook oom_hook;
+
+void rf_set_out_of_memory_hook(rf_out_of_memory_hook hook) { oom_hook = hook; }
+
 void rf_out_of_memory(size_t n)
 {
+    if (oom_hook)
+        oom_hook(n);
     fprintf(stderr, "redfox: error: out of memory (allocating %zu bytes)\n", n);
     exit(RF_EXIT_OUT_OF_MEMORY);
 }

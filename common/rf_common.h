@@ -35,6 +35,12 @@ char *rf_strdup(const char *s);
 char *rf_strndup(const char *s, size_t n);
 char *rf_sprintf(const char *fmt, ...) RF_PRINTF(1, 2); /* malloc'd */
 RF_NORETURN void rf_out_of_memory(size_t n);
+/* What rf_out_of_memory does first: the hook may leave by longjmp
+ * (libredfox turns out of memory in its caller's thread into an error
+ * status); when it returns, or none is set, the message is printed and the
+ * process exits as above. Set once, before any thread allocates. */
+typedef void (*rf_out_of_memory_hook)(size_t n);
+void rf_set_out_of_memory_hook(rf_out_of_memory_hook hook);
 
 /* Size computations that would overflow are treated as out of memory. */
 size_t rf_mul_size(size_t a, size_t b);

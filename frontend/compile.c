@@ -20,7 +20,8 @@ rf_program *rf_compile_source(rf_source *src, rf_diag *diag)
 
 rf_program *rf_compile_source_opts(rf_source *src, const rf_compile_options *opts, rf_diag *diag)
 {
-    if (rf_is_souffle_path(src->path))
+    rf_dialect dialect = opts ? opts->dialect : RF_DIALECT_BY_NAME;
+    if (dialect == RF_DIALECT_SOUFFLE || (dialect == RF_DIALECT_BY_NAME && rf_is_souffle_path(src->path)))
         return rf_souffle_compile(src, opts ? opts->fact_dir : NULL, diag);
     int errors_before = diag->errors;
     rf_program *prog = rf_calloc(1, sizeof *prog);

@@ -14,10 +14,15 @@
  * anything else LogiQL (docs/language.md). */
 bool rf_is_souffle_path(const char *path);
 
+/* Which dialect a source is in: by its name (the default), or forced
+ * (libredfox compiles text whose name need not end in .dl). */
+typedef enum rf_dialect { RF_DIALECT_BY_NAME = 0, RF_DIALECT_LOGIQL, RF_DIALECT_SOUFFLE } rf_dialect;
+
 typedef struct rf_compile_options {
     /* Soufflé programs: the folder relative .input file names are read
      * from (Soufflé's -F; NULL: the current folder). */
     const char *fact_dir;
+    rf_dialect dialect;
 } rf_compile_options;
 
 /* Takes ownership of src. */

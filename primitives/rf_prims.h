@@ -17,6 +17,10 @@ int rf_prims_threads(void);
  * dynamically. Also used by the GPU library for host-side copies. */
 typedef void (*rf_task_fn)(void *ctx, int piece);
 void rf_par_for(int n, rf_task_fn fn, void *ctx);
+/* Whether the calling thread is running pieces of an rf_par_for (as its
+ * caller or as a pool worker). libredfox must not longjmp out of one: the
+ * other threads would go on with the job's memory. */
+bool rf_par_running_here(void);
 /* What each thread did for rf_par_for while recording (`redfox run
  * --profile`: a slice per kernel on each thread that ran pieces of it).
  * Slot 0 is the thread that called rf_par_activity_start, slot w + 1 pool

@@ -125,7 +125,25 @@ static bool run_load(rt *r, int v, rf_status *st)
     return true;
 }
 
-/* *rows_read: the rows read (facts and file), before deduplication. */
+/* Rows from memory (rf_memory_input) join the inline facts. Columns the
+ * program does not read are 0, as a pruned file load stores them, unless
+ * readers see row positions: then every column is kept, so that
+ * deduplication merges only equal rows (what the fingerprint of a file
+ * load approximates). */
+static void append_memory_rows(rt *r, int v, const rf_table *rows, const bool *needed, rf_table *t)
+{
+    size_t at = t->nrows;
+    rf_table_resize(t, at + rows->nrows);
+    bool prune = needed && !r->positions[v];
+    for (int c = 0; c < t->arity; c++) {
+        if (prune && !needed[c])
+            memset(t->cols[c] + at, 0, rows->nrows * sizeof(rf_word));
+        else if (rows->nrows)
+            memcpy(t->cols[c] + at, rows->cols[c], rows->nrows * sizeof(rf_word));
+    }
+}
+
+/* *rows_read: the rows read (facts, memory and file), before deduplication. */
 static bool load_columns(rt *r, int v, const bool *needed, size_t *rows_read, rf_status *st)
 {
     const rf_hvar *hv = &r->p->vars[v];
@@ -140,6 +158,14 @@ static bool load_columns(rt *r, int v, const bool *needed, size_t *rows_read, rf
             path = option->path;
             fmt = rf_format_from_path(path);
         }
+    const rf_memory_input *memory = NULL;
+    for (int i = 0; i < r->opt->nmemory_inputs; i++)
+        if (hv->pred && strcmp(r->opt->memory_inputs[i].pred, hv->pred) == 0) {
+            memory = &r->opt->memory_inputs[i];
+            path = NULL;   /* the rows in memory replace the file */
+        }
+    if (memory)
+        append_memory_rows(r, v, memory->rows, needed, &t);
     bool ok = true;
     if (path)
         ok = needed && r->positions[v]
@@ -933,6 +959,26 @@ static bool write_sinks(rt *r, const int *outs, int nouts, rf_status *st)
     return ok;
 }
 
+/* In-memory outputs (rf_run_options.result_callback): the rows the files
+ * would hold, handed over instead of written. */
+static bool give_results(rt *r, const int *outs, int nouts, rf_status *st)
+{
+    bool ok = true;
+    for (int i = 0; i < nouts && ok; i++) {
+        const rf_hvar *hv = &r->p->vars[outs[i]];
+        rf_table t;
+        rf_table_init(&t, hv->arity);
+        if (r->dv[outs[i]])
+            ok = r->be->download(r->be, r->dv[outs[i]], &t, st);
+        if (ok) {
+            output_rows(r, outs[i], &t, hv);
+            ok = r->opt->result_callback(r->opt->result_ctx, var_label(hv), &t, hv->types, st);
+        }
+        rf_table_free(&t);
+    }
+    return ok;
+}
+
 /* "input lineitem: parsed 5 of 16 columns (4, 5, 6, 7, 10)" for every
  * loaded variable the program reads only partly. */
 static void print_pruned_inputs(rt *r)
@@ -1005,6 +1051,14 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
     for (int i = 0; i < opt->ninputs; i++)
         if (find_pred_var(p, opt->inputs[i].pred) < 0)
             return rf_fail(st, RF_EXIT_USAGE, "--input: unknown predicate '%s'", opt->inputs[i].pred);
+    for (int i = 0; i < opt->nmemory_inputs; i++) {
+        int v = find_pred_var(p, opt->memory_inputs[i].pred);
+        if (v < 0)
+            return rf_fail(st, RF_EXIT_USAGE, "unknown predicate '%s'", opt->memory_inputs[i].pred);
+        if (opt->memory_inputs[i].rows->arity != p->vars[v].arity)
+            return rf_fail(st, RF_EXIT_USAGE, "'%s' has %d columns, the facts given %d", opt->memory_inputs[i].pred,
+                           p->vars[v].arity, opt->memory_inputs[i].rows->arity);
+    }
     r.keep = rf_calloc((size_t)p->nvars + 1, sizeof *r.keep);
     for (int v = 0; v < p->nvars; v++)
         r.keep[v] = p->vars[v].is_output;
@@ -1087,8 +1141,11 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
             if (r.keep[v])
                 outs[nouts++] = v;
         double w0 = rf_now();
-        ok = opt->nsinks > 0 && !opt->count_only ? write_sinks(&r, outs, nouts, st)
-                                                 : write_outputs(&r, outs, nouts, st);
+        if (opt->result_callback)
+            ok = give_results(&r, outs, nouts, st);
+        else
+            ok = opt->nsinks > 0 && !opt->count_only ? write_sinks(&r, outs, nouts, st)
+                                                     : write_outputs(&r, outs, nouts, st);
         r.output_seconds = rf_now() - w0;
         if (r.trace)
             rf_trace_slice(r.trace, RF_TRACK_MAIN, "outputs (download, order, write)", "phase", w0, rf_now(),

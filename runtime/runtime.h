@@ -10,7 +10,13 @@
  * is executed as a move (the storage changes hands, nothing is copied).
  * At HALT every output variable is downloaded, sorted in typed order (or
  * by its @order: rf_hvar.order_cols), cut to its @limit and written
- * (design.md, "Output format"). */
+ * (design.md, "Output format").
+ *
+ * In memory (libredfox, lib/): memory_inputs give a predicate's rows as
+ * words instead of its input file, through the same LOAD (inline facts ∪
+ * these rows, needed-column pruning, sorted, deduplicated); a
+ * result_callback receives each output's rows, in exactly the order and
+ * with the @limit the files get, instead of any file or printing. */
 #ifndef RF_RUNTIME_H
 #define RF_RUNTIME_H
 
@@ -46,6 +52,21 @@ typedef struct rf_output_sink {
     char delimiter;
 } rf_output_sink;
 
+/* Facts of one predicate from memory: words of the predicate's declared
+ * types (strings already interned in the dictionary), rows.arity = the
+ * predicate's arity, in any order, duplicates allowed. They replace the
+ * predicate's input file (as --input does); its inline facts stay. */
+typedef struct rf_memory_input {
+    const char *pred;
+    const rf_table *rows;
+} rf_memory_input;
+
+/* Receives one output predicate's rows at the end of a run (sorted as the
+ * output files are, cut to its @limit); the table is the runtime's, valid
+ * during the call only. Returns false with st set to fail the run. */
+typedef bool (*rf_result_callback)(void *ctx, const char *pred, const rf_table *rows, const rf_type *types,
+                                   rf_status *st);
+
 typedef struct rf_run_options {
     rf_backend *backend;     /* required */
     int ninputs;
@@ -68,6 +89,14 @@ typedef struct rf_run_options {
      * of the usual outputs; the files whole or not at all, like --output. */
     int nsinks;
     const rf_output_sink *sinks;
+    /* In memory (libredfox): see rf_memory_input. Each predicate at most
+     * once; one named here may not also be in `inputs`. */
+    int nmemory_inputs;
+    const rf_memory_input *memory_inputs;
+    /* Non-NULL: every output goes to it (in variable order) and nothing is
+     * written or printed; output_dir, count_only and sinks are ignored. */
+    rf_result_callback result_callback;
+    void *result_ctx;
 } rf_run_options;
 
 /* Counters of one run (for tests and tools); all optional. */

@@ -20,6 +20,10 @@
 #define MAX_THREADS 256
 
 static int g_threads = 1;
+/* > 0 while this thread runs pieces of a job (workers: always). */
+static _Thread_local int tl_par_depth;
+
+bool rf_par_running_here(void) { return tl_par_depth > 0; }
 
 void rf_prims_set_threads(int n)
 {
@@ -124,6 +128,7 @@ static void *pool_worker(void *arg)
 {
     int id = (int)(intptr_t)arg;
     tl_slot = id + 1;
+    tl_par_depth = 1;
     pthread_mutex_lock(&g_mu);
     unsigned long seen = g_start_gen[id]; /* the job it was started for is newer */
     for (;;) {
@@ -164,8 +169,10 @@ void rf_par_for(int n, rf_task_fn fn, void *ctx)
     int t = g_threads < n ? g_threads : n;
     par_job j = {.fn = fn, .ctx = ctx, .n = n};
     atomic_init(&j.next, 0);
+    tl_par_depth++;
     if (t <= 1 || atomic_flag_test_and_set(&g_busy)) {
         run_pieces(&j);
+        tl_par_depth--;
         return;
     }
     pthread_mutex_lock(&g_mu);
@@ -183,4 +190,5 @@ void rf_par_for(int n, rf_task_fn fn, void *ctx)
     g_job = NULL;
     pthread_mutex_unlock(&g_mu);
     atomic_flag_clear(&g_busy);
+    tl_par_depth--;
 }

@@ -1,0 +1,62 @@
+/* See pipeline.h. */
+#include "pipeline.h"
+
+#include "../queryplan/plan.h"
+#include "../weaver/weaver.h"
+
+void rf_pipeline_default_outputs(rf_program *prog)
+{
+    if (prog->souffle)
+        return;
+    for (int i = 0; i < prog->npreds; i++)
+        if (prog->preds[i].is_output)
+            return;
+    for (int i = 0; i < prog->npreds; i++)
+        if (prog->preds[i].has_rules)
+            prog->preds[i].is_output = true;
+}
+
+bool rf_pipeline_weave(rf_hprogram *hp, bool fuse, rf_status *st)
+{
+    if (fuse) {
+        rf_weave_opts wo = {.reduce = true, .set = true};
+        rf_weave(hp, &wo, NULL);
+    } else {
+        rf_unweave(hp);
+    }
+    rf_status vst;
+    rf_status_init(&vst);
+    if (!rf_hir_verify(hp, &vst))
+        return rf_fail(st, RF_PIPELINE_INTERNAL_ERROR, "invalid Harmony IR after %s: %s",
+                       fuse ? "fusion" : "unfusing", vst.message);
+    return true;
+}
+
+rf_hprogram *rf_pipeline_lower(const rf_program *prog, bool fuse, rf_status *st)
+{
+    rf_plan_options po = {.optimize = true};
+    rf_plan *plan = rf_plan_build(prog, &po);
+    if (!plan) {
+        rf_fail(st, RF_PIPELINE_INTERNAL_ERROR, "the planner failed");
+        return NULL;
+    }
+    rf_hprogram *hp = rf_hir_lower(plan);
+    rf_plan_free(plan);
+    if (!hp) {
+        rf_fail(st, RF_PIPELINE_INTERNAL_ERROR, "lowering to the Harmony IR failed");
+        return NULL;
+    }
+    rf_hir_liveness(hp);
+    rf_status vst;
+    rf_status_init(&vst);
+    if (!rf_hir_verify(hp, &vst)) {
+        rf_fail(st, RF_PIPELINE_INTERNAL_ERROR, "invalid Harmony IR: %s", vst.message);
+        rf_hir_free(hp);
+        return NULL;
+    }
+    if (!rf_pipeline_weave(hp, fuse, st)) {
+        rf_hir_free(hp);
+        return NULL;
+    }
+    return hp;
+}
