@@ -63,6 +63,9 @@ struct rf_dvar {
 /* A sorted relation is worth a bitmap when the bitmap has at most this
  * many bits per row (32: 4 bytes a row against the table's 8 per column). */
 #define DENSE_BITS_PER_ROW 32
+/* A set gather goes through a bitmap only when the join gives at least
+ * one row per this many input rows (finding the ranges reads them all). */
+#define DENSE_JOIN_MIN_SHARE 8
 /* Below this a merge is cheap and a bitmap not worth building. */
 #define RF_DENSE_MIN_ROWS 65536
 
@@ -805,8 +808,12 @@ static rf_run_result cpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
         rf_table res;
         stats->rows_in[0] = l->nrows;
         stats->rows_in[1] = r->nrows;
-        if (rf_prim_join_sort_dense(l, r, chain.nkeys, chain.nproj, cols, rf_prim_join_count(l, r, chain.nkeys),
-                                    &res)) {
+        /* The bitmap pass reads every row of both inputs to find the
+         * output's ranges; a join far smaller than its inputs (a small
+         * delta against the full relation) is cheaper written and sorted. */
+        size_t join_rows = rf_prim_join_count(l, r, chain.nkeys);
+        if (join_rows >= (l->nrows + r->nrows) / DENSE_JOIN_MIN_SHARE &&
+            rf_prim_join_sort_dense(l, r, chain.nkeys, chain.nproj, cols, join_rows, &res)) {
             set_table(be, outs[0], &res);
             stats->bytes_moved = (l->nrows * (size_t)l->arity + r->nrows * (size_t)r->arity +
                                   outs[0]->nrows * (size_t)outs[0]->arity) * sizeof(rf_word);

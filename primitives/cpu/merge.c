@@ -87,6 +87,45 @@ void rf_split_key_ranges(const rf_table *a, const rf_table *b, int k, int n, siz
     smalls[n] = small->nrows;
 }
 
+/* The work of walking sorted a and b together by galloping: a small side
+ * against a big one costs about small * log2(big / small) probes, not
+ * big (the semi-naive loop's one-row delta against a whole relation).
+ * Pieces are chosen from this, so a tiny input never wakes the pool. */
+static size_t gallop_work(size_t a, size_t b)
+{
+    size_t small = a < b ? a : b, big = a < b ? b : a;
+    if (small == 0)
+        return 0;
+    if (big / 16 <= small)
+        return big;
+    int lg = 1;
+    for (size_t q = big / small; q > 1; q >>= 1)
+        lg++;
+    return small * (size_t)lg;
+}
+
+/* Rows of the join of l and r on k keys, counted in the calling thread
+ * (one galloping walk, no allocation). */
+static size_t join_count_serial(const rf_table *l, const rf_table *r, int k)
+{
+    size_t i = 0, i1 = l->nrows, x = 0, x1 = r->nrows, cnt = 0;
+    while (i < i1 && x < x1) {
+        int c = rf_rowcmp(l, i, r, x, k);
+        if (c < 0) {
+            i = rf_gallop_lower(l, i + 1, i1, r, x, k);
+        } else if (c > 0) {
+            x = rf_gallop_lower(r, x + 1, x1, l, i, k);
+        } else {
+            size_t ie = rf_gallop_upper(l, i + 1, i1, l, i, k);
+            size_t xe = rf_gallop_upper(r, x + 1, x1, r, x, k);
+            cnt += (ie - i) * (xe - x);
+            i = ie;
+            x = xe;
+        }
+    }
+    return cnt;
+}
+
 /* ---- JOIN ---- */
 
 #define PAIRS 2048
@@ -98,6 +137,7 @@ typedef struct join_job {
     int nproj, npieces;
     size_t *ls, *rs;
     bool cross;
+    size_t pairs_hint;       /* known output rows (0: unknown), to size the pair buffers */
     rf_table *pieces;
     rf_status *sts;
 } join_job;
@@ -112,8 +152,8 @@ typedef struct join_state {
     bool *used;               /* columns read by filter/projections */
     rf_word **gbuf;           /* gathered columns of l ++ r, RF_BATCH each */
     rf_word *rows[2];         /* RF_EX_ROWID: the batch's rows of l and r */
-    size_t li[PAIRS], ri[PAIRS];
-    int npairs;
+    size_t *li, *ri;          /* PAIRS each (malloc: a one-row join must not zero 32 KiB) */
+    int npairs, pairs_cap;
     bool failed;
 } join_state;
 
@@ -193,7 +233,7 @@ static void join_groups(join_state *s, size_t l0, size_t l1, size_t r0, size_t r
         for (size_t k = r0; k < r1; k++) {
             s->li[s->npairs] = i;
             s->ri[s->npairs] = k;
-            if (++s->npairs == PAIRS)
+            if (++s->npairs == s->pairs_cap)
                 flush_pairs(s);
         }
 }
@@ -202,6 +242,10 @@ static void join_piece(void *ctx, int p)
 {
     join_job *j = ctx;
     join_state *s = rf_calloc(1, sizeof *s);
+    size_t pairs = j->pairs_hint < PAIRS ? (j->pairs_hint ? j->pairs_hint : 1) : PAIRS;
+    s->li = rf_malloc(2 * pairs * sizeof *s->li);
+    s->ri = s->li + pairs;
+    s->pairs_cap = (int)pairs;
     s->j = j;
     s->out = &j->pieces[p];
     s->st = &j->sts[p];
@@ -258,6 +302,7 @@ static void join_piece(void *ctx, int p)
     free(s->rows[0]);
     free(s->rows[1]);
     free(s->used);
+    free(s->li);
     rf_emitter_free(&s->em);
     free(s);
 }
@@ -270,6 +315,15 @@ bool rf_prim_join(const rf_table *l, const rf_table *r, int nkeys, const rf_code
     size_t big = l->nrows > r->nrows ? l->nrows : r->nrows;
     if (j.cross)
         big = l->nrows * (r->nrows ? 1 : 0) * 4 > big ? l->nrows * 4 : big;
+    j.pairs_hint = PAIRS;
+    if (!j.cross && gallop_work(l->nrows, r->nrows) < big) {
+        /* One side much smaller (a semi-naive delta): the walk is cheap,
+         * so count the output first; only a big output is worth the pool
+         * (and the pair buffers are sized to it). */
+        size_t rows = join_count_serial(l, r, nkeys);
+        big = gallop_work(l->nrows, r->nrows) + rows;
+        j.pairs_hint = rows;
+    }
     j.npieces = rf_codes_intern(filter, nproj, proj) ? 1 : rf_pieces_for(big, 4);
     if (j.cross && (size_t)j.npieces > l->nrows)
         j.npieces = l->nrows > 0 ? (int)l->nrows : 1;
@@ -387,8 +441,8 @@ static void merge_op(int mode, const rf_table *a, const rf_table *b, int k, rf_t
      * gallops through b (about a few probes per row of a when b is much
      * bigger), so a small a against a big b stays on one thread. */
     size_t work = a->nrows > b->nrows ? a->nrows : b->nrows;
-    if (mode != M_UNION && b->nrows / 16 > a->nrows)
-        work = a->nrows * 16;
+    if (mode != M_UNION && a->nrows < b->nrows) /* a is copied; b is galloped over */
+        work = gallop_work(a->nrows, b->nrows);
     j.npieces = rf_pieces_for(work, 2);
     j.as = rf_calloc((size_t)j.npieces + 1, sizeof *j.as);
     j.bs = rf_calloc((size_t)j.npieces + 1, sizeof *j.bs);
@@ -471,6 +525,8 @@ size_t rf_prim_join_count(const rf_table *l, const rf_table *r, int nkeys)
 {
     if (nkeys == 0)
         return l->nrows * r->nrows;
+    if (rf_pieces_for(gallop_work(l->nrows, r->nrows), 2) == 1)
+        return join_count_serial(l, r, nkeys);
     jcount_job j = {.l = l, .r = r, .k = nkeys};
     j.npieces = rf_pieces_for(l->nrows > r->nrows ? l->nrows : r->nrows, 2);
     j.ls = rf_calloc((size_t)j.npieces + 1, sizeof *j.ls);
