@@ -307,6 +307,44 @@ static void join_piece(void *ctx, int p)
     free(s);
 }
 
+/* A join with no filter whose projections are plain columns, of `rows`
+ * output rows (counted): one walk writing the projected columns straight
+ * into out, without a piece's state (emitter, pair buffers), which for a
+ * one-row delta costs more than the join itself. */
+static void join_direct_serial(const rf_table *l, const rf_table *r, int k, int nproj, const int *projcol,
+                               size_t rows, rf_table *out)
+{
+    rf_table_init(out, nproj);
+    if (nproj == 0) {
+        out->nrows = rows > 0;
+        return;
+    }
+    rf_table_reserve(out, rows);
+    int la = l->arity;
+    size_t i = 0, i1 = l->nrows, x = 0, x1 = r->nrows, pos = 0;
+    while (i < i1 && x < x1) {
+        int c = rf_rowcmp(l, i, r, x, k);
+        if (c < 0) {
+            i = rf_gallop_lower(l, i + 1, i1, r, x, k);
+        } else if (c > 0) {
+            x = rf_gallop_lower(r, x + 1, x1, l, i, k);
+        } else {
+            size_t ie = rf_gallop_upper(l, i + 1, i1, l, i, k);
+            size_t xe = rf_gallop_upper(r, x + 1, x1, r, x, k);
+            for (size_t a = i; a < ie; a++)
+                for (size_t b = x; b < xe; b++, pos++)
+                    for (int q = 0; q < nproj; q++)
+                        out->cols[q][pos] = projcol[q] < la ? l->cols[projcol[q]][a] : r->cols[projcol[q] - la][b];
+            i = ie;
+            x = xe;
+        }
+    }
+    out->nrows = pos;
+}
+
+/* Tiny joins go the direct way when their projections allow. */
+#define DIRECT_JOIN_MAX_PROJ 16
+
 bool rf_prim_join(const rf_table *l, const rf_table *r, int nkeys, const rf_code *filter,
                   int nproj, const rf_code *proj, rf_table *out, rf_status *st)
 {
@@ -323,6 +361,14 @@ bool rf_prim_join(const rf_table *l, const rf_table *r, int nkeys, const rf_code
         size_t rows = join_count_serial(l, r, nkeys);
         big = gallop_work(l->nrows, r->nrows) + rows;
         j.pairs_hint = rows;
+        int projcol[DIRECT_JOIN_MAX_PROJ];
+        bool direct = (!filter || filter->n == 0) && nproj <= DIRECT_JOIN_MAX_PROJ && rf_pieces_for(big, 4) == 1;
+        for (int q = 0; q < nproj && direct; q++)
+            direct = (projcol[q] = rf_code_as_column(&proj[q])) >= 0;
+        if (direct) {
+            join_direct_serial(l, r, nkeys, nproj, projcol, rows, out);
+            return true;
+        }
     }
     j.npieces = rf_codes_intern(filter, nproj, proj) ? 1 : rf_pieces_for(big, 4);
     if (j.cross && (size_t)j.npieces > l->nrows)
@@ -444,16 +490,22 @@ static void merge_op(int mode, const rf_table *a, const rf_table *b, int k, rf_t
     if (mode != M_UNION && a->nrows < b->nrows) /* a is copied; b is galloped over */
         work = gallop_work(a->nrows, b->nrows);
     j.npieces = rf_pieces_for(work, 2);
-    j.as = rf_calloc((size_t)j.npieces + 1, sizeof *j.as);
-    j.bs = rf_calloc((size_t)j.npieces + 1, sizeof *j.bs);
-    j.counts = rf_calloc((size_t)j.npieces, sizeof *j.counts);
-    j.offs = rf_calloc((size_t)j.npieces, sizeof *j.offs);
+    /* A single piece (tiny inputs) needs no allocation for its bounds. */
+    size_t one[6];
+    bool single = j.npieces == 1;
+    j.as = single ? one : rf_calloc((size_t)j.npieces + 1, sizeof *j.as);
+    j.bs = single ? one + 2 : rf_calloc((size_t)j.npieces + 1, sizeof *j.bs);
+    j.counts = single ? one + 4 : rf_calloc((size_t)j.npieces, sizeof *j.counts);
+    j.offs = single ? one + 5 : rf_calloc((size_t)j.npieces, sizeof *j.offs);
     rf_split_key_ranges(a, b, k, j.npieces, j.as, j.bs);
     for (int p = 0; p < j.npieces; p++)
         j.offs[p] = j.as[p] + (mode == M_UNION ? j.bs[p] : 0);
     rf_table_resize(out, a->nrows + (mode == M_UNION ? b->nrows : 0));
     rf_table_advise(out);
-    rf_par_for(j.npieces, merge_piece, &j);
+    if (single)
+        merge_piece(&j, 0);
+    else
+        rf_par_for(j.npieces, merge_piece, &j);
     size_t total = 0;
     for (int p = 0; p < j.npieces; p++) {
         if (j.offs[p] != total && j.counts[p])
@@ -467,10 +519,12 @@ static void merge_op(int mode, const rf_table *a, const rf_table *b, int k, rf_t
             out->cols[c] = rf_realloc(out->cols[c], (total ? total : 1) * sizeof(rf_word));
         out->cap = total ? total : 1;
     }
-    free(j.as);
-    free(j.bs);
-    free(j.counts);
-    free(j.offs);
+    if (!single) {
+        free(j.as);
+        free(j.bs);
+        free(j.counts);
+        free(j.offs);
+    }
 }
 
 void rf_prim_union(const rf_table *a, const rf_table *b, rf_table *out)
@@ -486,6 +540,59 @@ void rf_prim_difference(const rf_table *a, const rf_table *b, rf_table *out)
 void rf_prim_antijoin(const rf_table *l, const rf_table *r, int nkeys, rf_table *out)
 {
     merge_op(M_ANTI, l, r, nkeys, out);
+}
+
+/* Rows of a left by probing: a is small against the runs, so each row is
+ * looked up in each run by galloping from that run's cursor (a is
+ * sorted, so the cursors only move forward): O(|a| * runs * log), no
+ * pass over any run, one output allocation. */
+static void antijoin_probe(const rf_table *a, const rf_table *const *runs, int nruns, int k, rf_table *out)
+{
+    size_t cursor_small[16], *cursor = nruns <= 16 ? cursor_small : rf_calloc((size_t)nruns, sizeof *cursor);
+    for (int q = 0; q < nruns && nruns <= 16; q++)
+        cursor[q] = 0;
+    rf_table_reserve(out, a->nrows);
+    size_t m = 0;
+    for (size_t i = 0; i < a->nrows; i++) {
+        bool found = false;
+        for (int q = 0; q < nruns && !found; q++) {
+            const rf_table *t = runs[q];
+            cursor[q] = rf_gallop_lower(t, cursor[q], t->nrows, a, i, k);
+            found = cursor[q] < t->nrows && rf_rowcmp(t, cursor[q], a, i, k) == 0;
+        }
+        if (found)
+            continue;
+        for (int c = 0; c < a->arity; c++)
+            out->cols[c][m] = a->cols[c][i];
+        m++;
+    }
+    out->nrows = m;
+    if (cursor != cursor_small)
+        free(cursor);
+}
+
+void rf_prim_antijoin_runs(const rf_table *a, const rf_table *const *runs, int nruns, int nkeys, rf_table *out)
+{
+    size_t work = 0;
+    for (int q = 0; q < nruns; q++)
+        work += gallop_work(a->nrows, runs[q]->nrows);
+    rf_table_init(out, a->arity);
+    if (nkeys > 0 && rf_pieces_for(work, 2) == 1 && a->nrows <= RF_PAR_MIN_ROWS / 16) {
+        antijoin_probe(a, runs, nruns, nkeys, out);
+        return;
+    }
+    /* Big inputs: a merge pass per run (parallel), each over what the
+     * previous runs left. */
+    rf_table cur, nxt;
+    rf_table_init(&cur, a->arity);
+    rf_table_copy(&cur, a);
+    for (int q = 0; q < nruns && cur.nrows > 0; q++) {
+        merge_op(M_ANTI, &cur, runs[q], nkeys, &nxt);
+        rf_table_free(&cur);
+        cur = nxt;
+    }
+    rf_table_free(out);
+    *out = cur;
 }
 
 /* ---- JOIN straight into a sorted set ---- */
