@@ -83,14 +83,12 @@ def main():
         if spec is None:
             print(f"{case:28} (graph missing, skipped)")
             continue
-        best, answers = [], set()
-        for b in bins:
-            times = []
-            for _ in range(args.repeat):
+        best, answers = [float("inf")] * len(bins), set()
+        for _ in range(args.repeat):   # binaries interleaved: a shared machine's load hits them alike
+            for i, b in enumerate(bins):
                 wall, ans = run_once(b, *spec, extra)
-                times.append(wall)
+                best[i] = min(best[i], wall)
                 answers.add(ans)
-            best.append(min(times))
         rows = next(iter(answers))[0] if len(answers) == 1 and None not in answers else "MISMATCH"
         print(f"{case:28} {rows:>10} " + " ".join(f"{t:>20.3f} s" for t in best), flush=True)
 

@@ -22,6 +22,7 @@
 #include "../queryplan/plan.h"
 #include "../common/rf_outfile.h"
 #include "../runtime/runtime.h"
+#include "../runtime/backend_choice.h"
 #include "../weaver/weaver.h"
 #include "../weaver/selplan.h"
 
@@ -427,6 +428,20 @@ static int cmd_run(int argc, char **argv)
             goto done;
         }
     }
+    /* auto: small inputs run on the CPU without starting the GPU (its
+     * start-up costs more than their whole run there; backend_choice.h). */
+    char auto_note[160] = "";
+    if (strcmp(backend, "auto") == 0) {
+        size_t threshold = rf_auto_cpu_threshold(getenv("RF_AUTO_CPU_ROWS"));
+        size_t rows = rf_input_rows_upto(hp, (int)inputs.len, inputs.items, threshold);
+        bool cpu = rf_auto_prefers_cpu(rows, threshold);
+        if (cpu)
+            snprintf(auto_note, sizeof auto_note, "auto: inputs %zu rows < %zu, RF_AUTO_CPU_ROWS", rows, threshold);
+        else
+            snprintf(auto_note, sizeof auto_note, "auto: inputs >= %zu rows, RF_AUTO_CPU_ROWS", threshold);
+        if (cpu)
+            backend = "cpu";
+    }
     if (strcmp(backend, "cpu") != 0) {
         rf_status gst;
         rf_status_init(&gst);
@@ -440,8 +455,13 @@ static int cmd_run(int argc, char **argv)
     }
     if (be && threads)
         rf_prims_set_threads(threads); /* the GPU backend's host work: reading inputs, copies */
+    if (!be && auto_note[0] && strcmp(backend, "auto") == 0)
+        strncat(auto_note, "; no GPU", sizeof auto_note - strlen(auto_note) - 1);
     if (!be)
         be = rf_backend_cpu_new(threads);
+    if (stats)
+        fprintf(stderr, "redfox: backend: %s%s%s%s\n", be->name, auto_note[0] ? " (" : "", auto_note,
+                auto_note[0] ? ")" : "");
     rf_run_options ro = {
         .backend = be,
         .ninputs = (int)inputs.len,

@@ -55,7 +55,7 @@ struct rf_dvar {
      * new rows lent v's bitmap to its output, which added them in place
      * (dense_union). Erased, in a copy if the bitmap is still shared,
      * before v is read (dense_resolve); usually v is overwritten first. */
-    rf_table *undo;
+    struct run *undo;
     bool dense_tried; /* dense_of already found it too sparse */
     size_t nrows;
     size_t bytes;     /* accounted size of dense (runs account themselves) */
@@ -104,8 +104,10 @@ static void account(rf_backend *be, rf_dvar *v)
     v->bytes = now;
 }
 
+static void run_unref(rf_backend *be, run *r);
+
 /* Drops v's hold on its bitmap (freed with its last holder). */
-static void dense_release(rf_dvar *v)
+static void dense_release(rf_backend *be, rf_dvar *v)
 {
     if (v->dense && !(v->dense_refs && --*v->dense_refs > 0)) {
         rf_dense_free(v->dense);
@@ -113,11 +115,8 @@ static void dense_release(rf_dvar *v)
     }
     v->dense = NULL;
     v->dense_refs = NULL;
-    if (v->undo) {
-        rf_table_free(v->undo);
-        free(v->undo);
-        v->undo = NULL;
-    }
+    run_unref(be, v->undo);
+    v->undo = NULL;
 }
 
 /* Whether v may change its bitmap in place: no other variable holds it. */
@@ -147,9 +146,8 @@ static void dense_resolve(rf_backend *be, rf_dvar *v)
         v->dense = d;
         v->dense_refs = NULL;
     }
-    rf_dense_erase(v->dense, v->undo);
-    rf_table_free(v->undo);
-    free(v->undo);
+    rf_dense_erase(v->dense, &v->undo->t);
+    run_unref(be, v->undo);
     v->undo = NULL;
     account(be, v);
 }
@@ -296,7 +294,7 @@ static void cpu_var_free(rf_backend *be, rf_dvar *v)
     if (!v)
         return;
     clear_runs(be, v);
-    dense_release(v);
+    dense_release(be, v);
     account(be, v);
     cpu_impl *im = be->impl;
     if (im->nspare < SPARE_VARS) { /* as cpu_var_new leaves a new one */
@@ -342,7 +340,7 @@ static void set_runs(rf_backend *be, rf_dvar *v, runlist *l, rf_dense *d)
     l->r = NULL;
     l->n = l->cap = 0;
     v->has_runs = true;
-    dense_release(v);
+    dense_release(be, v);
     v->dense = d;
     if (d)
         v->nrows = rf_dense_rows(d);
@@ -497,27 +495,42 @@ static bool dense_union(rf_backend *be, const rf_hprogram *p, const rf_kernel *k
     const rf_table *s = table_of(be, small);
     int *refs = NULL;
     rf_dense *d;
-    if (dense_sole(big) && !big->undo && big != small) {
+    bool disjoint = small->disjoint_from != 0 && small->disjoint_from == big->stamp && small->nruns == 1;
+    if (out != big && out != small && out->dense && out->dense == big->dense) {
+        dense_release(be, out); /* out's old contents die here: its hold must not stop the lending */
+        account(be, out);
+    }
+    if (dense_sole(big) && !big->undo && big != small &&
+        (disjoint || s->nrows < rf_dense_bytes(big->dense) / 64)) {
         /* Lend big's bitmap instead of copying it (a semi-naive `full ∪
          * new` would copy the whole bitmap each iteration for a few new
-         * rows): the new rows go into it in place, and big remembers them
-         * as its undo in case it is read again. */
-        rf_table added;
-        rf_dense_difference(s, big->dense, &added);
-        if (!rf_dense_insert(big->dense, &added, true)) { /* outside its ranges: unchanged */
-            rf_table_free(&added);
+         * rows): the new rows go into it in place, and big keeps them as
+         * its undo in case it is read again. The semi-naive new rows are
+         * known to be disjoint from big: their run is the undo; else
+         * (few rows) those not yet in the bitmap are found first. */
+        run *added;
+        if (disjoint) {
+            added = small->runs[0];
+            added->refs++;
+        } else {
+            rf_table t;
+            rf_dense_difference(s, big->dense, &t);
+            added = run_new(be, &t);
+            rf_table_free(&t);
+        }
+        if (!rf_dense_insert(big->dense, &added->t, true)) { /* outside its ranges: unchanged */
+            run_unref(be, added);
             return false;
         }
         d = dense_share(big, &refs);
-        if (added.nrows > 0 && !big->has_runs) {
-            big->undo = rf_malloc(sizeof *big->undo);
-            *big->undo = added;
+        if (added->t.nrows > 0 && !big->has_runs) {
+            big->undo = added;
         } else {
-            rf_table_free(&added);
-            if (added.nrows > 0) { /* its runs still hold exactly its rows */
-                dense_release(big);
+            if (added->t.nrows > 0) { /* its runs still hold exactly its rows */
+                dense_release(be, big);
                 account(be, big);
             }
+            run_unref(be, added);
         }
     } else {
         d = rf_dense_clone(big->dense);
