@@ -81,9 +81,21 @@ struct rf_dvar {
  * each iteration (moves leave their sources empty). */
 #define SPARE_VARS 16
 
+/* Set gathers' composed chains, kept for the program's run (set_gather_chain). */
+#define CHAIN_CACHE 32
+
+typedef struct chain_entry {
+    const rf_kernel *fk;
+    bool ok;          /* rf_fused_compose succeeded (else: run the members) */
+    rf_kernel chain;  /* valid when ok */
+} chain_entry;
+
 typedef struct cpu_impl {
     rf_dvar *spare[SPARE_VARS];
     int nspare;
+    const rf_hprogram *chain_prog; /* the program the chains belong to */
+    chain_entry chains[CHAIN_CACHE];
+    int nchains;
     size_t in_use, peak;
     uint64_t stamps;  /* last stamp handed out */
     size_t set_dense, set_sorted; /* set gathers through a bitmap in one pass / written and sorted */
@@ -913,6 +925,50 @@ static bool reduce_one_pass(rf_backend *be, const rf_hprogram *p, const rf_kerne
     return ok;
 }
 
+static void clear_chains(cpu_impl *im)
+{
+    for (int i = 0; i < im->nchains; i++)
+        if (im->chains[i].ok)
+            rf_kernel_free(&im->chains[i].chain);
+    im->nchains = 0;
+    im->chain_prog = NULL;
+}
+
+/* Told of each program before its first kernel (the runtime's
+ * program_begins): composed chains of the last one go. */
+static void cpu_program_begins(rf_backend *be, const rf_hprogram *p)
+{
+    clear_chains(be->impl);
+    ((cpu_impl *)be->impl)->chain_prog = p;
+}
+
+/* The composed chain (members 0..last) of set gather fk, or NULL when its
+ * members do not compose. Kept per kernel for the program's run: a loop of
+ * tiny deltas runs one group 100,000 times, and composing it each time
+ * (codes rebuilt, origins copied) cost about a tenth of an iteration.
+ * Kernels of another program clear the cache (the runtime also clears it
+ * at every program's start, so a program freed and another allocated at
+ * its address cannot meet stale chains). */
+static const rf_kernel *set_gather_chain(rf_backend *be, const rf_hprogram *p, const rf_kernel *fk, int last)
+{
+    cpu_impl *im = be->impl;
+    if (im->chain_prog != p) {
+        clear_chains(im);
+        im->chain_prog = p;
+    }
+    for (int i = 0; i < im->nchains; i++)
+        if (im->chains[i].fk == fk)
+            return im->chains[i].ok ? &im->chains[i].chain : NULL;
+    if (im->nchains == CHAIN_CACHE) {
+        clear_chains(im);
+        im->chain_prog = p;
+    }
+    chain_entry *e = &im->chains[im->nchains++];
+    e->fk = fk;
+    e->ok = rf_fused_compose(p, fk, 0, last, &e->chain);
+    return e->ok ? &e->chain : NULL;
+}
+
 /* A set gather (`t := JOIN ...[; MAPs]; s := SORT t`): the chain composed
  * into the one JOIN it equals; when that JOIN has no filter and projects
  * plain columns whose value ranges are dense enough, join and
@@ -925,9 +981,12 @@ static rf_run_result cpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
 {
     const rf_fused *f = fk->fused;
     int last = f->nmembers - 2;   /* the rows' chain ends here; the SORT follows */
-    rf_kernel chain;
-    if (f->nout != 1 || last < 0 || rf_fused_chain_end(p, fk) < last || !rf_fused_compose(p, fk, 0, last, &chain))
+    if (f->nout != 1 || last < 0 || rf_fused_chain_end(p, fk) < last)
         return RF_RUN_MEMBERS;
+    const rf_kernel *composed = set_gather_chain(be, p, fk, last);
+    if (!composed)
+        return RF_RUN_MEMBERS;
+    const rf_kernel chain = *composed; /* (a shallow copy: the cache owns it) */
     double t0 = kernel_clock(be);
     rf_status local;
     rf_status_init(&local);
@@ -979,7 +1038,6 @@ static rf_run_result cpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
             stats->bytes_moved = rs.bytes_moved + ss.bytes_moved;
         }
     }
-    rf_kernel_free(&chain);
     stats->rows_out = ok ? outs[0]->nrows : 0;
     stats->seconds = kernel_clock(be) - t0;
     return ok ? RF_RUN_DONE : RF_RUN_MEMBERS;
@@ -1089,6 +1147,7 @@ static void cpu_destroy(rf_backend *be)
     if (!be)
         return;
     cpu_impl *im = be->impl;
+    clear_chains(im);
     for (int i = 0; i < im->nspare; i++) {
         free(im->spare[i]->runs);
         rf_table_free(&im->spare[i]->empty);
@@ -1115,6 +1174,7 @@ rf_backend *rf_backend_cpu_new(int threads)
     be->bytes_peak = cpu_bytes_peak;
     be->destroy = cpu_destroy;
     be->print_stats = cpu_print_stats;
+    be->program_begins = cpu_program_begins;
     be->impl = rf_calloc(1, sizeof(cpu_impl));
     return be;
 }
