@@ -23,6 +23,7 @@
 #include "../queryplan/plan.h"
 #include "../common/rf_outfile.h"
 #include "../runtime/runtime.h"
+#include "../runtime/backend_choice.h"
 #include "../weaver/weaver.h"
 #include "../weaver/selplan.h"
 
@@ -71,7 +72,8 @@ static const char help_text[] =
     "                      the rows (the answers are still computed and brought to host\n"
     "                      memory; equal hashes: equal output files)\n"
     "  --stats             per-kernel times, rows, bytes, loop iterations, peak memory\n"
-    "  --backend=B         auto (GPU if present, default), cpu or gpu\n"
+    "  --backend=B         auto (default: the CPU for inputs under RF_AUTO_CPU_ROWS rows,\n"
+    "                      25000 by default, else the GPU if present), cpu or gpu\n"
     "  --threads N         host worker threads: the CPU backend's kernels, and reading\n"
     "                      input files with either backend (default: one per core)\n"
     "  --max-iterations N  fail (exit 2) when a recursive loop runs more than N\n"
@@ -388,6 +390,20 @@ static int cmd_run(int argc, char **argv)
             goto done;
         }
     }
+    /* auto: small inputs run on the CPU without starting the GPU (its
+     * start-up costs more than their whole run there; backend_choice.h). */
+    char auto_note[160] = "";
+    if (strcmp(backend, "auto") == 0) {
+        size_t threshold = rf_auto_cpu_threshold(getenv("RF_AUTO_CPU_ROWS"));
+        size_t rows = rf_input_rows_upto(hp, (int)inputs.len, inputs.items, threshold);
+        bool cpu = rf_auto_prefers_cpu(rows, threshold);
+        if (cpu)
+            snprintf(auto_note, sizeof auto_note, "auto: inputs %zu rows < %zu, RF_AUTO_CPU_ROWS", rows, threshold);
+        else
+            snprintf(auto_note, sizeof auto_note, "auto: inputs >= %zu rows, RF_AUTO_CPU_ROWS", threshold);
+        if (cpu)
+            backend = "cpu";
+    }
     if (strcmp(backend, "cpu") != 0) {
         rf_status gst;
         rf_status_init(&gst);
@@ -401,8 +417,13 @@ static int cmd_run(int argc, char **argv)
     }
     if (be && threads)
         rf_prims_set_threads(threads); /* the GPU backend's host work: reading inputs, copies */
+    if (!be && auto_note[0] && strcmp(backend, "auto") == 0)
+        strncat(auto_note, "; no GPU", sizeof auto_note - strlen(auto_note) - 1);
     if (!be)
         be = rf_backend_cpu_new(threads);
+    if (stats)
+        fprintf(stderr, "redfox: backend: %s%s%s%s\n", be->name, auto_note[0] ? " (" : "", auto_note,
+                auto_note[0] ? ")" : "");
     rf_run_options ro = {
         .backend = be,
         .ninputs = (int)inputs.len,

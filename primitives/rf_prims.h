@@ -66,6 +66,12 @@ bool rf_prim_join(const rf_table *l, const rf_table *r, int nkeys,
                   const rf_code *filter, int nproj, const rf_code *proj,
                   rf_table *out, rf_status *st);
 void rf_prim_antijoin(const rf_table *l, const rf_table *r, int nkeys, rf_table *out);
+/* out := rows of a whose first nkeys columns match no row of any of
+ * runs[0..nruns) (a and each run sorted; nkeys = arity: the difference
+ * a − ∪ runs). A small a (a semi-naive delta against the runs of a full
+ * relation) is probed row by row into each run, never passing over one;
+ * a big one merges run by run. out is initialised here. */
+void rf_prim_antijoin_runs(const rf_table *a, const rf_table *const *runs, int nruns, int nkeys, rf_table *out);
 void rf_prim_union(const rf_table *a, const rf_table *b, rf_table *out);
 void rf_prim_difference(const rf_table *a, const rf_table *b, rf_table *out);
 /* in sorted; group on first nkeys columns; out := keys ++ one column per
@@ -127,6 +133,10 @@ void rf_dense_to_table(const rf_dense *d, rf_table *out);
 /* out := a − d, a sorted (so out is); out is initialised here. */
 void rf_dense_difference(const rf_table *a, const rf_dense *d, rf_table *out);
 bool rf_dense_contains(const rf_dense *d, const rf_word *row);
+/* Removes t's rows from d (rows outside its ranges or absent are
+ * ignored); one probe a row, serial: meant for a few rows (the CPU
+ * backend's undo of a bitmap lent to a UNION's output). */
+void rf_dense_erase(rf_dense *d, const rf_table *t);
 /* The bitmap's words (bit i of word w = packed row 64 w + i). */
 uint64_t *rf_dense_words(rf_dense *d);
 

@@ -31,6 +31,11 @@ typedef struct rf_backend rf_backend;
 struct rf_backend {
     const char *name;        /* "cpu", "gpu" */
     char device[256];        /* "NVIDIA H100 80GB HBM3", "16 threads" */
+    /* Set by the runtime: whether run() must fill stats->seconds (--stats,
+     * --profile). When false a backend may leave it 0 and skip its clock
+     * reads (the CPU backend does: in a loop of one-row deltas they cost
+     * as much as the kernels' work). */
+    bool time_kernels;
 
     rf_dvar *(*var_new)(rf_backend *be, int arity, rf_status *st);
     void (*var_free)(rf_backend *be, rf_dvar *v);

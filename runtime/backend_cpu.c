@@ -50,6 +50,12 @@ struct rf_dvar {
     bool has_runs;
     rf_table empty;   /* what a variable with no run reads as */
     rf_dense *dense;  /* the same set as a bitmap, or NULL (sorted vars only) */
+    int *dense_refs;  /* holders of dense when shared (COPY, a lending UNION); NULL: v's alone */
+    /* Rows dense holds that v does not, or NULL: a UNION of v and a few
+     * new rows lent v's bitmap to its output, which added them in place
+     * (dense_union). Erased, in a copy if the bitmap is still shared,
+     * before v is read (dense_resolve); usually v is overwritten first. */
+    struct run *undo;
     bool dense_tried; /* dense_of already found it too sparse */
     size_t nrows;
     size_t bytes;     /* accounted size of dense (runs account themselves) */
@@ -63,10 +69,33 @@ struct rf_dvar {
 /* A sorted relation is worth a bitmap when the bitmap has at most this
  * many bits per row (32: 4 bytes a row against the table's 8 per column). */
 #define DENSE_BITS_PER_ROW 32
+/* A set gather goes through a bitmap only when the join gives at least
+ * one row per this many input rows (finding the ranges reads them all). */
+#define DENSE_JOIN_MIN_SHARE 8
+/* A set gather of at most this many rows runs its join and sort directly. */
+#define SMALL_SET_GATHER_ROWS 4096
 /* Below this a merge is cheap and a bitmap not worth building. */
 #define RF_DENSE_MIN_ROWS 65536
 
+/* Variables kept for reuse: a loop of tiny deltas frees and makes a few
+ * each iteration (moves leave their sources empty). */
+#define SPARE_VARS 16
+
+/* Set gathers' composed chains, kept for the program's run (set_gather_chain). */
+#define CHAIN_CACHE 32
+
+typedef struct chain_entry {
+    const rf_kernel *fk;
+    bool ok;          /* rf_fused_compose succeeded (else: run the members) */
+    rf_kernel chain;  /* valid when ok */
+} chain_entry;
+
 typedef struct cpu_impl {
+    rf_dvar *spare[SPARE_VARS];
+    int nspare;
+    const rf_hprogram *chain_prog; /* the program the chains belong to */
+    chain_entry chains[CHAIN_CACHE];
+    int nchains;
     size_t in_use, peak;
     uint64_t stamps;  /* last stamp handed out */
     size_t set_dense, set_sorted; /* set gathers through a bitmap in one pass / written and sorted */
@@ -86,6 +115,59 @@ static void account(rf_backend *be, rf_dvar *v)
     add_bytes(be, now, v->bytes);
     v->bytes = now;
 }
+
+static void run_unref(rf_backend *be, run *r);
+
+/* Drops v's hold on its bitmap (freed with its last holder). */
+static void dense_release(rf_backend *be, rf_dvar *v)
+{
+    if (v->dense && !(v->dense_refs && --*v->dense_refs > 0)) {
+        rf_dense_free(v->dense);
+        free(v->dense_refs);
+    }
+    v->dense = NULL;
+    v->dense_refs = NULL;
+    run_unref(be, v->undo);
+    v->undo = NULL;
+}
+
+/* Whether v may change its bitmap in place: no other variable holds it. */
+static bool dense_sole(const rf_dvar *v) { return v->dense && (!v->dense_refs || *v->dense_refs == 1); }
+
+/* v's bitmap, to be held by one more variable (*refs: its count). */
+static rf_dense *dense_share(rf_dvar *v, int **refs)
+{
+    if (!v->dense_refs) {
+        v->dense_refs = rf_malloc(sizeof *v->dense_refs);
+        *v->dense_refs = 1;
+    }
+    ++*v->dense_refs;
+    *refs = v->dense_refs;
+    return v->dense;
+}
+
+/* Makes v's bitmap its own set again before v is read (undo's rows
+ * erased; from a copy while another variable holds the bitmap). */
+static void dense_resolve(rf_backend *be, rf_dvar *v)
+{
+    if (!v || !v->undo)
+        return;
+    if (!dense_sole(v)) {
+        rf_dense *d = rf_dense_clone(v->dense);
+        --*v->dense_refs;
+        v->dense = d;
+        v->dense_refs = NULL;
+    }
+    rf_dense_erase(v->dense, &v->undo->t);
+    run_unref(be, v->undo);
+    v->undo = NULL;
+    account(be, v);
+}
+
+/* The clock for stats->seconds, read only when the runtime wants kernel
+ * times (--stats, --profile): a clock read costs about 60 ns on a VM, as
+ * much as the whole of a one-row kernel. */
+static double kernel_clock(const rf_backend *be) { return be->time_kernels ? rf_now() : 0.0; }
 
 /* ---- runs ---- */
 
@@ -197,8 +279,14 @@ static void rl_add_lsm(rf_backend *be, runlist *l, run *r)
 
 static rf_dvar *cpu_var_new(rf_backend *be, int arity, rf_status *st)
 {
-    (void)be;
     (void)st;
+    cpu_impl *im = be->impl;
+    for (int i = im->nspare - 1; i >= 0; i--) /* one of the arity, with its run array */
+        if (im->spare[i]->arity == arity) {
+            rf_dvar *v = im->spare[i];
+            im->spare[i] = im->spare[--im->nspare];
+            return v;
+        }
     rf_dvar *v = rf_calloc(1, sizeof *v);
     v->arity = arity;
     rf_table_init(&v->empty, arity);
@@ -218,10 +306,23 @@ static void cpu_var_free(rf_backend *be, rf_dvar *v)
     if (!v)
         return;
     clear_runs(be, v);
-    free(v->runs);
-    rf_dense_free(v->dense);
-    v->dense = NULL;
+    dense_release(be, v);
     account(be, v);
+    cpu_impl *im = be->impl;
+    if (im->nspare < SPARE_VARS) { /* as cpu_var_new leaves a new one */
+        run **runs = v->runs;
+        int caprun = v->caprun, arity = v->arity;
+        rf_table empty = v->empty;
+        memset(v, 0, sizeof *v);
+        v->runs = runs;
+        v->caprun = caprun;
+        v->arity = arity;
+        v->empty = empty;
+        v->has_runs = true;
+        im->spare[im->nspare++] = v;
+        return;
+    }
+    free(v->runs);
     rf_table_free(&v->empty);
     free(v);
 }
@@ -251,7 +352,7 @@ static void set_runs(rf_backend *be, rf_dvar *v, runlist *l, rf_dense *d)
     l->r = NULL;
     l->n = l->cap = 0;
     v->has_runs = true;
-    rf_dense_free(v->dense);
+    dense_release(be, v);
     v->dense = d;
     if (d)
         v->nrows = rf_dense_rows(d);
@@ -370,6 +471,7 @@ static bool cpu_download(rf_backend *be, const rf_dvar *cv, rf_table *t, rf_stat
 {
     (void)st;
     rf_dvar *v = (rf_dvar *)cv; /* same rows, another representation */
+    dense_resolve(be, v);
     if (!v->has_runs) {
         rf_table_free(t);
         rf_dense_to_table(v->dense, t);
@@ -402,12 +504,55 @@ static bool dense_union(rf_backend *be, const rf_hprogram *p, const rf_kernel *k
         if (!dense_of(be, big, true)) /* UNION inputs are sorted (verifier) */
             return false;
     }
-    rf_dense *d = rf_dense_clone(big->dense);
-    if (!rf_dense_insert(d, table_of(be, small), true)) {
-        rf_dense_free(d);
-        return false;
+    const rf_table *s = table_of(be, small);
+    int *refs = NULL;
+    rf_dense *d;
+    bool disjoint = small->disjoint_from != 0 && small->disjoint_from == big->stamp && small->nruns == 1;
+    if (out != big && out != small && out->dense && out->dense == big->dense) {
+        dense_release(be, out); /* out's old contents die here: its hold must not stop the lending */
+        account(be, out);
+    }
+    if (dense_sole(big) && !big->undo && big != small &&
+        (disjoint || s->nrows < rf_dense_bytes(big->dense) / 64)) {
+        /* Lend big's bitmap instead of copying it (a semi-naive `full ∪
+         * new` would copy the whole bitmap each iteration for a few new
+         * rows): the new rows go into it in place, and big keeps them as
+         * its undo in case it is read again. The semi-naive new rows are
+         * known to be disjoint from big: their run is the undo; else
+         * (few rows) those not yet in the bitmap are found first. */
+        run *added;
+        if (disjoint) {
+            added = small->runs[0];
+            added->refs++;
+        } else {
+            rf_table t;
+            rf_dense_difference(s, big->dense, &t);
+            added = run_new(be, &t);
+            rf_table_free(&t);
+        }
+        if (!rf_dense_insert(big->dense, &added->t, true)) { /* outside its ranges: unchanged */
+            run_unref(be, added);
+            return false;
+        }
+        d = dense_share(big, &refs);
+        if (added->t.nrows > 0 && !big->has_runs) {
+            big->undo = added;
+        } else {
+            if (added->t.nrows > 0) { /* its runs still hold exactly its rows */
+                dense_release(be, big);
+                account(be, big);
+            }
+            run_unref(be, added);
+        }
+    } else {
+        d = rf_dense_clone(big->dense);
+        if (!rf_dense_insert(d, s, true)) {
+            rf_dense_free(d);
+            return false;
+        }
     }
     set_dense(be, out, d);
+    out->dense_refs = refs;
     return true;
 }
 
@@ -421,6 +566,18 @@ static bool join_is_direct(const rf_kernel *k, int *cols)
         if ((cols[i] = rf_code_as_column(&k->proj[i])) < 0)
             return false;
     return true;
+}
+
+/* DIFF / ANTIJOIN against a variable held as several runs: a row survives
+ * iff it survives every run. out is initialised here. */
+static void diff_runs(const rf_table *a, const rf_dvar *b, int nkeys, rf_table *out)
+{
+    const rf_table *small[16], **runs = b->nruns <= 16 ? small : rf_malloc((size_t)b->nruns * sizeof *runs);
+    for (int i = 0; i < b->nruns; i++)
+        runs[i] = &b->runs[i]->t;
+    rf_prim_antijoin_runs(a, runs, b->nruns, nkeys, out);
+    if (runs != small)
+        free(runs);
 }
 
 /* UNION into a sorted output by runs: the smaller input, less what the
@@ -440,44 +597,31 @@ static bool lsm_union(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, 
     if (!big->has_runs)
         return false;
     const rf_table *s = table_of(be, small);
-    rf_table cur, nxt;
-    rf_table_init(&cur, s->arity);
-    rf_table_copy(&cur, s);
     bool disjoint = small->disjoint_from != 0 && small->disjoint_from == big->stamp;
-    for (int i = 0; i < big->nruns && cur.nrows > 0 && !disjoint; i++) {
-        rf_prim_difference(&cur, &big->runs[i]->t, &nxt);
-        rf_table_free(&cur);
-        cur = nxt;
-    }
     runlist l = {0};
     for (int i = 0; i < big->nruns; i++) {
         big->runs[i]->refs++;
         rl_push(&l, big->runs[i]);
     }
-    if (cur.nrows > 0)
+    if (disjoint && small->nruns == 1) {
+        /* The semi-naive `full ∪ (new − full)`: new's run is shared. */
+        small->runs[0]->refs++;
+        rl_add_lsm(be, &l, small->runs[0]);
+    } else if (s->nrows > 0) {
+        rf_table cur;
+        if (disjoint) {
+            rf_table_init(&cur, s->arity);
+            rf_table_copy(&cur, s);
+        } else {
+            diff_runs(s, big, s->arity, &cur);
+        }
         rl_add_lsm(be, &l, run_new(be, &cur));
-    rf_table_free(&cur);
+        rf_table_free(&cur);
+    }
     set_runs(be, out, &l, NULL);
     return true;
 }
 
-/* DIFF / ANTIJOIN against a variable held as several runs: a row survives
- * iff it survives every run. out is initialised here. */
-static void diff_runs(const rf_table *a, const rf_dvar *b, int nkeys, bool anti, rf_table *out)
-{
-    rf_table cur, nxt;
-    rf_table_init(&cur, a->arity);
-    rf_table_copy(&cur, a);
-    for (int i = 0; i < b->nruns && cur.nrows > 0; i++) {
-        if (anti)
-            rf_prim_antijoin(&cur, &b->runs[i]->t, nkeys, &nxt);
-        else
-            rf_prim_difference(&cur, &b->runs[i]->t, &nxt);
-        rf_table_free(&cur);
-        cur = nxt;
-    }
-    *out = cur;
-}
 
 /* RF_WEAVE_SELPLAN on the CPU (docs/weaver.md s. 5): the filter's
  * conjuncts in the forced plan's order, as one && chain. The CPU evaluates
@@ -510,17 +654,18 @@ static bool cpu_forced_filter(const rf_code *filter, rf_code *planned, const rf_
 static bool cpu_run_plain(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *out,
                           rf_dvar *in0, rf_dvar *in1, rf_kernel_stats *stats, rf_status *st)
 {
-    double t0 = rf_now();
+    double t0 = kernel_clock(be);
     rf_table res, empty0, empty1;
     int oar = p->vars[k->out].arity;
     /* A variable never defined reads as empty. */
-    rf_table_init(&empty0, k->in[0] >= 0 ? p->vars[k->in[0]].arity : 0);
-    rf_table_init(&empty1, k->in[1] >= 0 ? p->vars[k->in[1]].arity : 0);
+    int a_ar = k->in[0] >= 0 ? p->vars[k->in[0]].arity : 0, b_ar = k->in[1] >= 0 ? p->vars[k->in[1]].arity : 0;
+    /* (made only for an absent input: an allocation saved per kernel) */
+    rf_table_init(&empty0, in0 ? 0 : a_ar);
+    rf_table_init(&empty1, in1 ? 0 : b_ar);
     bool ok = true;
     memset(stats, 0, sizeof *stats);
     stats->rows_in[0] = in0 && k->in[0] >= 0 ? in0->nrows : 0;
     stats->rows_in[1] = in1 && k->in[1] >= 0 ? in1->nrows : 0;
-    int a_ar = empty0.arity, b_ar = empty1.arity;
     if ((k->op == RF_K_UNION && dense_union(be, p, k, out, in0, in1)) ||
         (k->op == RF_K_UNION && lsm_union(be, p, k, out, in0, in1))) {
         rf_table_free(&empty0);
@@ -532,13 +677,16 @@ static bool cpu_run_plain(rf_backend *be, const rf_hprogram *p, const rf_kernel 
         rf_table_free(&empty1);
         if (out == in0)
             goto done;
-        /* Share the runs; the bitmap is copied. */
+        /* Share the runs and the bitmap. */
         runlist l = {0};
         for (int i = 0; in0->has_runs && i < in0->nruns; i++) {
             in0->runs[i]->refs++;
             rl_push(&l, in0->runs[i]);
         }
-        set_runs(be, out, &l, in0->dense ? rf_dense_clone(in0->dense) : NULL);
+        int *refs = NULL;
+        rf_dense *d = in0->dense ? dense_share(in0, &refs) : NULL;
+        set_runs(be, out, &l, d);
+        out->dense_refs = refs;
         out->has_runs = in0->has_runs;
         out->stamp = in0->stamp;
         out->disjoint_from = in0->disjoint_from;
@@ -572,7 +720,7 @@ static bool cpu_run_plain(rf_backend *be, const rf_hprogram *p, const rf_kernel 
         break;
     case RF_K_ANTIJOIN:
         if (by_runs)
-            diff_runs(a, in1, k->nkeys, true, &res);
+            diff_runs(a, in1, k->nkeys, &res);
         else
             rf_prim_antijoin(a, b, k->nkeys, &res);
         break;
@@ -583,7 +731,7 @@ static bool cpu_run_plain(rf_backend *be, const rf_hprogram *p, const rf_kernel 
         if (bd)
             rf_dense_difference(a, bd, &res);
         else if (by_runs)
-            diff_runs(a, in1, a->arity, false, &res);
+            diff_runs(a, in1, a->arity, &res);
         else
             rf_prim_difference(a, b, &res);
         break;
@@ -623,7 +771,7 @@ done:
     stats->rows_out = out->nrows;
     stats->bytes_moved = (stats->rows_in[0] * (size_t)a_ar + stats->rows_in[1] * (size_t)b_ar +
                           out->nrows * (size_t)oar) * sizeof(rf_word);
-    stats->seconds = rf_now() - t0;
+    stats->seconds = kernel_clock(be) - t0;
     return true;
 }
 
@@ -684,7 +832,7 @@ static rf_run_result cpu_run_branches(rf_backend *be, const rf_hprogram *p, cons
         specs[i] = (rf_map_spec){&maps[i].filter, maps[i].nproj, maps[i].proj};
     }
     if (ok) {
-        double t0 = rf_now();
+        double t0 = kernel_clock(be);
         rf_dvar *in = group_input(fk, ins, maps[0].in[0]);
         rf_table empty;
         rf_table_init(&empty, p->vars[maps[0].in[0]].arity);   /* a variable never defined reads as empty */
@@ -706,7 +854,7 @@ static rf_run_result cpu_run_branches(rf_backend *be, const rf_hprogram *p, cons
             }
         }
         stats->bytes_moved = words * sizeof(rf_word);
-        stats->seconds = rf_now() - t0;
+        stats->seconds = kernel_clock(be) - t0;
         rf_table_free(&empty);
         free(res);
     }
@@ -777,6 +925,50 @@ static bool reduce_one_pass(rf_backend *be, const rf_hprogram *p, const rf_kerne
     return ok;
 }
 
+static void clear_chains(cpu_impl *im)
+{
+    for (int i = 0; i < im->nchains; i++)
+        if (im->chains[i].ok)
+            rf_kernel_free(&im->chains[i].chain);
+    im->nchains = 0;
+    im->chain_prog = NULL;
+}
+
+/* Told of each program before its first kernel (the runtime's
+ * program_begins): composed chains of the last one go. */
+static void cpu_program_begins(rf_backend *be, const rf_hprogram *p)
+{
+    clear_chains(be->impl);
+    ((cpu_impl *)be->impl)->chain_prog = p;
+}
+
+/* The composed chain (members 0..last) of set gather fk, or NULL when its
+ * members do not compose. Kept per kernel for the program's run: a loop of
+ * tiny deltas runs one group 100,000 times, and composing it each time
+ * (codes rebuilt, origins copied) cost about a tenth of an iteration.
+ * Kernels of another program clear the cache (the runtime also clears it
+ * at every program's start, so a program freed and another allocated at
+ * its address cannot meet stale chains). */
+static const rf_kernel *set_gather_chain(rf_backend *be, const rf_hprogram *p, const rf_kernel *fk, int last)
+{
+    cpu_impl *im = be->impl;
+    if (im->chain_prog != p) {
+        clear_chains(im);
+        im->chain_prog = p;
+    }
+    for (int i = 0; i < im->nchains; i++)
+        if (im->chains[i].fk == fk)
+            return im->chains[i].ok ? &im->chains[i].chain : NULL;
+    if (im->nchains == CHAIN_CACHE) {
+        clear_chains(im);
+        im->chain_prog = p;
+    }
+    chain_entry *e = &im->chains[im->nchains++];
+    e->fk = fk;
+    e->ok = rf_fused_compose(p, fk, 0, last, &e->chain);
+    return e->ok ? &e->chain : NULL;
+}
+
 /* A set gather (`t := JOIN ...[; MAPs]; s := SORT t`): the chain composed
  * into the one JOIN it equals; when that JOIN has no filter and projects
  * plain columns whose value ranges are dense enough, join and
@@ -789,10 +981,13 @@ static rf_run_result cpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
 {
     const rf_fused *f = fk->fused;
     int last = f->nmembers - 2;   /* the rows' chain ends here; the SORT follows */
-    rf_kernel chain;
-    if (f->nout != 1 || last < 0 || rf_fused_chain_end(p, fk) < last || !rf_fused_compose(p, fk, 0, last, &chain))
+    if (f->nout != 1 || last < 0 || rf_fused_chain_end(p, fk) < last)
         return RF_RUN_MEMBERS;
-    double t0 = rf_now();
+    const rf_kernel *composed = set_gather_chain(be, p, fk, last);
+    if (!composed)
+        return RF_RUN_MEMBERS;
+    const rf_kernel chain = *composed; /* (a shallow copy: the cache owns it) */
+    double t0 = kernel_clock(be);
     rf_status local;
     rf_status_init(&local);
     rf_dvar *in0 = chain.in[0] >= 0 ? group_input(fk, ins, chain.in[0]) : NULL;
@@ -805,14 +1000,30 @@ static rf_run_result cpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
         rf_table res;
         stats->rows_in[0] = l->nrows;
         stats->rows_in[1] = r->nrows;
-        if (rf_prim_join_sort_dense(l, r, chain.nkeys, chain.nproj, cols, rf_prim_join_count(l, r, chain.nkeys),
-                                    &res)) {
+        size_t join_rows = rf_prim_join_count(l, r, chain.nkeys);
+        /* The bitmap pass reads every row of both inputs to find the
+         * output's ranges; a join far smaller than its inputs (a small
+         * delta against the full relation) is cheaper written and sorted. */
+        if (join_rows >= (l->nrows + r->nrows) / DENSE_JOIN_MIN_SHARE &&
+            rf_prim_join_sort_dense(l, r, chain.nkeys, chain.nproj, cols, join_rows, &res)) {
             set_table(be, outs[0], &res);
-            stats->bytes_moved = (l->nrows * (size_t)l->arity + r->nrows * (size_t)r->arity +
-                                  outs[0]->nrows * (size_t)outs[0]->arity) * sizeof(rf_word);
             done = true;
             ((cpu_impl *)be->impl)->set_dense++;
+        } else if (join_rows <= SMALL_SET_GATHER_ROWS) {
+            /* A small join (a delta's): joined and sorted here, without
+             * the intermediate variable and the kernels' set-up. The
+             * join has no filter, so it cannot fail. */
+            rf_table rows;
+            ok = rf_prim_join(l, r, chain.nkeys, &chain.filter, chain.nproj, chain.proj, &rows, &local);
+            rf_prim_sort(&rows, &res);
+            rf_table_free(&rows);
+            set_table(be, outs[0], &res);
+            done = true;
+            ((cpu_impl *)be->impl)->set_sorted++;
         }
+        if (done)
+            stats->bytes_moved = (l->nrows * (size_t)l->arity + r->nrows * (size_t)r->arity +
+                                  outs[0]->nrows * (size_t)outs[0]->arity) * sizeof(rf_word);
     }
     if (!done) {
         rf_kernel_stats rs, ss;
@@ -827,9 +1038,8 @@ static rf_run_result cpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
             stats->bytes_moved = rs.bytes_moved + ss.bytes_moved;
         }
     }
-    rf_kernel_free(&chain);
     stats->rows_out = ok ? outs[0]->nrows : 0;
-    stats->seconds = rf_now() - t0;
+    stats->seconds = kernel_clock(be) - t0;
     return ok ? RF_RUN_DONE : RF_RUN_MEMBERS;
 }
 
@@ -859,7 +1069,7 @@ static rf_run_result cpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
         rf_kernel_free(&chain);
         return RF_RUN_FAILED;
     }
-    double t0 = rf_now();
+    double t0 = kernel_clock(be);
     rf_status local;
     rf_status_init(&local);
     rf_dvar *in0 = chain.in[0] >= 0 ? group_input(fk, ins, chain.in[0]) : NULL;
@@ -877,7 +1087,7 @@ static rf_run_result cpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
         if (done) {
             rf_kernel_free(&chain);
             stats->rows_out = outs[0]->nrows;
-            stats->seconds = rf_now() - t0;
+            stats->seconds = kernel_clock(be) - t0;
             return RF_RUN_DONE;
         }
         rf_dvar *rows = cpu_var_new(be, p->vars[chain.out].arity, &local);
@@ -907,13 +1117,15 @@ static rf_run_result cpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
         stats->rows_out = outs[0]->nrows;
     }
     rf_kernel_free(&chain);
-    stats->seconds = rf_now() - t0;
+    stats->seconds = kernel_clock(be) - t0;
     return ok ? RF_RUN_DONE : RF_RUN_MEMBERS;
 }
 
 static rf_run_result cpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
                              rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
+    for (int i = 0; i < (k->op == RF_K_FUSED ? k->fused->nin : 2); i++)
+        dense_resolve(be, ins[i]);
     if (k->op == RF_K_FUSED)
         return cpu_run_fused(be, p, k, outs, ins, stats, st);
     return cpu_run_plain(be, p, k, outs[0], ins[0], ins[1], stats, st) ? RF_RUN_DONE : RF_RUN_FAILED;
@@ -934,6 +1146,13 @@ static void cpu_destroy(rf_backend *be)
 {
     if (!be)
         return;
+    cpu_impl *im = be->impl;
+    clear_chains(im);
+    for (int i = 0; i < im->nspare; i++) {
+        free(im->spare[i]->runs);
+        rf_table_free(&im->spare[i]->empty);
+        free(im->spare[i]);
+    }
     free(be->impl);
     free(be);
 }
@@ -955,6 +1174,7 @@ rf_backend *rf_backend_cpu_new(int threads)
     be->bytes_peak = cpu_bytes_peak;
     be->destroy = cpu_destroy;
     be->print_stats = cpu_print_stats;
+    be->program_begins = cpu_program_begins;
     be->impl = rf_calloc(1, sizeof(cpu_impl));
     return be;
 }

@@ -354,7 +354,10 @@ static bool run_kernel(rt *r, const rf_kernel *k, kstat *ks, rf_status *st)
 {
     if (r->trace)   /* forget the pool's work between kernels */
         rf_par_activity_take(r->activity, RF_PAR_ACTIVITY_SLOTS);
-    double t0 = rf_now();
+    /* Kernel times only for --stats and --profile: two clock reads a
+     * kernel are a measurable share of a loop of tiny deltas. */
+    bool timed = r->opt->stats || r->trace;
+    double t0 = timed || k->op == RF_K_LOAD ? rf_now() : 0.0;
     rf_kernel_stats s;
     memset(&s, 0, sizeof s);
     size_t as_members = r->info.fused_run_as_members, moved = r->info.copies_moved;
@@ -382,7 +385,7 @@ static bool run_kernel(rt *r, const rf_kernel *k, kstat *ks, rf_status *st)
     } else if (!run_compute(r, k, &s, st)) {
         return false;
     }
-    double t1 = rf_now();
+    double t1 = timed || k->op == RF_K_LOAD ? rf_now() : 0.0;
     if (r->trace)
         trace_kernel(r, k, &s, t0, t1, r->info.fused_run_as_members > as_members, r->info.copies_moved > moved);
     ks->calls++;
@@ -391,7 +394,7 @@ static bool run_kernel(rt *r, const rf_kernel *k, kstat *ks, rf_status *st)
     ks->rows_out += s.rows_out;
     ks->seconds += t1 - t0;
     if (k->op == RF_K_LOAD)
-        r->load_seconds += rf_now() - t0;
+        r->load_seconds += t1 - t0;
     ks->be_seconds += s.seconds;
     ks->bytes += s.bytes_moved;
     for (int i = 0; i < k->nfree; i++)
@@ -476,7 +479,7 @@ static bool interpret(rt *r, rf_status *st)
             r->loop_start[b] = rf_now();
             r->loop_iter[b] = 0;
         }
-        if (r->loop_header[b])
+        if (r->loop_header[b] && r->trace)
             r->iter_start[b] = rf_now();
         r->block = b;
         if (r->loop_header[b] && ++r->loop_iter[b] > r->opt->max_iterations && r->opt->max_iterations) {
@@ -1123,6 +1126,7 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
         r.activity = rf_calloc(RF_PAR_ACTIVITY_SLOTS, sizeof *r.activity);
         rf_par_activity_start();
     }
+    r.be->time_kernels = opt->stats || r.trace;
     if (r.be->program_begins) {
         double b0 = rf_now();
         r.be->program_begins(r.be, p);

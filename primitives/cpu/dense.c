@@ -458,6 +458,16 @@ void rf_dense_difference(const rf_table *a, const rf_dense *d, rf_table *out)
     free(j.counts);
 }
 
+void rf_dense_erase(rf_dense *d, const rf_table *t)
+{
+    uint64_t key;
+    for (size_t i = 0; t->arity == d->arity && i < t->nrows; i++)
+        if (dense_key(d, t->cols, i, &key) && ((d->w[key >> 6] >> (key & 63)) & 1)) {
+            d->w[key >> 6] &= ~((uint64_t)1 << (key & 63));
+            d->nrows--;
+        }
+}
+
 bool rf_dense_contains(const rf_dense *d, const rf_word *row)
 {
     uint64_t k = 0;

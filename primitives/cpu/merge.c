@@ -62,6 +62,20 @@ static size_t lower_bound(const rf_table *t, size_t lo, size_t hi, const rf_tabl
     return lo;
 }
 
+/* The next row of t at or after key row kr of kt, from lo: by binary
+ * search when t is far bigger than the side walking it (the next match is
+ * then far away: log2(n) probes, against galloping's 2 log2(distance)),
+ * else by galloping. */
+static inline size_t seek_lower(const rf_table *t, size_t lo, size_t hi, const rf_table *kt, size_t kr, int k,
+                                bool far)
+{
+    return far ? lower_bound(t, lo, hi, kt, kr, k) : rf_gallop_lower(t, lo, hi, kt, kr, k);
+}
+
+/* Whether big's rows are so many more than small's that a walk over both
+ * should binary-search big. */
+static inline bool far_apart(size_t big, size_t small) { return big / 64 > small; }
+
 void rf_split_key_ranges(const rf_table *a, const rf_table *b, int k, int n, size_t *as, size_t *bs)
 {
     /* Split the bigger input evenly, find the cut in the other. */
@@ -87,6 +101,46 @@ void rf_split_key_ranges(const rf_table *a, const rf_table *b, int k, int n, siz
     smalls[n] = small->nrows;
 }
 
+/* The work of walking sorted a and b together by galloping: a small side
+ * against a big one costs about small * log2(big / small) probes, not
+ * big (the semi-naive loop's one-row delta against a whole relation).
+ * Pieces are chosen from this, so a tiny input never wakes the pool. */
+static size_t gallop_work(size_t a, size_t b)
+{
+    size_t small = a < b ? a : b, big = a < b ? b : a;
+    if (small == 0)
+        return 0;
+    if (big / 16 <= small)
+        return big;
+    int lg = 1;
+    for (size_t q = big / small; q > 1; q >>= 1)
+        lg++;
+    return small * (size_t)lg;
+}
+
+/* Rows of the join of l and r on k keys, counted in the calling thread
+ * (one galloping walk, no allocation). */
+static size_t join_count_serial(const rf_table *l, const rf_table *r, int k)
+{
+    size_t i = 0, i1 = l->nrows, x = 0, x1 = r->nrows, cnt = 0;
+    bool far_l = far_apart(l->nrows, r->nrows), far_r = far_apart(r->nrows, l->nrows);
+    while (i < i1 && x < x1) {
+        int c = rf_rowcmp(l, i, r, x, k);
+        if (c < 0) {
+            i = seek_lower(l, i + 1, i1, r, x, k, far_l);
+        } else if (c > 0) {
+            x = seek_lower(r, x + 1, x1, l, i, k, far_r);
+        } else {
+            size_t ie = rf_gallop_upper(l, i + 1, i1, l, i, k);
+            size_t xe = rf_gallop_upper(r, x + 1, x1, r, x, k);
+            cnt += (ie - i) * (xe - x);
+            i = ie;
+            x = xe;
+        }
+    }
+    return cnt;
+}
+
 /* ---- JOIN ---- */
 
 #define PAIRS 2048
@@ -98,6 +152,7 @@ typedef struct join_job {
     int nproj, npieces;
     size_t *ls, *rs;
     bool cross;
+    size_t pairs_hint;       /* known output rows (0: unknown), to size the pair buffers */
     rf_table *pieces;
     rf_status *sts;
 } join_job;
@@ -112,8 +167,8 @@ typedef struct join_state {
     bool *used;               /* columns read by filter/projections */
     rf_word **gbuf;           /* gathered columns of l ++ r, RF_BATCH each */
     rf_word *rows[2];         /* RF_EX_ROWID: the batch's rows of l and r */
-    size_t li[PAIRS], ri[PAIRS];
-    int npairs;
+    size_t *li, *ri;          /* PAIRS each (malloc: a one-row join must not zero 32 KiB) */
+    int npairs, pairs_cap;
     bool failed;
 } join_state;
 
@@ -193,7 +248,7 @@ static void join_groups(join_state *s, size_t l0, size_t l1, size_t r0, size_t r
         for (size_t k = r0; k < r1; k++) {
             s->li[s->npairs] = i;
             s->ri[s->npairs] = k;
-            if (++s->npairs == PAIRS)
+            if (++s->npairs == s->pairs_cap)
                 flush_pairs(s);
         }
 }
@@ -202,6 +257,10 @@ static void join_piece(void *ctx, int p)
 {
     join_job *j = ctx;
     join_state *s = rf_calloc(1, sizeof *s);
+    size_t pairs = j->pairs_hint < PAIRS ? (j->pairs_hint ? j->pairs_hint : 1) : PAIRS;
+    s->li = rf_malloc(2 * pairs * sizeof *s->li);
+    s->ri = s->li + pairs;
+    s->pairs_cap = (int)pairs;
     s->j = j;
     s->out = &j->pieces[p];
     s->st = &j->sts[p];
@@ -258,9 +317,49 @@ static void join_piece(void *ctx, int p)
     free(s->rows[0]);
     free(s->rows[1]);
     free(s->used);
+    free(s->li);
     rf_emitter_free(&s->em);
     free(s);
 }
+
+/* A join with no filter whose projections are plain columns, of `rows`
+ * output rows (counted): one walk writing the projected columns straight
+ * into out, without a piece's state (emitter, pair buffers), which for a
+ * one-row delta costs more than the join itself. */
+static void join_direct_serial(const rf_table *l, const rf_table *r, int k, int nproj, const int *projcol,
+                               size_t rows, rf_table *out)
+{
+    rf_table_init(out, nproj);
+    if (nproj == 0) {
+        out->nrows = rows > 0;
+        return;
+    }
+    rf_table_reserve(out, rows);
+    int la = l->arity;
+    size_t i = 0, i1 = l->nrows, x = 0, x1 = r->nrows, pos = 0;
+    bool far_l = far_apart(l->nrows, r->nrows), far_r = far_apart(r->nrows, l->nrows);
+    while (i < i1 && x < x1) {
+        int c = rf_rowcmp(l, i, r, x, k);
+        if (c < 0) {
+            i = seek_lower(l, i + 1, i1, r, x, k, far_l);
+        } else if (c > 0) {
+            x = seek_lower(r, x + 1, x1, l, i, k, far_r);
+        } else {
+            size_t ie = rf_gallop_upper(l, i + 1, i1, l, i, k);
+            size_t xe = rf_gallop_upper(r, x + 1, x1, r, x, k);
+            for (size_t a = i; a < ie; a++)
+                for (size_t b = x; b < xe; b++, pos++)
+                    for (int q = 0; q < nproj; q++)
+                        out->cols[q][pos] = projcol[q] < la ? l->cols[projcol[q]][a] : r->cols[projcol[q] - la][b];
+            i = ie;
+            x = xe;
+        }
+    }
+    out->nrows = pos;
+}
+
+/* Tiny joins go the direct way when their projections allow. */
+#define DIRECT_JOIN_MAX_PROJ 16
 
 bool rf_prim_join(const rf_table *l, const rf_table *r, int nkeys, const rf_code *filter,
                   int nproj, const rf_code *proj, rf_table *out, rf_status *st)
@@ -270,6 +369,23 @@ bool rf_prim_join(const rf_table *l, const rf_table *r, int nkeys, const rf_code
     size_t big = l->nrows > r->nrows ? l->nrows : r->nrows;
     if (j.cross)
         big = l->nrows * (r->nrows ? 1 : 0) * 4 > big ? l->nrows * 4 : big;
+    j.pairs_hint = PAIRS;
+    if (!j.cross && gallop_work(l->nrows, r->nrows) < big) {
+        /* One side much smaller (a semi-naive delta): the walk is cheap,
+         * so count the output first; only a big output is worth the pool
+         * (and the pair buffers are sized to it). */
+        size_t rows = join_count_serial(l, r, nkeys);
+        big = gallop_work(l->nrows, r->nrows) + rows;
+        j.pairs_hint = rows;
+        int projcol[DIRECT_JOIN_MAX_PROJ];
+        bool direct = (!filter || filter->n == 0) && nproj <= DIRECT_JOIN_MAX_PROJ && rf_pieces_for(big, 4) == 1;
+        for (int q = 0; q < nproj && direct; q++)
+            direct = (projcol[q] = rf_code_as_column(&proj[q])) >= 0;
+        if (direct) {
+            join_direct_serial(l, r, nkeys, nproj, projcol, rows, out);
+            return true;
+        }
+    }
     j.npieces = rf_codes_intern(filter, nproj, proj) ? 1 : rf_pieces_for(big, 4);
     if (j.cross && (size_t)j.npieces > l->nrows)
         j.npieces = l->nrows > 0 ? (int)l->nrows : 1;
@@ -387,19 +503,25 @@ static void merge_op(int mode, const rf_table *a, const rf_table *b, int k, rf_t
      * gallops through b (about a few probes per row of a when b is much
      * bigger), so a small a against a big b stays on one thread. */
     size_t work = a->nrows > b->nrows ? a->nrows : b->nrows;
-    if (mode != M_UNION && b->nrows / 16 > a->nrows)
-        work = a->nrows * 16;
+    if (mode != M_UNION && a->nrows < b->nrows) /* a is copied; b is galloped over */
+        work = gallop_work(a->nrows, b->nrows);
     j.npieces = rf_pieces_for(work, 2);
-    j.as = rf_calloc((size_t)j.npieces + 1, sizeof *j.as);
-    j.bs = rf_calloc((size_t)j.npieces + 1, sizeof *j.bs);
-    j.counts = rf_calloc((size_t)j.npieces, sizeof *j.counts);
-    j.offs = rf_calloc((size_t)j.npieces, sizeof *j.offs);
+    /* A single piece (tiny inputs) needs no allocation for its bounds. */
+    size_t one[6];
+    bool single = j.npieces == 1;
+    j.as = single ? one : rf_calloc((size_t)j.npieces + 1, sizeof *j.as);
+    j.bs = single ? one + 2 : rf_calloc((size_t)j.npieces + 1, sizeof *j.bs);
+    j.counts = single ? one + 4 : rf_calloc((size_t)j.npieces, sizeof *j.counts);
+    j.offs = single ? one + 5 : rf_calloc((size_t)j.npieces, sizeof *j.offs);
     rf_split_key_ranges(a, b, k, j.npieces, j.as, j.bs);
     for (int p = 0; p < j.npieces; p++)
         j.offs[p] = j.as[p] + (mode == M_UNION ? j.bs[p] : 0);
     rf_table_resize(out, a->nrows + (mode == M_UNION ? b->nrows : 0));
     rf_table_advise(out);
-    rf_par_for(j.npieces, merge_piece, &j);
+    if (single)
+        merge_piece(&j, 0);
+    else
+        rf_par_for(j.npieces, merge_piece, &j);
     size_t total = 0;
     for (int p = 0; p < j.npieces; p++) {
         if (j.offs[p] != total && j.counts[p])
@@ -413,10 +535,12 @@ static void merge_op(int mode, const rf_table *a, const rf_table *b, int k, rf_t
             out->cols[c] = rf_realloc(out->cols[c], (total ? total : 1) * sizeof(rf_word));
         out->cap = total ? total : 1;
     }
-    free(j.as);
-    free(j.bs);
-    free(j.counts);
-    free(j.offs);
+    if (!single) {
+        free(j.as);
+        free(j.bs);
+        free(j.counts);
+        free(j.offs);
+    }
 }
 
 void rf_prim_union(const rf_table *a, const rf_table *b, rf_table *out)
@@ -432,6 +556,59 @@ void rf_prim_difference(const rf_table *a, const rf_table *b, rf_table *out)
 void rf_prim_antijoin(const rf_table *l, const rf_table *r, int nkeys, rf_table *out)
 {
     merge_op(M_ANTI, l, r, nkeys, out);
+}
+
+/* Rows of a left by probing: a is small against the runs, so each row is
+ * looked up in each run by galloping from that run's cursor (a is
+ * sorted, so the cursors only move forward): O(|a| * runs * log), no
+ * pass over any run, one output allocation. */
+static void antijoin_probe(const rf_table *a, const rf_table *const *runs, int nruns, int k, rf_table *out)
+{
+    size_t cursor_small[16], *cursor = nruns <= 16 ? cursor_small : rf_calloc((size_t)nruns, sizeof *cursor);
+    for (int q = 0; q < nruns && nruns <= 16; q++)
+        cursor[q] = 0;
+    rf_table_reserve(out, a->nrows);
+    size_t m = 0;
+    for (size_t i = 0; i < a->nrows; i++) {
+        bool found = false;
+        for (int q = 0; q < nruns && !found; q++) {
+            const rf_table *t = runs[q];
+            cursor[q] = seek_lower(t, cursor[q], t->nrows, a, i, k, far_apart(t->nrows, a->nrows));
+            found = cursor[q] < t->nrows && rf_rowcmp(t, cursor[q], a, i, k) == 0;
+        }
+        if (found)
+            continue;
+        for (int c = 0; c < a->arity; c++)
+            out->cols[c][m] = a->cols[c][i];
+        m++;
+    }
+    out->nrows = m;
+    if (cursor != cursor_small)
+        free(cursor);
+}
+
+void rf_prim_antijoin_runs(const rf_table *a, const rf_table *const *runs, int nruns, int nkeys, rf_table *out)
+{
+    size_t work = 0;
+    for (int q = 0; q < nruns; q++)
+        work += gallop_work(a->nrows, runs[q]->nrows);
+    rf_table_init(out, a->arity);
+    if (nkeys > 0 && rf_pieces_for(work, 2) == 1 && a->nrows <= RF_PAR_MIN_ROWS / 16) {
+        antijoin_probe(a, runs, nruns, nkeys, out);
+        return;
+    }
+    /* Big inputs: a merge pass per run (parallel), each over what the
+     * previous runs left. */
+    rf_table cur, nxt;
+    rf_table_init(&cur, a->arity);
+    rf_table_copy(&cur, a);
+    for (int q = 0; q < nruns && cur.nrows > 0; q++) {
+        merge_op(M_ANTI, &cur, runs[q], nkeys, &nxt);
+        rf_table_free(&cur);
+        cur = nxt;
+    }
+    rf_table_free(out);
+    *out = cur;
 }
 
 /* ---- JOIN straight into a sorted set ---- */
@@ -471,6 +648,8 @@ size_t rf_prim_join_count(const rf_table *l, const rf_table *r, int nkeys)
 {
     if (nkeys == 0)
         return l->nrows * r->nrows;
+    if (rf_pieces_for(gallop_work(l->nrows, r->nrows), 2) == 1)
+        return join_count_serial(l, r, nkeys);
     jcount_job j = {.l = l, .r = r, .k = nkeys};
     j.npieces = rf_pieces_for(l->nrows > r->nrows ? l->nrows : r->nrows, 2);
     j.ls = rf_calloc((size_t)j.npieces + 1, sizeof *j.ls);

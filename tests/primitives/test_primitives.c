@@ -898,6 +898,180 @@ static void test_sum128(void)
     CU_ASSERT_EQUAL(rf_avg_float(1.0, 4), 0.25);
 }
 
+/* ---- issue 14: tiny deltas against big sorted relations ---- */
+
+/* A sorted table of n rows whose first column is skewed: a third of the
+ * rows share key `hot`, the rest spread over [0, dom); duplicates kept
+ * out by the sort. */
+static void skewed_sorted(rf_table *out, int arity, size_t n, uint64_t dom, rf_word hot)
+{
+    rf_table t;
+    rand_table(&t, arity, n, dom);
+    for (size_t i = 0; i < n; i += 3)
+        t.cols[0][i] = hot;
+    rf_prim_sort(&t, out);
+    rf_table_free(&t);
+}
+
+/* Sorts of every size around the insertion-sort cut (32 rows), with
+ * duplicates, several arities and full 64-bit words, against the
+ * reference. */
+static void test_sort_tiny(void)
+{
+    for (int arity = 1; arity <= 3; arity++)
+        for (size_t n = 0; n <= 40; n++)
+            for (int wide = 0; wide < 2; wide++) {
+                rf_table in, ref, got;
+                rand_table(&in, arity, n, wide ? 0 : 5);
+                if (wide && n > 2)    /* duplicates among full words too */
+                    for (int c = 0; c < arity; c++)
+                        in.cols[c][n - 1] = in.cols[c][0];
+                ref_sort(&in, &ref);
+                rf_prim_sort(&in, &got);
+                CU_ASSERT_TRUE(tables_equal(&got, &ref));
+                rf_table_free(&in);
+                rf_table_free(&ref);
+                rf_table_free(&got);
+            }
+}
+
+/* A join of a tiny side (0..60 rows, duplicate keys, keys absent from the
+ * big side, the hot key) with a big sorted side (skewed keys) in both
+ * orders, direct projections and a filter, threads 1 and 4: the galloping
+ * paths (count first, direct write, no pool) against the nested-loop
+ * reference. */
+static void test_join_tiny_vs_big(void)
+{
+    const size_t tiny[] = {0, 1, 2, 7, 60};
+    rf_table big;
+    skewed_sorted(&big, 2, 150000, 60000, 777);
+    for (size_t ti = 0; ti < 5; ti++)
+        for (int order = 0; order < 2; order++)
+            for (int variant = 0; variant < 2; variant++) {
+                rf_table t0, small;
+                rand_table(&t0, 2, tiny[ti], 61000);  /* some keys beyond the big side's */
+                for (size_t i = 0; i + 1 < t0.nrows; i += 4) {
+                    t0.cols[0][i] = 777;                 /* the hot key: a big output */
+                    t0.cols[0][i + 1] = big.cols[0][(i * 7919) % big.nrows]; /* keys that match */
+                }
+                rf_prim_sort(&t0, &small);
+                const rf_table *l = order ? &big : &small, *r = order ? &small : &big;
+                rf_expr *f = variant ? bin(RF_EX_LT, col(1), col(3)) : NULL;
+                rf_expr *p[2] = {col(1), col(3)};
+                rf_table ref, g1, g4;
+                ref_join(l, r, 1, f, 2, p, &ref);
+                codeset cs;
+                to_code(&cs, f, 2, p);
+                rf_status st;
+                rf_status_init(&st);
+                rf_prims_set_threads(1);
+                CU_ASSERT_TRUE(rf_prim_join(l, r, 1, &cs.filter, 2, cs.proj, &g1, &st));
+                rf_prims_set_threads(4);
+                CU_ASSERT_TRUE(rf_prim_join(l, r, 1, &cs.filter, 2, cs.proj, &g4, &st));
+                CU_ASSERT_TRUE(tables_equal(&ref, &g1));
+                CU_ASSERT_TRUE(tables_equal(&ref, &g4));
+                if (!variant)
+                    CU_ASSERT_EQUAL(rf_prim_join_count(l, r, 1), ref.nrows);
+                if (tiny[ti] >= 7)
+                    CU_ASSERT_TRUE(ref.nrows > 0);
+                free_code(&cs, 2);
+                rf_expr_free(f);
+                rf_expr_free(p[0]);
+                rf_expr_free(p[1]);
+                rf_table_free(&ref);
+                rf_table_free(&g1);
+                rf_table_free(&g4);
+                rf_table_free(&t0);
+                rf_table_free(&small);
+            }
+    rf_table_free(&big);
+}
+
+/* rf_prim_antijoin_runs: a small a probed into several runs (and a big a
+ * merged run by run) equals the naive a − ∪ runs, on the whole row and on
+ * the first column, with empty runs, duplicates across runs and skew. */
+static void test_antijoin_runs(void)
+{
+    const size_t asizes[] = {0, 1, 5, 300, 4000, 70000};
+    const size_t rsizes[] = {0, 3, 900, 20000, 120000};
+    for (size_t ai = 0; ai < 6; ai++)
+        for (int nruns = 0; nruns <= 4; nruns++)
+            for (int arity = 1; arity <= 2; arity++) {
+                uint64_t dom = 3000;
+                rf_table a, runs[4];
+                const rf_table *rp[4];
+                skewed_sorted(&a, arity, asizes[ai], dom, 42);
+                for (int q = 0; q < nruns; q++) {
+                    skewed_sorted(&runs[q], arity, rsizes[(ai + (size_t)q * 2) % 5], dom, q == 1 ? 42 : 7);
+                    rp[q] = &runs[q];
+                }
+                for (int keys = 1; keys <= arity; keys++) {
+                    /* reference: one merge pass per run */
+                    rf_table ref, nxt;
+                    rf_table_init(&ref, arity);
+                    rf_table_copy(&ref, &a);
+                    for (int q = 0; q < nruns; q++) {
+                        rf_prim_antijoin(&ref, &runs[q], keys, &nxt);
+                        rf_table_free(&ref);
+                        ref = nxt;
+                    }
+                    /* and naively where small enough */
+                    if (asizes[ai] <= 300) {
+                        size_t keep = 0;
+                        for (size_t i = 0; i < a.nrows; i++) {
+                            bool hit = false;
+                            for (int q = 0; q < nruns && !hit; q++)
+                                hit = row_in(&runs[q], &a, i, keys);
+                            keep += !hit;
+                        }
+                        CU_ASSERT_EQUAL(ref.nrows, keep);
+                    }
+                    for (int th = 1; th <= 4; th += 3) {
+                        rf_prims_set_threads(th);
+                        rf_table got;
+                        rf_prim_antijoin_runs(&a, rp, nruns, keys, &got);
+                        CU_ASSERT_TRUE(tables_equal(&got, &ref));
+                        rf_table_free(&got);
+                    }
+                    rf_table_free(&ref);
+                }
+                rf_table_free(&a);
+                for (int q = 0; q < nruns; q++)
+                    rf_table_free(&runs[q]);
+            }
+}
+
+/* rf_dense_erase undoes an insert row for row (rows absent or outside the
+ * ranges ignored), as the CPU backend's lent bitmaps need. */
+static void test_dense_erase(void)
+{
+    rf_table base0, extra0, base, extra, back, ref;
+    rand_table(&base0, 2, 5000, 300);
+    rand_table(&extra0, 2, 40, 300);
+    rf_prim_sort(&base0, &base);
+    rf_prim_sort(&extra0, &extra);
+    rf_table added;   /* extra − base: what an insert of extra adds */
+    rf_prim_difference(&extra, &base, &added);
+    rf_dense *d = rf_dense_new_for(&base, &extra, RF_DENSE_MAX_BITS);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_TRUE(rf_dense_insert(d, &base, true));
+    CU_ASSERT_TRUE(rf_dense_insert(d, &extra, true));
+    CU_ASSERT_EQUAL(rf_dense_rows(d), base.nrows + added.nrows);
+    rf_dense_erase(d, &added);
+    rf_word outside[2] = {1000000, 5};
+    rf_table far;
+    rf_table_from_rows(&far, 2, outside, 1);
+    rf_dense_erase(d, &far);      /* outside the ranges: ignored */
+    rf_dense_erase(d, &added);    /* already absent: ignored */
+    CU_ASSERT_EQUAL(rf_dense_rows(d), base.nrows);
+    rf_dense_to_table(d, &back);
+    ref_sort(&base, &ref);
+    CU_ASSERT_TRUE(tables_equal(&back, &ref));
+    rf_dense_free(d);
+    rf_table_free(&base0); rf_table_free(&extra0); rf_table_free(&base); rf_table_free(&extra);
+    rf_table_free(&added); rf_table_free(&far); rf_table_free(&back); rf_table_free(&ref);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -914,6 +1088,10 @@ int main(void)
     CU_add_test(s, "aggregate: 128-bit sums", test_sum128);
     CU_add_test(s, "map and aggregate in one pass", test_map_reduce);
     CU_add_test(s, "dense sets", test_dense);
+    CU_add_test(s, "sort: tiny inputs", test_sort_tiny);
+    CU_add_test(s, "join: tiny side against a big skewed one", test_join_tiny_vs_big);
+    CU_add_test(s, "antijoin against several runs", test_antijoin_runs);
+    CU_add_test(s, "dense sets: erase", test_dense_erase);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures();

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "runtime.h"
+#include "backend_choice.h"
 
 /* ---- a small builder for rf_hprogram (the test owns the memory) ---- */
 
@@ -577,6 +578,14 @@ static void lsm_check_rows(rf_backend *be, rf_dvar *v, const uint8_t *bits, rf_w
     rf_table_free(&t);
 }
 
+static size_t lsm_count(const uint8_t *bits)
+{
+    size_t n = 0;
+    for (int i = 0; i < LSM_D * LSM_D; i++)
+        n += bits[i];
+    return n;
+}
+
 static void lsm_run(rf_backend *be, rf_hprogram *p, rf_kernel *k, rf_dvar **dv, rf_kop op, int out,
                     int a, int b, int nkeys)
 {
@@ -591,7 +600,9 @@ static void lsm_run(rf_backend *be, rf_hprogram *p, rf_kernel *k, rf_dvar **dv, 
     CU_ASSERT_TRUE(run_plain(be, p, k, dv[out], a >= 0 ? dv[a] : NULL, b >= 0 ? dv[b] : NULL, &ks, &st));
 }
 
-static void lsm_sequence(int threads, rf_word base, rf_word mult, int steps)
+/* lend_reads: also op 8, a semi-naive union whose full input is read
+ * again (off: the sequences of the original test, unchanged). */
+static void lsm_sequence(int threads, rf_word base, rf_word mult, int steps, bool lend_reads)
 {
     rf_backend *be = rf_backend_cpu_new(threads);
     rf_hprogram *p = prog_new();
@@ -607,7 +618,7 @@ static void lsm_sequence(int threads, rf_word base, rf_word mult, int steps)
     for (int v = 0; v < LSM_VARS; v++)
         dv[v] = be->var_new(be, 2, &st);
     for (int step = 0; step < steps; step++) {
-        int op = (int)(lsm_rand() % 8);
+        int op = (int)(lsm_rand() % (lend_reads ? 9 : 8));
         int out = (int)(lsm_rand() % LSM_VARS), a = (int)(lsm_rand() % LSM_VARS), b = (int)(lsm_rand() % LSM_VARS);
         while (a == out)
             a = (int)(lsm_rand() % LSM_VARS);
@@ -655,6 +666,39 @@ static void lsm_sequence(int threads, rf_word base, rf_word mult, int steps)
         } else if (op == 6) {
             lsm_run(be, p, k, dv, RF_K_COPY, out, a, -1, 0);
             memcpy(m->in[out], m->in[a], LSM_D * LSM_D);
+        } else if (op == 8) {
+            /* A semi-naive union whose full input is read again afterwards:
+             * when `out` is a bitmap, the UNION lends it to `a` (new rows
+             * set in place, out keeps them as its undo); reading out must
+             * give its own rows back, from a copy while a still holds the
+             * bitmap, or in place once a has been overwritten. */
+            rf_table t;
+            lsm_random_set(&t, tmp, 1 + lsm_rand() % 300, base, mult);
+            CU_ASSERT_TRUE(be->upload(be, dv[a], &t, &st));
+            memcpy(m->in[a], tmp, LSM_D * LSM_D);
+            rf_table_free(&t);
+            if (b == a)
+                b = (a + 1) % LSM_VARS == out ? (a + 2) % LSM_VARS : (a + 1) % LSM_VARS;
+            lsm_run(be, p, k, dv, RF_K_DIFF, b, a, out, 2);      /* b := a - out */
+            for (int i = 0; i < LSM_D * LSM_D; i++)
+                m->in[b][i] = m->in[a][i] && !m->in[out][i];
+            lsm_run(be, p, k, dv, RF_K_UNION, a, out, b, 2);     /* a := out + b */
+            for (int i = 0; i < LSM_D * LSM_D; i++)
+                m->in[a][i] = m->in[out][i] || m->in[b][i];
+            if (lsm_rand() % 2) {                                /* a let go of the bitmap first */
+                lsm_random_set(&t, tmp, 5, base, mult);
+                CU_ASSERT_TRUE(be->upload(be, dv[a], &t, &st));
+                memcpy(m->in[a], tmp, LSM_D * LSM_D);
+                rf_table_free(&t);
+            }
+            if (lsm_rand() % 2)                                  /* read through a kernel */
+                lsm_run(be, p, k, dv, RF_K_DIFF, b, out, a, 2);  /* b := out - a */
+            else
+                lsm_run(be, p, k, dv, RF_K_COPY, b, out, -1, 0);
+            for (int i = 0; i < LSM_D * LSM_D; i++)
+                m->in[b][i] = m->in[out][i] && !(k->op == RF_K_DIFF && m->in[a][i]);
+            lsm_check_rows(be, dv[out], m->in[out], base, mult);
+            lsm_check_rows(be, dv[a], m->in[a], base, mult);
         } else {
             lsm_check_rows(be, dv[a], m->in[a], base, mult); /* merges a's runs */
         }
@@ -863,12 +907,141 @@ static void test_ordered_output(void)
     prog_free(p);
 }
 
+/* The CPU backend's lent bitmaps, step by step: a full relation held only
+ * as a bitmap (v0) takes a semi-naive `v3 := v0 ∪ (v2 − v0)`; v3 borrows
+ * v0's bitmap and v0 keeps the new rows as its undo. Reading v0 again
+ * must give exactly its own rows: from a copy while v3 still holds the
+ * bitmap (then v3 must be unchanged), in place once v3 let go. */
+static void lend_sequence(bool release_first)
+{
+    rf_backend *be = rf_backend_cpu_new(2);
+    rf_hprogram *p = prog_new();
+    for (int v = 0; v < 4; v++)
+        add_var(p, "v", 2, RF_TYPE_INT64, true, NULL);
+    int blk = add_block(p, RF_TERM_HALT, -1, -1);
+    rf_kernel *k = add_kernel(p, blk, RF_K_COPY, 0, -1, -1, 0);
+    lsm_model *m = rf_calloc(1, sizeof *m);
+    rf_dvar *dv[4];
+    rf_status st;
+    rf_status_init(&st);
+    for (int v = 0; v < 4; v++)
+        dv[v] = be->var_new(be, 2, &st);
+    rf_table t;
+    for (int round = 0; round < 3; round++) {
+        /* v0 := a big set (bitmap-worthy), then only a bitmap: through a
+         * UNION into v3 and back by COPY, v3 overwritten. */
+        /* (over the whole square, so that round 0's set is big enough
+         * for a bitmap: RF_DENSE_MIN_ROWS) */
+        rf_table_init(&t, 2);
+        memset(m->in[0], 0, LSM_D * LSM_D);
+        for (int x = 0; x < LSM_D; x++)
+            for (int y = 0; y < LSM_D; y++)
+                if (lsm_rand() % 100 < (round ? 3u : 80u)) {
+                    rf_word row[2] = {(rf_word)x, (rf_word)y};
+                    rf_table_append_row(&t, row);
+                    m->in[0][x * LSM_D + y] = 1;
+                }
+        CU_ASSERT_TRUE(be->upload(be, dv[0], &t, &st));
+        rf_table_free(&t);
+        lsm_random_set(&t, m->in[2], 50, 0, 1);
+        CU_ASSERT_TRUE(be->upload(be, dv[2], &t, &st));
+        rf_table_free(&t);
+        for (int step = 0; step < 4; step++) {
+            lsm_run(be, p, k, dv, RF_K_DIFF, 1, 2, 0, 2);   /* v1 := v2 − v0 */
+            lsm_run(be, p, k, dv, RF_K_UNION, 3, 0, 1, 2);  /* v3 := v0 ∪ v1 */
+            for (int i = 0; i < LSM_D * LSM_D; i++) {
+                m->in[1][i] = m->in[2][i] && !m->in[0][i];
+                m->in[3][i] = m->in[0][i] || m->in[1][i];
+            }
+            if (step < 2) {   /* v0 := v3 and v3 overwritten (the runtime's move), then the next delta */
+                lsm_run(be, p, k, dv, RF_K_COPY, 0, 3, -1, 0);
+                memcpy(m->in[0], m->in[3], LSM_D * LSM_D);
+                lsm_random_set(&t, m->in[3], 10, 0, 1);
+                CU_ASSERT_TRUE(be->upload(be, dv[3], &t, &st));
+                rf_table_free(&t);
+                lsm_random_set(&t, m->in[2], 200, 0, 1);
+                CU_ASSERT_TRUE(be->upload(be, dv[2], &t, &st));
+                rf_table_free(&t);
+                continue;
+            }
+            if (release_first) {
+                lsm_random_set(&t, m->in[3], 10, 0, 1);
+                CU_ASSERT_TRUE(be->upload(be, dv[3], &t, &st));
+                rf_table_free(&t);
+            }
+            for (int v = 0; v < 4; v++)
+                CU_ASSERT_EQUAL(be->var_rows(be, dv[v]), lsm_count(m->in[v]));
+            lsm_check_rows(be, dv[0], m->in[0], 0, 1);
+            lsm_run(be, p, k, dv, RF_K_DIFF, 1, 3, 0, 2);   /* v1 := v3 − v0, v0 read by a kernel */
+            for (int i = 0; i < LSM_D * LSM_D; i++)
+                m->in[1][i] = m->in[3][i] && !m->in[0][i];
+            for (int v = 0; v < 4; v++)
+                lsm_check_rows(be, dv[v], m->in[v], 0, 1);
+        }
+    }
+    for (int v = 0; v < 4; v++)
+        be->var_free(be, dv[v]);
+    be->destroy(be);
+    prog_free(p);
+    free(m);
+}
+
 static void test_cpu_set_representation(void)
 {
-    lsm_sequence(1, 0, 1, 250);
-    lsm_sequence(2, 0, 1, 250);
-    lsm_sequence(2, 1000, 1000003, 250);
-    lsm_sequence(3, (rf_word)1 << 63, 7, 150);
+    lend_sequence(false);
+    lend_sequence(true);
+    lsm_sequence(1, 0, 1, 250, false);
+    lsm_sequence(2, 0, 1, 250, false);
+    lsm_sequence(2, 1000, 1000003, 250, false);
+    lsm_sequence(3, (rf_word)1 << 63, 7, 150, false);
+    lsm_sequence(2, 0, 1, 400, true);   /* dense sets lent and read back (op 8) */
+}
+
+/* --backend=auto's choice (backend_choice.h): the threshold from the
+ * environment, the decision, and the rows counted before anything loads
+ * (inline facts, the input file or its --input override, counting only
+ * up to the cap; a last line without a newline counts). */
+static void test_auto_backend_choice(void)
+{
+    CU_ASSERT_EQUAL(rf_auto_cpu_threshold(NULL), RF_AUTO_CPU_ROWS_DEFAULT);
+    CU_ASSERT_EQUAL(rf_auto_cpu_threshold(""), RF_AUTO_CPU_ROWS_DEFAULT);
+    CU_ASSERT_EQUAL(rf_auto_cpu_threshold("123"), 123);
+    CU_ASSERT_EQUAL(rf_auto_cpu_threshold("0"), 0);
+    CU_ASSERT_EQUAL(rf_auto_cpu_threshold("12x"), RF_AUTO_CPU_ROWS_DEFAULT);
+    CU_ASSERT_EQUAL(rf_auto_cpu_threshold("-5"), RF_AUTO_CPU_ROWS_DEFAULT);
+    CU_ASSERT_TRUE(rf_auto_prefers_cpu(7035, 25000));
+    CU_ASSERT_FALSE(rf_auto_prefers_cpu(25000, 25000));
+    CU_ASSERT_FALSE(rf_auto_prefers_cpu(0, 0));   /* 0: never the CPU by choice */
+
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%s/auto_a.tsv", g_dir);
+    snprintf(b, sizeof b, "%s/auto_b.tsv", g_dir);
+    FILE *f = fopen(a, "w");
+    fputs("1\t2\n2\t3\n3\t4", f);   /* 3 rows, the last without a newline */
+    fclose(f);
+    f = fopen(b, "w");
+    for (int i = 0; i < 1000; i++)
+        fprintf(f, "%d\t%d\n", i, i + 1);
+    fclose(f);
+    rf_hprogram *p = prog_new();
+    int e = add_var(p, "e", 2, RF_TYPE_INT64, true, "e");
+    int g = add_var(p, "g", 1, RF_TYPE_INT64, true, "g");
+    add_var(p, "t", 2, RF_TYPE_INT64, true, "e");   /* not loaded: not counted */
+    p->vars[e].input_path = rf_strdup(a);
+    p->vars[g].nfacts = 2;
+    p->vars[g].facts = rf_calloc(2, sizeof(rf_word));
+    int blk = add_block(p, RF_TERM_HALT, -1, -1);
+    add_kernel(p, blk, RF_K_LOAD, e, -1, -1, 0);
+    add_kernel(p, blk, RF_K_LOAD, g, -1, -1, 0);
+    CU_ASSERT_EQUAL(rf_input_rows_upto(p, 0, NULL, 1000000), 5);
+    rf_input_override over = {"e", b};
+    CU_ASSERT_EQUAL(rf_input_rows_upto(p, 1, &over, 1000000), 1002);
+    CU_ASSERT_EQUAL(rf_input_rows_upto(p, 1, &over, 100), 100);   /* counting stops at the cap */
+    rf_input_override missing = {"e", "/nonexistent/file.tsv"};
+    CU_ASSERT_EQUAL(rf_input_rows_upto(p, 1, &missing, 1000000), 2);
+    prog_free(p);
+    unlink(a);
+    unlink(b);
 }
 
 int main(void)
@@ -888,6 +1061,7 @@ int main(void)
     CU_add_test(s, "cpu backend set representation", test_cpu_set_representation);
     CU_add_test(s, "several aggregates, avg, count_distinct", test_multi_aggregate);
     CU_add_test(s, "@order and @limit", test_ordered_output);
+    CU_add_test(s, "--backend=auto: choice from the input rows", test_auto_backend_choice);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures();
