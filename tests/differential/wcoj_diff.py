@@ -11,6 +11,11 @@ Known triangle counts are checked on graphs whose count is computed here
 by another method (adjacency-set intersection).
 
     wcoj_diff.py --redfox build/redfox [--count N] [--seed S] [--backend cpu|gpu]
+                 [--env NAME=VALUE]...
+
+With --backend gpu and no usable device it says so and exits 0 (skipped).
+--env sets variables for the redfox runs (RF_GPU_LFTJ_BUDGET=1 forces the
+GPU join's rounds down to single bindings; RF_GPU_LFTJ=host its host path).
 """
 import argparse
 import itertools
@@ -152,9 +157,12 @@ def oracle(graph, tern, fset, q):
     return out
 
 
+ENV = dict(os.environ)
+
+
 def run(redfox, prog, join, backend, extra=()):
     r = subprocess.run([redfox, "run", prog, "--join=" + join, "--backend=" + backend] + list(extra),
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, env=ENV)
     return r.returncode, r.stdout, r.stderr
 
 
@@ -189,9 +197,18 @@ def main():
     ap.add_argument("--count", type=int, default=60)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--env", action="append", default=[])
     ap.add_argument("--triangles", default=os.path.join(os.path.dirname(__file__), "..", "..", "programs",
                                                         "triangles.lql"))
     a = ap.parse_args()
+    for kv in a.env:
+        k, _, v = kv.partition("=")
+        ENV[k] = v
+    if a.backend == "gpu":
+        rc, _, err = run(a.redfox, a.triangles, "wcoj", "gpu")
+        if rc != 0:
+            print("skipped: no usable GPU (%s)" % err.strip().splitlines()[-1] if err.strip() else "?")
+            return 0
     rng = random.Random(a.seed)
     failures = 0
     used_multijoin = 0
