@@ -1062,7 +1062,7 @@ static int popcount32(uint32_t x)
 /* The body's positive atoms when a MULTIJOIN can take them: the rule
  * planned with optimize on and not as a bag (row identities are a binary
  * plan's), 2..RF_MULTIJOIN_MAX_IN atoms each binding a variable, at most
- * RF_MULTIJOIN_MAX_VARS variables among them. */
+ * RF_MULTIJOIN_MAX_VARS variables among them, none also assigned. */
 static bool multijoin_body(const rule_ctx *c, mj_body *m)
 {
     const rf_rule *r = c->r;
@@ -1094,6 +1094,15 @@ static bool multijoin_body(const rule_ctx *c, mj_body *m)
             return false;
         m->atoms[m->natoms] = i;
         m->edges[m->natoms++] = e;
+    }
+    /* `y = x + 2` where an atom binds y too is an equality the binary
+     * planner makes a join key (eq_key); here it would read as the
+     * assignment of an already bound variable: leave such bodies binary. */
+    for (int i = 0; i < r->nbody; i++) {
+        const rf_literal *l = &r->body[i];
+        for (int k = 0; !c->done[i] && l->kind == RF_LIT_ASSIGN && k < m->nv; k++)
+            if (m->var[k] == l->var)
+                return false;
     }
     return m->natoms >= 2;
 }

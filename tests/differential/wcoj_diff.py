@@ -87,7 +87,7 @@ def make_query(rng):
     filters = []
     for _ in range(rng.randint(0, 2)):
         a, b = rng.sample(names, 2)
-        op = rng.choice(["<", "!=", "<="])
+        op = rng.choice(["<", "!=", "<=", "<", "= 1 +"])   # `a = 1 + b`: an equality, not an assignment
         filters.append((a, op, b))
     head_vars = names[:]
     if rng.random() < 0.3 and len(head_vars) > 3:
@@ -132,7 +132,7 @@ def oracle(graph, tern, fset, q):
                     return
             for a, op, b in filters:
                 x, y = env[a], env[b]
-                if not {"<": x < y, "!=": x != y, "<=": x <= y}[op]:
+                if not {"<": x < y, "!=": x != y, "<=": x <= y, "= 1 +": x == 1 + y}[op]:
                     return
             out.add(tuple(eval(p, {}, dict(env)) for _, p in head))
             return
