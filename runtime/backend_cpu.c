@@ -932,15 +932,22 @@ static bool cpu_run_multijoin(rf_backend *be, const rf_hprogram *p, const rf_ker
     rf_code planned;
     const rf_code *filter = &k->filter;
     rf_table res;
-    bool ok = cpu_forced_filter(&k->filter, &planned, &filter, st) &&
-              rf_prim_multijoin(mj->nin, tabs, mj->in_first, mj->in_vars, mj->nvars, filter, k->nproj, k->proj,
-                                &res, st);
+    bool ran = false;   /* res is initialised by the join, even when it fails */
+    bool ok = cpu_forced_filter(&k->filter, &planned, &filter, st);
+    if (ok) {
+        ran = true;
+        ok = rf_prim_multijoin(mj->nin, tabs, mj->in_first, mj->in_vars, mj->nvars, filter, k->nproj, k->proj,
+                               &res, st);
+    }
     if (filter != &k->filter)
         rf_code_free(&planned);
     for (int i = 0; i < mj->nin; i++)
         rf_table_free(&empty[i]);
-    if (!ok)
+    if (!ok) {
+        if (ran)
+            rf_table_free(&res);
         return false;
+    }
     set_table(be, out, &res);
     stats->rows_out = out->nrows;
     stats->bytes_moved = (words_in + out->nrows * (size_t)p->vars[k->out].arity) * sizeof(rf_word);

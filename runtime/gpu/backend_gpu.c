@@ -1198,14 +1198,14 @@ static bool gpu_run_multijoin(rf_backend *be, const rf_hprogram *p, const rf_ker
             ok = rf_drel_download(ctx, rels[got], &tabs[got], st);
             tp[got] = &tabs[got];
         }
-        ok = ok && rf_prim_multijoin(mj->nin, tp, mj->in_first, mj->in_vars, mj->nvars, &k->filter, k->nproj,
-                                     k->proj, &res, st);
-        for (int i = 0; i < got; i++)
-            rf_table_free(&tabs[i]);
-        if (ok) {
-            ok = gpu_upload(be, out, &res, st);
+        if (ok) {   /* res is initialised by the join, even when it fails */
+            ok = rf_prim_multijoin(mj->nin, tp, mj->in_first, mj->in_vars, mj->nvars, &k->filter, k->nproj,
+                                   k->proj, &res, st) &&
+                 gpu_upload(be, out, &res, st);
             rf_table_free(&res);
         }
+        for (int i = 0; i < got; i++)
+            rf_table_free(&tabs[i]);
         stats->seconds = rf_now() - t0;
     } else {
         if (needs_string_order(k) && !refresh_string_order(ctx, st))
