@@ -3,6 +3,7 @@
  *   redfox run PROG.lql|PROG.rfx [--input PRED=FILE]... [--output DIR]
  *              [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]
  *              [--max-iterations N] [--progress] [--profile TRACE.json] [--no-fuse]
+ *              [--join=auto|binary|wcoj]
  *   redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse] [--dot] [-o FILE]
  *                  | --cuda PROG.lql|PROG.rfx | --select-plans PROG.lql|PROG.rfx
  *   redfox compile PROG.lql -o PROG.rfx [--no-fuse]
@@ -35,9 +36,10 @@ static const char usage_text[] =
     "       redfox run PROG.dl [-F FACT_DIR] [-D OUTPUT_DIR|-] [-j N] [run options]\n"
     "                  [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]\n"
     "                  [--max-iterations N] [--progress] [--profile TRACE.json] [--no-fuse]\n"
-    "       redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse] [--dot] [-o FILE]\n"
+    "                  [--join=auto|binary|wcoj]\n"
+    "       redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse] [--join=J] [--dot] [-o FILE]\n"
     "       redfox explain --cuda PROG.lql|PROG.rfx | --select-plans PROG.lql|PROG.rfx\n"
-    "       redfox compile PROG.lql -o PROG.rfx [--no-fuse]\n"
+    "       redfox compile PROG.lql -o PROG.rfx [--no-fuse] [--join=J]\n"
     "       redfox check PROG.lql|PROG.rfx\n"
     "       redfox --help | --version\n";
 
@@ -85,6 +87,12 @@ static const char help_text[] =
     "                      per kernel run and per loop iteration, with rows and bytes\n"
     "  --no-fuse           run every kernel on its own (Kernel Weaver off; also for\n"
     "                      explain and compile, and for a .rfx compiled with fusion)\n"
+    "  --join=J            how rule bodies of several atoms are joined (source\n"
+    "                      programs; also for explain and compile): auto (default:\n"
+    "                      a worst-case-optimal multiway join for cyclic bodies such\n"
+    "                      as triangles and cliques when the planner's estimate\n"
+    "                      favours it; explain --plan says why), binary (pairwise\n"
+    "                      joins only) or wcoj (a multiway join wherever it can)\n"
     "\n"
     "Without --output, outputs are printed sorted to stdout. Outputs are the\n"
     "@output predicates plus --print ones; with neither, every predicate defined\n"
@@ -206,6 +214,17 @@ static void default_outputs(rf_program *prog) { rf_pipeline_default_outputs(prog
 /* Kernel Weaver on (the default) or off (--no-fuse). */
 static bool fuse = true;
 
+/* How bodies of several atoms are joined (--join=binary|wcoj|auto). */
+static rf_join_mode join_mode = RF_JOIN_AUTO;
+
+/* Takes --join's value; a usage error for anything else. */
+static int set_join(const char *v)
+{
+    if (!v || !rf_join_mode_parse(v, &join_mode))
+        return usage("--join expects binary, wcoj or auto, not '%s'", v ? v : "");
+    return 0;
+}
+
 /* Fuses (or, with --no-fuse, unfuses a compiled program's groups) and
  * verifies; false with an internal error printed. */
 static bool weave(rf_hprogram *hp)
@@ -225,7 +244,7 @@ static rf_hprogram *lower(const rf_program *prog)
 {
     rf_status st;
     rf_status_init(&st);
-    rf_hprogram *hp = rf_pipeline_lower(prog, fuse, &st);
+    rf_hprogram *hp = rf_pipeline_lower(prog, fuse, join_mode, &st);
     if (!hp)
         fprintf(stderr, "redfox: internal error: %s\n", st.message);
     return hp;
@@ -264,6 +283,9 @@ static int cmd_run(int argc, char **argv)
                 RF_PUSH(prints, v);
         } else if (opt_value(argc, argv, &i, "--backend", &v, &err)) {
             backend = v;
+        } else if (opt_value(argc, argv, &i, "--join", &v, &err)) {
+            if (!err)
+                err = set_join(v);
         } else if (opt_value(argc, argv, &i, "--threads", &v, &err)) {
             threads_s = v;
         } else if (opt_value(argc, argv, &i, "--max-iterations", &v, &err)) {
@@ -617,6 +639,9 @@ static int cmd_explain(int argc, char **argv)
             if (err)
                 return err;
             out_path = v;
+        } else if (opt_value(argc, argv, &i, "--join", &v, &err)) {
+            if (err || (err = set_join(v)))
+                return err;
         } else if (strcmp(argv[i], "--no-fuse") == 0)
             fuse = false;
         else if (argv[i][0] == '-' && argv[i][1])
@@ -666,7 +691,7 @@ static int cmd_explain(int argc, char **argv)
         return rc;
     }
     if (strcmp(mode, "--plan") == 0) {
-        rf_plan_options po = {.optimize = true};
+        rf_plan_options po = {.optimize = true, .join = join_mode};
         rf_plan *plan = rf_plan_build(prog, &po);
         if (plan) {
             write_plan(plan, dot, out);
@@ -705,6 +730,9 @@ static int cmd_compile(int argc, char **argv)
             if (err)
                 return err;
             out = v;
+        } else if (opt_value(argc, argv, &i, "--join", &v, &err)) {
+            if (err || (err = set_join(v)))
+                return err;
         } else if (strcmp(argv[i], "--no-fuse") == 0) {
             fuse = false;
         } else if (argv[i][0] == '-' && argv[i][1]) {

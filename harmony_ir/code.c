@@ -136,7 +136,7 @@ const char *rf_kop_name(rf_kop op)
 {
     static const char *const names[RF_K_COUNT_] = {
         "LOAD", "MAP", "SORT", "JOIN", "ANTIJOIN", "UNION", "DIFF", "AGG", "COPY", "CLEAR",
-        "CHECK_KEYS", "FUSED",
+        "CHECK_KEYS", "FUSED", "MULTIJOIN",
     };
     return (unsigned)op < RF_K_COUNT_ ? names[op] : "?";
 }

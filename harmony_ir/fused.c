@@ -12,6 +12,11 @@ int rf_kernel_reads(const rf_kernel *k, int *vars)
             vars[n++] = k->fused->in[i];
         return n;
     }
+    if (k->op == RF_K_MULTIJOIN) {
+        for (int i = 0; k->mj && i < k->mj->nin && n < RF_KERNEL_VARS_MAX; i++)
+            vars[n++] = k->mj->in[i];
+        return n;
+    }
     for (int j = 0; j < 2; j++)
         if (k->in[j] >= 0)
             vars[n++] = k->in[j];
@@ -44,6 +49,16 @@ void rf_fused_free(rf_fused *f)
     free(f);
 }
 
+void rf_multijoin_free(rf_multijoin *mj)
+{
+    if (!mj)
+        return;
+    free(mj->in);
+    free(mj->in_first);
+    free(mj->in_vars);
+    free(mj);
+}
+
 void rf_kernel_free(rf_kernel *k)
 {
     rf_code_free(&k->filter);
@@ -59,4 +74,6 @@ void rf_kernel_free(rf_kernel *k)
     rf_origin_release(&k->origin);
     rf_fused_free(k->fused);
     k->fused = NULL;
+    rf_multijoin_free(k->mj);
+    k->mj = NULL;
 }

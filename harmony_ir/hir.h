@@ -82,6 +82,16 @@ typedef enum rf_kop {
                       out = fused->out[0]. Its members' results that only
                       other members read (internal variables) never exist
                       outside it */
+    RF_K_MULTIJOIN, /* worst-case-optimal join (leapfrog triejoin, thesis
+                      ch. 5) of mj->nin sorted inputs over mj->nvars
+                      variables numbered in the order the join binds them:
+                      column j of input i binds variable
+                      mj->in_vars[mj->in_first[i] + j], strictly
+                      increasing along each input (each input is a trie
+                      in the variable order); out := proj(b) for every
+                      binding b of all variables that every input holds,
+                      where filter(b); column reads of filter and proj
+                      are variable numbers. Unsorted. in[] = -1 */
     RF_K_COUNT_
 } rf_kop;
 
@@ -131,6 +141,19 @@ typedef struct rf_fedge {
 /* RF_FUSED_MAX: the most members one group holds. */
 #define RF_FUSED_MAX 16
 
+/* The most inputs and variables of one RF_K_MULTIJOIN: RF_MULTIJOIN_MAX_IN
+ * and RF_MULTIJOIN_MAX_VARS (plan.h). */
+/* The inputs of an RF_K_MULTIJOIN (the backend boundary's n inputs). */
+typedef struct rf_multijoin {
+    int nvars;               /* 1..RF_MULTIJOIN_MAX_VARS */
+    int nin;                 /* 1..RF_MULTIJOIN_MAX_IN */
+    int *in;                 /* [nin] sorted variables */
+    int *in_first;           /* [nin + 1]: input i's columns are entries
+                                in_first[i] .. in_first[i + 1] - 1 of
+                                in_vars (in_first[nin] = their total) */
+    int *in_vars;            /* the variable each input column binds */
+} rf_multijoin;
+
 typedef struct rf_kernel rf_kernel;
 typedef struct rf_fused {
     int nmembers;            /* 2..RF_FUSED_MAX, in execution order */
@@ -163,16 +186,19 @@ struct rf_kernel {
     char *comment;           /* provenance (plan command), may be NULL */
     rf_origin origin;        /* the rule it computes, for run-time errors */
     rf_fused *fused;         /* RF_K_FUSED only */
+    rf_multijoin *mj;        /* RF_K_MULTIJOIN only */
 };
 
 /* The variables a kernel reads and writes as the rest of the program sees
  * them: a plain kernel's in[0..1] / out where set, a FUSED kernel's
- * external in / out. Returns the count (at most RF_KERNEL_VARS_MAX). */
+ * external in / out, a MULTIJOIN's mj->in. Returns the count (at most
+ * RF_KERNEL_VARS_MAX). */
 #define RF_KERNEL_VARS_MAX (2 * RF_FUSED_MAX)
 int rf_kernel_reads(const rf_kernel *k, int *vars);
 int rf_kernel_writes(const rf_kernel *k, int *vars);
 void rf_kernel_free(rf_kernel *k);     /* its contents, members included */
 void rf_fused_free(rf_fused *f);
+void rf_multijoin_free(rf_multijoin *mj);
 
 typedef enum rf_term {
     RF_TERM_FALLTHROUGH,     /* to the next block */
@@ -251,7 +277,9 @@ bool rf_hir_verify(const rf_hprogram *p, rf_status *st);
  * so the output is whole or absent. The reader validates every field and
  * then runs rf_hir_verify; it never trusts a length or an index. */
 #define RF_HIR_MAGIC "RFOXHIR"
-#define RF_HIR_VERSION 6   /* 2: RF_K_CHECK_KEYS; 3: origins, input paths
+#define RF_HIR_VERSION 7   /* 7: RF_K_MULTIJOIN (worst-case-optimal
+                              joins; a format-6 file plans cyclic bodies as
+                              binary joins, so it is compiled again); 2: RF_K_CHECK_KEYS; 3: origins, input paths
                               relative to the .rfx, several aggregates per
                               AGG, output order and limit; 4: RF_EX_ROWID
                               (operator numbers moved); 5: RF_K_FUSED,

@@ -80,7 +80,7 @@ static void set_est(hir_dot *d, int v, rf_rowest e)
  * stage of a MAP, JOIN or AGG; NULL for other ops. malloc'd. */
 static char *compute_text(const rf_kernel *k)
 {
-    if (k->op != RF_K_MAP && k->op != RF_K_JOIN && k->op != RF_K_AGG)
+    if (k->op != RF_K_MAP && k->op != RF_K_JOIN && k->op != RF_K_AGG && k->op != RF_K_MULTIJOIN)
         return NULL;
     char *text = NULL;
     size_t len = 0;
@@ -130,6 +130,10 @@ static void write_kernel_cells(FILE *out, const hir_dot *d, const rf_kernel *k, 
             fputs(j ? ", " : " ", out);
             rf_dot_html(out, var_name(p, k->in[j]), 40);
         }
+    for (int i = 0; k->op == RF_K_MULTIJOIN && k->mj && i < k->mj->nin && k->mj->in; i++) {
+        fputs(i ? ", " : " ", out);
+        rf_dot_html(out, var_name(p, k->mj->in[i]), 40);
+    }
     if (k->gather == RF_GATHER_MERGE)
         fputs(" <FONT COLOR=\"#666666\">(merge)</FONT>", out);
     char *code = compute_text(k);

@@ -106,6 +106,8 @@ static rf_kernel *emit(lower *L, kvec *kv, rf_kop op, int out, int in0, int in1)
     case RF_K_UNION:
     case RF_K_DIFF: k.partition = RF_PART_KEY_RANGE; k.gather = RF_GATHER_COMPACT; break;
     case RF_K_AGG: k.partition = RF_PART_GROUP; k.gather = RF_GATHER_COMPACT; break;
+    /* pieces of the first variable's values, so no binding straddles two */
+    case RF_K_MULTIJOIN: k.partition = RF_PART_KEY_RANGE; k.gather = RF_GATHER_COMPACT; break;
     default: k.partition = RF_PART_NONE; k.gather = RF_GATHER_NONE; break;
     }
     if (L->comment && kv == L->cur) {
@@ -552,6 +554,50 @@ static void lower_antijoin(lower *L, int b, const rf_plan_cmd *c)
     free(lpos);
 }
 
+/* Each source re-keyed so that its columns follow the variable order (a
+ * trie in that order: the leapfrog intersects a column's values within
+ * the rows that agree on the columns before), then the join into an
+ * unsorted temporary and a SORT into dst. Re-keyings of loop-invariant
+ * sources are hoisted and shared like a binary join's. */
+static void lower_multijoin(lower *L, int b, const rf_plan_cmd *c)
+{
+    rf_multijoin *mj = rf_calloc(1, sizeof *mj);
+    mj->nvars = c->nvars;
+    mj->nin = c->nins;
+    mj->in = rf_calloc((size_t)c->nins + 1, sizeof *mj->in);
+    mj->in_first = rf_calloc((size_t)c->nins + 1, sizeof *mj->in_first);
+    mj->in_vars = rf_calloc((size_t)c->in_first[c->nins] + 1, sizeof *mj->in_vars);
+    for (int i = 0; i < c->nins; i++) {
+        int a = rel_arity(L, c->ins[i]);
+        const int *vars = c->in_vars + c->in_first[i];
+        int *perm = rf_calloc((size_t)a + 1, sizeof *perm);
+        /* columns by increasing variable (insertion sort: a few columns) */
+        for (int j = 0; j < a; j++) {
+            int k = j;
+            while (k > 0 && vars[perm[k - 1]] > vars[j]) {
+                perm[k] = perm[k - 1];
+                k--;
+            }
+            perm[k] = j;
+        }
+        mj->in[i] = rekey(L, b, c->ins[i], perm, a, a, false, NULL);
+        mj->in_first[i + 1] = mj->in_first[i] + a;
+        for (int j = 0; j < a; j++)
+            mj->in_vars[mj->in_first[i] + j] = vars[perm[j]];
+        free(perm);
+    }
+    int *ident = rf_calloc((size_t)c->nvars + 1, sizeof *ident);
+    for (int x = 0; x < c->nvars; x++)
+        ident[x] = x;
+    int t = new_var(L, NULL, rel_arity(L, c->dst), L->plan->rels[c->dst].types, false);
+    rf_kernel *k = emit(L, &L->body[b], RF_K_MULTIJOIN, t, -1, -1);
+    k->mj = mj;
+    code_mapped(&k->filter, c->filter, ident, c->nvars);
+    proj_codes(k, c->proj, c->nproj, ident, c->nvars);
+    emit(L, &L->body[b], RF_K_SORT, c->dst, t, -1);
+    free(ident);
+}
+
 static void lower_aggregate(lower *L, int b, const rf_plan_cmd *c)
 {
     int src = c->src[0], a = rel_arity(L, src), nk = c->nkeys;
@@ -594,6 +640,16 @@ static void lower_cmd(lower *L, int b, const rf_plan_cmd *c)
     case RF_CMD_CHECK_KEYS:
         ok = valid_rel(L, c->src[0]) && c->nkeys >= 0;
         break;
+    case RF_CMD_MULTIJOIN:
+        ok = valid_rel(L, c->dst) && c->nins >= 1 && c->nins <= RF_MULTIJOIN_MAX_IN && c->ins &&
+             c->in_first && c->in_vars && c->nvars >= 1 && c->nvars <= RF_MULTIJOIN_MAX_VARS &&
+             c->in_first[0] == 0;
+        for (int i = 0; ok && i < c->nins; i++) {
+            ok = valid_rel(L, c->ins[i]) && c->in_first[i + 1] - c->in_first[i] == rel_arity(L, c->ins[i]);
+            for (int j = c->in_first[i]; ok && j < c->in_first[i + 1]; j++)
+                ok = c->in_vars[j] >= 0 && c->in_vars[j] < c->nvars;
+        }
+        break;
     default:
         return;
     }
@@ -619,6 +675,7 @@ static void lower_cmd(lower *L, int b, const rf_plan_cmd *c)
         break;
     case RF_CMD_MAPFILTER: lower_mapfilter(L, b, c); break;
     case RF_CMD_MAPJOIN: lower_join(L, b, c); break;
+    case RF_CMD_MULTIJOIN: lower_multijoin(L, b, c); break;
     case RF_CMD_ANTIJOIN: lower_antijoin(L, b, c); break;
     case RF_CMD_AGGREGATE: lower_aggregate(L, b, c); break;
     case RF_CMD_UNION: emit_into(L, b, RF_K_UNION, c->dst, c->src[0], c->src[1]); break;
@@ -814,7 +871,14 @@ static int uses(const rf_hprogram *p, int v, bool writes)
         const rf_hblock *hb = &p->blocks[b];
         for (int i = 0; i < hb->nkernels; i++) {
             const rf_kernel *k = &hb->kernels[i];
-            n += writes ? k->out == v : (k->in[0] == v) + (k->in[1] == v);
+            if (writes) {
+                n += k->out == v;
+                continue;
+            }
+            int vars[RF_KERNEL_VARS_MAX];
+            int nr = rf_kernel_reads(k, vars);
+            for (int j = 0; j < nr; j++)
+                n += vars[j] == v;
         }
         for (int i = 0; !writes && i < hb->nconds; i++)
             n += hb->conds[i] == v;
@@ -842,7 +906,8 @@ static void elide_resorts(rf_hprogram *p)
         rf_hblock *hb = &p->blocks[b];
         for (int i = 1; i < hb->nkernels; i++) {
             rf_kernel *sort = &hb->kernels[i], *k = &hb->kernels[i - 1];
-            if (sort->op != RF_K_SORT || (k->op != RF_K_JOIN && k->op != RF_K_MAP) || k->out != sort->in[0])
+            if (sort->op != RF_K_SORT || (k->op != RF_K_JOIN && k->op != RF_K_MAP && k->op != RF_K_MULTIJOIN) ||
+                k->out != sort->in[0])
                 continue;
             int t = k->out, s = sort->out;
             const rf_hvar *sv = &p->vars[s];

@@ -191,9 +191,21 @@ static void print_kernel(FILE *out, const rf_hprogram *p, const rf_kernel *k, co
     for (int j = 0; j < 2; j++)
         if (k->in[j] >= 0)
             fprintf(out, "%s%s", j ? ", " : " ", var_name(p, k->in[j]));
+    /* a multiway join's inputs, each with the variables its columns bind:
+     * "MULTIJOIN[vars=3] e.by0_1($0, $1), e.by0_1($1, $2), ..." */
+    if (k->op == RF_K_MULTIJOIN && k->mj) {
+        const rf_multijoin *mj = k->mj;
+        fprintf(out, "[vars=%d]", mj->nvars);
+        for (int i = 0; i < mj->nin && mj->in && mj->in_first && mj->in_vars; i++) {
+            fprintf(out, "%s%s(", i ? ", " : " ", var_name(p, mj->in[i]));
+            for (int j = mj->in_first[i]; j < mj->in_first[i + 1]; j++)
+                fprintf(out, "%s$%d", j > mj->in_first[i] ? ", " : "", mj->in_vars[j]);
+            fputc(')', out);
+        }
+    }
     fprintf(out, "  partition=%s",
             (unsigned)k->partition <= RF_PART_GROUP ? part_names[k->partition] : "?");
-    if (k->op == RF_K_MAP || k->op == RF_K_JOIN) {
+    if (k->op == RF_K_MAP || k->op == RF_K_JOIN || k->op == RF_K_MULTIJOIN) {
         fputs(" compute={filter: ", out);
         print_code(out, &k->filter, "true");
         fputs("; proj: ", out);

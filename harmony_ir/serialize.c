@@ -131,6 +131,15 @@ static void put_kernel(buf *b, const rf_kernel *kn)
     put_str(b, kn->comment);
     put_str(b, kn->origin.where);
     put_str(b, kn->origin.what);
+    if (kn->op == RF_K_MULTIJOIN) {
+        static const rf_multijoin no_inputs;
+        const rf_multijoin *mj = kn->mj ? kn->mj : &no_inputs;
+        put_i32(b, mj->nvars);
+        put_ints(b, mj->nin, mj->in);
+        put_ints(b, mj->in_first ? mj->nin + 1 : 0, mj->in_first);
+        put_ints(b, mj->in_first ? mj->in_first[mj->nin] : 0, mj->in_vars);
+        return;
+    }
     if (kn->op != RF_K_FUSED)
         return;
     static const rf_fused none;
@@ -398,6 +407,24 @@ static void get_kernel(rd *r, rf_kernel *k, bool member)
     k->comment = get_str(r, "kernel comment");
     k->origin.where = get_str(r, "kernel origin");
     k->origin.what = get_str(r, "kernel origin");
+    if (!r->failed && k->op == RF_K_MULTIJOIN) {
+        rf_multijoin *mj = k->mj = rf_calloc(1, sizeof *mj);
+        mj->nvars = get_i32(r, "multijoin variable count");
+        mj->in = get_ints(r, &mj->nin, "multijoin inputs");
+        int nfirst, nvars;
+        mj->in_first = get_ints(r, &nfirst, "multijoin input columns");
+        mj->in_vars = get_ints(r, &nvars, "multijoin column variables");
+        if (r->failed)
+            return;
+        /* The verifier indexes in_vars through in_first: both must fit. */
+        bool ok = mj->nin >= 1 && nfirst == mj->nin + 1 && mj->in_first[0] == 0 &&
+                  mj->in_first[mj->nin] == nvars;
+        for (int i = 0; ok && i < mj->nin; i++)
+            ok = mj->in_first[i] <= mj->in_first[i + 1];
+        if (!ok)
+            malformed(r, "a multijoin's input column lists are inconsistent");
+        return;
+    }
     if (r->failed || k->op != RF_K_FUSED)
         return;
     if (member) {

@@ -143,6 +143,73 @@ static bool map_is_identity(const rf_kernel *k, int arity)
 
 static bool check_fused(vctx *c, const rf_kernel *k);
 
+/* A MULTIJOIN: n sorted inputs, each a trie in the variable order (its
+ * columns bind strictly increasing variables), every variable bound by
+ * some input with one type, code over the variables, unsorted output. */
+static bool check_multijoin(vctx *c, const rf_kernel *k)
+{
+    const rf_hprogram *p = c->p;
+    const rf_multijoin *mj = k->mj;
+    if (!valid_var(p, k->out) || p->vars[k->out].internal)
+        return bad(c, "MULTIJOIN: output variable %d out of range or internal", k->out);
+    const rf_hvar *out = &p->vars[k->out];
+    if (out->sorted)
+        return bad(c, "MULTIJOIN: writes sorted variable %s but its result is not sorted", out->name);
+    if (k->in[0] != -1 || k->in[1] != -1)
+        return bad(c, "MULTIJOIN: inputs belong in its input list, not in[]");
+    if (mj->nin < 1 || mj->nin > RF_MULTIJOIN_MAX_IN || !mj->in || !mj->in_first || !mj->in_vars)
+        return bad(c, "MULTIJOIN: %d inputs (1..%d)", mj->nin, RF_MULTIJOIN_MAX_IN);
+    if (mj->nvars < 1 || mj->nvars > RF_MULTIJOIN_MAX_VARS)
+        return bad(c, "MULTIJOIN: %d variables (1..%d)", mj->nvars, RF_MULTIJOIN_MAX_VARS);
+    if (k->nkeys != 0 || k->naggs != 0 || k->aggfn || k->agg_arg)
+        return bad(c, "MULTIJOIN: has keys or an aggregate");
+    rf_type types[RF_MULTIJOIN_MAX_VARS];
+    for (int x = 0; x < mj->nvars; x++)
+        types[x] = RF_TYPE_INVALID;
+    if (mj->in_first[0] != 0)
+        return bad(c, "MULTIJOIN: variable list does not start at 0");
+    for (int i = 0; i < mj->nin; i++) {
+        int v = mj->in[i];
+        if (!valid_var(p, v))
+            return bad(c, "MULTIJOIN: input %d is variable %d, out of range", i, v);
+        const rf_hvar *hv = &p->vars[v];
+        if (!hv->sorted || hv->internal || v == k->out)
+            return bad(c, "MULTIJOIN: input %s is %s", hv->name,
+                       !hv->sorted ? "not sorted" : hv->internal ? "internal to a fused kernel" : "its output");
+        if (hv->arity < 1 || mj->in_first[i + 1] - mj->in_first[i] != hv->arity)
+            return bad(c, "MULTIJOIN: input %s (arity %d) binds %d variables", hv->name, hv->arity,
+                       mj->in_first[i + 1] - mj->in_first[i]);
+        for (int j = 0; j < hv->arity; j++) {
+            int x = mj->in_vars[mj->in_first[i] + j];
+            if (x < 0 || x >= mj->nvars || (j > 0 && x <= mj->in_vars[mj->in_first[i] + j - 1]))
+                return bad(c, "MULTIJOIN: input %s column %d binds variable %d: out of range or not "
+                              "after the column before (each input is a trie in the variable order)",
+                           hv->name, j, x);
+            if (types[x] != RF_TYPE_INVALID && types[x] != hv->types[j])
+                return bad(c, "MULTIJOIN: variable %d is %s and %s", x, rf_type_name(types[x]),
+                           rf_type_name(hv->types[j]));
+            types[x] = hv->types[j];
+        }
+    }
+    for (int x = 0; x < mj->nvars; x++)
+        if (types[x] == RF_TYPE_INVALID)
+            return bad(c, "MULTIJOIN: variable %d is bound by no input", x);
+    if (k->nproj != out->arity || (k->nproj > 0 && !k->proj))
+        return bad(c, "MULTIJOIN: %d projections for %s of arity %d", k->nproj, out->name, out->arity);
+    /* (no input row has a position: its rows are bindings) */
+    if (!check_code(c, &k->filter, mj->nvars, 0, types, RF_TYPE_BOOL, "filter"))
+        return false;
+    for (int i = 0; i < k->nproj; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "projection %d", i);
+        if (k->proj[i].n == 0)
+            return bad(c, "MULTIJOIN: %s is empty", what);
+        if (!check_code(c, &k->proj[i], mj->nvars, 0, types, out->types[i], what))
+            return false;
+    }
+    return true;
+}
+
 static bool check_kernel(vctx *c, const rf_kernel *k)
 {
     const rf_hprogram *p = c->p;
@@ -161,6 +228,10 @@ static bool check_kernel(vctx *c, const rf_kernel *k)
             return bad(c, "%s: frees variable %d, out of range or an output", name, k->frees[i]);
     if (k->op == RF_K_FUSED)
         return check_fused(c, k);
+    if ((k->op == RF_K_MULTIJOIN) != (k->mj != NULL))
+        return bad(c, "%s: %s", name, k->mj ? "holds a multiway join's inputs" : "has no input list");
+    if (k->op == RF_K_MULTIJOIN)
+        return check_multijoin(c, k);
     bool check = k->op == RF_K_CHECK_KEYS;   /* the one op without an output */
     if (check ? k->out != -1 : !valid_var(p, k->out))
         return bad(c, "%s: output variable %d out of range", name, k->out);
@@ -461,7 +532,8 @@ static bool check_fused(vctx *c, const rf_kernel *k)
         const rf_kernel *m = &f->members[i];
         c->m = i;
         if (m->op == RF_K_LOAD || m->op == RF_K_COPY || m->op == RF_K_CLEAR || m->op == RF_K_CHECK_KEYS ||
-            m->op == RF_K_FUSED || (unsigned)m->op >= RF_K_COUNT_ || m->fused)
+            m->op == RF_K_FUSED || m->op == RF_K_MULTIJOIN || (unsigned)m->op >= RF_K_COUNT_ || m->fused ||
+            m->mj)
             return bad(c, "a %s kernel cannot be a member of a fused kernel", rf_kop_name(m->op));
         if (m->nfree != 0 || m->gather == RF_GATHER_REDUCE || m->gather == RF_GATHER_SET)
             return bad(c, "a member has its own free list or a group's gather");

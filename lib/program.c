@@ -161,7 +161,7 @@ static redfox_status finish_compile(redfox_program *p)
     rf_pipeline_default_outputs(prog);
     rf_status st;
     rf_status_init(&st);
-    if (!(p->hp = rf_pipeline_lower(prog, p->fuse, &st)))
+    if (!(p->hp = rf_pipeline_lower(prog, p->fuse, RF_JOIN_AUTO, &st)))
         return rfl_fail(&p->error, REDFOX_ERROR_INTERNAL, "internal error: %s", st.message);
     p->outputs = rf_calloc((size_t)prog->npreds + 1, sizeof *p->outputs);
     for (int i = 0; i < prog->npreds; i++)

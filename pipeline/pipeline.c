@@ -32,9 +32,9 @@ bool rf_pipeline_weave(rf_hprogram *hp, bool fuse, rf_status *st)
     return true;
 }
 
-rf_hprogram *rf_pipeline_lower(const rf_program *prog, bool fuse, rf_status *st)
+rf_hprogram *rf_pipeline_lower(const rf_program *prog, bool fuse, rf_join_mode join, rf_status *st)
 {
-    rf_plan_options po = {.optimize = true};
+    rf_plan_options po = {.optimize = true, .join = join};
     rf_plan *plan = rf_plan_build(prog, &po);
     if (!plan) {
         rf_fail(st, RF_PIPELINE_INTERNAL_ERROR, "the planner failed");

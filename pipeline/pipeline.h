@@ -9,6 +9,7 @@
 
 #include "../frontend/program.h"
 #include "../harmony_ir/hir.h"
+#include "../queryplan/plan.h"
 
 /* The command line's exit status for an internal error (EX_SOFTWARE). */
 #define RF_PIPELINE_INTERNAL_ERROR 70
@@ -24,7 +25,9 @@ bool rf_pipeline_weave(rf_hprogram *hp, bool fuse, rf_status *st);
 
 /* prog -> verified, woven Harmony IR; NULL with st set ("the planner
  * failed", "lowering to the Harmony IR failed", "invalid Harmony IR: ...",
- * or rf_pipeline_weave's message). prog's outputs must be final. */
-rf_hprogram *rf_pipeline_lower(const rf_program *prog, bool fuse, rf_status *st);
+ * or rf_pipeline_weave's message). prog's outputs must be final. join:
+ * how bodies of several atoms are joined (--join; RF_JOIN_AUTO lets the
+ * planner choose a multiway join for cyclic bodies). */
+rf_hprogram *rf_pipeline_lower(const rf_program *prog, bool fuse, rf_join_mode join, rf_status *st);
 
 #endif

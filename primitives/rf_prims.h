@@ -151,6 +151,18 @@ size_t rf_prim_join_count(const rf_table *l, const rf_table *r, int nkeys);
 bool rf_prim_join_sort_dense(const rf_table *l, const rf_table *r, int nkeys, int nproj,
                              const int *projcol, size_t join_rows, rf_table *out);
 
+/* The worst-case-optimal multiway join (RF_K_MULTIJOIN, lftj.c): input i
+ * (sorted) has columns binding variables in_vars[in_first[i] ..
+ * in_first[i+1]), strictly increasing; out := proj(b) for every binding b
+ * of the nvars variables that every input holds, where filter(b) (code
+ * columns are variables). Unsorted, without duplicate bindings; the order
+ * does not depend on the thread count. */
+bool rf_prim_multijoin(int nin, const rf_table *const *ins, const int *in_first, const int *in_vars, int nvars,
+                       const rf_code *filter, int nproj, const rf_code *proj, rf_table *out, rf_status *st);
+/* The number of bindings of the same join (no filter), none stored. */
+size_t rf_prim_multijoin_count(int nin, const rf_table *const *ins, const int *in_first, const int *in_vars,
+                               int nvars);
+
 /* Evaluates code over rows [begin, end) of the given columns into dst
  * (vectorised interpreter shared by map and join). */
 bool rf_code_eval_batch(const rf_code *c, rf_word *const *cols, size_t begin, size_t end,

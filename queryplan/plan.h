@@ -74,11 +74,20 @@ typedef enum rf_cmdkind {
     RF_CMD_BRANCH_EMPTY,/* if every rel in conds is empty goto target
                            else goto target_else */
     RF_CMD_HALT,
-    RF_CMD_CHECK_KEYS   /* functional dependency: no two rows of src0 agree on
+    RF_CMD_CHECK_KEYS,  /* functional dependency: no two rows of src0 agree on
                            their first nkeys columns (the key) and differ in
                            the rest (the value); fails the run otherwise.
                            Writes nothing (dst = -1); emitted once per
                            functional predicate after its stratum */
+    RF_CMD_MULTIJOIN    /* worst-case-optimal join (leapfrog triejoin) of
+                           nins sources over nvars variables, numbered in
+                           the order the join binds them: column j of
+                           ins[i] binds variable in_vars[in_first[i] + j]
+                           (distinct within a source; every variable bound
+                           by some source); dst := { proj(b) | b a binding
+                           of the variables that every source holds,
+                           filter(b) }, column reads being variable
+                           numbers. src[] = -1 */
 } rf_cmdkind;
 
 typedef struct rf_plan_cmd {
@@ -98,6 +107,15 @@ typedef struct rf_plan_cmd {
     int target, target_else; /* JUMP, BRANCH_EMPTY: block indices */
     int nconds;
     int *conds;              /* BRANCH_EMPTY: relation indices */
+    /* MULTIJOIN only (the plan's boundary grows from two sources to n) */
+    int nins;                /* 1..RF_MULTIJOIN_MAX_IN sources */
+    int *ins;                /* [nins] relation indices */
+    int *in_first;           /* [nins + 1]: source i's columns' variables
+                                are in_vars[in_first[i] .. in_first[i+1]) */
+    int *in_vars;
+    int nvars;               /* variables, 1..RF_MULTIJOIN_MAX_VARS */
+    char *why;               /* the planner's estimate behind the choice
+                                (explain --plan prints it), or NULL */
     char *comment;           /* why the command exists (rule text), or NULL */
     rf_origin origin;        /* for run-time errors (division by zero, ...);
                                 empty for unions and loop control */
@@ -117,12 +135,36 @@ typedef struct rf_plan {
     rf_plan_block *blocks;   /* entry is block 0 */
 } rf_plan;
 
+/* How rule bodies of several atoms are joined (`--join=`). */
+typedef enum rf_join_mode {
+    RF_JOIN_AUTO = 0,        /* a MULTIJOIN for a cyclic body when the
+                                estimate (plan_build.c, wcoj_estimate)
+                                says it does less work than binary joins */
+    RF_JOIN_BINARY,          /* binary joins only (MAPJOIN chains) */
+    RF_JOIN_WCOJ             /* a MULTIJOIN for every body it can take
+                                (two atoms or more, cyclic or not) */
+} rf_join_mode;
+
+/* The limits of one MULTIJOIN (the same as the Harmony IR's). */
+#define RF_MULTIJOIN_MAX_IN 16
+#define RF_MULTIJOIN_MAX_VARS 16
+
 /* Builds the plan (strata in order, semi-naive loops) and runs the passes. */
 typedef struct rf_plan_options {
     bool optimize;           /* order joins, turn equalities into join keys,
                                 run the passes (default true); off, rules
                                 are planned as written (tests compare) */
+    rf_join_mode join;       /* with optimize only; zero: RF_JOIN_AUTO */
 } rf_plan_options;
+
+/* Parses "binary" / "wcoj" / "auto"; false for anything else. */
+bool rf_join_mode_parse(const char *s, rf_join_mode *out);
+
+/* The sources a command reads: src[0..1] of a plain command (as many as
+ * its kind has), ins[0..nins) of a MULTIJOIN. Returns a pointer into the
+ * command (writable: the passes rename sources) and the count in *n. */
+int *rf_plan_cmd_sources(rf_plan_cmd *c, int *n);
+const int *rf_plan_cmd_sources_c(const rf_plan_cmd *c, int *n);
 
 rf_plan *rf_plan_build(const rf_program *prog, const rf_plan_options *opt);
 void rf_plan_free(rf_plan *plan);

@@ -20,6 +20,7 @@
  * last command projects the head. */
 #include "plan_internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ typedef struct bblock {
 typedef struct builder {
     const rf_program *prog;
     bool optimize;
+    rf_join_mode join;  /* how bodies of several atoms are joined */
     RF_VEC(rf_plan_rel) rels;
     RF_VEC(bblock) blocks;
     int *full;          /* per predicate: its full relation */
@@ -1020,6 +1022,351 @@ static int unit_rel(builder *b)
     return b->unit;
 }
 
+/* ---- Worst-case-optimal joins (RF_CMD_MULTIJOIN) ----
+ *
+ * A body of several atoms can be joined all at once by a leapfrog
+ * triejoin over a variable order instead of atom by atom. On a cyclic body
+ * (triangle, clique, k-cycle) the binary plan materialises intermediates
+ * (every 2-path of a triangle query) that can be far larger than the
+ * answer; the multiway join never holds more than one binding per thread.
+ * On an acyclic body binary joins in a good order are already optimal
+ * (Yannakakis), so `--join=auto` keeps them.
+ *
+ * The choice is made on an estimate. Relations are loaded at run time, so
+ * the planner has no statistics: it uses a uniform-degree model in which
+ * every source holds N = V * d rows over V distinct values per column
+ * (WCOJ_MODEL_VALUES, WCOJ_MODEL_DEGREE). The binary plan's cost is the
+ * words it writes into intermediates; the multiway join's the candidate
+ * values its intersections visit (at each variable, bindings so far times
+ * the shortest list intersected). */
+
+#define WCOJ_MODEL_VALUES 1e6
+#define WCOJ_MODEL_DEGREE 16.0
+
+typedef struct mj_body {
+    int natoms;
+    int atoms[RF_MULTIJOIN_MAX_IN];      /* body literal of each source */
+    uint32_t edges[RF_MULTIJOIN_MAX_IN]; /* its distinct variables (local numbers) */
+    int nv;
+    int var[RF_MULTIJOIN_MAX_VARS];      /* rule variable of each local number */
+} mj_body;
+
+static int popcount32(uint32_t x)
+{
+    int n = 0;
+    for (; x; x &= x - 1)
+        n++;
+    return n;
+}
+
+/* The body's positive atoms when a MULTIJOIN can take them: the rule
+ * planned with optimize on and not as a bag (row identities are a binary
+ * plan's), 2..RF_MULTIJOIN_MAX_IN atoms each binding a variable, at most
+ * RF_MULTIJOIN_MAX_VARS variables among them, none also assigned. */
+static bool multijoin_body(const rule_ctx *c, mj_body *m)
+{
+    const rf_rule *r = c->r;
+    if (!c->b->optimize || c->bag)
+        return false;
+    memset(m, 0, sizeof *m);
+    for (int i = 0; i < r->nbody; i++) {
+        const rf_literal *l = &r->body[i];
+        if (c->done[i] || l->kind != RF_LIT_ATOM)
+            continue;
+        if (m->natoms == RF_MULTIJOIN_MAX_IN)
+            return false;
+        uint32_t e = 0;
+        for (int j = 0; j < l->nargs; j++) {
+            const rf_expr *a = l->args[j];
+            if (!a || a->op != RF_EX_VAR)
+                continue;
+            int k = 0;
+            while (k < m->nv && m->var[k] != a->index)
+                k++;
+            if (k == m->nv) {
+                if (m->nv == RF_MULTIJOIN_MAX_VARS)
+                    return false;
+                m->var[m->nv++] = a->index;
+            }
+            e |= 1u << k;
+        }
+        if (!e)
+            return false;
+        m->atoms[m->natoms] = i;
+        m->edges[m->natoms++] = e;
+    }
+    /* `y = x + 2` where an atom binds y too is an equality the binary
+     * planner makes a join key (eq_key); here it would read as the
+     * assignment of an already bound variable: leave such bodies binary. */
+    for (int i = 0; i < r->nbody; i++) {
+        const rf_literal *l = &r->body[i];
+        for (int k = 0; !c->done[i] && l->kind == RF_LIT_ASSIGN && k < m->nv; k++)
+            if (m->var[k] == l->var)
+                return false;
+    }
+    return m->natoms >= 2;
+}
+
+/* GYO reduction: a hypergraph is acyclic iff repeatedly deleting vertices
+ * of one edge only and edges inside another edge empties it. */
+static bool body_acyclic(const mj_body *m)
+{
+    uint32_t e[RF_MULTIJOIN_MAX_IN];
+    bool alive[RF_MULTIJOIN_MAX_IN];
+    for (int i = 0; i < m->natoms; i++) {
+        e[i] = m->edges[i];
+        alive[i] = true;
+    }
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (int v = 0; v < m->nv; v++) {
+            int n = 0, last = -1;
+            for (int i = 0; i < m->natoms; i++)
+                if (alive[i] && (e[i] >> v & 1)) {
+                    n++;
+                    last = i;
+                }
+            if (n == 1) {
+                e[last] &= ~(1u << v);
+                changed = true;
+            }
+        }
+        for (int i = 0; i < m->natoms; i++) {
+            if (!alive[i])
+                continue;
+            bool inside = e[i] == 0;
+            for (int j = 0; j < m->natoms && !inside; j++)
+                inside = j != i && alive[j] && (e[i] & ~e[j]) == 0 && (e[i] != e[j] || j < i);
+            if (inside) {
+                alive[i] = false;
+                changed = true;
+            }
+        }
+    }
+    for (int i = 0; i < m->natoms; i++)
+        if (alive[i])
+            return false;
+    return true;
+}
+
+/* Estimated bindings of variables X under atoms `mask` (uniform model):
+ * V^|X| times, per atom, the fraction of value combinations of its
+ * columns in X that it holds (at most N of V^j). */
+static double est_bindings(const mj_body *m, uint32_t mask, uint32_t X)
+{
+    double V = WCOJ_MODEL_VALUES, N = V * WCOJ_MODEL_DEGREE;
+    double est = pow(V, popcount32(X));
+    for (int i = 0; i < m->natoms; i++) {
+        if (!(mask >> i & 1))
+            continue;
+        int j = popcount32(m->edges[i] & X);
+        if (j > 0)
+            est *= fmin(N, pow(V, j)) / pow(V, j);
+    }
+    return est;
+}
+
+/* The variable order: first the variable in most atoms, then each time
+ * the one in most atoms with a variable already bound (it is intersected
+ * the most, so bindings shrink fastest), then in most atoms. */
+static void multijoin_order(const mj_body *m, int *order)
+{
+    uint32_t bound = 0;
+    for (int k = 0; k < m->nv; k++) {
+        int best = -1, best_con = -1, best_deg = -1;
+        for (int v = 0; v < m->nv; v++) {
+            if (bound >> v & 1)
+                continue;
+            int con = 0, deg = 0;
+            for (int i = 0; i < m->natoms; i++)
+                if (m->edges[i] >> v & 1) {
+                    deg++;
+                    con += (m->edges[i] & bound) != 0;
+                }
+            if (con > best_con || (con == best_con && deg > best_deg)) {
+                best = v;
+                best_con = con;
+                best_deg = deg;
+            }
+        }
+        order[k] = best;
+        bound |= 1u << best;
+    }
+}
+
+static double wcoj_cost(const mj_body *m, const int *order)
+{
+    double V = WCOJ_MODEL_VALUES, N = V * WCOJ_MODEL_DEGREE;
+    uint32_t all = m->natoms >= 32 ? ~0u : (1u << m->natoms) - 1, X = 0;
+    double cost = 0;
+    for (int k = 0; k < m->nv; k++) {
+        int v = order[k];
+        double list = V;
+        for (int i = 0; i < m->natoms; i++)
+            if (m->edges[i] >> v & 1)
+                list = fmin(list, N / pow(V, popcount32(m->edges[i] & X)));
+        cost += est_bindings(m, all, X) * fmax(list, 1.0);
+        X |= 1u << v;
+    }
+    return cost;
+}
+
+/* Words the left-deep binary plan writes into intermediates (not its
+ * result): atoms joined in body order, each next the one sharing the most
+ * variables with those joined (the delta first in a semi-naive rule). */
+static double binary_cost(const rule_ctx *c, const mj_body *m)
+{
+    uint32_t used = 0, X = 0;
+    double cost = 0;
+    for (int step = 0; step < m->natoms; step++) {
+        int best = -1, best_shared = -1;
+        for (int i = 0; i < m->natoms; i++) {
+            if (used >> i & 1)
+                continue;
+            int shared = popcount32(m->edges[i] & X) + (m->atoms[i] == c->delta_lit ? 64 : 0);
+            if (shared > best_shared) {
+                best = i;
+                best_shared = shared;
+            }
+        }
+        used |= 1u << best;
+        X |= m->edges[best];
+        if (step > 0 && step < m->natoms - 1)
+            cost += est_bindings(m, used, X) * popcount32(X);
+    }
+    return cost;
+}
+
+/* Joins every positive atom in one MULTIJOIN: each atom is scanned on its
+ * own (constants, repeated variables and filters over its variables
+ * alone), the join binds the variables in `order`, and the filters,
+ * assignments and head follow as after the last binary join. */
+static void multijoin_step(rule_ctx *c, const mj_body *m, const int *order, char *why)
+{
+    const rf_rule *r = c->r;
+    builder *b = c->b;
+    size_t nv = (size_t)r->nvars + 1;
+    int *colmap = rf_malloc(nv * sizeof *colmap);
+    int pos[RF_MULTIJOIN_MAX_VARS];
+    for (int v = 0; v < r->nvars; v++)
+        colmap[v] = -1;
+    for (int k = 0; k < m->nv; k++)
+        pos[order[k]] = k;
+    int ins[RF_MULTIJOIN_MAX_IN], in_first[RF_MULTIJOIN_MAX_IN + 1];
+    int *in_vars = rf_malloc(((size_t)m->natoms * RF_MULTIJOIN_MAX_VARS + 1) * sizeof *in_vars);
+    in_first[0] = 0;
+    for (int a = 0; a < m->natoms; a++)
+        c->done[m->atoms[a]] = true;
+    for (int a = 0; a < m->natoms; a++) {
+        int lit = m->atoms[a];
+        const rf_literal *l = &r->body[lit];
+        int rel = atom_rel(c, lit);
+        int *avars = rf_malloc(((size_t)l->nargs + 1) * sizeof *avars);
+        int *first = rf_malloc(((size_t)l->nargs + 1) * sizeof *first);
+        bool *mine = rf_calloc(nv, sizeof *mine);
+        int *acol = rf_malloc(nv * sizeof *acol);
+        int na;
+        rf_expr *filter = atom_conditions(c, l, rel, avars, first, &na);
+        for (int v = 0; v < r->nvars; v++)
+            acol[v] = -1;
+        for (int k = 0; k < na; k++) {
+            mine[avars[k]] = true;
+            acol[avars[k]] = first[k];
+        }
+        for (int i = 0; i < r->nbody; i++) {
+            const rf_literal *f = &r->body[i];
+            if (!c->done[i] && f->kind == RF_LIT_FILTER && vars_bound(f->expr, mine)) {
+                c->done[i] = true;
+                filter = and_expr(filter, translate(c, f->expr, acol));
+            }
+        }
+        bool identity = !filter && na == arity_of(b, rel);
+        for (int k = 0; k < na; k++)
+            identity = identity && first[k] == k;
+        if (!identity) {
+            const rf_type *rt = b->rels.items[rel].types;
+            rf_type *types = rf_malloc(((size_t)na + 1) * sizeof *types);
+            for (int k = 0; k < na; k++)
+                types[k] = rt[first[k]];
+            rf_plan_cmd *s = emit(b, RF_CMD_MAPFILTER, new_temp(b, na, types), rel, -1);
+            s->filter = filter;
+            s->nproj = na;
+            s->proj = rf_malloc(((size_t)na + 1) * sizeof *s->proj);
+            for (int k = 0; k < na; k++)
+                s->proj[k] = rf_expr_leaf(RF_EX_COL, types[k], first[k]);
+            give_comment(c, s);
+            rel = s->dst;
+            free(types);
+        }
+        ins[a] = rel;
+        for (int k = 0; k < na; k++) {
+            int local = 0;
+            while (m->var[local] != avars[k])
+                local++;
+            in_vars[in_first[a] + k] = pos[local];
+        }
+        in_first[a + 1] = in_first[a] + na;
+        free(avars);
+        free(first);
+        free(mine);
+        free(acol);
+    }
+    for (int k = 0; k < m->nv; k++) {
+        colmap[m->var[order[k]]] = k;
+        c->bound[m->var[order[k]]] = true;
+    }
+    rf_expr *filter = ready_filters(c, colmap);
+    bool final = !pending(c, RF_LIT_NEGATED);
+    rf_plan_cmd *cmd = emit(b, RF_CMD_MULTIJOIN, -1, -1, -1);
+    cmd->nins = m->natoms;
+    cmd->ins = int_dup(ins, m->natoms);
+    cmd->in_first = int_dup(in_first, m->natoms + 1);
+    cmd->in_vars = int_dup(in_vars, in_first[m->natoms]);
+    cmd->nvars = m->nv;
+    cmd->filter = filter;
+    cmd->why = why;
+    give_comment(c, cmd);
+    int *vars = rf_malloc((nv + 2) * sizeof *vars);
+    int nout;
+    project(c, cmd, colmap, final, vars, &nout, NULL, 0);
+    set_cur(c, cmd->dst, nout, vars);
+    free(vars);
+    free(in_vars);
+    free(colmap);
+    apply_negations(c);
+}
+
+/* Plans the body's atoms as one MULTIJOIN when the join mode and the
+ * estimate say so (returns true). Otherwise *why_binary gets the reason
+ * for a cyclic body that stays binary (for explain), or NULL. */
+static bool try_multijoin(rule_ctx *c, char **why_binary)
+{
+    *why_binary = NULL;
+    mj_body m;
+    if (c->b->join == RF_JOIN_BINARY || !multijoin_body(c, &m))
+        return false;
+    int order[RF_MULTIJOIN_MAX_VARS];
+    multijoin_order(&m, order);
+    char *why;
+    if (c->b->join == RF_JOIN_WCOJ) {
+        why = rf_strdup("wcoj (--join=wcoj)");
+    } else {
+        if (body_acyclic(&m))
+            return false;   /* binary joins are optimal on acyclic bodies */
+        double wc = wcoj_cost(&m, order), bc = binary_cost(c, &m);
+        bool take = wc < bc;
+        why = rf_sprintf("%s: cyclic body; estimated binary intermediates %.3g words, wcoj "
+                         "intersections %.3g (uniform model: %.0g values a column, degree %.0f)",
+                         take ? "wcoj" : "binary", bc, wc, WCOJ_MODEL_VALUES, WCOJ_MODEL_DEGREE);
+        if (!take) {
+            *why_binary = why;
+            return false;
+        }
+    }
+    multijoin_step(c, &m, order, why);
+    return true;
+}
+
 /* ---- Equalities between variables ---- */
 
 /* A filter `a = b` between two variables that positive atoms bind and that
@@ -1248,13 +1595,28 @@ static void compile_rule(builder *b, int ri, int delta_lit, int dst)
         c.final_dst = c.bag ? -1 : new_temp(b, c.nfinal, final_types);
     }
 
-    int first = pick_atom(&c);
-    if (first < 0)
-        first_step(&c, -1, unit_rel(b));
-    else
-        first_step(&c, first, atom_rel(&c, first));
-    for (int lit; (lit = pick_atom(&c)) >= 0;)
-        join_step(&c, lit, atom_rel(&c, lit));
+    char *why_binary;
+    if (!try_multijoin(&c, &why_binary)) {
+        bblock *blk = &b->blocks.items[b->blocks.len - 1];
+        size_t from = blk->cmds.len;
+        int first = pick_atom(&c);
+        if (first < 0)
+            first_step(&c, -1, unit_rel(b));
+        else
+            first_step(&c, first, atom_rel(&c, first));
+        for (int lit; (lit = pick_atom(&c)) >= 0;)
+            join_step(&c, lit, atom_rel(&c, lit));
+        /* explain shows why a cyclic body stayed binary, on its last join */
+        rf_plan_cmd *last = NULL;
+        for (size_t i = from; i < blk->cmds.len; i++)
+            if (blk->cmds.items[i].kind == RF_CMD_MAPJOIN)
+                last = &blk->cmds.items[i];
+        if (last && !last->why) {
+            last->why = why_binary;
+            why_binary = NULL;
+        }
+        free(why_binary);
+    }
 
     if (r->naggs > 0) {
         int nkeys = head->arity - r->naggs;
@@ -1527,6 +1889,7 @@ rf_plan *rf_plan_build(const rf_program *prog, const rf_plan_options *opt)
     memset(&b, 0, sizeof b);
     b.prog = prog;
     b.optimize = opt ? opt->optimize : true;
+    b.join = opt ? opt->join : RF_JOIN_AUTO;
     b.unit = -1;
     size_t np = (size_t)prog->npreds + 1;
     b.full = rf_malloc(np * sizeof *b.full);

@@ -16,6 +16,10 @@ void rf_plan_cmd_release(rf_plan_cmd *c)
     free(c->agg_arg);
     free(c->aggfn);
     free(c->conds);
+    free(c->ins);
+    free(c->in_first);
+    free(c->in_vars);
+    free(c->why);
     free(c->comment);
     rf_origin_release(&c->origin);
     memset(c, 0, sizeof *c);
@@ -49,9 +53,37 @@ const char *rf_plan_cmd_name(rf_cmdkind k)
         [RF_CMD_AGGREGATE] = "Aggregate", [RF_CMD_COPY] = "Copy",
         [RF_CMD_CLEAR] = "Clear", [RF_CMD_JUMP] = "Jump",
         [RF_CMD_BRANCH_EMPTY] = "BranchEmpty", [RF_CMD_HALT] = "Halt",
-        [RF_CMD_CHECK_KEYS] = "CheckKeys",
+        [RF_CMD_CHECK_KEYS] = "CheckKeys", [RF_CMD_MULTIJOIN] = "MultiJoin",
     };
-    return (unsigned)k <= RF_CMD_CHECK_KEYS ? names[k] : "?";
+    return (unsigned)k <= RF_CMD_MULTIJOIN ? names[k] : "?";
+}
+
+int *rf_plan_cmd_sources(rf_plan_cmd *c, int *n)
+{
+    if (c->kind == RF_CMD_MULTIJOIN) {
+        *n = c->ins ? c->nins : 0;
+        return c->ins;
+    }
+    *n = rf_plan_cmd_nsrcs(c->kind);
+    return c->src;
+}
+
+const int *rf_plan_cmd_sources_c(const rf_plan_cmd *c, int *n)
+{
+    return rf_plan_cmd_sources((rf_plan_cmd *)c, n);
+}
+
+bool rf_join_mode_parse(const char *s, rf_join_mode *out)
+{
+    if (strcmp(s, "auto") == 0)
+        *out = RF_JOIN_AUTO;
+    else if (strcmp(s, "binary") == 0)
+        *out = RF_JOIN_BINARY;
+    else if (strcmp(s, "wcoj") == 0)
+        *out = RF_JOIN_WCOJ;
+    else
+        return false;
+    return true;
 }
 
 const char *rf_plan_relkind_name(rf_relkind k)

@@ -16,9 +16,10 @@
 
 static bool reads(const rf_plan_cmd *c, int rel)
 {
-    int ns = rf_plan_cmd_nsrcs(c->kind);
+    int ns;
+    const int *src = rf_plan_cmd_sources_c(c, &ns);
     for (int i = 0; i < ns; i++)
-        if (c->src[i] == rel)
+        if (src[i] == rel)
             return true;
     for (int i = 0; i < c->nconds; i++)
         if (c->conds[i] == rel)
@@ -75,10 +76,11 @@ static void replace_reads(rf_plan *p, int from, int to)
     for (int b = 0; b < p->nblocks; b++)
         for (int i = 0; i < p->blocks[b].ncmds; i++) {
             rf_plan_cmd *c = &p->blocks[b].cmds[i];
-            int ns = rf_plan_cmd_nsrcs(c->kind);
+            int ns;
+            int *src = rf_plan_cmd_sources(c, &ns);
             for (int k = 0; k < ns; k++)
-                if (c->src[k] == from)
-                    c->src[k] = to;
+                if (src[k] == from)
+                    src[k] = to;
             for (int k = 0; k < c->nconds; k++)
                 if (c->conds[k] == from)
                     c->conds[k] = to;
@@ -172,7 +174,7 @@ bool rf_plan_pass_pushdown(rf_plan *plan)
             }
             /* A map or join whose only reader is a map: fuse the two, so the
              * reader's filter and projection move into the producer. */
-            if (c->kind != RF_CMD_MAPFILTER && c->kind != RF_CMD_MAPJOIN)
+            if (c->kind != RF_CMD_MAPFILTER && c->kind != RF_CMD_MAPJOIN && c->kind != RF_CMD_MULTIJOIN)
                 continue;
             if (use < 0 || count_reads(plan, t) != 1)
                 continue;
@@ -182,8 +184,11 @@ bool rf_plan_pass_pushdown(rf_plan *plan)
             bool clash = false;
             for (int k = i + 1; k < use && !clash; k++) {
                 const rf_plan_cmd *x = &blk->cmds[k];
-                clash = writes(x, c->src[0]) || (c->kind == RF_CMD_MAPJOIN && writes(x, c->src[1])) ||
-                        reads(x, m->dst) || writes(x, m->dst);
+                int ns;
+                const int *src = rf_plan_cmd_sources_c(c, &ns);
+                for (int s = 0; s < ns; s++)
+                    clash = clash || writes(x, src[s]);
+                clash = clash || reads(x, m->dst) || writes(x, m->dst);
             }
             if (clash)
                 continue;
@@ -231,6 +236,11 @@ static bool same_cmd(const rf_plan_cmd *a, const rf_plan_cmd *b)
         return false;
     if ((a->kind == RF_CMD_MAPJOIN || a->kind == RF_CMD_ANTIJOIN) && !same_ints(a->rkeys, b->rkeys, a->nkeys))
         return false;
+    if (a->kind == RF_CMD_MULTIJOIN &&
+        (a->nins != b->nins || a->nvars != b->nvars || !same_ints(a->ins, b->ins, a->nins) ||
+         !same_ints(a->in_first, b->in_first, a->nins + 1) ||
+         !same_ints(a->in_vars, b->in_vars, a->in_first[a->nins])))
+        return false;
     if (!rf_expr_equal(a->filter, b->filter))
         return false;
     for (int i = 0; i < a->nproj; i++)
@@ -249,7 +259,8 @@ bool rf_plan_pass_cse(rf_plan *plan)
             for (int i = 0; i < blk->ncmds && !again; i++) {
                 rf_plan_cmd *c = &blk->cmds[i];
                 if (c->kind != RF_CMD_MAPFILTER && c->kind != RF_CMD_MAPJOIN &&
-                    c->kind != RF_CMD_ANTIJOIN && c->kind != RF_CMD_AGGREGATE)
+                    c->kind != RF_CMD_ANTIJOIN && c->kind != RF_CMD_AGGREGATE &&
+                    c->kind != RF_CMD_MULTIJOIN)
                     continue;
                 if (plan->rels[c->dst].kind != RF_REL_TEMP || count_writes(plan, c->dst) != 1)
                     continue;
@@ -257,10 +268,11 @@ bool rf_plan_pass_cse(rf_plan *plan)
                     rf_plan_cmd *d = &blk->cmds[j];
                     if (!same_cmd(c, d))
                         continue;
-                    int ns = rf_plan_cmd_nsrcs(c->kind);
+                    int ns;
+                    const int *src = rf_plan_cmd_sources_c(c, &ns);
                     bool stale = false;
                     for (int k = 0; k < ns; k++)
-                        stale = stale || written_between(blk, i, j, c->src[k]);
+                        stale = stale || written_between(blk, i, j, src[k]);
                     if (stale || plan->rels[d->dst].kind != RF_REL_TEMP || count_writes(plan, d->dst) != 1)
                         continue;
                     replace_reads(plan, d->dst, c->dst);
@@ -352,9 +364,11 @@ bool rf_plan_pass_dead_rels(rf_plan *plan)
                 const rf_plan_cmd *c = &plan->blocks[b].cmds[i];
                 if (!rf_plan_cmd_has_dst(c->kind) || !live[c->dst])
                     continue;
-                for (int k = 0; k < rf_plan_cmd_nsrcs(c->kind); k++)
-                    if (!live[c->src[k]])
-                        live[c->src[k]] = grew = true;
+                int ns;
+                const int *src = rf_plan_cmd_sources_c(c, &ns);
+                for (int k = 0; k < ns; k++)
+                    if (!live[src[k]])
+                        live[src[k]] = grew = true;
             }
     }
 
@@ -395,8 +409,10 @@ bool rf_plan_pass_dead_rels(rf_plan *plan)
             const rf_plan_cmd *c = &plan->blocks[b].cmds[i];
             if (rf_plan_cmd_has_dst(c->kind))
                 used[c->dst] = true;
-            for (int k = 0; k < rf_plan_cmd_nsrcs(c->kind); k++)
-                used[c->src[k]] = true;
+            int ns;
+            const int *src = rf_plan_cmd_sources_c(c, &ns);
+            for (int k = 0; k < ns; k++)
+                used[src[k]] = true;
             for (int k = 0; k < c->nconds; k++)
                 used[c->conds[k]] = true;
         }
@@ -424,8 +440,10 @@ bool rf_plan_pass_dead_rels(rf_plan *plan)
             rf_plan_cmd *c = &plan->blocks[b].cmds[i];
             if (rf_plan_cmd_has_dst(c->kind))
                 c->dst = map[c->dst];
-            for (int k = 0; k < rf_plan_cmd_nsrcs(c->kind); k++)
-                c->src[k] = map[c->src[k]];
+            int ns;
+            int *src = rf_plan_cmd_sources(c, &ns);
+            for (int k = 0; k < ns; k++)
+                src[k] = map[src[k]];
             for (int k = 0; k < c->nconds; k++)
                 c->conds[k] = map[c->conds[k]];
         }

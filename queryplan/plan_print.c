@@ -114,6 +114,18 @@ char *rf_plan_cmd_text(const rf_plan *plan, const rf_plan_cmd *c)
     case RF_CMD_HALT:
         fputs("halt", f);
         break;
+    case RF_CMD_MULTIJOIN:
+        /* "MultiJoin uedge($0, $1), uedge($1, $2), uedge($0, $2)": each
+         * source with the variable each of its columns binds ($k: the
+         * k-th variable the join binds) */
+        fprintf(f, "%s := MultiJoin", dst);
+        for (int i = 0; i < c->nins && c->ins && c->in_first && c->in_vars; i++) {
+            fprintf(f, "%s%s(", i ? ", " : " ", rel_name(plan, c->ins[i]));
+            for (int j = c->in_first[i]; j < c->in_first[i + 1]; j++)
+                fprintf(f, "%s$%d", j > c->in_first[i] ? ", " : "", c->in_vars[j]);
+            fputc(')', f);
+        }
+        break;
     case RF_CMD_CHECK_KEYS:
         fprintf(f, "CheckKeys %s key (", s0);
         for (int i = 0; i < c->nkeys; i++)
@@ -121,7 +133,8 @@ char *rf_plan_cmd_text(const rf_plan *plan, const rf_plan_cmd *c)
         fputc(')', f);
         break;
     }
-    if (c->kind == RF_CMD_MAPFILTER || c->kind == RF_CMD_MAPJOIN || c->kind == RF_CMD_ANTIJOIN) {
+    if (c->kind == RF_CMD_MAPFILTER || c->kind == RF_CMD_MAPJOIN || c->kind == RF_CMD_ANTIJOIN ||
+        c->kind == RF_CMD_MULTIJOIN) {
         if (c->filter) {
             fputs(" filter ", f);
             rf_expr_print(c->filter, f, NULL);
@@ -141,6 +154,8 @@ static void print_cmd(const rf_plan *plan, const rf_plan_cmd *c, FILE *out)
     if (c->comment)
         fprintf(out, "%*s// %s", len < 60 ? (int)(62 - len) : 2, "", c->comment);
     fputc('\n', out);
+    if (c->why)   /* the planner's choice of join, and the estimate behind it */
+        fprintf(out, "      // join: %s\n", c->why);
     free(line);
 }
 

@@ -72,7 +72,8 @@ static bool same_shape(vctx *v, int a, int b)
 
 static bool proj_ok(vctx *v, const rf_plan_cmd *c, int ncols, const rf_type *types)
 {
-    int ninputs = rf_plan_cmd_nsrcs(c->kind) == 2 && c->kind == RF_CMD_MAPJOIN ? 2 : 1;
+    /* (a MULTIJOIN's rows are bindings: no input row has a position) */
+    int ninputs = c->kind == RF_CMD_MULTIJOIN ? 0 : c->kind == RF_CMD_MAPJOIN ? 2 : 1;
     const rf_plan_rel *d = &v->plan->rels[c->dst];
     if (c->nproj != d->arity)
         return FAIL(v, "%d projections for %s of arity %d", c->nproj, d->name, d->arity);
@@ -105,11 +106,52 @@ static bool keys_ok(vctx *v, const rf_plan_cmd *c)
     return true;
 }
 
+/* A MULTIJOIN: sources in range, each column binding a variable in range
+ * (distinct within a source, of one type across sources), every variable
+ * bound; then filter and projections over the variables. */
+static bool multijoin_ok(vctx *v, const rf_plan_cmd *c)
+{
+    const rf_plan *p = v->plan;
+    if (c->nins < 1 || c->nins > RF_MULTIJOIN_MAX_IN || !c->ins || !c->in_first || !c->in_vars)
+        return FAIL(v, "MultiJoin of %d sources (1..%d)", c->nins, RF_MULTIJOIN_MAX_IN);
+    if (c->nvars < 1 || c->nvars > RF_MULTIJOIN_MAX_VARS)
+        return FAIL(v, "MultiJoin over %d variables (1..%d)", c->nvars, RF_MULTIJOIN_MAX_VARS);
+    rf_type types[RF_MULTIJOIN_MAX_VARS];
+    for (int x = 0; x < c->nvars; x++)
+        types[x] = RF_TYPE_INVALID;
+    if (c->in_first[0] != 0)
+        return FAIL(v, "MultiJoin variable list does not start at 0");
+    for (int i = 0; i < c->nins; i++) {
+        if (!rel_ok(v, c->ins[i], "source"))
+            return false;
+        const rf_plan_rel *r = &p->rels[c->ins[i]];
+        if (c->in_first[i + 1] - c->in_first[i] != r->arity || r->arity < 1)
+            return FAIL(v, "MultiJoin source %s (arity %d) binds %d variables", r->name, r->arity,
+                        c->in_first[i + 1] - c->in_first[i]);
+        for (int j = 0; j < r->arity; j++) {
+            int x = c->in_vars[c->in_first[i] + j];
+            if (x < 0 || x >= c->nvars)
+                return FAIL(v, "MultiJoin source %s column %d binds variable %d of %d", r->name, j, x, c->nvars);
+            for (int k = 0; k < j; k++)
+                if (c->in_vars[c->in_first[i] + k] == x)
+                    return FAIL(v, "MultiJoin source %s binds variable %d twice", r->name, x);
+            if (types[x] != RF_TYPE_INVALID && types[x] != r->types[j])
+                return FAIL(v, "MultiJoin variable %d is %s and %s", x, rf_type_name(types[x]),
+                            rf_type_name(r->types[j]));
+            types[x] = r->types[j];
+        }
+    }
+    for (int x = 0; x < c->nvars; x++)
+        if (types[x] == RF_TYPE_INVALID)
+            return FAIL(v, "MultiJoin variable %d bound by no source", x);
+    return proj_ok(v, c, c->nvars, types);
+}
+
 static bool cmd_ok(vctx *v, const rf_plan_cmd *c, bool last)
 {
     const rf_plan *p = v->plan;
     bool control = rf_plan_cmd_is_control(c->kind);
-    if ((unsigned)c->kind > RF_CMD_CHECK_KEYS)
+    if ((unsigned)c->kind > RF_CMD_MULTIJOIN)
         return FAIL(v, "unknown command kind %d", (int)c->kind);
     if (control && !last)
         return FAIL(v, "%s in the middle of a block", rf_plan_cmd_name(c->kind));
@@ -209,6 +251,8 @@ static bool cmd_ok(vctx *v, const rf_plan_cmd *c, bool last)
         return true;
     case RF_CMD_HALT:
         return true;
+    case RF_CMD_MULTIJOIN:
+        return multijoin_ok(v, c);
     case RF_CMD_CHECK_KEYS:
         if (c->dst != -1)
             return FAIL(v, "CheckKeys writes no relation (dst %d)", c->dst);

@@ -48,8 +48,9 @@ struct rf_backend {
      * kernel writes outs[0] and reads ins[0], ins[1] (k->in[0], k->in[1];
      * NULL for a variable never written: it reads as empty); a FUSED
      * kernel writes outs[0..nout-1] and reads ins[0..nin-1] (its fused->out
-     * and fused->in). An output aliases no input unless the op is
-     * COPY/CLEAR. Fills stats. */
+     * and fused->in); a MULTIJOIN writes outs[0] and reads ins[0..nin-1]
+     * (its mj->in, any number up to RF_MULTIJOIN_MAX_IN). An output
+     * aliases no input unless the op is COPY/CLEAR. Fills stats. */
     rf_run_result (*run)(rf_backend *be, const rf_hprogram *p, const rf_kernel *k,
                          rf_dvar *const *outs, rf_dvar *const *ins,
                          rf_kernel_stats *stats, rf_status *st);

@@ -1121,11 +1121,58 @@ static rf_run_result cpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
     return ok ? RF_RUN_DONE : RF_RUN_MEMBERS;
 }
 
+/* A MULTIJOIN: every input as one sorted table, then the leapfrog. */
+static bool cpu_run_multijoin(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *out,
+                              rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
+{
+    double t0 = rf_now();
+    const rf_multijoin *mj = k->mj;
+    const rf_table *tabs[RF_MULTIJOIN_MAX_IN];
+    rf_table empty[RF_MULTIJOIN_MAX_IN];
+    memset(stats, 0, sizeof *stats);
+    size_t words_in = 0;
+    for (int i = 0; i < mj->nin; i++) {
+        /* a variable never defined reads as empty */
+        rf_table_init(&empty[i], p->vars[mj->in[i]].arity);
+        tabs[i] = ins[i] ? table_of(be, ins[i]) : &empty[i];
+        words_in += tabs[i]->nrows * (size_t)tabs[i]->arity;
+        if (i < 2)
+            stats->rows_in[i] = tabs[i]->nrows;
+    }
+    rf_code planned;
+    const rf_code *filter = &k->filter;
+    rf_table res;
+    bool ran = false;   /* res is initialised by the join, even when it fails */
+    bool ok = cpu_forced_filter(&k->filter, &planned, &filter, st);
+    if (ok) {
+        ran = true;
+        ok = rf_prim_multijoin(mj->nin, tabs, mj->in_first, mj->in_vars, mj->nvars, filter, k->nproj, k->proj,
+                               &res, st);
+    }
+    if (filter != &k->filter)
+        rf_code_free(&planned);
+    for (int i = 0; i < mj->nin; i++)
+        rf_table_free(&empty[i]);
+    if (!ok) {
+        if (ran)
+            rf_table_free(&res);
+        return false;
+    }
+    set_table(be, out, &res);
+    stats->rows_out = out->nrows;
+    stats->bytes_moved = (words_in + out->nrows * (size_t)p->vars[k->out].arity) * sizeof(rf_word);
+    stats->seconds = rf_now() - t0;
+    return true;
+}
+
 static rf_run_result cpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
                              rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
-    for (int i = 0; i < (k->op == RF_K_FUSED ? k->fused->nin : 2); i++)
+    int nin = k->op == RF_K_FUSED ? k->fused->nin : k->op == RF_K_MULTIJOIN ? k->mj->nin : 2;
+    for (int i = 0; i < nin; i++)
         dense_resolve(be, ins[i]);
+    if (k->op == RF_K_MULTIJOIN)
+        return cpu_run_multijoin(be, p, k, outs[0], ins, stats, st) ? RF_RUN_DONE : RF_RUN_FAILED;
     if (k->op == RF_K_FUSED)
         return cpu_run_fused(be, p, k, outs, ins, stats, st);
     return cpu_run_plain(be, p, k, outs[0], ins[0], ins[1], stats, st) ? RF_RUN_DONE : RF_RUN_FAILED;

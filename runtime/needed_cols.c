@@ -143,6 +143,12 @@ static void mark_kernel(const rf_hprogram *p, const rf_kernel *k, bool **need, b
 {
     for (int m = 0; k->fused && m < k->fused->nmembers; m++)   /* a group reads what its members read */
         mark_kernel(p, &k->fused->members[m], need, positions);
+    /* every column of a multiway join's input binds a variable: a key */
+    for (int i = 0; k->op == RF_K_MULTIJOIN && k->mj && i < k->mj->nin; i++) {
+        int v = k->mj->in[i];
+        if (v >= 0 && v < p->nvars && need[v])
+            mark_all(need[v], p->vars[v].arity);
+    }
     for (int s = 0; s < 2; s++) {
         int v = k->in[s];
         if (v < 0 || v >= p->nvars || !need[v])

@@ -245,7 +245,7 @@ static bool run_compute(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_status
     int outs_v[RF_KERNEL_VARS_MAX], ins_v[RF_KERNEL_VARS_MAX];
     rf_dvar *outs[RF_KERNEL_VARS_MAX], *ins[RF_KERNEL_VARS_MAX];
     int no = rf_kernel_writes(k, outs_v), ni;
-    if (k->op == RF_K_FUSED) {
+    if (k->op == RF_K_FUSED || k->op == RF_K_MULTIJOIN) {
         ni = rf_kernel_reads(k, ins_v);
     } else {  /* positions matter: in[1] may be set with in[0] unset */
         ni = 2;

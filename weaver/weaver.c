@@ -144,6 +144,7 @@ static bool has_effects(const rf_kernel *k)
         return false;
     case RF_K_MAP:
     case RF_K_JOIN:
+    case RF_K_MULTIJOIN:
         for (int j = -1; j < k->nproj; j++)
             if (rf_code_may_fault(j < 0 ? &k->filter : &k->proj[j]))
                 return true;

@@ -130,6 +130,13 @@ bool rf_cuda_sort_unique(rf_cuda_ctx *c, const rf_drel *in, rf_drel *out, const 
                          rf_status *st);
 /* l, r sorted; rows equal on their first nkeys columns (0: cross product);
  * out := proj(l ++ r) where filter(l ++ r); unsorted. */
+/* The worst-case-optimal multiway join (RF_K_MULTIJOIN; rf_prim_multijoin
+ * is the reference): breadth-first leapfrog triejoin (multijoin.c,
+ * multijoin.cu). Same rows as the CPU primitive, possibly in another
+ * order (the output is unsorted). */
+bool rf_cuda_multijoin(rf_cuda_ctx *c, int nin, const rf_drel *const *ins, const int *in_first, const int *in_vars,
+                       int nvars, const rf_code *filter, int nproj, const rf_code *proj, rf_drel *out,
+                       const char *what, rf_status *st);
 bool rf_cuda_join(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,
                   const rf_code *filter, int nproj, const rf_code *proj, rf_drel *out,
                   const char *what, rf_status *st);

@@ -1471,10 +1471,94 @@ static void release_output(rf_backend *be, rf_dvar *out, rf_dvar *const *ins, in
     out->table_ok = true;
 }
 
+/* A MULTIJOIN: the leapfrog triejoin on the device (rf_cuda_multijoin:
+ * breadth-first, one level of bindings at a time, each level counted
+ * before it is written); RF_GPU_LFTJ=host runs it on the host instead
+ * (the inputs downloaded, the CPU primitive, the result uploaded), the
+ * reference the device kernel is tested against. */
+static bool gpu_run_multijoin(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *out,
+                              rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
+{
+    rf_cuda_ctx *ctx = ctx_of(be);
+    const rf_multijoin *mj = k->mj;
+    const char *what = p->vars[k->out].name ? p->vars[k->out].name : "?";
+    memset(stats, 0, sizeof *stats);
+    rf_dvar empty[RF_MULTIJOIN_MAX_IN];
+    const rf_drel *rels[RF_MULTIJOIN_MAX_IN];
+    size_t bytes_in = 0;
+    bool ok = true;
+    for (int i = 0; i < mj->nin && ok; i++) {
+        rf_dvar *in = ins[i];
+        if (!in) {   /* a variable never defined reads as empty */
+            memset(&empty[i], 0, sizeof empty[i]);
+            rf_drel_init(&empty[i].rel, p->vars[mj->in[i]].arity);
+            empty[i].table_ok = true;
+            in = &empty[i];
+        }
+        ok = ensure_table(be, in, st);
+        rels[i] = &in->rel;
+        bytes_in += rel_bytes(in);
+        if (i < 2)
+            stats->rows_in[i] = gpu_var_rows(be, in);
+    }
+    if (!ok)
+        return false;
+    const char *mode = getenv("RF_GPU_LFTJ");
+    if (mode && strcmp(mode, "host") == 0) {
+        double t0 = rf_now();
+        rf_table tabs[RF_MULTIJOIN_MAX_IN], res;
+        const rf_table *tp[RF_MULTIJOIN_MAX_IN] = {NULL};
+        int got = 0;
+        for (; got < mj->nin && ok; got++) {
+            rf_table_init(&tabs[got], rels[got]->arity);
+            ok = rf_drel_download(ctx, rels[got], &tabs[got], st);
+            tp[got] = &tabs[got];
+        }
+        if (ok) {   /* res is initialised by the join, even when it fails */
+            ok = rf_prim_multijoin(mj->nin, tp, mj->in_first, mj->in_vars, mj->nvars, &k->filter, k->nproj,
+                                   k->proj, &res, st) &&
+                 gpu_upload(be, out, &res, st);
+            rf_table_free(&res);
+        }
+        for (int i = 0; i < got; i++)
+            rf_table_free(&tabs[i]);
+        stats->seconds = rf_now() - t0;
+    } else {
+        if (needs_string_order(k) && !refresh_string_order(ctx, st))
+            return false;
+        if (!rf_cuda_timer_start(ctx, st))
+            return false;
+        becomes_table(be, out);
+        ok = rf_cuda_multijoin(ctx, mj->nin, rels, mj->in_first, mj->in_vars, mj->nvars, &k->filter, k->nproj,
+                               k->proj, &out->rel, what, st);
+        double secs = 0;
+        bool timed = rf_cuda_timer_stop(ctx, &secs, ok ? st : &(rf_status){0});
+        ok = ok && timed;
+        stats->seconds = secs;
+    }
+    if (!ok)
+        return false;
+    stats->rows_out = gpu_var_rows(be, out);
+    stats->bytes_moved = bytes_in + rel_bytes(out);
+    return true;
+}
+
 static rf_run_result gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
                              rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
     gpu_impl *g = impl_of(be);
+    if (k->op == RF_K_MULTIJOIN) {
+        release_output(be, outs[0], ins, k->mj->nin);
+        if (!gpu_run_multijoin(be, p, k, outs[0], ins, stats, st))
+            return RF_RUN_FAILED;
+        if (outs[0]) {
+            outs[0]->stamp = ++g->last_stamp;
+            outs[0]->minus_stamp = 0;
+            outs[0]->set_never = false;
+            outs[0]->set_retry = 0;
+        }
+        return RF_RUN_DONE;
+    }
     if (k->op == RF_K_FUSED) {
         for (int i = 0; i < k->fused->nout; i++)
             release_output(be, outs[i], ins, k->fused->nin);

@@ -70,6 +70,13 @@ step ctest_gpu ctest --test-dir "$BUILD" -R '^gpu_' --output-on-failure
 # 2. Golden cases and example programs on the GPU (same expected output).
 step golden_gpu python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" --backend gpu
 
+# 2b. The same with every multi-atom body as one worst-case-optimal join
+#     (the device's breadth-first leapfrog; issue 9), and in rounds of
+#     single bindings (a memory budget of one byte).
+step golden_gpu_wcoj python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" --backend gpu --extra-arg=--join=wcoj
+step golden_gpu_wcoj_rounds env RF_GPU_LFTJ_BUDGET=1 python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" \
+  --backend gpu --extra-arg=--join=wcoj
+
 # 3. Random programs (the core language, then the business queries of
 #    gen_biz.py): GPU against the oracle and byte for byte against the CPU backend.
 step differential_gpu python3 "$ROOT/tests/differential/run.py" --redfox "$RF" --count "$COUNT" --seed 1 \

@@ -28,7 +28,7 @@ static rf_hprogram *lower_text(const char *text)
     rf_diag_init(&d, stderr);
     rf_program *prog = rf_compile_string("t.lql", text, &d);
     CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
-    rf_plan_options opt = {true};
+    rf_plan_options opt = {.optimize = true};
     rf_plan *plan = rf_plan_build(prog, &opt);
     CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
     rf_hprogram *h = rf_hir_lower(plan);
@@ -250,11 +250,11 @@ static void test_old_format_rejected(void)
     size_t len;
     uint8_t *bytes = rf_hir_serialize(h, &len);
     rf_status st;
-    for (int old = 4; old <= 5; old++) {
+    for (int old = 4; old <= 6; old++) {
         bytes[8] = (uint8_t)old;
         rf_status_init(&st);
         CU_ASSERT_PTR_NULL(rf_hir_deserialize(bytes, len, &st));
-        char *want = rf_sprintf("compiled by another version of redfox (format %d, this one reads 6): compile it again",
+        char *want = rf_sprintf("compiled by another version of redfox (format %d, this one reads 7): compile it again",
                                 old);
         CU_ASSERT_STRING_EQUAL(st.message, want);
         free(want);

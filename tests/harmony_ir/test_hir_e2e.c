@@ -32,7 +32,7 @@ static rf_hprogram *lower_source(const char *name, const char *text, rf_plan **p
     rf_program *prog = text ? rf_compile_string(name, text, &d) : rf_compile_file(name, &d);
     if (!prog)
         return NULL;
-    rf_plan_options opt = {true};
+    rf_plan_options opt = {.optimize = true};
     rf_plan *plan = rf_plan_build(prog, &opt);
     *plan_out = plan;
     *prog_out = prog;
@@ -100,7 +100,7 @@ static void test_golden_cases(void)
         rf_program *prog = rf_compile_file(path, &diag);
         fclose(quiet);
         if (prog) {
-            rf_plan_options opt = {true};
+            rf_plan_options opt = {.optimize = true};
             rf_plan *plan = rf_plan_build(prog, &opt);
             CU_ASSERT_PTR_NOT_NULL(plan);
             if (plan) {

@@ -246,6 +246,42 @@ static bool check_keys(interp *it, const rf_plan_cmd *c)
     return true;
 }
 
+/* MULTIJOIN, naively: every combination of source rows that agrees on the
+ * variables (source by source, nested), then filter and projections over
+ * the binding. */
+static bool multijoin_rec(interp *it, const rf_plan_cmd *c, int src, rf_word *binding, bool *bound,
+                          rowbuf *out)
+{
+    if (src == c->nins) {
+        rf_word at[2] = { 0, 0 };
+        bool ok = true;
+        if (eval_bool(it, c->filter, binding, at, &ok) && ok)
+            ok = project_row(it, c, binding, at, out);
+        return ok;
+    }
+    const irel *s = &it->rels[c->ins[src]];
+    const int *vars = c->in_vars + c->in_first[src];
+    for (size_t i = 0; i < s->n; i++) {
+        const rf_word *row = row_at(s, i);
+        bool fits = true, newly[64] = { false };
+        for (int j = 0; j < s->arity && fits; j++) {
+            if (bound[vars[j]]) {
+                fits = binding[vars[j]] == row[j];
+            } else {
+                binding[vars[j]] = row[j];
+                bound[vars[j]] = newly[j] = true;
+            }
+        }
+        bool ok = !fits || multijoin_rec(it, c, src + 1, binding, bound, out);
+        for (int j = 0; j < s->arity; j++)
+            if (newly[j])
+                bound[vars[j]] = false;
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
 static bool exec(interp *it, const rf_plan_cmd *c)
 {
     const rf_plan *p = it->plan;
@@ -313,6 +349,12 @@ static bool exec(interp *it, const rf_plan_cmd *c)
         break;
     case RF_CMD_CLEAR:
         break;
+    case RF_CMD_MULTIJOIN: {
+        rf_word binding[64] = { 0 };
+        bool bound[64] = { false };
+        ok = multijoin_rec(it, c, 0, binding, bound, &out);
+        break;
+    }
     default:
         ok = rf_fail(&it->st, RF_EXIT_RUNTIME_ERROR, "interp: unexpected command");
     }

@@ -13,9 +13,10 @@
 #define ROWS(...) (const int64_t[]){ __VA_ARGS__ }, (int)(sizeof((int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t))
 #define NO_ROWS NULL, 0
 
-/* One program planned three ways and run: optimize off, on, and off with
- * the passes then applied one by one (verified after each, twice over). */
-enum { NPLANS = 3 };
+/* One program planned four ways and run: optimize off, on, off with the
+ * passes then applied one by one (verified after each, twice over), and on
+ * with every body of several atoms as one multiway join (--join=wcoj). */
+enum { NPLANS = 4 };
 typedef struct run {
     rf_program *prog;
     rf_plan *plan[NPLANS];
@@ -29,7 +30,7 @@ static void run_start(run *r, rf_program *prog)
     r->prog = prog;
     r->ok = true;
     for (int o = 0; o < NPLANS; o++) {
-        rf_plan_options opt = { .optimize = o == 1 };
+        rf_plan_options opt = { .optimize = o == 1 || o == 3, .join = o == 3 ? RF_JOIN_WCOJ : RF_JOIN_AUTO };
         r->plan[o] = rf_plan_build(prog, &opt);
         rf_status st;
         rf_status_init(&st);

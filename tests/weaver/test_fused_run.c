@@ -28,7 +28,7 @@ static rf_hprogram *lower_text(const char *text)
     rf_diag_init(&d, stderr);
     rf_program *prog = rf_compile_string("t.lql", text, &d);
     CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
-    rf_plan_options po = {true};
+    rf_plan_options po = {.optimize = true};
     rf_plan *plan = rf_plan_build(prog, &po);
     rf_hprogram *h = rf_hir_lower(plan);
     rf_plan_free(plan);

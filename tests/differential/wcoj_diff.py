@@ -1,0 +1,261 @@
+#!/usr/bin/env python3
+"""Worst-case-optimal joins against binary joins and a brute-force oracle.
+
+Random cyclic queries (triangle, 4-cycle, 5-cycle, 4-clique, diamond and
+random patterns, with constants, repeated variables, filters, ternary
+atoms, negated atoms, projections and expressions in the head) over random
+small graphs. Each program runs with --join=binary and --join=wcoj: the
+outputs must be byte-identical, and equal to what a brute-force evaluator
+here computes; the wcoj run must really use a MultiJoin (explain --plan).
+Known triangle counts are checked on graphs whose count is computed here
+by another method (adjacency-set intersection).
+
+    wcoj_diff.py --redfox build/redfox [--count N] [--seed S] [--backend cpu|gpu]
+                 [--env NAME=VALUE]...
+
+With --backend gpu and no usable device it says so and exits 0 (skipped).
+--env sets variables for the redfox runs (RF_GPU_LFTJ_BUDGET=1 forces the
+GPU join's rounds down to single bindings; RF_GPU_LFTJ=host its host path).
+"""
+import argparse
+import itertools
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+RELS = {"e": 2, "f": 2, "t": 3}
+
+
+def random_graph(rng):
+    n = rng.randint(3, 9)
+    m = rng.randint(n, 3 * n)
+    edges = set()
+    for _ in range(m):
+        x, y = rng.randint(0, n), rng.randint(0, n)
+        edges.add((x, y))
+        if rng.random() < 0.6:
+            edges.add((y, x))   # often both directions: more cycles
+    return sorted(edges)
+
+
+def pattern(rng):
+    """A cyclic edge pattern over variables 0..k-1: a list of (u, v)."""
+    kind = rng.choice(["triangle", "cycle4", "cycle5", "clique4", "diamond", "random"])
+    if kind == "triangle":
+        return [(0, 1), (1, 2), (0, 2)]
+    if kind == "cycle4":
+        return [(0, 1), (1, 2), (2, 3), (3, 0)]
+    if kind == "cycle5":
+        return [(0, 1), (1, 2), (2, 3), (3, 4), (4, 0)]
+    if kind == "clique4":
+        return [(a, b) for a, b in itertools.combinations(range(4), 2)]
+    if kind == "diamond":
+        return [(1, 2), (0, 1), (0, 2), (1, 3), (2, 3)]
+    k = rng.randint(3, 5)
+    ring = [(i, (i + 1) % k) for i in range(k)]
+    extra = [(a, b) for a, b in itertools.combinations(range(k), 2) if rng.random() < 0.3]
+    return ring + extra
+
+
+def make_query(rng):
+    """Returns (atoms, negs, filters, head): atoms/negs are (rel, args) with
+    args variable names or int constants; filters python-evaluable and
+    Datalog-printable pairs; head a list of (text, pyexpr)."""
+    edges = pattern(rng)
+    k = max(max(e) for e in edges) + 1
+    names = ["v%d" % i for i in range(k)]
+    atoms = []
+    for (a, b) in edges:
+        rel = rng.choice(["e", "e", "f"])
+        if rng.random() < 0.3:
+            a, b = b, a
+        atoms.append((rel, [names[a], names[b]]))
+    if rng.random() < 0.25:   # a ternary atom over three of the variables
+        vs = rng.sample(names, 3)
+        atoms.append(("t", vs))
+    if rng.random() < 0.2:    # a constant
+        atoms.append(("e", [rng.choice(names), rng.randint(0, 4)]))
+    if rng.random() < 0.15:   # a repeated variable
+        v = rng.choice(names)
+        atoms.append(("f", [v, v]))
+    rng.shuffle(atoms)
+    negs = []
+    if rng.random() < 0.2:
+        negs.append(("f", rng.sample(names, 2)))
+    filters = []
+    for _ in range(rng.randint(0, 2)):
+        a, b = rng.sample(names, 2)
+        op = rng.choice(["<", "!=", "<=", "<", "= 1 +"])   # `a = 1 + b`: an equality, not an assignment
+        filters.append((a, op, b))
+    head_vars = names[:]
+    if rng.random() < 0.3 and len(head_vars) > 3:
+        head_vars.remove(rng.choice(head_vars))
+    head = [(v, v) for v in head_vars]
+    if rng.random() < 0.2:
+        a, b = rng.sample(names, 2)
+        head.append(("%s + %s" % (a, b), "%s + %s" % (a, b)))
+    return atoms, negs, filters, head
+
+
+def program_text(graph, tern, fset, q):
+    atoms, negs, filters, head = q
+    lines = ["e(x, y) -> int32(x), int32(y).", "f(x, y) -> int32(x), int32(y).",
+             "t(x, y, z) -> int32(x), int32(y), int32(z).",
+             "q(%s) -> %s." % (", ".join("c%d" % i for i in range(len(head))),
+                               ", ".join("int32(c%d)" % i for i in range(len(head)))),
+             "@output(q)."]
+    for (x, y) in graph:
+        lines.append("e(%d, %d)." % (x, y))
+    for (x, y) in fset:
+        lines.append("f(%d, %d)." % (x, y))
+    for row in tern:
+        lines.append("t(%d, %d, %d)." % row)
+    body = ["%s(%s)" % (r, ", ".join(str(a) for a in args)) for r, args in atoms]
+    body += ["!%s(%s)" % (r, ", ".join(str(a) for a in args)) for r, args in negs]
+    body += ["%s %s %s" % f for f in filters]
+    lines.append("q(%s) <- %s." % (", ".join(h for h, _ in head), ", ".join(body)))
+    return "\n".join(lines) + "\n"
+
+
+def oracle(graph, tern, fset, q):
+    atoms, negs, filters, head = q
+    data = {"e": set(graph), "f": set(fset), "t": set(tern)}
+    names = sorted({a for _, args in atoms for a in args if isinstance(a, str)})
+    out = set()
+
+    def extend(i, env):
+        if i == len(atoms):
+            for r, args in negs:
+                if tuple(env[a] for a in args) in data[r]:
+                    return
+            for a, op, b in filters:
+                x, y = env[a], env[b]
+                if not {"<": x < y, "!=": x != y, "<=": x <= y, "= 1 +": x == 1 + y}[op]:
+                    return
+            out.add(tuple(eval(p, {}, dict(env)) for _, p in head))
+            return
+        r, args = atoms[i]
+        for row in data[r]:
+            env2 = dict(env)
+            ok = True
+            for a, v in zip(args, row):
+                if isinstance(a, int):
+                    ok = a == v
+                elif a in env2:
+                    ok = env2[a] == v
+                else:
+                    env2[a] = v
+                if not ok:
+                    break
+            if ok:
+                extend(i + 1, env2)
+
+    assert names
+    extend(0, {})
+    return out
+
+
+ENV = dict(os.environ)
+
+
+def run(redfox, prog, join, backend, extra=()):
+    r = subprocess.run([redfox, "run", prog, "--join=" + join, "--backend=" + backend] + list(extra),
+                       capture_output=True, text=True, timeout=120, env=ENV)
+    return r.returncode, r.stdout, r.stderr
+
+
+def parse_rows(text, pred):
+    rows, cur = set(), None
+    for line in text.splitlines():
+        if line.startswith("# "):
+            cur = line.split()[1]
+            continue
+        if cur == pred and line:
+            rows.add(tuple(int(x) for x in line.split("\t")))
+    return rows
+
+
+def triangle_count(graph):
+    adj = {}
+    for x, y in graph:
+        if x != y:
+            adj.setdefault(x, set()).add(y)
+            adj.setdefault(y, set()).add(x)
+    n = 0
+    for x in adj:
+        for y in adj[x]:
+            if y > x:
+                n += sum(1 for z in adj[x] & adj[y] if z > y)
+    return n
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--redfox", required=True)
+    ap.add_argument("--count", type=int, default=60)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--backend", default="cpu")
+    ap.add_argument("--env", action="append", default=[])
+    ap.add_argument("--triangles", default=os.path.join(os.path.dirname(__file__), "..", "..", "programs",
+                                                        "triangles.lql"))
+    a = ap.parse_args()
+    for kv in a.env:
+        k, _, v = kv.partition("=")
+        ENV[k] = v
+    if a.backend == "gpu":
+        rc, _, err = run(a.redfox, a.triangles, "wcoj", "gpu")
+        if rc != 0:
+            print("skipped: no usable GPU (%s)" % err.strip().splitlines()[-1] if err.strip() else "?")
+            return 0
+    rng = random.Random(a.seed)
+    failures = 0
+    used_multijoin = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(a.count):
+            graph = random_graph(rng)
+            fset = random_graph(rng)
+            tern = sorted({(rng.randint(0, 6), rng.randint(0, 6), rng.randint(0, 6)) for _ in range(12)})
+            q = make_query(rng)
+            prog = os.path.join(tmp, "q%d.lql" % i)
+            with open(prog, "w") as fh:
+                fh.write(program_text(graph, tern, fset, q))
+            plan = subprocess.run([a.redfox, "explain", "--plan", prog, "--join=wcoj"], capture_output=True,
+                                  text=True).stdout
+            used_multijoin += "MultiJoin" in plan
+            rb, ob, eb = run(a.redfox, prog, "binary", a.backend)
+            rw, ow, ew = run(a.redfox, prog, "wcoj", a.backend)
+            expect = oracle(graph, tern, fset, q)
+            problem = None
+            if rb != 0 or rw != 0:
+                problem = "exit %d / %d: %s %s" % (rb, rw, eb.strip(), ew.strip())
+            elif ob != ow:
+                problem = "binary and wcoj outputs differ"
+            elif parse_rows(ow, "q") != expect:
+                problem = "outputs differ from the oracle's %d rows" % len(expect)
+            elif "MultiJoin" not in plan:
+                problem = "--join=wcoj planned no MultiJoin"
+            if problem:
+                failures += 1
+                print("FAIL program %d (seed %d): %s\n%s" % (i, a.seed, problem, open(prog).read()))
+        # known triangle counts, by another method
+        for i in range(10):
+            graph = random_graph(random.Random(a.seed * 1000 + i))
+            path = os.path.join(tmp, "g%d.tsv" % i)
+            with open(path, "w") as fh:
+                fh.writelines("%d\t%d\n" % e for e in graph)
+            for join in ("wcoj", "auto", "binary"):
+                rc, out, err = run(a.redfox, a.triangles, join, a.backend, ["--input", "edge=" + path])
+                got = parse_rows(out, "ntriangles")
+                want = {(triangle_count(graph),)}
+                if rc != 0 or got != want:
+                    failures += 1
+                    print("FAIL triangle count of graph %d (--join=%s): %s, expected %s %s" %
+                          (i, join, got, want, err.strip()))
+    print("%d programs (%d with a MultiJoin), 10 triangle counts, %d failed" % (a.count, used_multijoin, failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,311 @@
+/* Worst-case-optimal joins (RF_CMD_MULTIJOIN / RF_K_MULTIJOIN, issue 9):
+ * the planner's choice, lowering, the verifier's rules for malformed
+ * multiway kernels, the .rfx round trip and version check, and the CPU
+ * leapfrog itself against a triangle count computed another way, with one
+ * thread and with several (same rows, same order). */
+#include "frontend.h"
+#include "hir.h"
+#include "../../primitives/rf_prims.h"
+
+#include <CUnit/Basic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *triangle_src =
+    "e(x, y) -> int32(x), int32(y).\n"
+    "tri(x, y, z) -> int32(x), int32(y), int32(z).\n"
+    "e(1, 2). e(2, 3). e(1, 3). e(3, 4). e(2, 4).\n"
+    "tri(x, y, z) <- e(x, y), e(y, z), e(x, z).\n"
+    "@output(tri).\n";
+
+static const char *path_src =   /* acyclic: binary joins are optimal */
+    "e(x, y) -> int32(x), int32(y).\n"
+    "p3(x, y, z, w) -> int32(x), int32(y), int32(z), int32(w).\n"
+    "e(1, 2). e(2, 3). e(3, 4).\n"
+    "p3(x, y, z, w) <- e(x, y), e(y, z), e(z, w).\n"
+    "@output(p3).\n";
+
+static rf_plan *plan_of(const char *src, rf_join_mode join, rf_program **prog_out)
+{
+    rf_diag d;
+    rf_diag_init(&d, stderr);
+    rf_program *prog = rf_compile_string("t.lql", src, &d);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    rf_plan_options opt = {.optimize = true, .join = join};
+    rf_plan *plan = rf_plan_build(prog, &opt);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(plan);
+    rf_status st;
+    rf_status_init(&st);
+    CU_ASSERT_TRUE(rf_plan_verify(plan, &st));
+    *prog_out = prog;
+    return plan;
+}
+
+static int count_multijoins(const rf_plan *plan, const rf_plan_cmd **last)
+{
+    int n = 0;
+    for (int b = 0; b < plan->nblocks; b++)
+        for (int i = 0; i < plan->blocks[b].ncmds; i++)
+            if (plan->blocks[b].cmds[i].kind == RF_CMD_MULTIJOIN) {
+                n++;
+                if (last)
+                    *last = &plan->blocks[b].cmds[i];
+            }
+    return n;
+}
+
+static void test_planner_choice(void)
+{
+    struct { const char *src; rf_join_mode join; int want; } cases[] = {
+        {triangle_src, RF_JOIN_AUTO, 1},   /* cyclic: the estimate favours wcoj */
+        {triangle_src, RF_JOIN_BINARY, 0},
+        {triangle_src, RF_JOIN_WCOJ, 1},
+        {path_src, RF_JOIN_AUTO, 0},       /* acyclic */
+        {path_src, RF_JOIN_WCOJ, 1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        rf_program *prog;
+        rf_plan *plan = plan_of(cases[c].src, cases[c].join, &prog);
+        const rf_plan_cmd *mj = NULL;
+        CU_ASSERT_EQUAL(count_multijoins(plan, &mj), cases[c].want);
+        if (mj) {
+            CU_ASSERT_PTR_NOT_NULL(mj->why);   /* explain --plan says why */
+            CU_ASSERT_EQUAL(mj->nins, 3);
+        }
+        rf_plan_free(plan);
+        rf_program_free(prog);
+    }
+}
+
+static rf_hprogram *lowered_triangles(rf_kernel **mj_out)
+{
+    rf_program *prog;
+    rf_plan *plan = plan_of(triangle_src, RF_JOIN_AUTO, &prog);
+    rf_hprogram *h = rf_hir_lower(plan);
+    rf_plan_free(plan);
+    rf_program_free(prog);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    *mj_out = NULL;
+    for (int b = 0; b < h->nblocks; b++)
+        for (int i = 0; i < h->blocks[b].nkernels; i++)
+            if (h->blocks[b].kernels[i].op == RF_K_MULTIJOIN)
+                *mj_out = &h->blocks[b].kernels[i];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(*mj_out);
+    return h;
+}
+
+static bool verifies(const rf_hprogram *h)
+{
+    rf_status st;
+    rf_status_init(&st);
+    return rf_hir_verify(h, &st);
+}
+
+static void test_lower_and_verify(void)
+{
+    rf_kernel *k;
+    rf_hprogram *h = lowered_triangles(&k);
+    CU_ASSERT_TRUE(verifies(h));
+    CU_ASSERT_EQUAL(k->mj->nin, 3);
+    CU_ASSERT_EQUAL(k->mj->nvars, 3);
+    CU_ASSERT_EQUAL(k->in[0], -1);
+    int vars[RF_KERNEL_VARS_MAX];
+    CU_ASSERT_EQUAL(rf_kernel_reads(k, vars), 3);
+    for (int i = 0; i < k->mj->nin; i++) {
+        CU_ASSERT_TRUE(h->vars[k->mj->in[i]].sorted);
+        /* each input a trie in the variable order */
+        CU_ASSERT_TRUE(k->mj->in_vars[k->mj->in_first[i]] < k->mj->in_vars[k->mj->in_first[i] + 1]);
+    }
+    rf_hir_free(h);
+}
+
+/* Each mutation of the multiway kernel must be rejected. */
+static void test_verifier_rejects(void)
+{
+    for (int m = 0; m < 8; m++) {
+        rf_kernel *k;
+        rf_hprogram *h = lowered_triangles(&k);
+        rf_multijoin *mj = k->mj;
+        switch (m) {
+        case 0: { /* columns not in variable order */
+            int t = mj->in_vars[0];
+            mj->in_vars[0] = mj->in_vars[1];
+            mj->in_vars[1] = t;
+            break;
+        }
+        case 1: mj->nvars = 4; break;                       /* variable 3 bound by no input */
+        case 2: h->vars[mj->in[1]].sorted = false; break;   /* unsorted input */
+        case 3: k->in[0] = mj->in[0]; break;                /* inputs outside the list */
+        case 4: k->nproj--; break;                          /* projections vs. output arity */
+        case 5: mj->in[2] = h->nvars; break;                /* input out of range */
+        case 6: mj->in_vars[mj->in_first[1]] = 7; break;    /* variable out of range */
+        case 7: /* a row position: a binding has none */
+            k->proj[0].ins[0].op = RF_EX_ROWID;
+            k->proj[0].ins[0].type = RF_TYPE_INT64;
+            k->proj[0].ins[0].index = 0;
+            break;
+        }
+        CU_ASSERT_FALSE(verifies(h));
+        if (m == 4)
+            k->nproj++;   /* (so that freeing frees every projection) */
+        rf_hir_free(h);
+    }
+}
+
+static void test_rfx_round_trip(void)
+{
+    rf_kernel *k;
+    rf_hprogram *h = lowered_triangles(&k);
+    rf_hir_liveness(h);
+    size_t len;
+    uint8_t *bytes = rf_hir_serialize(h, &len);
+    rf_status st;
+    rf_status_init(&st);
+    rf_hprogram *back = rf_hir_deserialize(bytes, len, &st);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    size_t len2;
+    uint8_t *again = rf_hir_serialize(back, &len2);
+    CU_ASSERT_EQUAL(len, len2);
+    CU_ASSERT_TRUE(len == len2 && memcmp(bytes, again, len) == 0);
+    free(again);
+    rf_hir_free(back);
+    /* a file of the format before multiway joins is compiled again */
+    uint8_t *old = malloc(len);
+    memcpy(old, bytes, len);
+    old[8] = 6;
+    rf_status_init(&st);
+    CU_ASSERT_PTR_NULL(rf_hir_deserialize(old, len, &st));
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.message, "compile it again"));
+    free(old);
+    /* every truncation is rejected, never read past */
+    for (size_t cut = 0; cut < len; cut += 7) {
+        rf_status_init(&st);
+        rf_hprogram *p = rf_hir_deserialize(bytes, cut, &st);
+        CU_ASSERT_PTR_NULL(p);
+        rf_hir_free(p);
+    }
+    free(bytes);
+    rf_hir_free(h);
+}
+
+/* ---- the CPU leapfrog ---- */
+
+static int cmp_pair(const void *a, const void *b)
+{
+    const rf_word *x = a, *y = b;
+    return x[0] != y[0] ? (x[0] < y[0] ? -1 : 1) : x[1] != y[1] ? (x[1] < y[1] ? -1 : 1) : 0;
+}
+
+/* A random graph with some hubs, as uedge: x < y, sorted, distinct. */
+static void random_uedge(rf_table *t, int nodes, int edges, unsigned seed)
+{
+    rf_word *rows = malloc((size_t)edges * 2 * sizeof *rows);
+    srand(seed);
+    int n = 0;
+    for (int i = 0; i < edges; i++) {
+        rf_word x = (rf_word)(rand() % (i % 5 == 0 ? 40 : nodes)), y = (rf_word)(rand() % nodes);
+        if (x == y)
+            continue;
+        rows[2 * n] = x < y ? x : y;
+        rows[2 * n + 1] = x < y ? y : x;
+        n++;
+    }
+    qsort(rows, (size_t)n, 2 * sizeof *rows, cmp_pair);
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (m == 0 || cmp_pair(&rows[2 * i], &rows[2 * (m - 1)]) != 0) {
+            rows[2 * m] = rows[2 * i];
+            rows[2 * m + 1] = rows[2 * i + 1];
+            m++;
+        }
+    rf_table_from_rows(t, 2, rows, (size_t)m);
+    free(rows);
+}
+
+/* Triangles by intersecting sorted neighbour lists (of larger neighbours). */
+static size_t triangles_by_lists(const rf_table *t)
+{
+    size_t n = t->nrows, count = 0;
+    const rf_word *x = t->cols[0], *y = t->cols[1];
+    for (size_t i = 0; i < n; i++) {
+        /* neighbours of x[i] after y[i], and neighbours of y[i] */
+        size_t a = i + 1, b = 0;
+        while (b < n && x[b] < y[i])
+            b++;
+        while (a < n && x[a] == x[i] && b < n && x[b] == y[i]) {
+            if (y[a] == y[b]) {
+                count++;
+                a++;
+                b++;
+            } else if (y[a] < y[b]) {
+                a++;
+            } else {
+                b++;
+            }
+        }
+    }
+    return count;
+}
+
+static void test_cpu_leapfrog(void)
+{
+    rf_table e;
+    random_uedge(&e, 3000, 60000, 7);
+    const rf_table *ins[3] = {&e, &e, &e};
+    /* tri(x, y, z) <- e(x, y), e(y, z), e(x, z) in the order x, y, z */
+    int in_first[4] = {0, 2, 4, 6}, in_vars[6] = {0, 1, 1, 2, 0, 2};
+    rf_code proj[3];
+    for (int c = 0; c < 3; c++) {
+        proj[c].n = 1;
+        proj[c].ins = calloc(1, sizeof *proj[c].ins);
+        proj[c].ins[0].op = RF_EX_COL;
+        proj[c].ins[0].type = proj[c].ins[0].arg_type = RF_TYPE_INT64;
+        proj[c].ins[0].index = c;
+    }
+    rf_code none = {0, NULL};
+    size_t want = triangles_by_lists(&e);
+    CU_ASSERT_TRUE(want > 1000);
+    rf_table one, many;
+    rf_status st;
+    rf_status_init(&st);
+    rf_prims_set_threads(1);
+    CU_ASSERT_TRUE(rf_prim_multijoin(3, ins, in_first, in_vars, 3, &none, 3, proj, &one, &st));
+    rf_prims_set_threads(4);   /* many pieces of the first variable's values */
+    CU_ASSERT_TRUE(rf_prim_multijoin(3, ins, in_first, in_vars, 3, &none, 3, proj, &many, &st));
+    CU_ASSERT_EQUAL(one.nrows, want);
+    CU_ASSERT_EQUAL(many.nrows, want);
+    CU_ASSERT_EQUAL(rf_prim_multijoin_count(3, ins, in_first, in_vars, 3), want);
+    bool same = one.nrows == many.nrows;
+    for (int c = 0; c < 3 && same; c++)
+        same = memcmp(one.cols[c], many.cols[c], one.nrows * sizeof(rf_word)) == 0;
+    CU_ASSERT_TRUE(same);   /* the order does not depend on the thread count */
+    for (size_t i = 0; i < one.nrows; i++)
+        if (!(one.cols[0][i] < one.cols[1][i] && one.cols[1][i] < one.cols[2][i])) {
+            CU_FAIL("a row that is not a triangle x < y < z");
+            break;
+        }
+    rf_table_free(&one);
+    rf_table_free(&many);
+    for (int c = 0; c < 3; c++)
+        free(proj[c].ins);
+    rf_table_free(&e);
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite s = CU_add_suite("multijoin", NULL, NULL);
+    CU_add_test(s, "planner choice", test_planner_choice);
+    CU_add_test(s, "lower and verify", test_lower_and_verify);
+    CU_add_test(s, "verifier rejects malformed kernels", test_verifier_rejects);
+    CU_add_test(s, ".rfx round trip", test_rfx_round_trip);
+    CU_add_test(s, "CPU leapfrog", test_cpu_leapfrog);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+    CU_cleanup_registry();
+    rf_str_reset();
+    return failed ? 1 : 0;
+}
