@@ -653,11 +653,20 @@ static bool runs_union(rf_backend *be, const rf_kernel *k, rf_dvar *out, rf_dvar
     *done = false;
     if (g->runs_mode == 0 || a == b || out == a || out == b || a->rel.arity != b->rel.arity || a->rel.arity == 0)
         return true;
-    rf_dvar *full = gpu_var_rows(be, a) >= gpu_var_rows(be, b) ? a : b, *news = full == a ? b : a;
+    /* The full side: the one held as runs, else the one the other side was
+     * subtracted from (`full ∪ (new − full)`), else the larger (a first
+     * iteration's new rows can outnumber the relation they extend). */
+    size_t na = gpu_var_rows(be, a), nb = gpu_var_rows(be, b);
+    rf_dvar *full = (a->nruns > 0) != (b->nruns > 0) ? (a->nruns > 0 ? a : b)
+                    : b->minus_stamp != 0 && b->minus_stamp == a->stamp ? a
+                    : a->minus_stamp != 0 && a->minus_stamp == b->stamp ? b
+                    : na >= nb ? a : b;
+    rf_dvar *news = full == a ? b : a;
     int news_var = full == a ? k->in[1] : k->in[0];
     if (full->has_set || news->has_set)
         return true; /* the dense set's business (it declined: the merge below) */
-    if (full->nruns == 0 && g->dense_mode != 0 && full->set_retry > 0 && !full->set_never)
+    if (full->nruns == 0 && g->dense_mode != 0 &&
+        ((full->set_retry > 0 && !full->set_never) || (news->set_retry > 0 && !news->set_never)))
         return true; /* a dense set is tried again as the rows grow: it wins where it fits */
     if (full->nruns == 0 && g->runs_mode == 1 && full->rel.nrows < RF_RUNS_MIN_ROWS)
         return true;
