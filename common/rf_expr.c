@@ -103,6 +103,8 @@ int rf_expr_arity(rf_exop op)
     case RF_EX_MONTH:
     case RF_EX_DAY:
     case RF_EX_STRLEN:
+    case RF_EX_TO_STRING:
+    case RF_EX_TO_NUMBER:
         return 1;
     case RF_EX_IF:
     case RF_EX_SUBSTR:
@@ -125,6 +127,7 @@ const char *rf_exop_symbol(rf_exop op)
         [RF_EX_ADD_MONTHS] = "add_months", [RF_EX_ADD_YEARS] = "add_years", [RF_EX_SUBSTR] = "substr",
         [RF_EX_STRLEN] = "strlen", [RF_EX_CONCAT] = "concat", [RF_EX_LIKE] = "like",
         [RF_EX_STARTS_WITH] = "starts_with", [RF_EX_ENDS_WITH] = "ends_with", [RF_EX_CONTAINS] = "contains",
+        [RF_EX_TO_STRING] = "to_string", [RF_EX_TO_NUMBER] = "to_number",
     };
     return (unsigned)op < RF_EX_COUNT_ ? sym[op] : "?";
 }
@@ -523,7 +526,39 @@ bool rf_scalar_string(rf_exop op, rf_word a, rf_word b, rf_word c, rf_word *out,
 
 bool rf_exop_is_string_op(rf_exop op)
 {
-    return op == RF_EX_SUBSTR || op == RF_EX_STRLEN || (op >= RF_EX_CONCAT && op <= RF_EX_CONTAINS);
+    return op == RF_EX_SUBSTR || op == RF_EX_STRLEN || (op >= RF_EX_CONCAT && op <= RF_EX_TO_NUMBER);
+}
+
+bool rf_to_string(rf_type from, rf_word a, rf_word *out)
+{
+    char buf[64];
+    int n = rf_value_format(from, a, buf, sizeof buf);
+    if (n < 0 || (size_t)n >= sizeof buf)
+        n = 0;
+    *out = rf_str_intern(buf, (size_t)n);
+    return true;
+}
+
+bool rf_to_number(rf_word a, rf_word *out, rf_status *st)
+{
+    const char *s = rf_str_get(a);
+    size_t n = rf_str_len(a), i = 0;
+    bool neg = n > 0 && s[0] == '-';
+    i = n > 0 && (s[0] == '-' || s[0] == '+');
+    uint64_t v = 0;
+    bool ok = i < n;
+    for (; ok && i < n; i++) {
+        unsigned d = (unsigned char)s[i] - '0';
+        if (d > 9 || v > (UINT64_C(1) << 63) / 10 || v * 10 + d > (UINT64_C(1) << 63) - !neg)
+            ok = false;
+        else
+            v = v * 10 + d;
+    }
+    if (!ok)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "to_number: '%.*s' is not an integer (int64)",
+                       (int)(n > 60 ? 60 : n), s);
+    *out = neg ? (rf_word)(0 - v) : (rf_word)v;
+    return true;
 }
 
 bool rf_expr_eval_at(const rf_expr *e, const rf_word *row, const rf_word *rowids, rf_word *out, rf_status *st)
@@ -544,6 +579,10 @@ bool rf_expr_eval_at(const rf_expr *e, const rf_word *row, const rf_word *rowids
             return false;
         if (e->op == RF_EX_STRLEN)
             return rf_scalar_string(e->op, a, 0, 0, out, st);
+        if (e->op == RF_EX_TO_STRING)
+            return rf_to_string(e->a->type, a, out);
+        if (e->op == RF_EX_TO_NUMBER)
+            return rf_to_number(a, out, st);
         return rf_scalar_unary(e->op, e->a->type, e->type, a, out, st);
     default:
         if (!rf_expr_eval_at(e->a, row, rowids, &a, st))

@@ -57,6 +57,8 @@ typedef enum rf_exop {
     RF_EX_CONCAT,      /* string, string -> string */
     RF_EX_LIKE,        /* string, pattern -> bool (SQL LIKE: % and _) */
     RF_EX_STARTS_WITH, RF_EX_ENDS_WITH, RF_EX_CONTAINS, /* string, string -> bool */
+    RF_EX_TO_STRING,   /* number -> string: its text as outputs write it */
+    RF_EX_TO_NUMBER,   /* string -> int64: a decimal integer, else a fault */
     RF_EX_COUNT_
 } rf_exop;
 
@@ -81,6 +83,12 @@ int rf_expr_arity(rf_exop op);                            /* 0, 1, 2 or 3 */
 const char *rf_exop_symbol(rf_exop op);                   /* "+", "<=", ... */
 bool rf_exop_is_comparison(rf_exop op);
 bool rf_exop_is_function(rf_exop op);   /* written name(args): IF and after */
+/* to_string: a number's text as outputs write it (rf_value_format),
+ * interned; to_number: a string of an optional sign and decimal digits as
+ * int64, a fault otherwise ("to_number: 'x' is not an integer"). Host
+ * only (the dictionary lives there). */
+bool rf_to_string(rf_type from, rf_word a, rf_word *out);
+bool rf_to_number(rf_word a, rf_word *out, rf_status *st);
 
 /* Calls fn on every VAR/COL leaf (e.g. to collect or renumber columns). */
 void rf_expr_visit_leaves(rf_expr *e, void (*fn)(rf_expr *leaf, void *ctx), void *ctx);

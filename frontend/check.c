@@ -902,6 +902,8 @@ static const fn_def functions[] = {
     { "starts_with", RF_EX_STARTS_WITH, 2, { A_STR, A_STR }, RF_TYPE_BOOL },
     { "ends_with", RF_EX_ENDS_WITH, 2, { A_STR, A_STR }, RF_TYPE_BOOL },
     { "contains", RF_EX_CONTAINS, 2, { A_STR, A_STR }, RF_TYPE_BOOL },
+    { "to_string", RF_EX_TO_STRING, 1, { A_NUM }, RF_TYPE_STRING },
+    { "to_number", RF_EX_TO_NUMBER, 1, { A_STR }, RF_TYPE_INT64 },
     { "if", RF_EX_IF, 3, { A_BOOL, A_ANY, A_ANY }, R_COMMON },
     { "not", RF_EX_NOT, 1, { A_BOOL }, RF_TYPE_BOOL },
     { "int32", RF_EX_CAST, 1, { A_NUM }, RF_TYPE_INT32 },

@@ -876,7 +876,7 @@ static ast_expr *lower_call(sf_tr *tr, ast_expr *e, bool *ok)
         ast_expr_free(e);
         return acc;
     }
-    if (is_name(e, "strlen"))
+    if (is_name(e, "strlen") || is_name(e, "to_number") || is_name(e, "to_string"))
         return e;
     if (is_name(e, "substr")) {
         /* Soufflé counts from 0, Red Fox's substr (SQL's) from 1. */
@@ -922,9 +922,6 @@ static ast_expr *lower_call(sf_tr *tr, ast_expr *e, bool *ok)
     }
     if (is_name(e, "contains") || is_name(e, "match")) {
         rf_diag_error(tr->diag, e->name_loc, "'%s' is a constraint: write it alone as a body literal", e->text);
-    } else if (is_name(e, "to_number") || is_name(e, "to_string")) {
-        rf_diag_error(tr->diag, e->name_loc,
-                      "'%s' is not supported: Red Fox has no conversion between strings and numbers", e->text);
     } else if (is_name(e, "ord")) {
         rf_diag_error(tr->diag, e->name_loc, "'ord' is not supported (symbol ids are not values in Red Fox)");
     } else if (is_name(e, "range")) {
@@ -1071,9 +1068,9 @@ static rf_type infer_expr(const ast_expr *e, const sf_env *env)
         return a != RF_TYPE_INVALID && b != RF_TYPE_INVALID ? a : RF_TYPE_INVALID;
     }
     case AST_CALL:
-        if (is_name(e, "concat") || is_name(e, "substr"))
+        if (is_name(e, "concat") || is_name(e, "substr") || is_name(e, "to_string"))
             return RF_TYPE_STRING;
-        if (is_name(e, "strlen") || is_name(e, "int64"))
+        if (is_name(e, "strlen") || is_name(e, "int64") || is_name(e, "to_number"))
             return RF_TYPE_INT64;
         if (is_name(e, "float64"))
             return RF_TYPE_FLOAT64;

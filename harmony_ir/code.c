@@ -77,7 +77,7 @@ bool rf_code_interns(const rf_code *c)
 {
     bool any = false;
     for (int k = 0; c && k < c->n; k++)
-        any |= c->ins[k].op == RF_EX_SUBSTR || c->ins[k].op == RF_EX_CONCAT;
+        any |= c->ins[k].op == RF_EX_SUBSTR || c->ins[k].op == RF_EX_CONCAT || c->ins[k].op == RF_EX_TO_STRING;
     if (!any)
         return false;
     /* Subtree starts (postfix), then which substrs are only compared. */
@@ -93,7 +93,8 @@ bool rf_code_interns(const rf_code *c)
             compared[sub] = true;
     }
     for (int k = 0; k < c->n && !interns; k++)
-        interns = c->ins[k].op == RF_EX_CONCAT || (c->ins[k].op == RF_EX_SUBSTR && !compared[k]);
+        interns = c->ins[k].op == RF_EX_CONCAT || c->ins[k].op == RF_EX_TO_STRING ||
+                  (c->ins[k].op == RF_EX_SUBSTR && !compared[k]);
     free(start);
     free(compared);
     return interns;

@@ -85,6 +85,8 @@ static bool op_reads_values_only(rf_exop op)
     case RF_EX_STARTS_WITH:
     case RF_EX_ENDS_WITH:
     case RF_EX_CONTAINS:
+    case RF_EX_TO_STRING:
+    case RF_EX_TO_NUMBER:
         return true;
     default:
         return false;

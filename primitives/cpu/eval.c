@@ -286,6 +286,17 @@ static const rf_word *eval_node(rf_eval *ev, int k, const uint16_t *sel, int nse
                 out[sel[i]] = (rf_word)rf_str_len(a[sel[i]]);
             return out;
         }
+        if (in->op == RF_EX_TO_STRING) {
+            for (int i = 0; i < nsel; i++)
+                rf_to_string((rf_type)in->arg_type, a[sel[i]], &out[sel[i]]);
+            return out;
+        }
+        if (in->op == RF_EX_TO_NUMBER) {
+            for (int i = 0; i < nsel; i++)
+                if (!rf_to_number(a[sel[i]], &out[sel[i]], ev->st))
+                    return NULL;
+            return out;
+        }
         for (int i = 0; i < nsel; i++) {
             int r = sel[i];
             if (!rf_scalar_unary((rf_exop)in->op, (rf_type)in->arg_type, (rf_type)in->type, a[r],
