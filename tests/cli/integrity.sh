@@ -148,6 +148,10 @@ has "repeated --input message" err "--input: 'e' is given more than once"
 has "usage follows" err "usage: redfox run"
 expect "--input naming no predicate is a usage error" 64 "$redfox" run p.lql --input nope=x.tsv
 has "unknown --input predicate" err "--input: unknown predicate 'nope'"
+expect "--join with an unknown mode is a usage error" 64 "$redfox" run p.lql --join=sideways
+has "--join says what it expects" err "--join expects binary, wcoj or auto, not 'sideways'"
+expect "explain --join with an unknown mode" 64 "$redfox" explain --plan p.lql --join=
+has "explain --join says what it expects" err "--join expects binary, wcoj or auto, not ''"
 expect "--print naming no predicate is a usage error" 64 "$redfox" run p.lql --print nope
 has "usage after --print" err "usage: redfox run"
 expect "--print on a .rfx naming no predicate" 64 "$redfox" run good.rfx --print nope
