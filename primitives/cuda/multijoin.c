@@ -2,9 +2,17 @@
  * ch. 5). The bindings of the first variable are the values every input
  * holds in its first column (a thread a value of the shortest input);
  * each further level extends every partial binding by the next
- * variable's values (multijoin.cu: a warp a binding), counted first, then
- * written in place after a scan, so a level is exactly as large as it
- * must be. When a level would not fit the memory budget its bindings are
+ * variable's values, counted first, then written in place after a scan,
+ * so a level is exactly as large as it must be. Every input gets a
+ * directory on its first column where its values are dense enough
+ * (RF_GPU_LFTJ_DIRECTORY=off: never). A level's work is cut into items
+ * (a chunk of a binding's driver range each: multijoin.cu), which a team
+ * of lanes sized to the level's mean range takes (RF_GPU_LFTJ_TEAM and
+ * RF_GPU_LFTJ_CHUNK force the team size and the chunk, for tests; the
+ * count pass records which driver values matched in a bitmap, which the
+ * write pass reads instead of searching again (RF_GPU_LFTJ_BITS=off: it
+ * searches);
+ * RF_GPU_LFTJ_TRACE=1 prints each level's sizes and times to stderr). When a level would not fit the memory budget its bindings are
  * split in halves and each is expanded on its own, down to the last level
  * (rounds, depth-first over halves): the largest level is never held
  * whole. The last level's bindings go through the filter and projections
@@ -15,6 +23,7 @@
 #include "cuda_internal.h"
 #include "multijoin.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,8 +36,22 @@ typedef struct mj_run {
     const char *what;
     size_t budget;
     RF_VEC(rf_drel) pieces;   /* outputs of the last level, in order */
+    /* the inputs' first-column directories, one per distinct column */
+    int ndirs;
+    const uint64_t *dir_col[RF_MULTIJOIN_MAX_IN];
+    rf_mj_dir dirs[RF_MULTIJOIN_MAX_IN];
+    size_t dir_bytes[RF_MULTIJOIN_MAX_IN];
+    int force_team;           /* 0: from the mean range */
+    uint64_t force_chunk;     /* 0: team x 16 */
+    bool trace;               /* RF_GPU_LFTJ_TRACE: a line a level on stderr */
+    bool no_bits;             /* RF_GPU_LFTJ_BITS=off: the write searches again */
     rf_status *st;
 } mj_run;
+
+/* A directory costs 4 bytes a value of its span: made when the span is at
+ * most this many times the rows (plus a little), so it never costs much
+ * more than the column itself. */
+#define RF_MJ_DIR_SPAN_PER_ROW 4
 
 static bool ck(mj_run *r, cudaError_t e, const char *where)
 {
@@ -49,6 +72,84 @@ static bool emit_piece(mj_run *r, const rf_drel *b)
     return true;
 }
 
+/* A level's work items and what they need on the device. */
+typedef struct mj_items_mem {
+    rf_mj_items items;
+    uint64_t *row, *istart, *doff;
+    uint32_t *bits;
+    size_t nbind, nitems, bit_words;
+} mj_items_mem;
+
+static void free_items(mj_run *r, mj_items_mem *m)
+{
+    size_t per_binding = (m->nbind + 1) * sizeof(uint64_t);
+    if (m->istart)
+        rf_cuda_free(r->c, m->istart, per_binding);
+    if (m->doff)
+        rf_cuda_free(r->c, m->doff, per_binding);
+    if (m->row)
+        rf_cuda_free(r->c, m->row, m->nitems * sizeof(uint64_t));
+    if (m->bits)
+        rf_cuda_free(r->c, m->bits, m->bit_words * sizeof(uint32_t));
+    memset(m, 0, sizeof *m);
+}
+
+/* The work items of bindings `rows` at level lv, and the bitmap of their
+ * driver values' matches when it fits an eighth of the budget. */
+static bool make_items(mj_run *r, const rf_mj_level *lv, rf_mj_rows rows, mj_items_mem *m)
+{
+    rf_cuda_ctx *c = r->c;
+    size_t n = rows.n, bytes = (n + 1) * sizeof(uint64_t);
+    memset(m, 0, sizeof *m);
+    m->nbind = n;
+    uint64_t *len = rf_cuda_alloc(c, bytes, r->what, r->st);
+    m->doff = len ? rf_cuda_alloc(c, bytes, r->what, r->st) : NULL;
+    m->istart = m->doff ? rf_cuda_alloc(c, bytes, r->what, r->st) : NULL;
+    uint64_t total_len = 0, nitems = 0;
+    bool ok = m->istart && ck(r, rf_k_mj_driver_len(c->stream, lv, rows, len), "multijoin ranges") &&
+              rf_cub_count_scan(c, len, m->doff, n, r->st) &&
+              rf_cuda_read_back(c, m->doff + n, &total_len, sizeof total_len, r->st);
+    rf_mj_items *items = &m->items;
+    if (ok) {
+        /* lanes a team: half the mean driver range, rounded up to 4..32
+         * (measured: a team a little short of the range, looping twice,
+         * beats one with idle lanes) */
+        double mean = (double)total_len / (double)n;
+        int team = mean <= 8 ? 4 : mean <= 16 ? 8 : mean <= 32 ? 16 : 32;
+        if (r->force_team)
+            team = r->force_team;
+        items->team = team;
+        items->chunk = r->force_chunk ? r->force_chunk : (uint64_t)team * 16;
+        ok = ck(r, rf_k_mj_chunks(c->stream, len, n, items->chunk), "multijoin chunks") &&
+             rf_cub_count_scan(c, len, m->istart, n, r->st) &&
+             rf_cuda_read_back(c, m->istart + n, &nitems, sizeof nitems, r->st);
+    }
+    if (len)
+        rf_cuda_free(c, len, bytes);
+    if (ok && nitems > 0) {
+        m->row = rf_cuda_alloc(c, nitems * sizeof(uint64_t), r->what, r->st);
+        m->nitems = m->row ? nitems : 0;
+        ok = m->row && ck(r, rf_k_mj_items(c->stream, m->istart, n, m->row), "multijoin items");
+    }
+    /* +2 words: a team's bits may spill into the word after the last */
+    size_t words = (size_t)(total_len / 32) + 2;
+    if (ok && nitems > 0 && words * sizeof(uint32_t) <= r->budget / 8 && !r->no_bits) {
+        m->bits = rf_cuda_alloc(c, words * sizeof(uint32_t), r->what, r->st);
+        m->bit_words = m->bits ? words : 0;
+        ok = m->bits && ck(r, cudaMemsetAsync(m->bits, 0, words * sizeof(uint32_t), c->stream), "multijoin bits");
+    }
+    if (!ok) {
+        free_items(r, m);
+        return false;
+    }
+    items->row = m->row;
+    items->istart = m->istart;
+    items->n = nitems;
+    items->doff = m->doff;
+    items->bits = m->bits;
+    return true;
+}
+
 /* Extends bindings `in` (d columns, a view: rows from `first`) by
  * variable d, and on to the last level. */
 static bool expand(mj_run *r, int d, const rf_drel *in, size_t first, size_t n)
@@ -58,33 +159,92 @@ static bool expand(mj_run *r, int d, const rf_drel *in, size_t first, size_t n)
     rf_cuda_ctx *c = r->c;
     const rf_mj_level *lv = &r->lv[d];
     rf_mj_rows rows = {in->data + first, in->cap, n};
-    size_t cbytes = (n + 1) * sizeof(uint64_t);
+    double t0 = r->trace ? rf_now() : 0;
+    mj_items_mem m;
+    if (!make_items(r, lv, rows, &m))
+        return false;
+    const rf_mj_items items = m.items;
+    double t1 = r->trace ? rf_now() : 0;
+    size_t cbytes = (items.n + 1) * sizeof(uint64_t);
     uint64_t *counts = rf_cuda_alloc(c, cbytes, r->what, r->st);
     uint64_t *pos = counts ? rf_cuda_alloc(c, cbytes, r->what, r->st) : NULL;
     uint64_t total = 0;
-    bool ok = pos && ck(r, rf_k_mj_count(c->stream, lv, rows, counts), "multijoin count") &&
-              rf_cub_count_scan(c, counts, pos, n, r->st) &&
-              rf_cuda_read_back(c, pos + n, &total, sizeof total, r->st);
+    bool ok = pos && ck(r, rf_k_mj_count(c->stream, lv, rows, items, counts), "multijoin count") &&
+              rf_cub_count_scan(c, counts, pos, items.n, r->st) &&
+              rf_cuda_read_back(c, pos + items.n, &total, sizeof total, r->st);
     if (counts)
         rf_cuda_free(c, counts, cbytes);
     counts = NULL;
+    double t2 = r->trace ? rf_now() : 0;
     size_t need = (size_t)total * (size_t)(d + 1) * sizeof(uint64_t);
     if (ok && need > r->budget && n > 1) {
         /* a round of each half: neither level is held whole */
         rf_cuda_free(c, pos, cbytes);
+        free_items(r, &m);
         return expand(r, d, in, first, n / 2) && expand(r, d, in, first + n / 2, n - n / 2);
     }
     rf_drel next;
     rf_drel_init(&next, d + 1);
     ok = ok && (total == 0 || (rf_drel_alloc(c, &next, total, r->what, r->st) &&
-                               ck(r, rf_k_mj_write(c->stream, lv, rows, pos, next.data, next.cap),
+                               ck(r, rf_k_mj_write(c->stream, lv, rows, items, pos, next.data, next.cap),
                                   "multijoin write")));
     if (pos)
         rf_cuda_free(c, pos, cbytes);
+    bool had_bits = m.bits != NULL;
+    free_items(r, &m);
+    if (r->trace && ok) {
+        ok = rf_cuda_check(c, cudaStreamSynchronize(c->stream), "multijoin trace", r->st);
+        fprintf(stderr,
+                "redfox: multijoin level %d: %zu bindings, %llu items (team %d, chunk %llu%s), %llu extensions; "
+                "items %.3f ms, count %.3f ms, write %.3f ms\n",
+                d, n, (unsigned long long)items.n, items.team, (unsigned long long)items.chunk,
+                had_bits ? ", match bits" : "", (unsigned long long)total, (t1 - t0) * 1e3, (t2 - t1) * 1e3,
+                (rf_now() - t2) * 1e3);
+    }
     if (ok && total > 0)
         ok = d + 1 == r->nvars ? emit_piece(r, &next) : expand(r, d + 1, &next, 0, total);
     rf_drel_free(c, &next);
     return ok;
+}
+
+/* The directory of column col (n rows, sorted), shared by the inputs that
+ * are the same relation; left without one (off NULL) when its values are
+ * too sparse or too many. */
+static bool directory_of(mj_run *r, const uint64_t *col, uint64_t n, rf_mj_dir *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!col || n == 0 || n >= UINT32_MAX)
+        return true;
+    for (int i = 0; i < r->ndirs; i++)
+        if (r->dir_col[i] == col) {
+            *out = r->dirs[i];
+            return true;
+        }
+    const char *env = getenv("RF_GPU_LFTJ_DIRECTORY");
+    if (env && strcmp(env, "off") == 0)
+        return true;
+    rf_cuda_ctx *c = r->c;
+    uint64_t lo = 0, hi = 0;
+    if (!rf_cuda_read_back(c, col, &lo, sizeof lo, r->st) ||
+        !rf_cuda_read_back(c, col + n - 1, &hi, sizeof hi, r->st))
+        return false;
+    uint64_t span = hi - lo;
+    if (span > RF_MJ_DIR_SPAN_PER_ROW * n + 4096)
+        return true;
+    size_t bytes = (size_t)(span + 2) * sizeof(uint32_t);
+    uint32_t *off = rf_cuda_alloc(c, bytes, r->what, r->st);
+    if (!off || !ck(r, rf_k_mj_directory(c->stream, col, n, lo, span, off), "multijoin directory")) {
+        if (off)
+            rf_cuda_free(c, off, bytes);
+        return false;
+    }
+    rf_mj_dir d = {off, lo, span};
+    int i = r->ndirs++;
+    r->dir_col[i] = col;
+    r->dirs[i] = d;
+    r->dir_bytes[i] = bytes;
+    *out = d;
+    return true;
 }
 
 /* The first variable's values: those of the shortest input's first column
@@ -164,6 +324,17 @@ bool rf_cuda_multijoin(rf_cuda_ctx *c, int nin, const rf_drel *const *ins, const
     r->st = st;
     const char *env = getenv("RF_GPU_LFTJ_BUDGET");
     r->budget = env && *env ? (size_t)strtoull(env, NULL, 10) : c->total_mem / 4;
+    const char *team = getenv("RF_GPU_LFTJ_TEAM"), *chunk = getenv("RF_GPU_LFTJ_CHUNK");
+    if (team && *team) {
+        int t = atoi(team);
+        r->force_team = t == 4 || t == 8 || t == 16 || t == 32 ? t : 0;
+    }
+    if (chunk && *chunk)
+        r->force_chunk = strtoull(chunk, NULL, 10);
+    const char *trace = getenv("RF_GPU_LFTJ_TRACE");
+    r->trace = trace && *trace && strcmp(trace, "0") != 0;
+    const char *bits = getenv("RF_GPU_LFTJ_BITS");
+    r->no_bits = bits && strcmp(bits, "off") == 0;
     bool any_empty = false;
     /* the levels: which inputs take part in each variable, and how */
     for (int d = 0; d < nvars; d++)
@@ -184,7 +355,17 @@ bool rf_cuda_multijoin(rf_cuda_ctx *c, int nin, const rf_drel *const *ins, const
         }
     }
     bool ok = true;
-    if (!any_empty) {
+    for (int i = 0; i < nin && ok && !any_empty; i++) {
+        rf_mj_dir dir;
+        ok = directory_of(r, ins[i]->data, ins[i]->nrows, &dir);
+        for (int j = 0; ok && j < in_first[i + 1] - in_first[i]; j++) {
+            rf_mj_level *lv = &r->lv[in_vars[in_first[i] + j]];
+            for (int x = 0; x < lv->npart; x++)
+                if (lv->cols[x][0] == ins[i]->data && lv->col[x] == j)
+                    lv->dir[x] = dir;
+        }
+    }
+    if (ok && !any_empty) {
         rf_drel first;
         rf_drel_init(&first, 1);
         ok = first_level(r, &first);
@@ -200,6 +381,8 @@ bool rf_cuda_multijoin(rf_cuda_ctx *c, int nin, const rf_drel *const *ins, const
     }
     for (size_t i = 0; i < r->pieces.len; i++)
         rf_drel_free(c, &r->pieces.items[i]);
+    for (int i = 0; i < r->ndirs; i++)
+        rf_cuda_free(c, (void *)r->dirs[i].off, r->dir_bytes[i]);
     free(r->pieces.items);
     free(r);
     return ok;

@@ -1,14 +1,19 @@
 // The breadth-first leapfrog triejoin's kernels (thesis ch. 5, adapted to
 // the H100): each level extends every partial binding by the values of
-// the next variable that every input taking part holds. A warp takes one
-// binding: its lanes walk the shortest input's range 32 values at a time
-// and look each value up in the other ranges by binary search (the
-// "unprocessed x processed" case of the thesis: the small side searched in
-// the large); counts first, then, after a scan, each warp writes its
-// extensions in place (ballot + popc give every lane its slot). The
-// inputs' ranges are found again by binary search on the binding's values
-// rather than stored: (2 x inputs) words a binding saved, and the searches
-// run over L2-resident upper levels of the sorted columns.
+// the next variable that every input taking part holds.
+//
+// A binding's range in an input is found through a directory on the
+// input's first column (two loads) rather than binary searches over the
+// whole input (~2 log n dependent loads: on 10^7-edge graphs they were
+// most of the time). The shortest range drives: its values are looked up
+// in the others by binary search (the thesis' "unprocessed x processed"
+// case, the small side searched in the large). Work is balanced by cutting
+// every binding's driver range into chunks (work items), so a hub of a
+// skewed graph is spread over many teams instead of stalling one, and a
+// team has as many lanes (4..32) as the level's ranges are long on
+// average, so low-degree graphs do not leave most of a warp idle. Counts
+// first, then, after a scan, each team writes its extensions in place
+// (ballot + popc give every lane its slot).
 #include "multijoin.h"
 
 namespace {
@@ -57,6 +62,16 @@ __device__ __forceinline__ void range_of(const rf_mj_level &lv, int x, const rf_
     uint64_t lo = 0, hi = lv.nrows[x];
     for (int j = 0; j < lv.col[x] && lo < hi; j++) {
         uint64_t v = in.data[(uint64_t)lv.prefix_var[x][j] * in.cap + row];
+        if (j == 0 && lv.dir[x].off) {
+            const rf_mj_dir &dir = lv.dir[x];
+            if (v < dir.min || v - dir.min > dir.span) {
+                hi = lo;
+            } else {
+                lo = dir.off[v - dir.min];
+                hi = dir.off[v - dir.min + 1];
+            }
+            continue;
+        }
         lo = lower(lv.cols[x][j], lo, hi, v);
         hi = upper(lv.cols[x][j], lo, hi, v);
     }
@@ -75,6 +90,12 @@ __device__ __forceinline__ bool member(const rf_mj_level &lv, int drv, const uin
     for (int x = 0; x < lv.npart; x++) {
         if (x == drv)
             continue;
+        if (lv.col[x] == 0 && lv.dir[x].off) {   // level 0: the whole first column
+            const rf_mj_dir &dir = lv.dir[x];
+            if (v < dir.min || v - dir.min > dir.span || dir.off[v - dir.min] == dir.off[v - dir.min + 1])
+                return false;
+            continue;
+        }
         const uint64_t *col = lv.cols[x][lv.col[x]];
         uint64_t p = lower(col, lo[x], hi[x], v);
         if (p >= hi[x] || col[p] != v)
@@ -105,40 +126,113 @@ __global__ void k_first_write(rf_mj_level lv, int drv, const uint8_t *flags, con
             out[pos[j]] = dcol[j];
 }
 
-// One warp per binding (grid-stride over bindings). With `write`, the
-// extensions go to out from out_pos[row]; else their number to counts[row].
-template <bool write>
-__global__ void k_level(rf_mj_level lv, rf_mj_rows in, uint64_t *counts, const uint64_t *out_pos, uint64_t *out,
-                        uint64_t out_cap)
+// Every input's range for binding `row`, and the shortest (the driver);
+// false when one is empty.
+__device__ __forceinline__ bool ranges_of(const rf_mj_level &lv, const rf_mj_rows &in, uint64_t row,
+                                          uint64_t *lo, uint64_t *hi, int *drv_out)
+{
+    int drv = 0;
+    for (int x = 0; x < lv.npart; x++) {
+        range_of(lv, x, in, row, &lo[x], &hi[x]);
+        if (lo[x] >= hi[x])
+            return false;
+        if (hi[x] - lo[x] < hi[drv] - lo[drv])
+            drv = x;
+    }
+    *drv_out = drv;
+    return true;
+}
+
+__global__ void k_directory(const uint64_t *col, uint64_t n, uint64_t min, uint64_t span, uint32_t *off)
+{
+    // Row i (and the end, i = n) owns the directory entries of the values
+    // after row i - 1's up to its own: each entry is written once.
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i <= n;
+         i += (uint64_t)gridDim.x * blockDim.x) {
+        uint64_t first = i == 0 ? 0 : col[i - 1] - min + 1;
+        uint64_t last = i == n ? span + 1 : col[i] - min;
+        for (uint64_t e = first; e <= last && e <= span + 1; e++)
+            off[e] = (uint32_t)i;
+    }
+}
+
+__global__ void k_driver_len(rf_mj_level lv, rf_mj_rows in, uint64_t *len)
+{
+    for (uint64_t row = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; row < in.n;
+         row += (uint64_t)gridDim.x * blockDim.x) {
+        uint64_t lo[RF_MULTIJOIN_MAX_IN], hi[RF_MULTIJOIN_MAX_IN];
+        int drv;
+        len[row] = ranges_of(lv, in, row, lo, hi, &drv) ? hi[drv] - lo[drv] : 0;
+    }
+}
+
+__global__ void k_chunks(uint64_t *len, uint64_t n, uint64_t chunk)
+{
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (uint64_t)gridDim.x * blockDim.x)
+        len[i] = (len[i] + chunk - 1) / chunk;
+}
+
+__global__ void k_items(const uint64_t *istart, uint64_t n, uint64_t *item_row)
+{
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (uint64_t)gridDim.x * blockDim.x)
+        for (uint64_t k = istart[i]; k < istart[i + 1]; k++)
+            item_row[k] = i;
+}
+
+// A team of G lanes a work item (grid-stride over items). With `write`,
+// the extensions go to out from out_pos[item]; else their number to
+// counts[item]. A team's lanes run the same trips, so a ballot over the
+// team's mask is convergent.
+template <int G, bool write>
+__global__ void k_level(rf_mj_level lv, rf_mj_rows in, rf_mj_items items, uint64_t *counts,
+                        const uint64_t *out_pos, uint64_t *out, uint64_t out_cap)
 {
     const int lane = threadIdx.x & 31;
-    const uint64_t warp = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-    const uint64_t nwarps = ((uint64_t)gridDim.x * blockDim.x) >> 5;
-    for (uint64_t row = warp; row < in.n; row += nwarps) {
+    const int tlane = lane & (G - 1);
+    const unsigned tmask = G == 32 ? 0xffffffffu : ((1u << G) - 1u) << (lane & ~(G - 1));
+    const uint64_t team = ((uint64_t)blockIdx.x * blockDim.x + threadIdx.x) / G;
+    const uint64_t nteams = ((uint64_t)gridDim.x * blockDim.x) / G;
+    for (uint64_t it = team; it < items.n; it += nteams) {
+        const uint64_t row = items.row[it];
+        const uint64_t chunk = it - items.istart[row];
         uint64_t lo[RF_MULTIJOIN_MAX_IN], hi[RF_MULTIJOIN_MAX_IN];
         int drv = 0;
-        bool empty = false;
-        for (int x = 0; x < lv.npart; x++) {
-            range_of(lv, x, in, row, &lo[x], &hi[x]);
-            empty |= lo[x] >= hi[x];
-            if (hi[x] - lo[x] < hi[drv] - lo[drv])
-                drv = x;
-        }
         uint64_t found = 0;
-        uint64_t base = write ? out_pos[row] : 0;
-        if (!empty) {
+        const uint64_t base = write ? out_pos[it] : 0;
+        if (ranges_of(lv, in, row, lo, hi, &drv)) {
             const uint64_t *dcol = lv.cols[drv][lv.col[drv]];
-            for (uint64_t j0 = lo[drv]; j0 < hi[drv]; j0 += 32) {
-                uint64_t j = j0 + lane;
+            const uint64_t cbeg = lo[drv] + chunk * items.chunk;
+            const uint64_t cend = cbeg + items.chunk < hi[drv] ? cbeg + items.chunk : hi[drv];
+            const uint64_t bit0 = items.bits ? items.doff[row] - lo[drv] : 0;   // bit of driver row j: bit0 + j
+            for (uint64_t j0 = cbeg; j0 < cend; j0 += G) {
+                const uint64_t j = j0 + tlane;
                 bool ok = false;
                 uint64_t v = 0;
-                if (j < hi[drv]) {
-                    v = dcol[j];
-                    ok = member(lv, drv, lo, hi, j, lo[drv], v);
+                if (j < cend) {
+                    if (write && items.bits) {
+                        const uint64_t b = bit0 + j;
+                        ok = (items.bits[b >> 5] >> (b & 31)) & 1u;
+                        if (ok)
+                            v = dcol[j];
+                    } else {
+                        v = dcol[j];
+                        ok = member(lv, drv, lo, hi, j, lo[drv], v);
+                    }
                 }
-                unsigned ballot = __ballot_sync(0xffffffffu, ok);
+                const unsigned ballot = __ballot_sync(tmask, ok);
+                if (!write && items.bits && tlane == 0 && ballot) {
+                    // the team's G bits, for driver rows j0 .. j0 + G - 1
+                    const unsigned mine = G == 32 ? ballot : (ballot >> (lane & ~(G - 1))) & ((1u << G) - 1u);
+                    const uint64_t b = bit0 + j0;
+                    const unsigned off = (unsigned)(b & 31);
+                    atomicOr(&items.bits[b >> 5], mine << off);
+                    if (off + G > 32)
+                        atomicOr(&items.bits[(b >> 5) + 1], mine >> (32 - off));
+                }
                 if (write && ok) {
-                    uint64_t at = base + found + __popc(ballot & ((1u << lane) - 1u));
+                    const uint64_t at = base + found + __popc(ballot & ((1u << lane) - 1u));
                     for (int c = 0; c < lv.d; c++)
                         out[(uint64_t)c * out_cap + at] = in.data[(uint64_t)c * in.cap + row];
                     out[(uint64_t)lv.d * out_cap + at] = v;
@@ -146,9 +240,25 @@ __global__ void k_level(rf_mj_level lv, rf_mj_rows in, uint64_t *counts, const u
                 found += __popc(ballot);
             }
         }
-        if (!write && lane == 0)
-            counts[row] = found;
+        if (!write && tlane == 0)
+            counts[it] = found;
     }
+}
+
+template <bool write>
+cudaError_t launch_level(cudaStream_t s, const rf_mj_level *lv, rf_mj_rows in, rf_mj_items items, uint64_t *counts,
+                         const uint64_t *out_pos, uint64_t *out, uint64_t out_cap)
+{
+    if (items.n == 0)
+        return cudaSuccess;
+    const unsigned grid = grid_for(items.n * (uint64_t)items.team);
+    switch (items.team) {
+    case 4: k_level<4, write><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap); break;
+    case 8: k_level<8, write><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap); break;
+    case 16: k_level<16, write><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap); break;
+    default: k_level<32, write><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap); break;
+    }
+    return cudaGetLastError();
 }
 
 }  // namespace
@@ -166,19 +276,45 @@ extern "C" cudaError_t rf_k_mj_first_write(cudaStream_t s, const rf_mj_level *lv
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t rf_k_mj_count(cudaStream_t s, const rf_mj_level *lv, rf_mj_rows in, uint64_t *counts)
+extern "C" cudaError_t rf_k_mj_directory(cudaStream_t s, const uint64_t *col, uint64_t n, uint64_t min,
+                                         uint64_t span, uint32_t *off)
 {
-    if (in.n == 0)
-        return cudaSuccess;
-    k_level<false><<<grid_for(in.n * 32), kBlock, 0, s>>>(*lv, in, counts, nullptr, nullptr, 0);
+    k_directory<<<grid_for(n + 1), kBlock, 0, s>>>(col, n, min, span, off);
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t rf_k_mj_write(cudaStream_t s, const rf_mj_level *lv, rf_mj_rows in, const uint64_t *out_pos,
-                                     uint64_t *out, uint64_t out_cap)
+extern "C" cudaError_t rf_k_mj_driver_len(cudaStream_t s, const rf_mj_level *lv, rf_mj_rows in, uint64_t *len)
 {
     if (in.n == 0)
         return cudaSuccess;
-    k_level<true><<<grid_for(in.n * 32), kBlock, 0, s>>>(*lv, in, nullptr, out_pos, out, out_cap);
+    k_driver_len<<<grid_for(in.n), kBlock, 0, s>>>(*lv, in, len);
     return cudaGetLastError();
+}
+
+extern "C" cudaError_t rf_k_mj_chunks(cudaStream_t s, uint64_t *len, uint64_t n, uint64_t chunk)
+{
+    if (n == 0)
+        return cudaSuccess;
+    k_chunks<<<grid_for(n), kBlock, 0, s>>>(len, n, chunk);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t rf_k_mj_items(cudaStream_t s, const uint64_t *istart, uint64_t n, uint64_t *item_row)
+{
+    if (n == 0)
+        return cudaSuccess;
+    k_items<<<grid_for(n), kBlock, 0, s>>>(istart, n, item_row);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t rf_k_mj_count(cudaStream_t s, const rf_mj_level *lv, rf_mj_rows in, rf_mj_items items,
+                                     uint64_t *counts)
+{
+    return launch_level<false>(s, lv, in, items, counts, nullptr, nullptr, 0);
+}
+
+extern "C" cudaError_t rf_k_mj_write(cudaStream_t s, const rf_mj_level *lv, rf_mj_rows in, rf_mj_items items,
+                                     const uint64_t *out_pos, uint64_t *out, uint64_t out_cap)
+{
+    return launch_level<true>(s, lv, in, items, nullptr, out_pos, out, out_cap);
 }

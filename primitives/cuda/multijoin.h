@@ -17,9 +17,19 @@ extern "C" {
  * part: its rows agreeing with a binding on its columns before (which bind
  * prefix_var[x][0..col[x])) form a range; its column col[x] is sorted
  * within it. Passed by value (about 3 KB of kernel parameters). */
+typedef struct rf_mj_dir {
+    const uint32_t *off;     /* NULL: none (binary search instead) */
+    uint64_t min, span;      /* the column's values lie in [min, min + span] */
+} rf_mj_dir;
+
 typedef struct rf_mj_level {
     int d;
     int npart;
+    /* A directory on input x's first column (rows off[v - min] ..
+     * off[v - min + 1] - 1 hold value v): the range of a binding's first
+     * prefix value in two loads instead of two binary searches over the
+     * whole input, and at level 0 membership in one. */
+    rf_mj_dir dir[RF_MULTIJOIN_MAX_IN];
     int col[RF_MULTIJOIN_MAX_IN];
     int prefix_var[RF_MULTIJOIN_MAX_IN][RF_MULTIJOIN_MAX_VARS];
     const uint64_t *cols[RF_MULTIJOIN_MAX_IN][RF_MULTIJOIN_MAX_VARS];
@@ -39,13 +49,40 @@ cudaError_t rf_k_mj_first(cudaStream_t s, const rf_mj_level *lv, int drv, uint8_
 /* Writes those values: out[pos[j]] = value of row j where flags[j]. */
 cudaError_t rf_k_mj_first_write(cudaStream_t s, const rf_mj_level *lv, int drv, const uint8_t *flags,
                                 const uint64_t *pos, uint64_t *out);
-/* Levels 1..: one warp per binding intersects the inputs' ranges (the
- * shortest one's values, each looked up in the others by binary search)
- * and counts the extensions (counts[i]), or writes them from out_pos[i]
- * into `out` (columns 0..d copied, column d the new value; cap out_cap). */
-cudaError_t rf_k_mj_count(cudaStream_t s, const rf_mj_level *lv, rf_mj_rows in, uint64_t *counts);
-cudaError_t rf_k_mj_write(cudaStream_t s, const rf_mj_level *lv, rf_mj_rows in, const uint64_t *out_pos,
-                          uint64_t *out, uint64_t out_cap);
+/* The directory of a sorted column of n rows with values in [min, min +
+ * span]: off has span + 2 entries, off[i] the first row whose value is at
+ * least min + i (off[span + 1] = n). */
+cudaError_t rf_k_mj_directory(cudaStream_t s, const uint64_t *col, uint64_t n, uint64_t min, uint64_t span,
+                              uint32_t *off);
+/* Levels 1..: the length of every binding's driver range (the shortest of
+ * the inputs' ranges; 0 when one is empty): len[i], for i < in.n. */
+cudaError_t rf_k_mj_driver_len(cudaStream_t s, const rf_mj_level *lv, rf_mj_rows in, uint64_t *len);
+/* In place: len[i] becomes the number of chunks of `chunk` driver values
+ * binding i is cut into (its work items). */
+cudaError_t rf_k_mj_chunks(cudaStream_t s, uint64_t *len, uint64_t n, uint64_t chunk);
+/* item_row[k] = the binding of work item k, for the items istart[i] ..
+ * istart[i + 1] - 1 of every binding i < n. */
+cudaError_t rf_k_mj_items(cudaStream_t s, const uint64_t *istart, uint64_t n, uint64_t *item_row);
+/* A team of `team` lanes (4, 8, 16 or 32) a work item (one chunk of a
+ * binding's driver range): its values are looked up in the other inputs'
+ * ranges by binary search and the extensions counted (counts[k]), or
+ * written from out_pos[k] into `out` (columns 0..d-1 copied from the
+ * binding, column d the new value; cap out_cap). Items keep the bindings'
+ * order and each chunk its values' order, so the output is in order.
+ * With `bits` (one bit a driver value: binding i's from bit doff[i],
+ * zeroed before the count), the count records which values matched and
+ * the write reads them back instead of searching again. */
+typedef struct rf_mj_items {
+    const uint64_t *row, *istart;
+    uint64_t n, chunk;
+    int team;
+    const uint64_t *doff;    /* with bits: each binding's first bit */
+    uint32_t *bits;          /* NULL: the write searches again */
+} rf_mj_items;
+cudaError_t rf_k_mj_count(cudaStream_t s, const rf_mj_level *lv, rf_mj_rows in, rf_mj_items items,
+                          uint64_t *counts);
+cudaError_t rf_k_mj_write(cudaStream_t s, const rf_mj_level *lv, rf_mj_rows in, rf_mj_items items,
+                          const uint64_t *out_pos, uint64_t *out, uint64_t out_cap);
 
 #ifdef __cplusplus
 }

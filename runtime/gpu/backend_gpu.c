@@ -54,6 +54,10 @@ struct rf_dvar {
      * rows. Runs are taken only where no set is coming. */
     bool set_never;
     size_t set_retry;
+    /* rel's rows are sorted and distinct already: a MULTIJOIN's bindings
+     * projected in variable order. A SORT of them is a copy. Cleared
+     * whenever the variable is written. */
+    bool sorted_set;
 };
 
 /* When to hold the full relation of a semi-naive UNION as runs
@@ -254,6 +258,7 @@ static void becomes_table(rf_backend *be, rf_dvar *v)
     drop_set(be, v);
     drop_runs(be, v);
     v->table_ok = true;
+    v->sorted_set = false;
 }
 
 static bool gpu_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
@@ -843,7 +848,8 @@ static bool gpu_run_plain(rf_backend *be, const rf_hprogram *p, const rf_kernel 
                 ok = rf_cuda_map(ctx, &in0->rel, &k->filter, k->nproj, k->proj, &out->rel, what, st);
                 break;
             case RF_K_SORT:
-                ok = rf_cuda_sort_unique(ctx, &in0->rel, &out->rel, what, st);
+                ok = in0 && in0->sorted_set ? rf_drel_copy(ctx, &out->rel, &in0->rel, what, st)
+                                            : rf_cuda_sort_unique(ctx, &in0->rel, &out->rel, what, st);
                 break;
             case RF_K_JOIN:
                 ok = rf_cuda_join(ctx, &in0->rel, &in1->rel, k->nkeys, &k->filter, k->nproj, k->proj,
@@ -1556,11 +1562,19 @@ static rf_run_result gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kern
                              rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
     gpu_impl *g = impl_of(be);
+    for (int i = 0; i < (k->op == RF_K_FUSED ? k->fused->nout : 1); i++)
+        if (outs[i])
+            outs[i]->sorted_set = false;
     if (k->op == RF_K_MULTIJOIN) {
         release_output(be, outs[0], ins, k->mj->nin);
         if (!gpu_run_multijoin(be, p, k, outs[0], ins, stats, st))
             return RF_RUN_FAILED;
         if (outs[0]) {
+            /* the bindings come level by level in order, each distinct */
+            bool in_order = k->nproj == k->mj->nvars && k->filter.n == 0;
+            for (int j = 0; in_order && j < k->nproj; j++)
+                in_order = rf_code_as_column(&k->proj[j]) == j;
+            outs[0]->sorted_set = in_order && outs[0]->table_ok;
             outs[0]->stamp = ++g->last_stamp;
             outs[0]->minus_stamp = 0;
             outs[0]->set_never = false;
