@@ -75,7 +75,9 @@ static const char help_text[] =
     "                      memory; equal hashes: equal output files)\n"
     "  --stats             per-kernel times, rows, bytes, loop iterations, peak memory\n"
     "  --backend=B         auto (default: the CPU for inputs under RF_AUTO_CPU_ROWS rows,\n"
-    "                      25000 by default, else the GPU if present), cpu or gpu\n"
+    "                      25000 by default, else the GPU if present, with kernels of a\n"
+    "                      few rows placed on the host), cpu, or gpu (every kernel on\n"
+    "                      the device)\n"
     "  --threads N         host worker threads: the CPU backend's kernels, and reading\n"
     "                      input files with either backend (default: one per core)\n"
     "  --max-iterations N  fail (exit 2) when a recursive loop runs more than N\n"
@@ -443,6 +445,20 @@ static int cmd_run(int argc, char **argv)
         strncat(auto_note, "; no GPU", sizeof auto_note - strlen(auto_note) - 1);
     if (!be)
         be = rf_backend_cpu_new(threads);
+    /* auto on the GPU: kernels of a few rows run on the host instead
+     * (backend_hybrid.c; RF_HOST_KERNELS=off keeps every kernel on the
+     * device). RF_TEST_HYBRID_DEVICE=cpu puts a second CPU backend in
+     * the device's place, so that machines without a GPU test the
+     * placement (tests/golden, tests/differential). */
+    const char *host_kernels = getenv("RF_HOST_KERNELS");
+    const char *test_device = getenv("RF_TEST_HYBRID_DEVICE");
+    if (strcmp(backend, "auto") == 0 && strcmp(be->name, "gpu") == 0 &&
+        !(host_kernels && strcmp(host_kernels, "off") == 0)) {
+        be = rf_backend_hybrid_new(be, rf_backend_cpu_new(threads));
+        strncat(auto_note, "; kernels of a few rows on the host", sizeof auto_note - strlen(auto_note) - 1);
+    } else if (test_device && strcmp(test_device, "cpu") == 0 && strcmp(be->name, "cpu") == 0) {
+        be = rf_backend_hybrid_new(rf_backend_cpu_new(threads), be);
+    }
     if (stats)
         fprintf(stderr, "redfox: backend: %s%s%s%s\n", be->name, auto_note[0] ? " (" : "", auto_note,
                 auto_note[0] ? ")" : "");

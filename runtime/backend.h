@@ -81,6 +81,18 @@ struct rf_backend {
  * without the GPU backend. Needs no GPU. */
 char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk);
 
+/* Kernel placement (backend_hybrid.c): a backend over `device` (the GPU)
+ * that runs a kernel on `host` (the CPU backend) instead when its work and
+ * its last result are at most RF_HOST_KERNEL_ROWS rows (a join or union of
+ * a tiny relation with a large one counts the tiny side) and its inputs
+ * are on the host already, or it has been that small for more than
+ * RF_HOST_STEADY_RUNS runs in a row and would bring at most
+ * RF_HOST_MOVE_ROWS rows there (defaults below). Takes both backends over. */
+#define RF_HOST_KERNEL_ROWS_DEFAULT 4096
+#define RF_HOST_MOVE_ROWS_DEFAULT 262144
+#define RF_HOST_STEADY_RUNS_DEFAULT 32
+rf_backend *rf_backend_hybrid_new(rf_backend *device, rf_backend *host);
+
 /* threads <= 0: one per core. */
 rf_backend *rf_backend_cpu_new(int threads);
 /* NULL with a message in st when no usable GPU (or built without CUDA). */

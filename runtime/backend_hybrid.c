@@ -1,0 +1,370 @@
+/* Kernel placement between a device backend and the host (backend.h:
+ * rf_backend_hybrid_new). A GPU kernel costs tens of microseconds however
+ * little it does (a launch, and a wait for the size of its result before
+ * the next can be allocated); a semi-naive loop whose deltas stay tiny
+ * (reachability along a chain: 100,001 iterations of one-row deltas) is
+ * all such kernels, while the host's kernels on a few rows take about a
+ * microsecond. So each kernel runs where it is cheaper: on the host when
+ * its work is a few rows (the rows it must touch: a join or union of a
+ * tiny relation with a large one searches or shares the large one, so
+ * only the small side counts; and its last result was small too) and
+ * either its inputs are on the host already, or it has been that small
+ * many runs in a row (a loop in its steady state: bringing a large input
+ * such as the edge relation to the host once pays off over the remaining
+ * iterations) and the rows to bring are not too many. A kernel's first
+ * runs never move large inputs, so short loops (a dozen iterations) stay
+ * on the device, whose transfers would cost more than its launches.
+ *
+ * A variable is held on either side or both: each side has its own
+ * variable of its backend, and a flag says whether it holds the current
+ * rows. A kernel's inputs are brought to its side (download from one,
+ * upload to the other; the copy stays valid until the variable is written
+ * again), its outputs are written there, and the other side's stale copy
+ * is freed. Both backends give the same rows in the same (sorted) order,
+ * so where a kernel ran never changes an answer; the differential tests
+ * run this wrapper over two CPU backends with placements flipping at
+ * every size to check that. */
+#include "backend.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { DEV = 0, HOST = 1 };
+
+struct rf_dvar {
+    int arity;
+    rf_dvar *side[2];        /* NULL until first needed */
+    bool valid[2];           /* side[s] holds the current rows */
+};
+
+/* What placement remembers of a kernel between its runs (a loop runs the
+ * same kernels every iteration). */
+typedef struct kernel_memo {
+    const rf_kernel *k;      /* NULL: a free slot */
+    size_t small_streak;     /* consecutive runs with little work */
+    size_t last_out;         /* rows its last run made (a union: beyond its
+                                larger input, which it shares) */
+} kernel_memo;
+
+typedef struct hybrid_impl {
+    rf_backend *be[2];       /* DEV, HOST; owned */
+    size_t work_rows;        /* host when a kernel's work is at most this */
+    size_t move_rows;        /* ... and it moves at most this many rows there */
+    size_t streak_runs;      /* ... once it has been small this many runs */
+    kernel_memo *memo;       /* open addressing on the kernel's address */
+    size_t memo_cap, memo_len;
+    size_t kernels[2];       /* kernels run on each side */
+    size_t moved_rows[2];    /* rows brought to each side */
+    size_t moves[2];
+} hybrid_impl;
+
+static hybrid_impl *impl_of(rf_backend *be) { return be->impl; }
+
+static rf_dvar *hy_var_new(rf_backend *be, int arity, rf_status *st)
+{
+    (void)be;
+    (void)st;
+    rf_dvar *v = rf_calloc(1, sizeof *v);
+    v->arity = arity;
+    return v;
+}
+
+static void drop_side(rf_backend *be, rf_dvar *v, int s)
+{
+    if (v->side[s])
+        impl_of(be)->be[s]->var_free(impl_of(be)->be[s], v->side[s]);
+    v->side[s] = NULL;
+    v->valid[s] = false;
+}
+
+static void hy_var_free(rf_backend *be, rf_dvar *v)
+{
+    if (!v)
+        return;
+    drop_side(be, v, DEV);
+    drop_side(be, v, HOST);
+    free(v);
+}
+
+/* The side holding v's rows (the host when both do); -1: never written. */
+static int held_on(const rf_dvar *v)
+{
+    return !v ? -1 : v->valid[HOST] ? HOST : v->valid[DEV] ? DEV : -1;
+}
+
+static size_t hy_var_rows(rf_backend *be, const rf_dvar *v)
+{
+    int s = held_on(v);
+    return s < 0 ? 0 : impl_of(be)->be[s]->var_rows(impl_of(be)->be[s], v->side[s]);
+}
+
+/* Side s's variable of v, made when missing. */
+static bool side_var(rf_backend *be, rf_dvar *v, int s, rf_status *st)
+{
+    if (!v->side[s])
+        v->side[s] = impl_of(be)->be[s]->var_new(impl_of(be)->be[s], v->arity, st);
+    return v->side[s] != NULL;
+}
+
+/* v's rows valid on side s too (a no-op for a variable never written:
+ * it reads as empty on either side). */
+static bool bring(rf_backend *be, rf_dvar *v, int s, rf_status *st)
+{
+    if (!v || v->valid[s] || !v->valid[!s])
+        return true;
+    hybrid_impl *h = impl_of(be);
+    rf_table t;
+    rf_table_init(&t, v->arity);
+    bool ok = h->be[!s]->download(h->be[!s], v->side[!s], &t, st) && side_var(be, v, s, st) &&
+              h->be[s]->upload(h->be[s], v->side[s], &t, st);
+    if (ok) {
+        v->valid[s] = true;
+        h->moved_rows[s] += t.nrows;
+        h->moves[s]++;
+    }
+    rf_table_free(&t);
+    return ok;
+}
+
+/* v now holds rows written on side s only. */
+static void written_on(rf_backend *be, rf_dvar *v, int s)
+{
+    v->valid[s] = true;
+    drop_side(be, v, !s);
+}
+
+static bool hy_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
+{
+    hybrid_impl *h = impl_of(be);
+    if (!side_var(be, v, DEV, st) || !h->be[DEV]->upload(h->be[DEV], v->side[DEV], t, st))
+        return false;
+    written_on(be, v, DEV);
+    return true;
+}
+
+static bool hy_upload_unsorted(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
+{
+    hybrid_impl *h = impl_of(be);
+    if (!h->be[DEV]->upload_unsorted)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "upload of unsorted rows to a backend without it");
+    if (!side_var(be, v, DEV, st) || !h->be[DEV]->upload_unsorted(h->be[DEV], v->side[DEV], t, st))
+        return false;
+    written_on(be, v, DEV);
+    return true;
+}
+
+static bool hy_download(rf_backend *be, const rf_dvar *v, rf_table *t, rf_status *st)
+{
+    int s = held_on(v);
+    if (s < 0) {
+        rf_table_free(t);
+        rf_table_init(t, v->arity);
+        return true;
+    }
+    return impl_of(be)->be[s]->download(impl_of(be)->be[s], v->side[s], t, st);
+}
+
+static bool hy_column_sign_uniform(rf_backend *be, const rf_dvar *v, int col)
+{
+    int s = held_on(v);
+    rf_backend *b = s < 0 ? NULL : impl_of(be)->be[s];
+    return b && b->column_sign_uniform && b->column_sign_uniform(b, v->side[s], col);
+}
+
+static bool has_member(const rf_kernel *k, rf_kop op)
+{
+    for (int i = 0; k->op == RF_K_FUSED && i < k->fused->nmembers; i++)
+        if (k->fused->members[i].op == op)
+            return true;
+    return k->op == op;
+}
+
+/* k's memo (made on first sight). */
+static kernel_memo *memo_of(hybrid_impl *h, const rf_kernel *k)
+{
+    if (2 * (h->memo_len + 1) > h->memo_cap) {
+        size_t cap = h->memo_cap ? 2 * h->memo_cap : 64;
+        kernel_memo *m = rf_calloc(cap, sizeof *m);
+        for (size_t i = 0; i < h->memo_cap; i++)
+            if (h->memo[i].k) {
+                size_t j = ((uintptr_t)h->memo[i].k >> 4) & (cap - 1);
+                while (m[j].k)
+                    j = (j + 1) & (cap - 1);
+                m[j] = h->memo[i];
+            }
+        free(h->memo);
+        h->memo = m;
+        h->memo_cap = cap;
+    }
+    size_t j = ((uintptr_t)k >> 4) & (h->memo_cap - 1);
+    while (h->memo[j].k && h->memo[j].k != k)
+        j = (j + 1) & (h->memo_cap - 1);
+    if (!h->memo[j].k) {
+        h->memo[j].k = k;
+        h->memo_len++;
+    }
+    return &h->memo[j];
+}
+
+/* Where kernel k runs (the rule at the top of this file). */
+static int place(rf_backend *be, const rf_kernel *k, rf_dvar *const *outs, rf_dvar *const *ins, int nin,
+                 size_t *largest_in)
+{
+    hybrid_impl *h = impl_of(be);
+    *largest_in = 0;
+    if (k->op == RF_K_COPY)   /* no work: where its source is */
+        return held_on(ins[0]) == HOST ? HOST : held_on(ins[0]) == DEV ? DEV : held_on(outs[0]) == HOST ? HOST : DEV;
+    if (k->op == RF_K_CLEAR)
+        return held_on(outs[0]) == HOST ? HOST : DEV;
+    size_t sum = 0, max = 0, moved = 0;
+    for (int i = 0; i < nin; i++) {
+        size_t rows = hy_var_rows(be, ins[i]);
+        sum += rows;
+        max = rows > max ? rows : max;
+        if (ins[i] && !ins[i]->valid[HOST])
+            moved += rows;
+    }
+    *largest_in = max;
+    size_t work = sum;
+    if (k->op == RF_K_DIFF || k->op == RF_K_ANTIJOIN)
+        work = hy_var_rows(be, ins[0]);   /* each left row probes the right */
+    else if (has_member(k, RF_K_JOIN) || has_member(k, RF_K_UNION))
+        work = sum - max;                 /* the large side searched or shared */
+    kernel_memo *m = memo_of(h, k);
+    bool small = work <= h->work_rows && m->last_out <= h->work_rows;
+    m->small_streak = small ? m->small_streak + 1 : 0;
+    bool steady = m->small_streak > h->streak_runs;
+    return small && (moved == 0 || (steady && moved <= h->move_rows)) ? HOST : DEV;
+}
+
+static rf_run_result hy_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
+                            rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
+{
+    hybrid_impl *h = impl_of(be);
+    int nin = k->op == RF_K_FUSED ? k->fused->nin : k->op == RF_K_MULTIJOIN ? k->mj->nin : 2;
+    int nout = k->op == RF_K_FUSED ? k->fused->nout : 1;
+    size_t largest_in;
+    int s = place(be, k, outs, ins, nin, &largest_in);
+    rf_dvar *sin[RF_FUSED_MAX + RF_MULTIJOIN_MAX_IN + 2] = {NULL};
+    rf_dvar *sout[RF_FUSED_MAX + 2] = {NULL};
+    bool was_valid[RF_FUSED_MAX + 2][2];
+    for (int i = 0; i < nin; i++) {
+        if (!bring(be, ins[i], s, st))
+            return RF_RUN_FAILED;
+        sin[i] = ins[i] && ins[i]->valid[s] ? ins[i]->side[s] : NULL;
+    }
+    for (int i = 0; i < nout; i++) {
+        if (!outs[i])
+            continue;
+        was_valid[i][DEV] = outs[i]->valid[DEV];
+        was_valid[i][HOST] = outs[i]->valid[HOST];
+        if (!side_var(be, outs[i], s, st))
+            return RF_RUN_FAILED;
+        sout[i] = outs[i]->side[s];
+    }
+    h->be[s]->time_kernels = be->time_kernels;
+    rf_run_result r = h->be[s]->run(h->be[s], p, k, sout, sin, stats, st);
+    if (r == RF_RUN_DONE) {
+        size_t rows = 0;
+        for (int i = 0; i < nout; i++)
+            if (outs[i]) {
+                written_on(be, outs[i], s);
+                rows += hy_var_rows(be, outs[i]);
+            }
+        /* a union shares its larger input: only the rows beyond it are made */
+        if (has_member(k, RF_K_UNION))
+            rows = rows > largest_in ? rows - largest_in : 0;
+        memo_of(h, k)->last_out = rows;
+        h->kernels[s]++;
+    } else if (r == RF_RUN_MEMBERS) {   /* nothing written: the members run one by one */
+        for (int i = 0; i < nout; i++)
+            if (outs[i]) {
+                outs[i]->valid[DEV] = was_valid[i][DEV];
+                outs[i]->valid[HOST] = was_valid[i][HOST];
+            }
+    }
+    return r;
+}
+
+static size_t hy_bytes_in_use(rf_backend *be)
+{
+    hybrid_impl *h = impl_of(be);
+    return h->be[DEV]->bytes_in_use(h->be[DEV]);
+}
+
+static size_t hy_bytes_peak(rf_backend *be)
+{
+    hybrid_impl *h = impl_of(be);
+    return h->be[DEV]->bytes_peak(h->be[DEV]);
+}
+
+static void hy_print_stats(rf_backend *be, FILE *f)
+{
+    hybrid_impl *h = impl_of(be);
+    if (h->be[DEV]->print_stats)
+        h->be[DEV]->print_stats(h->be[DEV], f);
+    fprintf(f,
+            "  placement: %zu kernels on the device, %zu on the host (work <= %zu rows; moving up to %zu rows "
+            "after %zu small runs: RF_HOST_KERNEL_ROWS, RF_HOST_MOVE_ROWS, RF_HOST_STEADY_RUNS); %zu rows brought "
+            "to the host in %zu copies, %zu to the device in %zu\n",
+            h->kernels[DEV], h->kernels[HOST], h->work_rows, h->move_rows, h->streak_runs, h->moved_rows[HOST],
+            h->moves[HOST], h->moved_rows[DEV], h->moves[DEV]);
+}
+
+static void hy_program_begins(rf_backend *be, const rf_hprogram *p)
+{
+    hybrid_impl *h = impl_of(be);
+    for (int s = 0; s < 2; s++)
+        if (h->be[s]->program_begins)
+            h->be[s]->program_begins(h->be[s], p);
+}
+
+static void hy_destroy(rf_backend *be)
+{
+    hybrid_impl *h = impl_of(be);
+    h->be[DEV]->destroy(h->be[DEV]);
+    h->be[HOST]->destroy(h->be[HOST]);
+    free(h->memo);
+    free(h);
+    free(be);
+}
+
+/* A row count from the environment (a decimal number), else def. */
+static size_t env_rows(const char *name, size_t def)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    char *end;
+    unsigned long long n = strtoull(v, &end, 10);
+    return *end || v[0] == '-' ? def : (size_t)n;
+}
+
+rf_backend *rf_backend_hybrid_new(rf_backend *device, rf_backend *host)
+{
+    hybrid_impl *h = rf_calloc(1, sizeof *h);
+    h->be[DEV] = device;
+    h->be[HOST] = host;
+    h->work_rows = env_rows("RF_HOST_KERNEL_ROWS", RF_HOST_KERNEL_ROWS_DEFAULT);
+    h->move_rows = env_rows("RF_HOST_MOVE_ROWS", RF_HOST_MOVE_ROWS_DEFAULT);
+    h->streak_runs = env_rows("RF_HOST_STEADY_RUNS", RF_HOST_STEADY_RUNS_DEFAULT);
+    rf_backend *be = rf_calloc(1, sizeof *be);
+    be->name = device->name;   /* the run is the device's; tiny kernels go to the host */
+    snprintf(be->device, sizeof be->device, "%.200s; tiny kernels on the host", device->device);
+    be->var_new = hy_var_new;
+    be->var_free = hy_var_free;
+    be->var_rows = hy_var_rows;
+    be->upload = hy_upload;
+    be->download = hy_download;
+    be->run = hy_run;
+    be->bytes_in_use = hy_bytes_in_use;
+    be->bytes_peak = hy_bytes_peak;
+    be->destroy = hy_destroy;
+    be->print_stats = hy_print_stats;
+    be->column_sign_uniform = hy_column_sign_uniform;
+    be->upload_unsorted = device->upload_unsorted ? hy_upload_unsorted : NULL;
+    be->program_begins = hy_program_begins;
+    be->impl = h;
+    return be;
+}
