@@ -406,6 +406,11 @@ static rf_backend *make_backend(redfox_run *r, redfox_status *s)
         }
         if (be)   /* the GPU backend's host work: reading inputs, copies */
             rf_prims_set_threads(r->threads);
+        /* auto on the GPU: kernels of a few rows on the host, as the
+         * command line does (runtime/backend_hybrid.c) */
+        const char *host_kernels = getenv("RF_HOST_KERNELS");
+        if (be && r->backend == REDFOX_BACKEND_AUTO && !(host_kernels && strcmp(host_kernels, "off") == 0))
+            be = rf_backend_hybrid_new(be, rf_backend_cpu_new(r->threads));
     }
     return be ? be : rf_backend_cpu_new(r->threads);
 }
