@@ -294,6 +294,15 @@ static void move_var(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
 }
 
 static dist hashed(int nkeys) { return (dist){PLACE_HASH, nkeys}; }
+
+/* The placement a relation gets when nothing asks for another (loaded,
+ * deduplicated, cleared): hashed on its first column. Keys come first
+ * (the planner sorts join inputs keys first), so the sets of a loop then
+ * mostly meet their joins and set operations without moving: in tc only
+ * the join's output moves, once per iteration. The price: a first column
+ * with few distinct values spreads badly (hashing on every column would
+ * spread evenly but move the join inputs every iteration). */
+static int default_prefix(int arity) { return arity > 0 ? 1 : 0; }
 static dist replicated(void) { return (dist){PLACE_REPLICATED, 0}; }
 static dist split(void) { return (dist){PLACE_SPLIT, 0}; }
 
@@ -308,7 +317,7 @@ static rf_dvar *dist_var_new(rf_backend *be, int arity, rf_status *st)
     rf_dvar *v = rf_calloc(1, sizeof *v);
     v->inner = inner;
     v->arity = arity;
-    v->d = hashed(arity);   /* empty: any placement holds */
+    v->d = hashed(default_prefix(arity));   /* empty: any placement holds */
     return v;
 }
 
@@ -338,7 +347,8 @@ static size_t dist_var_rows(rf_backend *be, const rf_dvar *v)
     return (size_t)global_sum(im, local);
 }
 
-/* Every rank has read the same input, whole: each keeps its hash part.
+/* Every rank has read the same input, whole: each keeps its hash part
+ * (default_prefix).
  * (All ranks read the files rather than rank 0 scattering them: no
  * rank-dependent path at loading, a bad file fails every rank alike, and
  * every input string gets the same dictionary id on every rank.) */
@@ -352,7 +362,7 @@ static bool dist_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status
     rf_table_init(&part, t->arity);
     rf_word *row = rf_malloc(((size_t)t->arity + 1) * sizeof *row);
     for (size_t i = 0; i < t->nrows; i++) {
-        if (rf_dist_row_rank(t, i, t->arity, v->types, im->comm->size) != im->comm->rank)
+        if (rf_dist_row_rank(t, i, default_prefix(t->arity), v->types, im->comm->size) != im->comm->rank)
             continue;
         for (int c = 0; c < t->arity; c++)
             row[c] = t->cols[c][i];
@@ -361,7 +371,7 @@ static bool dist_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status
     free(row);
     bool ok = im->inner->upload(im->inner, v->inner, &part, st);
     rf_table_free(&part);
-    v->d = hashed(t->arity);
+    v->d = hashed(default_prefix(t->arity));
     return ok;
 }
 
@@ -473,10 +483,10 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
     bool root_only = false;
     switch (k->op) {
     case RF_K_COPY:
-        out = a ? a->d : hashed(outs[0]->arity);
+        out = a ? a->d : hashed(default_prefix(outs[0]->arity));
         break;
     case RF_K_CLEAR:
-        out = hashed(outs[0]->arity);
+        out = hashed(default_prefix(outs[0]->arity));
         break;
     case RF_K_MAP:
         if (kernel_reads_rowid(k))
@@ -486,8 +496,8 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
         break;
     case RF_K_SORT:   /* dedup: equal rows on one rank */
         if (a && a->d.kind == PLACE_SPLIT)
-            move_var(be, a, TO_HASH, a->arity);
-        out = a ? a->d : hashed(outs[0]->arity);
+            move_var(be, a, TO_HASH, default_prefix(a->arity));
+        out = a ? a->d : hashed(default_prefix(outs[0]->arity));
         break;
     case RF_K_JOIN:
         if (kernel_reads_rowid(k)) {
@@ -513,18 +523,19 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
         } else {
             co_hash(be, a, b, k->nkeys);
         }
-        out = a ? a->d : hashed(outs[0]->arity);
+        out = a ? a->d : hashed(default_prefix(outs[0]->arity));
         break;
     case RF_K_UNION:
     case RF_K_DIFF:
         if (a && b && !(k->op == RF_K_DIFF && b->d.kind == PLACE_REPLICATED) &&
             !(a->d.kind == PLACE_REPLICATED && b->d.kind == PLACE_REPLICATED) &&
             !(a->d.kind == PLACE_HASH && dist_is(b, PLACE_HASH, a->d.nkeys))) {
-            int j = a->d.kind == PLACE_HASH ? a->d.nkeys : b->d.kind == PLACE_HASH ? b->d.nkeys : a->arity;
+            int j = a->d.kind == PLACE_HASH ? a->d.nkeys
+                    : b->d.kind == PLACE_HASH ? b->d.nkeys : default_prefix(a->arity);
             move_var(be, a, TO_HASH, j);
             move_var(be, b, TO_HASH, j);
         }
-        out = a ? a->d : b && k->op == RF_K_UNION ? b->d : hashed(outs[0]->arity);
+        out = a ? a->d : b && k->op == RF_K_UNION ? b->d : hashed(default_prefix(outs[0]->arity));
         break;
     case RF_K_AGG:
         if (kernel_reads_rowid(k)) {
