@@ -10,7 +10,8 @@
 #   - the command line: --stats names the ranks, rank 0 alone writes,
 #     --distribute as one rank, refused options.
 # Exits 77 (ctest: skipped) with a message where mpirun or the MPI module
-# is missing. Usage: run_dist.sh REDFOX
+# is missing. RF_DIST_QUICK=1: a smaller selection (the sanitizer build).
+# Usage: run_dist.sh REDFOX
 set -uo pipefail
 redfox="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -36,10 +37,15 @@ golden=(aggregation bag_identities count_strings dates decimals equality_joins f
         tc same_generation four_cliques points_to even_odd
         division_by_zero fd_rule_violation fd_recursive_violation int_overflow_add missing_input
         syntax_error_once not_text bad_row tbl_bad_field)
+classic=12 biz=8
+if [ "${RF_DIST_QUICK:-0}" = 1 ]; then   # the sanitizer build: fewer, slower runs
+  golden=(aggregation strings functional_ok tc four_cliques division_by_zero fd_rule_violation)
+  classic=4 biz=3
+fi
 python3 "$tests/golden/run_golden.py" --redfox "$mpi $redfox" "${golden[@]}" | tail -n 40 || fail=1
 
-python3 "$here/dist_diff.py" --redfox "$redfox" --mpirun "$mpi" --count 12 --seed 21 || fail=1
-python3 "$here/dist_diff.py" --redfox "$redfox" --mpirun "$mpi" --lang biz --count 8 --seed 21 || fail=1
+python3 "$here/dist_diff.py" --redfox "$redfox" --mpirun "$mpi" --count $classic --seed 21 || fail=1
+python3 "$here/dist_diff.py" --redfox "$redfox" --mpirun "$mpi" --lang biz --count $biz --seed 21 || fail=1
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
