@@ -350,6 +350,10 @@ static int run_program(int argc, char **argv, rf_comm *comm)
         err = usage("--backend=gpu: distributed runs use the CPU backend for now (%s)", "docs/distributed.md");
     if (!err && comm && profile_path)
         err = usage("--profile is not supported in distributed runs yet (%s)", "docs/distributed.md");
+    /* (A progress line counts rows, a collective call, when a second has
+     * passed on the rank's own clock: ranks would disagree.) */
+    if (!err && comm && progress)
+        err = usage("--progress is not supported in distributed runs yet (%s)", "docs/distributed.md");
     if (!err && comm) {
         backend = "cpu";
         if (!threads) {   /* the host's cores shared among the ranks on it */
@@ -481,9 +485,9 @@ static int run_program(int argc, char **argv, rf_comm *comm)
         .print = prints.items,
         .stats = stats,
         .count_only = count_only,
-        /* Distributed, progress lines only when asked: whether stderr is
-         * a terminal differs between ranks, and a progress line counts
-         * rows, which every rank must do alike. */
+        /* Distributed, no progress lines: whether stderr is a terminal
+         * differs between ranks, and a progress line counts rows, which
+         * every rank must do alike. */
         .progress = progress ? RF_PROGRESS_ALWAYS : comm ? RF_PROGRESS_NONE : RF_PROGRESS_TERMINAL,
         .discard_outputs = comm && comm->rank != 0,
         .max_iterations = max_iterations,

@@ -400,8 +400,15 @@ static bool dist_download(rf_backend *be, const rf_dvar *cv, rf_table *t, rf_sta
     return true;
 }
 
-/* Whether a code reads a row position (RF_EX_ROWID): positions are per
- * rank, so such a kernel runs on rank 0 alone, over all of its inputs. */
+/* Row positions (RF_EX_ROWID, the row identities of bag bodies, design.md
+ * "Row identities") are per rank: 0.. in each rank's part. A kernel that
+ * outputs them as whole columns (proj[c] is `rowid(k)`) gets them made
+ * global after it runs, each rank adding the rows of input k on the ranks
+ * before it (rowid_offsets), which keeps them unique as one process's
+ * are. One that reads them otherwise (in a filter, an expression, an
+ * aggregate) runs on rank 0 alone, over all of its inputs. */
+typedef enum rowid_use { ROWID_NONE, ROWID_PROJECTED, ROWID_OTHER } rowid_use;
+
 static bool code_reads_rowid(const rf_code *c)
 {
     for (int i = 0; i < c->n; i++)
@@ -410,17 +417,87 @@ static bool code_reads_rowid(const rf_code *c)
     return false;
 }
 
-static bool kernel_reads_rowid(const rf_kernel *k)
+static rowid_use kernel_rowid_use(const rf_kernel *k)
 {
     if (code_reads_rowid(&k->filter))
-        return true;
-    for (int i = 0; i < k->nproj; i++)
-        if (code_reads_rowid(&k->proj[i]))
-            return true;
+        return ROWID_OTHER;
     for (int i = 0; k->agg_arg && i < k->naggs; i++)
         if (code_reads_rowid(&k->agg_arg[i]))
-            return true;
-    return false;
+            return ROWID_OTHER;
+    rowid_use use = ROWID_NONE;
+    for (int i = 0; i < k->nproj; i++) {
+        if (!code_reads_rowid(&k->proj[i]))
+            continue;
+        if (k->proj[i].n != 1 || k->proj[i].ins[0].index < 0 || k->proj[i].ins[0].index > 1)
+            return ROWID_OTHER;
+        use = ROWID_PROJECTED;
+    }
+    return use;
+}
+
+/* offset[i]: the rows of input i on the ranks before this one (a
+ * collective: each rank's counts, summed into one vector). */
+static void rowid_offsets(dist_impl *im, rf_dvar *const *ins, uint64_t offset[2])
+{
+    rf_comm *c = im->comm;
+    uint64_t *counts = rf_calloc((size_t)c->size * 2, sizeof *counts);
+    for (int i = 0; i < 2; i++)
+        counts[c->rank * 2 + i] = ins[i] ? im->inner->var_rows(im->inner, ins[i]->inner) : 0;
+    char err[256];
+    im->collectives++;
+    if (!c->allreduce_u64(c, counts, c->size * 2, RF_COMM_SUM, err, sizeof err))
+        comm_failed(im, err);
+    offset[0] = offset[1] = 0;
+    for (int r = 0; r < c->rank; r++)
+        for (int i = 0; i < 2; i++)
+            offset[i] += counts[r * 2 + i];
+    free(counts);
+}
+
+/* Adds the offsets to the position columns of this rank's output. */
+static bool shift_rowids(dist_impl *im, const rf_kernel *k, rf_dvar *out, const uint64_t offset[2], rf_status *st)
+{
+    rf_backend *in = im->inner;
+    if ((offset[0] == 0 && offset[1] == 0) || in->var_rows(in, out->inner) == 0)
+        return true;
+    rf_table t;
+    rf_table_init(&t, out->arity);
+    bool ok = in->download(in, out->inner, &t, st);
+    for (int c = 0; ok && c < k->nproj && c < out->arity; c++) {
+        if (!code_reads_rowid(&k->proj[c]))
+            continue;
+        uint64_t add = offset[k->proj[c].ins[0].index];
+        for (size_t i = 0; i < t.nrows; i++)
+            t.cols[c][i] += add;
+    }
+    ok = ok && in->upload(in, out->inner, &t, st);
+    rf_table_free(&t);
+    return ok;
+}
+
+/* The placement a projection keeps: when output columns 0..j-1 are the
+ * hashed columns 0..j-1 of one input (first_col: where that input's
+ * columns start among the kernel's, l ++ r for a JOIN), each output row
+ * is on the rank of the input row it came from, which is its own hash
+ * rank. Else split. */
+static dist projected(const rf_kernel *k, const rf_dvar *side, int first_col)
+{
+    if (side->d.kind != PLACE_HASH || side->d.nkeys < 1 || k->nproj < side->d.nkeys)
+        return split();
+    for (int c = 0; c < side->d.nkeys; c++)
+        if (rf_code_as_column(&k->proj[c]) != first_col + c)
+            return split();
+    return side->d;
+}
+
+/* A JOIN's output placement: where the rows of its left side are, or of
+ * its right side (a replicated side: the other one's). */
+static dist joined(const rf_kernel *k, const rf_dvar *a, const rf_dvar *b)
+{
+    dist d = a->d.kind == PLACE_REPLICATED ? split() : projected(k, a, 0);
+    if (d.kind == PLACE_SPLIT && b->d.kind != PLACE_REPLICATED)
+        d = projected(k, b, a->arity);
+    return d;
 }
 
 /* Both sides of a keyed operation hashed alike on a prefix of at most
@@ -481,6 +558,7 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
     rf_dvar *a = ins[0], *b = nin > 1 ? ins[1] : NULL;
     dist out = split();
     bool root_only = false;
+    rowid_use rowids = ROWID_NONE;
     switch (k->op) {
     case RF_K_COPY:
         out = a ? a->d : hashed(default_prefix(outs[0]->arity));
@@ -489,10 +567,16 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
         out = hashed(default_prefix(outs[0]->arity));
         break;
     case RF_K_MAP:
-        if (kernel_reads_rowid(k))
+        rowids = kernel_rowid_use(k);
+        if (rowids == ROWID_OTHER) {
             root_only = true;
-        else
-            out = a && a->d.kind == PLACE_REPLICATED ? replicated() : split();
+        } else if (rowids == ROWID_PROJECTED && a) {   /* each row on one rank, numbered there */
+            if (a->d.kind == PLACE_REPLICATED)
+                move_var(be, a, TO_HASH, default_prefix(a->arity));
+            out = projected(k, a, 0);
+        } else {
+            out = !a ? split() : a->d.kind == PLACE_REPLICATED ? replicated() : projected(k, a, 0);
+        }
         break;
     case RF_K_SORT:   /* dedup: equal rows on one rank */
         if (a && a->d.kind == PLACE_SPLIT)
@@ -500,19 +584,25 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
         out = a ? a->d : hashed(default_prefix(outs[0]->arity));
         break;
     case RF_K_JOIN:
-        if (kernel_reads_rowid(k)) {
+        rowids = kernel_rowid_use(k);
+        if (rowids == ROWID_OTHER || (rowids == ROWID_PROJECTED && k->nkeys == 0)) {
             root_only = true;
         } else if (!a || !b) {
             out = split();   /* empty */
+        } else if (rowids == ROWID_PROJECTED) {   /* no side replicated: each pair on one rank */
+            co_hash(be, a, b, k->nkeys);
+            out = joined(k, a, b);
         } else if (a->d.kind == PLACE_REPLICATED && b->d.kind == PLACE_REPLICATED) {
             out = replicated();
         } else if (a->d.kind == PLACE_REPLICATED || b->d.kind == PLACE_REPLICATED) {
-            out = split();
+            out = joined(k, a, b);
         } else if (k->nkeys == 0) {   /* cross product: the smaller side everywhere */
             size_t ra = dist_var_rows(be, a), rb = dist_var_rows(be, b);
             move_var(be, rb <= ra ? b : a, TO_ALL, 0);
+            out = joined(k, a, b);
         } else {
             co_hash(be, a, b, k->nkeys);
+            out = joined(k, a, b);
         }
         break;
     case RF_K_ANTIJOIN:
@@ -538,7 +628,7 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
         out = a ? a->d : b && k->op == RF_K_UNION ? b->d : hashed(default_prefix(outs[0]->arity));
         break;
     case RF_K_AGG:
-        if (kernel_reads_rowid(k)) {
+        if (kernel_rowid_use(k) != ROWID_NONE) {
             root_only = true;
         } else if (k->nkeys == 0) {   /* one group: every rank aggregates all rows */
             if (a)
@@ -554,7 +644,7 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
         }
         break;
     case RF_K_MULTIJOIN:
-        if (kernel_reads_rowid(k)) {
+        if (kernel_rowid_use(k) != ROWID_NONE) {
             root_only = true;
             break;
         }
@@ -575,6 +665,10 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
                 move_var(be, ins[i], TO_ROOT, 0);
         out = split();
     }
+    uint64_t offset[2] = {0, 0};
+    bool shift = rowids == ROWID_PROJECTED && !root_only;
+    if (shift)
+        rowid_offsets(im, ins, offset);
     rf_dvar *inner_outs[RF_KERNEL_VARS_MAX], *inner_ins[RF_KERNEL_VARS_MAX];
     for (int i = 0; i < nout; i++)
         inner_outs[i] = outs[i]->inner;
@@ -589,6 +683,8 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
         if (res == RF_RUN_MEMBERS)
             ok = inner_fail(st, "backend %s: %s kernel not run", in->name, rf_kop_name(k->op));
     }
+    if (ok && shift)
+        ok = shift_rowids(im, k, outs[0], offset, st);
     if (!agree(im, ok, st))
         return RF_RUN_FAILED;
     for (int i = 0; i < nout; i++)

@@ -71,6 +71,9 @@ rc=$?
 timeout 60 $mpi "$redfox" run tc.lql --profile "$work/t.json" >/dev/null 2>"$work/err"
 rc=$?
 [ $rc = 64 ] && [ ! -e "$work/t.json" ] || note "--profile distributed: exit $rc"
+timeout 60 $mpi "$redfox" run tc.lql --progress >/dev/null 2>&1
+rc=$?
+[ $rc = 64 ] || note "--progress distributed: exit $rc"
 
 if [ $fail = 0 ]; then echo "distributed runs: all passed"; fi
 exit $fail
