@@ -59,6 +59,10 @@ grep -q "distributed: 3 ranks over mpi" "$work/err" || note "--stats does not na
 $mpi "$redfox" run tc.lql --output "$work/d" >/dev/null 2>&1 || note "tc --output exited $?"
 "$redfox" run tc.lql --output "$work/s" >/dev/null 2>&1
 diff -r "$work/s" "$work/d" >/dev/null || note "--output files differ from one process's"
+# Rank 0 failing alone (its output folder cannot be made): exit 2, once.
+timeout 60 $mpi "$redfox" run tc.lql --output /proc/no/such/dir >/dev/null 2>"$work/err"
+rc=$?
+[ $rc = 2 ] && [ "$(grep -c 'error:' "$work/err")" = 1 ] || note "unwritable --output: exit $rc, $(cat "$work/err")"
 # --distribute without a launcher: one rank, the same answers.
 "$redfox" run tc.lql --distribute --count >"$work/one" 2>&1 || note "--distribute alone exited $?"
 "$redfox" run tc.lql --count >"$work/plain" 2>&1
