@@ -25,6 +25,7 @@
 #include "../common/rf_outfile.h"
 #include "../runtime/runtime.h"
 #include "../runtime/backend_choice.h"
+#include "../runtime/dist_backend.h"
 #include "../weaver/weaver.h"
 #include "../weaver/selplan.h"
 
@@ -36,7 +37,7 @@ static const char usage_text[] =
     "       redfox run PROG.dl [-F FACT_DIR] [-D OUTPUT_DIR|-] [-j N] [run options]\n"
     "                  [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]\n"
     "                  [--max-iterations N] [--progress] [--profile TRACE.json] [--no-fuse]\n"
-    "                  [--join=auto|binary|wcoj]\n"
+    "                  [--join=auto|binary|wcoj] [--distribute]\n"
     "       redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse] [--join=J] [--dot] [-o FILE]\n"
     "       redfox explain --cuda PROG.lql|PROG.rfx | --select-plans PROG.lql|PROG.rfx\n"
     "       redfox compile PROG.lql -o PROG.rfx [--no-fuse] [--join=J]\n"
@@ -95,6 +96,9 @@ static const char help_text[] =
     "                      as triangles and cliques when the planner's estimate\n"
     "                      favours it; explain --plan says why), binary (pairwise\n"
     "                      joins only) or wcoj (a multiway join wherever it can)\n"
+    "  --distribute        run over the ranks of MPI (the default under mpirun -np N:\n"
+    "                      RF_DISTRIBUTE=0 turns that off); rank 0 writes the\n"
+    "                      outputs. CPU backend only for now (docs/distributed.md)\n"
     "\n"
     "Without --output, outputs are printed sorted to stdout. Outputs are the\n"
     "@output predicates plus --print ones; with neither, every predicate defined\n"
@@ -252,7 +256,7 @@ static rf_hprogram *lower(const rf_program *prog)
     return hp;
 }
 
-static int cmd_run(int argc, char **argv)
+static int run_program(int argc, char **argv, rf_comm *comm)
 {
     const char *prog_path = NULL, *output_dir = NULL, *backend = "auto", *threads_s = NULL;
     const char *max_iter_s = NULL, *profile_path = NULL, *fact_dir = NULL, *souffle_out_dir = NULL;
@@ -308,6 +312,8 @@ static int cmd_run(int argc, char **argv)
             count_only = true;
         } else if (strcmp(argv[i], "--no-fuse") == 0) {
             fuse = false;
+        } else if (strcmp(argv[i], "--distribute") == 0) {
+            /* (cmd_run looked for it) */
         } else if (argv[i][0] == '-' && argv[i][1]) {
             err = usage("unknown option '%s'", argv[i]);
         } else if (!prog_path) {
@@ -339,6 +345,25 @@ static int cmd_run(int argc, char **argv)
         if (*end || t < 1 || t > 1024)
             err = usage("--threads expects a number from 1 to 1024, not '%s'", threads_s);
         threads = (int)t;
+    }
+    /* A distributed run (docs/distributed.md): the CPU backend in every
+     * rank; what would make ranks take different paths is refused. */
+    if (!err && comm && strcmp(backend, "gpu") == 0)
+        err = usage("--backend=gpu: distributed runs use the CPU backend for now (%s)", "docs/distributed.md");
+    if (!err && comm && profile_path)
+        err = usage("--profile is not supported in distributed runs yet (%s)", "docs/distributed.md");
+    /* (A progress line counts rows, a collective call, when a second has
+     * passed on the rank's own clock: ranks would disagree.) */
+    if (!err && comm && progress)
+        err = usage("--progress is not supported in distributed runs yet (%s)", "docs/distributed.md");
+    if (!err && comm) {
+        backend = "cpu";
+        if (!threads) {   /* the host's cores shared among the ranks on it */
+            const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+            long ranks_here = local ? strtol(local, NULL, 10) : comm->size;
+            long cores = rf_prims_threads();
+            threads = ranks_here > 0 && cores / ranks_here > 1 ? (int)(cores / ranks_here) : 1;
+        }
     }
     size_t max_iterations = 0;
     if (!err && max_iter_s) {
@@ -459,6 +484,11 @@ static int cmd_run(int argc, char **argv)
     } else if (test_device && strcmp(test_device, "cpu") == 0 && strcmp(be->name, "cpu") == 0) {
         be = rf_backend_hybrid_new(rf_backend_cpu_new(threads), be);
     }
+    if (comm) {
+        be = rf_backend_dist_new(be, comm);
+        snprintf(auto_note, sizeof auto_note, "distributed: %d ranks over %s, %d threads each", comm->size,
+                 comm->name, threads);
+    }
     if (stats)
         fprintf(stderr, "redfox: backend: %s%s%s%s\n", be->name, auto_note[0] ? " (" : "", auto_note,
                 auto_note[0] ? ")" : "");
@@ -471,7 +501,11 @@ static int cmd_run(int argc, char **argv)
         .print = prints.items,
         .stats = stats,
         .count_only = count_only,
-        .progress = progress ? RF_PROGRESS_ALWAYS : RF_PROGRESS_TERMINAL,
+        /* Distributed, no progress lines: whether stderr is a terminal
+         * differs between ranks, and a progress line counts rows, which
+         * every rank must do alike. */
+        .progress = progress ? RF_PROGRESS_ALWAYS : comm ? RF_PROGRESS_NONE : RF_PROGRESS_TERMINAL,
+        .discard_outputs = comm && comm->rank != 0,
         .max_iterations = max_iterations,
         .profile_path = profile_path,
         .program_name = prog_path,
@@ -492,6 +526,40 @@ done:
     RF_VEC_FREE(inputs);
     RF_VEC_FREE(prints);
     RF_VEC_FREE(sinks);
+    return rc;
+}
+
+/* `redfox run`: distributed when started by an MPI launcher (mpirun -np N
+ * redfox run ...; RF_DISTRIBUTE=0 turns that off) or given --distribute
+ * (a single process is then a run of one rank). Every rank parses,
+ * compiles and runs the same program; rank 0 alone writes and prints
+ * (the other ranks' stdout and stderr go to /dev/null unless
+ * RF_DIST_VERBOSE=1: they would repeat rank 0's messages). */
+static int cmd_run(int argc, char **argv)
+{
+    bool distribute = false;
+    for (int i = 2; i < argc; i++)
+        distribute |= strcmp(argv[i], "--distribute") == 0;
+    const char *env = getenv("RF_DISTRIBUTE");
+    if (!distribute && rf_comm_launched_by_mpi() && !(env && strcmp(env, "0") == 0))
+        distribute = true;
+    if (!distribute)
+        return run_program(argc, argv, NULL);
+    char err[512] = "";
+    rf_comm *comm = rf_comm_mpi_open(err, sizeof err);
+    if (!comm) {
+        fprintf(stderr, "redfox: error: distributed run: %s\n", err);
+        return RF_EXIT_RUNTIME_ERROR;
+    }
+    const char *verbose = getenv("RF_DIST_VERBOSE");
+    if (comm->rank != 0 && !(verbose && strcmp(verbose, "1") == 0)) {
+        if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
+            comm->abort(comm, RF_EXIT_RUNTIME_ERROR);
+    }
+    int rc = run_program(argc, argv, comm);
+    fflush(stdout);
+    fflush(stderr);
+    comm->close(comm);
     return rc;
 }
 
@@ -751,6 +819,8 @@ static int cmd_compile(int argc, char **argv)
                 return err;
         } else if (strcmp(argv[i], "--no-fuse") == 0) {
             fuse = false;
+        } else if (strcmp(argv[i], "--distribute") == 0) {
+            /* (cmd_run looked for it) */
         } else if (argv[i][0] == '-' && argv[i][1]) {
             return usage("unknown option '%s'", argv[i]);
         } else if (!path) {

@@ -73,6 +73,17 @@ struct rf_backend {
     /* Optional (NULL: nothing): told of the program before its first kernel
      * runs (the GPU backend compiles its generated kernels meanwhile). */
     void (*program_begins)(rf_backend *be, const rf_hprogram *p);
+    /* Optional (NULL: nothing): told which program variable a new v
+     * stands for, right after var_new (the distribution layer hashes and
+     * sends string columns by their text, and merges the parts of sorted
+     * variables as sets). hv outlives v. */
+    void (*var_describe)(rf_backend *be, rf_dvar *v, const rf_hvar *hv);
+    /* Optional (NULL: nothing): called once, after the last kernel, with
+     * the variables about to be downloaded as outputs (an entry is NULL
+     * for one never written); no kernel runs after it. The distribution
+     * layer gathers them to rank 0 here, all ranks together, so that
+     * writing them involves no other rank. */
+    void (*outputs_ready)(rf_backend *be, rf_dvar *const *vars, int n);
 };
 
 /* `redfox explain --cuda`: the CUDA source the GPU backend generates for

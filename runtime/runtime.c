@@ -71,8 +71,11 @@ static const char *var_label(const rf_hvar *v) { return v->pred ? v->pred : v->n
 
 static rf_dvar *ensure_var(rt *r, int v, rf_status *st)
 {
-    if (!r->dv[v])
+    if (!r->dv[v]) {
         r->dv[v] = r->be->var_new(r->be, r->p->vars[v].arity, st);
+        if (r->dv[v] && r->be->var_describe)
+            r->be->var_describe(r->be, r->dv[v], &r->p->vars[v]);
+    }
     return r->dv[v];
 }
 
@@ -1144,8 +1147,17 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
         for (int v = 0; v < p->nvars; v++)
             if (r.keep[v])
                 outs[nouts++] = v;
+        if (r.be->outputs_ready) {
+            rf_dvar **dvs = rf_calloc((size_t)nouts + 1, sizeof *dvs);
+            for (int i = 0; i < nouts; i++)
+                dvs[i] = r.dv[outs[i]];
+            r.be->outputs_ready(r.be, dvs, nouts);
+            free(dvs);
+        }
         double w0 = rf_now();
-        if (opt->result_callback)
+        if (opt->discard_outputs)
+            ok = true;
+        else if (opt->result_callback)
             ok = give_results(&r, outs, nouts, st);
         else
             ok = opt->nsinks > 0 && !opt->count_only ? write_sinks(&r, outs, nouts, st)

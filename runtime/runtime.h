@@ -97,6 +97,10 @@ typedef struct rf_run_options {
      * written or printed; output_dir, count_only and sinks are ignored. */
     rf_result_callback result_callback;
     void *result_ctx;
+    /* Runs the program but neither writes nor prints its outputs (nor calls
+     * result_callback): a distributed run's ranks other than 0, which
+     * take part in every kernel while rank 0 alone writes the answers. */
+    bool discard_outputs;
 } rf_run_options;
 
 /* Counters of one run (for tests and tools); all optional. */

@@ -18,6 +18,10 @@ command -v lemon  >/dev/null 2>&1 || need+=(lemon)
 command -v sqlite3 >/dev/null 2>&1 || need+=(sqlite3)
 # `dot` checks the Graphviz that `redfox explain --dot` writes (tests/cli).
 command -v dot     >/dev/null 2>&1 || need+=(graphviz)
+# MPI: distributed runs (mpirun -np N redfox run; tests/dist). redfox loads
+# it only when distributed; the build works without it (CMake says so).
+command -v mpirun  >/dev/null 2>&1 || need+=(openmpi-bin)
+command -v mpicc   >/dev/null 2>&1 || need+=(libopenmpi-dev)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "redfox: installing build dependencies: ${need[*]}" >&2

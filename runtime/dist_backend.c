@@ -1,0 +1,766 @@
+/* The distribution layer (docs/design.md, "Distribution"): a backend that
+ * wraps another one (the CPU backend today) and runs the same program in
+ * every rank of a communicator (dist_comm.h), each rank holding a part of
+ * every relation. Before it hands a kernel to the inner backend it brings
+ * the kernel's inputs to a placement under which the kernel, run on each
+ * rank's parts alone, gives the parts of the whole answer: both sides of a
+ * join hashed on their keys (or one side everywhere), both sides of a set
+ * operation hashed alike, an aggregate's input hashed on its group keys.
+ * Moving a relation = downloading the rank's part, sending each row to
+ * its rank(s), uploading what arrived.
+ *
+ * Every rank runs the same interpreter over the same program, so every
+ * collective call below is reached by every rank in the same order: no
+ * decision that leads to one may depend on a rank's own rows, only on the
+ * program and on global values (var_rows is a global count). A kernel
+ * that fails on one rank fails on all (run() agrees on the outcome and
+ * hands every rank the first failing rank's message).
+ *
+ * String values are ids in a per-process dictionary, which differ between
+ * ranks once kernels make new strings; so rows hash string columns by
+ * their text and carry them as text, interned again where they arrive. */
+#include "dist_backend.h"
+
+#include "rf_prims.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum placement {
+    PLACE_HASH,        /* each row on rank rf_dist_row_rank(prefix of nkeys columns) */
+    PLACE_REPLICATED,  /* every rank holds every row */
+    PLACE_SPLIT        /* each row on exactly one rank, no known function */
+} placement;
+
+typedef struct dist {
+    placement kind;
+    int nkeys;         /* PLACE_HASH: the hashed prefix (1..arity; 0 for arity 0) */
+} dist;
+
+struct rf_dvar {
+    rf_dvar *inner;    /* this rank's part, in the inner backend */
+    int arity;
+    const rf_type *types;   /* NULL until described: no string columns known */
+    bool sorted;       /* a set: parts are merged with sort+dedup */
+    dist d;
+    bool gathered;     /* an output after outputs_ready: all rows on rank 0,
+                          downloads and counts are this rank's alone */
+};
+
+typedef struct dist_impl {
+    rf_backend *inner;
+    rf_comm *comm;
+    size_t exchanges;       /* relations moved */
+    size_t rows_sent;       /* rows this rank sent to other ranks */
+    size_t words_sent;
+    size_t collectives;     /* every call into the communicator */
+} dist_impl;
+
+/* ---- placement functions (also used by tests/runtime/test_dist.c) ---- */
+
+static uint64_t mix64(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 31);
+}
+
+static bool is_string(const rf_type *types, int c) { return types && types[c] == RF_TYPE_STRING; }
+
+int rf_dist_row_rank(const rf_table *t, size_t row, int nkeys, const rf_type *types, int size)
+{
+    uint64_t h = 0x6a09e667f3bcc909ull;
+    for (int c = 0; c < nkeys; c++) {
+        rf_word w = t->cols[c][row];
+        if (is_string(types, c))
+            w = rf_str_hash(rf_str_get(w), rf_str_len(w));
+        h = mix64(h, w);
+    }
+    h ^= h >> 29;
+    return (int)((h * 0x94d049bb133111ebull >> 32) % (uint64_t)size);
+}
+
+static size_t row_words(const rf_table *t, size_t row, const rf_type *types)
+{
+    size_t n = 0;
+    for (int c = 0; c < t->arity; c++)
+        n += is_string(types, c) ? 1 + (rf_str_len(t->cols[c][row]) + 7) / 8 : 1;
+    return n;
+}
+
+static size_t put_row(uint64_t *out, const rf_table *t, size_t row, const rf_type *types)
+{
+    size_t n = 0;
+    for (int c = 0; c < t->arity; c++) {
+        rf_word w = t->cols[c][row];
+        if (!is_string(types, c)) {
+            out[n++] = w;
+            continue;
+        }
+        size_t len = rf_str_len(w);
+        out[n++] = len;
+        if (len) {
+            out[n + (len - 1) / 8] = 0;   /* the last word's padding */
+            memcpy(out + n, rf_str_get(w), len);
+        }
+        n += (len + 7) / 8;
+    }
+    return n;
+}
+
+size_t rf_dist_pack(const rf_table *t, const rf_type *types, const int *dest, int size, uint64_t **buf,
+                    size_t *counts)
+{
+    /* Per destination: a row count, then the rows. dest[i] < 0: every rank. */
+    for (int d = 0; d < size; d++)
+        counts[d] = 1;
+    size_t *rows = rf_calloc((size_t)size, sizeof *rows);
+    for (size_t i = 0; i < t->nrows; i++) {
+        size_t w = row_words(t, i, types);
+        for (int d = 0; d < size; d++)
+            if (dest[i] < 0 || dest[i] == d) {
+                counts[d] += w;
+                rows[d]++;
+            }
+    }
+    size_t total = 0;
+    size_t *at = rf_calloc((size_t)size, sizeof *at);
+    for (int d = 0; d < size; d++) {
+        at[d] = total;
+        total += counts[d];
+    }
+    uint64_t *out = rf_malloc(rf_mul_size(total + 1, sizeof *out));
+    for (int d = 0; d < size; d++)
+        out[at[d]++] = rows[d];
+    for (size_t i = 0; i < t->nrows; i++)
+        for (int d = 0; d < size; d++)
+            if (dest[i] < 0 || dest[i] == d)
+                at[d] += put_row(out + at[d], t, i, types);
+    free(at);
+    free(rows);
+    *buf = out;
+    return total;
+}
+
+bool rf_dist_unpack(const uint64_t *buf, const size_t *counts, int size, const rf_type *types, rf_table *t)
+{
+    size_t at = 0;
+    rf_word *row = rf_malloc(((size_t)t->arity + 1) * sizeof *row);
+    bool ok = true;
+    for (int s = 0; s < size && ok; s++) {
+        size_t end = at + counts[s];
+        if (counts[s] == 0) {
+            ok = false;
+            break;
+        }
+        uint64_t nrows = buf[at++];
+        rf_table_reserve(t, t->nrows + (size_t)nrows);
+        for (uint64_t r = 0; r < nrows && ok; r++) {
+            for (int c = 0; c < t->arity && ok; c++) {
+                if (at >= end) {
+                    ok = false;
+                    break;
+                }
+                if (!is_string(types, c)) {
+                    row[c] = buf[at++];
+                    continue;
+                }
+                uint64_t len = buf[at++];
+                if (len > (end - at) * 8) {
+                    ok = false;
+                    break;
+                }
+                row[c] = rf_str_intern((const char *)(buf + at), (size_t)len);
+                at += (size_t)((len + 7) / 8);
+            }
+            if (ok)
+                rf_table_append_row(t, row);
+        }
+        ok = ok && at == end;
+    }
+    free(row);
+    return ok;
+}
+
+/* ---- communicator calls; a failing one ends the job (every rank waits
+ * in a collective that the failing rank will never join) ---- */
+
+static void comm_failed(dist_impl *im, const char *err)
+{
+    fprintf(stderr, "redfox: error: rank %d of %d: %s\n", im->comm->rank, im->comm->size, err);
+    im->comm->abort(im->comm, RF_EXIT_RUNTIME_ERROR);
+}
+
+static uint64_t global_sum(dist_impl *im, uint64_t v)
+{
+    char err[256];
+    im->collectives++;
+    if (!im->comm->allreduce_u64(im->comm, &v, 1, RF_COMM_SUM, err, sizeof err))
+        comm_failed(im, err);
+    return v;
+}
+
+/* Sends each row of t to dest[row] (-1: to every rank) and returns what
+ * this rank received, deduplicated when `set`. */
+static void exchange_rows(dist_impl *im, const rf_table *t, const int *dest, const rf_type *types, bool set,
+                          rf_table *got)
+{
+    rf_comm *c = im->comm;
+    size_t *counts = rf_calloc((size_t)c->size * 2, sizeof *counts);
+    uint64_t *send = NULL, *recv = NULL;
+    rf_dist_pack(t, types, dest, c->size, &send, counts);
+    for (size_t i = 0; i < t->nrows; i++)
+        im->rows_sent += dest[i] != c->rank;
+    for (int d = 0; d < c->size; d++)
+        im->words_sent += d == c->rank ? 0 : counts[d];
+    char err[256];
+    im->collectives += 2;
+    if (!c->alltoallv(c, send, counts, &recv, counts + c->size, err, sizeof err))
+        comm_failed(im, err);
+    free(send);
+    rf_table_init(got, t->arity);
+    if (!rf_dist_unpack(recv, counts + c->size, c->size, types, got))
+        comm_failed(im, "internal error: a malformed exchange buffer");
+    free(recv);
+    free(counts);
+    if (set)
+        rf_prim_sort_unique(got);
+}
+
+/* ---- moving a relation ---- */
+
+typedef enum target_kind { TO_HASH, TO_ALL, TO_ROOT } target_kind;
+
+static bool dist_is(const rf_dvar *v, placement kind, int nkeys)
+{
+    return v->d.kind == kind && (kind != PLACE_HASH || v->d.nkeys == nkeys);
+}
+
+static bool inner_fail(rf_status *st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s", msg);
+}
+
+/* Replaces v's part by the rows the target placement gives this rank.
+ * The relation (the union of the parts) stays the same, so a kernel's
+ * input may be moved in place; it stays moved, which is what a loop wants
+ * (an input joined every iteration moves once). From replicated, no
+ * message is needed: each rank keeps its own rows of its copy. */
+static void move_var(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
+{
+    dist_impl *im = be->impl;
+    rf_backend *in = im->inner;
+    rf_comm *c = im->comm;
+    if ((to == TO_HASH && dist_is(v, PLACE_HASH, nkeys)) || (to == TO_ALL && v->d.kind == PLACE_REPLICATED))
+        return;
+    rf_status st;
+    rf_status_init(&st);
+    rf_table t;
+    rf_table_init(&t, v->arity);
+    if (!in->download(in, v->inner, &t, &st))
+        comm_failed(im, st.message);
+    int *dest = rf_malloc(rf_mul_size(t.nrows + 1, sizeof *dest));
+    for (size_t i = 0; i < t.nrows; i++)
+        dest[i] = to == TO_ALL ? -1 : to == TO_ROOT ? 0 : rf_dist_row_rank(&t, i, nkeys, v->types, c->size);
+    rf_table part;
+    if (v->d.kind == PLACE_REPLICATED) {   /* keep this rank's rows, no messages */
+        rf_table_init(&part, v->arity);
+        rf_word *row = rf_malloc(((size_t)v->arity + 1) * sizeof *row);
+        for (size_t i = 0; i < t.nrows; i++) {
+            if (dest[i] != c->rank)
+                continue;
+            for (int k = 0; k < v->arity; k++)
+                row[k] = t.cols[k][i];
+            rf_table_append_row(&part, row);
+        }
+        free(row);
+    } else {
+        im->exchanges++;
+        exchange_rows(im, &t, dest, v->types, v->sorted, &part);
+    }
+    free(dest);
+    rf_table_free(&t);
+    if (!in->upload(in, v->inner, &part, &st))
+        comm_failed(im, st.message);
+    rf_table_free(&part);
+    v->d.kind = to == TO_HASH ? PLACE_HASH : to == TO_ALL ? PLACE_REPLICATED : PLACE_SPLIT;
+    v->d.nkeys = to == TO_HASH ? nkeys : 0;
+}
+
+static dist hashed(int nkeys) { return (dist){PLACE_HASH, nkeys}; }
+
+/* The placement a relation gets when nothing asks for another (loaded,
+ * deduplicated, cleared): hashed on its first column. Keys come first
+ * (the planner sorts join inputs keys first), so the sets of a loop then
+ * mostly meet their joins and set operations without moving: in tc only
+ * the join's output moves, once per iteration. The price: a first column
+ * with few distinct values spreads badly (hashing on every column would
+ * spread evenly but move the join inputs every iteration). */
+static int default_prefix(int arity) { return arity > 0 ? 1 : 0; }
+static dist replicated(void) { return (dist){PLACE_REPLICATED, 0}; }
+static dist split(void) { return (dist){PLACE_SPLIT, 0}; }
+
+/* ---- the backend table ---- */
+
+static rf_dvar *dist_var_new(rf_backend *be, int arity, rf_status *st)
+{
+    dist_impl *im = be->impl;
+    rf_dvar *inner = im->inner->var_new(im->inner, arity, st);
+    if (!inner)
+        return NULL;
+    rf_dvar *v = rf_calloc(1, sizeof *v);
+    v->inner = inner;
+    v->arity = arity;
+    v->d = hashed(default_prefix(arity));   /* empty: any placement holds */
+    return v;
+}
+
+static void dist_var_free(rf_backend *be, rf_dvar *v)
+{
+    dist_impl *im = be->impl;
+    if (!v)
+        return;
+    im->inner->var_free(im->inner, v->inner);
+    free(v);
+}
+
+static void dist_var_describe(rf_backend *be, rf_dvar *v, const rf_hvar *hv)
+{
+    (void)be;
+    v->types = hv->types;
+    v->sorted = hv->sorted;
+}
+
+/* The relation's rows, all ranks together (a collective). */
+static size_t dist_var_rows(rf_backend *be, const rf_dvar *v)
+{
+    dist_impl *im = be->impl;
+    size_t local = v ? im->inner->var_rows(im->inner, v->inner) : 0;
+    if (v && (v->d.kind == PLACE_REPLICATED || v->gathered))
+        return local;
+    return (size_t)global_sum(im, local);
+}
+
+/* Every rank has read the same input, whole: each keeps its hash part
+ * (default_prefix).
+ * (All ranks read the files rather than rank 0 scattering them: no
+ * rank-dependent path at loading, a bad file fails every rank alike, and
+ * every input string gets the same dictionary id on every rank.) */
+static bool dist_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
+{
+    dist_impl *im = be->impl;
+    if (t->arity != v->arity)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "upload: arity %d into a variable of arity %d", t->arity,
+                       v->arity);
+    rf_table part;
+    rf_table_init(&part, t->arity);
+    rf_word *row = rf_malloc(((size_t)t->arity + 1) * sizeof *row);
+    for (size_t i = 0; i < t->nrows; i++) {
+        if (rf_dist_row_rank(t, i, default_prefix(t->arity), v->types, im->comm->size) != im->comm->rank)
+            continue;
+        for (int c = 0; c < t->arity; c++)
+            row[c] = t->cols[c][i];
+        rf_table_append_row(&part, row);
+    }
+    free(row);
+    bool ok = im->inner->upload(im->inner, v->inner, &part, st);
+    rf_table_free(&part);
+    v->d = hashed(default_prefix(t->arity));
+    return ok;
+}
+
+/* The whole relation on every rank (an all-gather), so that whatever the
+ * runtime decides from downloaded rows (CHECK_KEYS) every rank decides
+ * alike; outputs are then written by rank 0 alone (the CLI). */
+static bool dist_download(rf_backend *be, const rf_dvar *cv, rf_table *t, rf_status *st)
+{
+    dist_impl *im = be->impl;
+    rf_backend *in = im->inner;
+    if (cv->d.kind == PLACE_REPLICATED || cv->gathered)
+        return in->download(in, cv->inner, t, st);
+    rf_table part;
+    rf_table_init(&part, cv->arity);
+    if (!in->download(in, cv->inner, &part, st))
+        comm_failed(im, st->message);
+    int *dest = rf_malloc(rf_mul_size(part.nrows + 1, sizeof *dest));
+    for (size_t i = 0; i < part.nrows; i++)
+        dest[i] = -1;
+    rf_table all;
+    exchange_rows(im, &part, dest, cv->types, cv->sorted, &all);
+    free(dest);
+    rf_table_free(&part);
+    rf_table_move(t, &all);
+    rf_table_free(&all);
+    return true;
+}
+
+/* Row positions (RF_EX_ROWID, the row identities of bag bodies, design.md
+ * "Row identities") are per rank: 0.. in each rank's part. A kernel that
+ * outputs them as whole columns (proj[c] is `rowid(k)`) gets them made
+ * global after it runs, each rank adding the rows of input k on the ranks
+ * before it (rowid_offsets), which keeps them unique as one process's
+ * are. One that reads them otherwise (in a filter, an expression, an
+ * aggregate) runs on rank 0 alone, over all of its inputs. */
+typedef enum rowid_use { ROWID_NONE, ROWID_PROJECTED, ROWID_OTHER } rowid_use;
+
+static bool code_reads_rowid(const rf_code *c)
+{
+    for (int i = 0; i < c->n; i++)
+        if (c->ins[i].op == RF_EX_ROWID)
+            return true;
+    return false;
+}
+
+static rowid_use kernel_rowid_use(const rf_kernel *k)
+{
+    if (code_reads_rowid(&k->filter))
+        return ROWID_OTHER;
+    for (int i = 0; k->agg_arg && i < k->naggs; i++)
+        if (code_reads_rowid(&k->agg_arg[i]))
+            return ROWID_OTHER;
+    rowid_use use = ROWID_NONE;
+    for (int i = 0; i < k->nproj; i++) {
+        if (!code_reads_rowid(&k->proj[i]))
+            continue;
+        if (k->proj[i].n != 1 || k->proj[i].ins[0].index < 0 || k->proj[i].ins[0].index > 1)
+            return ROWID_OTHER;
+        use = ROWID_PROJECTED;
+    }
+    return use;
+}
+
+/* offset[i]: the rows of input i on the ranks before this one (a
+ * collective: each rank's counts, summed into one vector). */
+static void rowid_offsets(dist_impl *im, rf_dvar *const *ins, uint64_t offset[2])
+{
+    rf_comm *c = im->comm;
+    uint64_t *counts = rf_calloc((size_t)c->size * 2, sizeof *counts);
+    for (int i = 0; i < 2; i++)
+        counts[c->rank * 2 + i] = ins[i] ? im->inner->var_rows(im->inner, ins[i]->inner) : 0;
+    char err[256];
+    im->collectives++;
+    if (!c->allreduce_u64(c, counts, c->size * 2, RF_COMM_SUM, err, sizeof err))
+        comm_failed(im, err);
+    offset[0] = offset[1] = 0;
+    for (int r = 0; r < c->rank; r++)
+        for (int i = 0; i < 2; i++)
+            offset[i] += counts[r * 2 + i];
+    free(counts);
+}
+
+/* Adds the offsets to the position columns of this rank's output. */
+static bool shift_rowids(dist_impl *im, const rf_kernel *k, rf_dvar *out, const uint64_t offset[2], rf_status *st)
+{
+    rf_backend *in = im->inner;
+    if ((offset[0] == 0 && offset[1] == 0) || in->var_rows(in, out->inner) == 0)
+        return true;
+    rf_table t;
+    rf_table_init(&t, out->arity);
+    bool ok = in->download(in, out->inner, &t, st);
+    for (int c = 0; ok && c < k->nproj && c < out->arity; c++) {
+        if (!code_reads_rowid(&k->proj[c]))
+            continue;
+        uint64_t add = offset[k->proj[c].ins[0].index];
+        for (size_t i = 0; i < t.nrows; i++)
+            t.cols[c][i] += add;
+    }
+    ok = ok && in->upload(in, out->inner, &t, st);
+    rf_table_free(&t);
+    return ok;
+}
+
+/* The placement a projection keeps: when output columns 0..j-1 are the
+ * hashed columns 0..j-1 of one input (first_col: where that input's
+ * columns start among the kernel's, l ++ r for a JOIN), each output row
+ * is on the rank of the input row it came from, which is its own hash
+ * rank. Else split. */
+static dist projected(const rf_kernel *k, const rf_dvar *side, int first_col)
+{
+    if (side->d.kind != PLACE_HASH || side->d.nkeys < 1 || k->nproj < side->d.nkeys)
+        return split();
+    for (int c = 0; c < side->d.nkeys; c++)
+        if (rf_code_as_column(&k->proj[c]) != first_col + c)
+            return split();
+    return side->d;
+}
+
+/* A JOIN's output placement: where the rows of its left side are, or of
+ * its right side (a replicated side: the other one's). */
+static dist joined(const rf_kernel *k, const rf_dvar *a, const rf_dvar *b)
+{
+    dist d = a->d.kind == PLACE_REPLICATED ? split() : projected(k, a, 0);
+    if (d.kind == PLACE_SPLIT && b->d.kind != PLACE_REPLICATED)
+        d = projected(k, b, a->arity);
+    return d;
+}
+
+/* Both sides of a keyed operation hashed alike on a prefix of at most
+ * nkeys columns (one already hashed so keeps its hash; else nkeys); a
+ * replicated side moves for free. */
+static void co_hash(rf_backend *be, rf_dvar *a, rf_dvar *b, int nkeys)
+{
+    int j = nkeys;
+    if (a->d.kind == PLACE_HASH && a->d.nkeys >= 1 && a->d.nkeys <= nkeys)
+        j = a->d.nkeys;
+    else if (b->d.kind == PLACE_HASH && b->d.nkeys >= 1 && b->d.nkeys <= nkeys)
+        j = b->d.nkeys;
+    move_var(be, a, TO_HASH, j);
+    move_var(be, b, TO_HASH, j);
+}
+
+/* Agrees on a kernel's outcome: false on every rank when it failed on
+ * any, with the message of the lowest failing rank. */
+static bool agree(dist_impl *im, bool ok, rf_status *st)
+{
+    rf_comm *c = im->comm;
+    uint64_t first = ok ? (uint64_t)c->size : (uint64_t)c->rank;
+    char err[256];
+    im->collectives++;
+    if (!c->allreduce_u64(c, &first, 1, RF_COMM_MIN, err, sizeof err))
+        comm_failed(im, err);
+    if (first >= (uint64_t)c->size)
+        return true;
+    rf_status theirs = *st;
+    im->collectives++;
+    if (!c->bcast(c, &theirs, sizeof theirs, (int)first, err, sizeof err))
+        comm_failed(im, err);
+    theirs.message[sizeof theirs.message - 1] = '\0';
+    *st = theirs;
+    if (!st->code)
+        st->code = RF_EXIT_RUNTIME_ERROR;
+    return false;
+}
+
+static bool set_empty(rf_backend *in, rf_dvar *v, rf_status *st)
+{
+    rf_table e;
+    rf_table_init(&e, v->arity);
+    bool ok = in->upload(in, v->inner, &e, st);
+    rf_table_free(&e);
+    return ok;
+}
+
+static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
+                              rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
+{
+    dist_impl *im = be->impl;
+    rf_backend *in = im->inner;
+    if (k->op == RF_K_FUSED)   /* members one by one: each gets its own placement */
+        return RF_RUN_MEMBERS;
+    in->time_kernels = be->time_kernels;
+    int nin = k->op == RF_K_MULTIJOIN ? k->mj->nin : 2, nout = 1;
+    rf_dvar *a = ins[0], *b = nin > 1 ? ins[1] : NULL;
+    dist out = split();
+    bool root_only = false;
+    rowid_use rowids = ROWID_NONE;
+    switch (k->op) {
+    case RF_K_COPY:
+        out = a ? a->d : hashed(default_prefix(outs[0]->arity));
+        break;
+    case RF_K_CLEAR:
+        out = hashed(default_prefix(outs[0]->arity));
+        break;
+    case RF_K_MAP:
+        rowids = kernel_rowid_use(k);
+        if (rowids == ROWID_OTHER) {
+            root_only = true;
+        } else if (rowids == ROWID_PROJECTED && a) {   /* each row on one rank, numbered there */
+            if (a->d.kind == PLACE_REPLICATED)
+                move_var(be, a, TO_HASH, default_prefix(a->arity));
+            out = projected(k, a, 0);
+        } else {
+            out = !a ? split() : a->d.kind == PLACE_REPLICATED ? replicated() : projected(k, a, 0);
+        }
+        break;
+    case RF_K_SORT:   /* dedup: equal rows on one rank */
+        if (a && a->d.kind == PLACE_SPLIT)
+            move_var(be, a, TO_HASH, default_prefix(a->arity));
+        out = a ? a->d : hashed(default_prefix(outs[0]->arity));
+        break;
+    case RF_K_JOIN:
+        rowids = kernel_rowid_use(k);
+        if (rowids == ROWID_OTHER || (rowids == ROWID_PROJECTED && k->nkeys == 0)) {
+            root_only = true;
+        } else if (!a || !b) {
+            out = split();   /* empty */
+        } else if (rowids == ROWID_PROJECTED) {   /* no side replicated: each pair on one rank */
+            co_hash(be, a, b, k->nkeys);
+            out = joined(k, a, b);
+        } else if (a->d.kind == PLACE_REPLICATED && b->d.kind == PLACE_REPLICATED) {
+            out = replicated();
+        } else if (a->d.kind == PLACE_REPLICATED || b->d.kind == PLACE_REPLICATED) {
+            out = joined(k, a, b);
+        } else if (k->nkeys == 0) {   /* cross product: the smaller side everywhere */
+            size_t ra = dist_var_rows(be, a), rb = dist_var_rows(be, b);
+            move_var(be, rb <= ra ? b : a, TO_ALL, 0);
+            out = joined(k, a, b);
+        } else {
+            co_hash(be, a, b, k->nkeys);
+            out = joined(k, a, b);
+        }
+        break;
+    case RF_K_ANTIJOIN:
+        if (!a || !b || b->d.kind == PLACE_REPLICATED) {
+            /* in0 as it is */
+        } else if (k->nkeys == 0) {
+            move_var(be, b, TO_ALL, 0);
+        } else {
+            co_hash(be, a, b, k->nkeys);
+        }
+        out = a ? a->d : hashed(default_prefix(outs[0]->arity));
+        break;
+    case RF_K_UNION:
+    case RF_K_DIFF:
+        if (a && b && !(k->op == RF_K_DIFF && b->d.kind == PLACE_REPLICATED) &&
+            !(a->d.kind == PLACE_REPLICATED && b->d.kind == PLACE_REPLICATED) &&
+            !(a->d.kind == PLACE_HASH && dist_is(b, PLACE_HASH, a->d.nkeys))) {
+            int j = a->d.kind == PLACE_HASH ? a->d.nkeys
+                    : b->d.kind == PLACE_HASH ? b->d.nkeys : default_prefix(a->arity);
+            move_var(be, a, TO_HASH, j);
+            move_var(be, b, TO_HASH, j);
+        }
+        out = a ? a->d : b && k->op == RF_K_UNION ? b->d : hashed(default_prefix(outs[0]->arity));
+        break;
+    case RF_K_AGG:
+        if (kernel_rowid_use(k) != ROWID_NONE) {
+            root_only = true;
+        } else if (k->nkeys == 0) {   /* one group: every rank aggregates all rows */
+            if (a)
+                move_var(be, a, TO_ALL, 0);
+            out = replicated();
+        } else if (!a) {
+            out = hashed(k->nkeys);
+        } else {
+            if (!(a->d.kind == PLACE_REPLICATED || (a->d.kind == PLACE_HASH && a->d.nkeys >= 1 &&
+                                                     a->d.nkeys <= k->nkeys)))
+                move_var(be, a, TO_HASH, k->nkeys);
+            out = a->d;
+        }
+        break;
+    case RF_K_MULTIJOIN:
+        if (kernel_rowid_use(k) != ROWID_NONE) {
+            root_only = true;
+            break;
+        }
+        /* Input 0 stays as it is; every other input goes everywhere, so
+         * each rank finds the bindings of its rows of input 0. */
+        for (int i = 1; i < nin; i++)
+            if (ins[i])
+                move_var(be, ins[i], TO_ALL, 0);
+        out = ins[0] && ins[0]->d.kind == PLACE_REPLICATED ? replicated() : split();
+        break;
+    default:
+        rf_fail(st, RF_EXIT_RUNTIME_ERROR, "distributed runs do not support %s kernels", rf_kop_name(k->op));
+        return RF_RUN_FAILED;
+    }
+    if (root_only) {
+        for (int i = 0; i < nin; i++)
+            if (ins[i])
+                move_var(be, ins[i], TO_ROOT, 0);
+        out = split();
+    }
+    uint64_t offset[2] = {0, 0};
+    bool shift = rowids == ROWID_PROJECTED && !root_only;
+    if (shift)
+        rowid_offsets(im, ins, offset);
+    rf_dvar *inner_outs[RF_KERNEL_VARS_MAX], *inner_ins[RF_KERNEL_VARS_MAX];
+    for (int i = 0; i < nout; i++)
+        inner_outs[i] = outs[i]->inner;
+    for (int i = 0; i < nin; i++)
+        inner_ins[i] = ins[i] ? ins[i]->inner : NULL;
+    bool ok;
+    if (root_only && im->comm->rank != 0) {
+        ok = set_empty(in, outs[0], st);
+    } else {
+        rf_run_result res = in->run(in, p, k, inner_outs, inner_ins, stats, st);
+        ok = res == RF_RUN_DONE;
+        if (res == RF_RUN_MEMBERS)
+            ok = inner_fail(st, "backend %s: %s kernel not run", in->name, rf_kop_name(k->op));
+    }
+    if (ok && shift)
+        ok = shift_rowids(im, k, outs[0], offset, st);
+    if (!agree(im, ok, st))
+        return RF_RUN_FAILED;
+    for (int i = 0; i < nout; i++)
+        outs[i]->d = out;
+    return RF_RUN_DONE;
+}
+
+/* The outputs to rank 0, in the order given (the same on every rank). */
+static void dist_outputs_ready(rf_backend *be, rf_dvar *const *vars, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (vars[i] && !vars[i]->gathered) {
+            move_var(be, vars[i], TO_ROOT, 0);
+            vars[i]->gathered = true;
+        }
+}
+
+static size_t dist_bytes_in_use(rf_backend *be)
+{
+    dist_impl *im = be->impl;
+    return im->inner->bytes_in_use(im->inner);
+}
+
+static size_t dist_bytes_peak(rf_backend *be)
+{
+    dist_impl *im = be->impl;
+    return im->inner->bytes_peak(im->inner);
+}
+
+static void dist_print_stats(rf_backend *be, FILE *f)
+{
+    dist_impl *im = be->impl;
+    fprintf(f, "  distributed: %d ranks over %s; rank %d moved %zu relations, sent %zu rows (%.1f MB), "
+            "%zu collective calls\n", im->comm->size, im->comm->name, im->comm->rank, im->exchanges,
+            im->rows_sent, (double)im->words_sent * 8 / 1e6, im->collectives);
+    if (im->inner->print_stats)
+        im->inner->print_stats(im->inner, f);
+}
+
+static void dist_program_begins(rf_backend *be, const rf_hprogram *p)
+{
+    dist_impl *im = be->impl;
+    im->inner->time_kernels = be->time_kernels;
+    if (im->inner->program_begins)
+        im->inner->program_begins(im->inner, p);
+}
+
+static void dist_destroy(rf_backend *be)
+{
+    dist_impl *im = be->impl;
+    im->inner->destroy(im->inner);
+    free(im);
+    free(be);
+}
+
+rf_backend *rf_backend_dist_new(rf_backend *inner, rf_comm *comm)
+{
+    rf_backend *be = rf_calloc(1, sizeof *be);
+    dist_impl *im = rf_calloc(1, sizeof *im);
+    im->inner = inner;
+    im->comm = comm;
+    be->name = inner->name;   /* the kernels are the inner backend's */
+    snprintf(be->device, sizeof be->device, "%.200s, rank %d of %d", inner->device, comm->rank, comm->size);
+    be->var_new = dist_var_new;
+    be->var_free = dist_var_free;
+    be->var_rows = dist_var_rows;
+    be->upload = dist_upload;
+    be->download = dist_download;
+    be->run = dist_run;
+    be->bytes_in_use = dist_bytes_in_use;
+    be->bytes_peak = dist_bytes_peak;
+    be->destroy = dist_destroy;
+    be->impl = im;
+    be->print_stats = dist_print_stats;
+    be->program_begins = dist_program_begins;
+    be->var_describe = dist_var_describe;
+    be->outputs_ready = dist_outputs_ready;
+    return be;
+}

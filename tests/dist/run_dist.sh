@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Distributed runs (issue 10, docs/distributed.md): `mpirun -np 3 redfox run`
+# over the CPU backend must answer exactly as one process does:
+#   - golden programs (tests/golden: recursion, aggregates, negation,
+#     strings, dates/decimals, @order/@limit, functional dependencies,
+#     cliques through multiway joins ...) against their expected stdout,
+#     and run-time errors (exit 2, the message once);
+#   - random programs of both generators, byte-identical output files
+#     (dist_diff.py);
+#   - the command line: --stats names the ranks, rank 0 alone writes,
+#     --distribute as one rank, refused options.
+# Exits 77 (ctest: skipped) with a message where mpirun or the MPI module
+# is missing. RF_DIST_QUICK=1: a smaller selection (the sanitizer build).
+# Usage: run_dist.sh REDFOX
+set -uo pipefail
+redfox="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+tests="$(dirname "$here")"
+if ! command -v mpirun >/dev/null 2>&1; then
+  echo "skipped: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"
+  exit 77
+fi
+if [ ! -f "$(dirname "$redfox")/librf_comm_mpi.so" ]; then
+  echo "skipped: redfox was built without MPI (no librf_comm_mpi.so beside it)"
+  exit 77
+fi
+# Root in containers and CI; 3 ranks on fewer cores.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+mpi="mpirun -q -np 3 --oversubscribe --bind-to none"   # -q: no banner of its own on a failing rank
+# A launcher that cannot start processes here (a container without the
+# shared memory or the host name it wants) is the machine's, not redfox's.
+if ! probe="$(timeout 60 $mpi true 2>&1)"; then
+  echo "skipped: mpirun cannot start 3 processes here:"
+  echo "$probe" | head -n 20
+  exit 77
+fi
+fail=0
+note() { echo "FAIL: $*"; fail=1; }
+
+golden=(aggregation bag_identities count_strings dates decimals equality_joins functional_ok
+        if_and_logic input_override multi_aggregates negation_strings order_limit_top recursion
+        string_conversions string_functions strings substr_compare total_exact weaver_shared_input
+        tc same_generation four_cliques points_to even_odd
+        division_by_zero fd_rule_violation fd_recursive_violation int_overflow_add missing_input
+        syntax_error_once not_text bad_row tbl_bad_field)
+classic=12 biz=8
+if [ "${RF_DIST_QUICK:-0}" = 1 ]; then   # the sanitizer build: fewer, slower runs
+  golden=(aggregation strings functional_ok tc four_cliques division_by_zero fd_rule_violation)
+  classic=4 biz=3
+fi
+python3 "$tests/golden/run_golden.py" --redfox "$mpi $redfox" "${golden[@]}" | tail -n 40 || fail=1
+
+python3 "$here/dist_diff.py" --redfox "$redfox" --mpirun "$mpi" --count $classic --seed 21 || fail=1
+python3 "$here/dist_diff.py" --redfox "$redfox" --mpirun "$mpi" --lang biz --count $biz --seed 21 || fail=1
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cd "$tests/../programs"
+# --stats: the backend line names the ranks; rank 0 alone prints.
+$mpi "$redfox" run tc.lql --count --stats >"$work/out" 2>"$work/err" || note "tc --stats exited $?"
+grep -q "distributed: 3 ranks over mpi" "$work/err" || note "--stats does not name the ranks: $(head -3 "$work/err")"
+[ "$(grep -c '^# ' "$work/out")" = "$("$redfox" run tc.lql --count | grep -c '^# ')" ] ||
+  note "--count lines printed more than once: $(cat "$work/out")"
+# --output: the files once, equal to one process's.
+$mpi "$redfox" run tc.lql --output "$work/d" >/dev/null 2>&1 || note "tc --output exited $?"
+"$redfox" run tc.lql --output "$work/s" >/dev/null 2>&1
+diff -r "$work/s" "$work/d" >/dev/null || note "--output files differ from one process's"
+# Rank 0 failing alone (its output folder cannot be made): exit 2, once.
+timeout 60 $mpi "$redfox" run tc.lql --output /proc/no/such/dir >/dev/null 2>"$work/err"
+rc=$?
+[ $rc = 2 ] && [ "$(grep -c 'error:' "$work/err")" = 1 ] || note "unwritable --output: exit $rc, $(cat "$work/err")"
+# --distribute without a launcher: one rank, the same answers.
+"$redfox" run tc.lql --distribute --count >"$work/one" 2>&1 || note "--distribute alone exited $?"
+"$redfox" run tc.lql --count >"$work/plain" 2>&1
+cmp -s "$work/one" "$work/plain" || note "--distribute (one rank) differs: $(cat "$work/one")"
+# Refused clearly, by every rank alike (exit 64, no hang).
+timeout 60 $mpi "$redfox" run tc.lql --backend=gpu >/dev/null 2>"$work/err"
+rc=$?
+[ $rc = 64 ] && grep -q "distributed runs use the CPU backend" "$work/err" ||
+  note "--backend=gpu distributed: exit $rc, $(head -2 "$work/err")"
+timeout 60 $mpi "$redfox" run tc.lql --profile "$work/t.json" >/dev/null 2>"$work/err"
+rc=$?
+[ $rc = 64 ] && [ ! -e "$work/t.json" ] || note "--profile distributed: exit $rc"
+timeout 60 $mpi "$redfox" run tc.lql --progress >/dev/null 2>&1
+rc=$?
+[ $rc = 64 ] || note "--progress distributed: exit $rc"
+
+if [ $fail = 0 ]; then echo "distributed runs: all passed"; fi
+exit $fail
