@@ -349,11 +349,17 @@ bool rf_plan_pass_dead_rels(rf_plan *plan)
     /* Without output directives every derived predicate is printed. */
     for (int r = 0; r < n; r++)
         live[r] = any_output ? plan->rels[r].is_output : plan->rels[r].kind == RF_REL_DERIVED;
-    /* A functional-dependency check must run, so what it reads is live. */
+    /* A functional-dependency check must run, so what it reads is live;
+     * so must --join=auto's choice (its branches read the same relations,
+     * but the choice must not depend on that). */
     for (int b = 0; b < plan->nblocks; b++)
-        for (int i = 0; i < plan->blocks[b].ncmds; i++)
-            if (plan->blocks[b].cmds[i].kind == RF_CMD_CHECK_KEYS)
-                live[plan->blocks[b].cmds[i].src[0]] = true;
+        for (int i = 0; i < plan->blocks[b].ncmds; i++) {
+            const rf_plan_cmd *c = &plan->blocks[b].cmds[i];
+            if (c->kind == RF_CMD_CHECK_KEYS)
+                live[c->src[0]] = true;
+            if (c->kind == RF_CMD_BRANCH_JOIN)
+                live[c->src[0]] = live[c->src[1]] = true;
+        }
 
     /* A relation is live if a live relation is computed from it; loop
      * conditions alone keep nothing alive (a loop nobody needs can stop). */

@@ -49,6 +49,10 @@ typedef struct rt {
     int *closes;             /* [block] header its back edge returns to, -1 */
     double *iter_start;      /* [block] when the header's current iteration began */
     rf_par_activity *activity; /* [RF_PAR_ACTIVITY_SLOTS] the pool's threads during a kernel */
+    /* --join=auto's run-time choices, per BRANCH_JOIN block (--stats) */
+    size_t *chose_wcoj, *chose_binary;
+    rf_join_choice *last_choice;
+    double *choice_seconds;
 } rt;
 
 static bool kernel_frees(const rf_kernel *k, int var)
@@ -465,6 +469,31 @@ static void trace_iteration(rt *r, const rf_hblock *tail, int header, int next)
     free(label_json);
 }
 
+/* --join=auto: block b's BRANCH_JOIN picks the multiway join or the
+ * binary joins from the sizes of its relations as they are now. Returns
+ * the next block, or -2 when the backend failed. */
+static int choose_join(rt *r, const rf_hblock *blk, int b, rf_status *st)
+{
+    const rf_hprogram *p = r->p;
+    int l = blk->conds[0], rr = blk->conds[1];
+    rf_join_choice jc;
+    if (!rf_join_choose(r->be, blk, r->dv[l], r->dv[rr], p->vars[l].arity, p->vars[rr].arity, &jc, st))
+        return -2;
+    (jc.wcoj ? r->chose_wcoj : r->chose_binary)[b]++;
+    r->last_choice[b] = jc;
+    r->choice_seconds[b] += jc.seconds;
+    if (r->trace) {
+        double now = rf_now();
+        char *name = rf_sprintf("join choice %s: %s", blk->label ? blk->label : "?", jc.wcoj ? "wcoj" : "binary");
+        rf_trace_slice(r->trace, RF_TRACK_MAIN, name, "join choice", now - jc.seconds, now,
+                       rf_sprintf("\"chose\": \"%s\", \"first_join_rows\": %" PRIu64 ", \"input_rows\": %zu, "
+                                  "\"ratio\": %g",
+                                  jc.wcoj ? "wcoj" : "binary", jc.first_join, jc.inputs, jc.ratio));
+        free(name);
+    }
+    return jc.wcoj ? blk->target : blk->target_else;
+}
+
 static bool interpret(rt *r, rf_status *st)
 {
     const rf_hprogram *p = r->p;
@@ -510,6 +539,13 @@ static bool interpret(rt *r, rf_status *st)
             break;
         case RF_TERM_HALT:
             b = -1;
+            break;
+        case RF_TERM_BRANCH_JOIN:
+            b = choose_join(r, blk, from, st);
+            if (b == -2) {
+                end_progress(r);
+                return false;
+            }
             break;
         }
         if (r->trace && r->closes[from] >= 0)
@@ -1022,6 +1058,19 @@ static void print_stats(rt *r, double total)
                     s->be_seconds > 0 ? (double)s->bytes / s->be_seconds / 1e9 : 0.0);
         }
     print_pruned_inputs(r);
+    /* "join choice auto0 (block 3): binary 1x, wcoj 0x; last: first join
+     * 40211 rows <= 1 x 330870 input rows" */
+    for (int b = 0; b < p->nblocks; b++) {
+        if (!r->chose_wcoj[b] && !r->chose_binary[b])
+            continue;
+        const rf_join_choice *c = &r->last_choice[b];
+        fprintf(e,
+                "  join choice %s (block %d): wcoj %zux, binary %zux; last: binary plan's first join %" PRIu64
+                " rows %s %g x %zu input rows -> %s (%.6f s)\n",
+                p->blocks[b].label ? p->blocks[b].label : "?", b, r->chose_wcoj[b], r->chose_binary[b],
+                c->first_join, c->wcoj ? ">" : "<=", c->ratio, c->inputs, c->wcoj ? "wcoj" : "binary",
+                r->choice_seconds[b]);
+    }
     for (int b = 0; b < p->nblocks; b++)
         if (r->loop_header[b])
             fprintf(e, "  loop %s (block %d): %zu iterations\n",
@@ -1093,6 +1142,10 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
     r.loop_of = rf_calloc((size_t)p->nblocks + 1, sizeof *r.loop_of);
     r.closes = rf_calloc((size_t)p->nblocks + 1, sizeof *r.closes);
     r.iter_start = rf_calloc((size_t)p->nblocks + 1, sizeof *r.iter_start);
+    r.chose_wcoj = rf_calloc((size_t)p->nblocks + 1, sizeof *r.chose_wcoj);
+    r.chose_binary = rf_calloc((size_t)p->nblocks + 1, sizeof *r.chose_binary);
+    r.last_choice = rf_calloc((size_t)p->nblocks + 1, sizeof *r.last_choice);
+    r.choice_seconds = rf_calloc((size_t)p->nblocks + 1, sizeof *r.choice_seconds);
     for (int b = 0; b < p->nblocks; b++)
         r.loop_of[b] = r.closes[b] = -1;
     for (int b = 0; b < p->nblocks; b++) {
@@ -1196,6 +1249,10 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
     free(r.loop_of);
     free(r.closes);
     free(r.iter_start);
+    free(r.chose_wcoj);
+    free(r.chose_binary);
+    free(r.last_choice);
+    free(r.choice_seconds);
     if (info)
         *info = r.info;
     return ok;

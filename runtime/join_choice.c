@@ -1,0 +1,83 @@
+/* --join=auto's run-time choice (RF_TERM_BRANCH_JOIN; the planner's side
+ * is plan_build.c, auto_join). A cyclic rule body is planned twice, as a
+ * multiway join (leapfrog triejoin) and as binary joins, and this decides
+ * which runs, each time the block is reached, from the relations as they
+ * are then (they are often computed: `uedge` of programs/triangles.lql,
+ * or a delta in a loop).
+ *
+ * The statistic is the size of the binary plan's first join, counted
+ * without making it (the backend's join_size: sum over key values of the
+ * rows holding it on each side; for a triangle query the number of 2-paths
+ * sum_v indeg(v) x outdeg(v)). Against the rows of its two inputs it says
+ * how far the binary plan's intermediates grow: about 1 or below on road
+ * networks and meshes, a few on uniform random graphs, tens and more on
+ * skewed graphs (social networks, R-MAT), where the later joins multiply
+ * it again and the binary plan can exhaust memory. The multiway join's
+ * work is bounded by the AGM bound whatever the degrees, so it runs when
+ * first_join > ratio x (rows(l) + rows(r)).
+ *
+ * The ratio is the backend's (backend.h: RF_WCOJ_AUTO_RATIO_CPU/_GPU),
+ * measured with bench/wcoj_bench.py (docs/performance.md):
+ *  - GPU, 5: on the H100 the binary plan was faster at ratios up to 3.3
+ *    (usroads 0.6, delaunay_n16 1.0, CA-HepTh 1.9, uniform 10^7 edges 3.3:
+ *    2.7x) and slower from 7.9 (loc-Brightkite 7.9, wiki-Vote 24.6; R-MAT
+ *    ran out of memory); ego-Facebook (15.2) was even.
+ *  - CPU, 1: the CPU's leapfrog was as fast or faster than the binary plan
+ *    on every graph measured (its binary joins sort every intermediate), so
+ *    only bodies whose first join stays below the size of its inputs
+ *    (sparse graphs with few 2-paths, where both plans take milliseconds)
+ *    keep the binary plan.
+ * RF_WCOJ_AUTO_RATIO (a number >= 0) overrides it: 0 always picks the
+ * multiway join where the first join makes any row, a huge value the
+ * binary plan. */
+#include "runtime.h"
+#include "rf_prims.h"
+
+#include <stdlib.h>
+
+double rf_wcoj_auto_ratio(const rf_backend *be)
+{
+    const char *env = getenv("RF_WCOJ_AUTO_RATIO");
+    if (env && *env) {
+        char *end;
+        double v = strtod(env, &end);
+        if (*end == '\0' && v >= 0)
+            return v;
+    }
+    return be->wcoj_auto_ratio > 0 ? be->wcoj_auto_ratio : RF_WCOJ_AUTO_RATIO_CPU;
+}
+
+/* A backend without join_size: both relations downloaded and counted on
+ * the host. */
+static bool count_on_host(rf_backend *be, const rf_hblock *hb, const rf_dvar *l, const rf_dvar *r, int arity_l,
+                          int arity_r, uint64_t *rows, rf_status *st)
+{
+    rf_table tl, tr;
+    rf_table_init(&tl, arity_l);
+    rf_table_init(&tr, arity_r);
+    bool ok = be->download(be, l, &tl, st) && be->download(be, r, &tr, st);
+    if (ok)
+        *rows = rf_prim_join_size(&tl, hb->lkeys, &tr, hb->rkeys, hb->nkeys);
+    rf_table_free(&tl);
+    rf_table_free(&tr);
+    return ok;
+}
+
+bool rf_join_choose(rf_backend *be, const rf_hblock *hb, const rf_dvar *l, const rf_dvar *r, int arity_l,
+                    int arity_r, rf_join_choice *out, rf_status *st)
+{
+    double t0 = rf_now();
+    size_t nl = l ? be->var_rows(be, l) : 0, nr = r ? be->var_rows(be, r) : 0;
+    out->inputs = nl + nr;
+    out->ratio = rf_wcoj_auto_ratio(be);
+    out->first_join = 0;
+    if (nl > 0 && nr > 0) {
+        bool ok = be->join_size ? be->join_size(be, l, r, hb->nkeys, hb->lkeys, hb->rkeys, &out->first_join, st)
+                                : count_on_host(be, hb, l, r, arity_l, arity_r, &out->first_join, st);
+        if (!ok)
+            return false;
+    }
+    out->wcoj = (double)out->first_join > out->ratio * (double)out->inputs;
+    out->seconds = rf_now() - t0;
+    return true;
+}
