@@ -206,15 +206,16 @@ typedef enum rf_term {
     RF_TERM_BRANCH_EMPTY,    /* all of conds empty ? target : target_else */
     RF_TERM_HALT,
     RF_TERM_BRANCH_JOIN      /* --join=auto's run-time choice (plan.h,
-                                RF_CMD_BRANCH_JOIN): nconds = 2; when
-                                conds[0] joined with conds[1] on column
-                                pairs (lkeys[i], rkeys[i]), i < nkeys, would
-                                make more than ratio x (rows(conds[0]) +
-                                rows(conds[1])) rows ? target (the
-                                MULTIJOIN) : target_else (binary joins).
-                                The backend counts the join (join_size);
-                                the ratio is the backend's or
-                                RF_WCOJ_AUTO_RATIO's (runtime.c) */
+                                RF_CMD_BRANCH_JOIN says how): nconds = 2;
+                                J = the rows conds[0] joined with conds[1]
+                                on column pairs (lkeys[i], rkeys[i]),
+                                i < nkeys, would make, N = rows(conds[0])
+                                + rows(conds[1]); N x (J / N)^(nvars - 2)
+                                > ratio x N ? target (the MULTIJOIN) :
+                                target_else (binary joins). The backend
+                                counts J (join_size); the ratio is the
+                                backend's or RF_WCOJ_AUTO_RATIO's
+                                (join_choice.c) */
 } rf_term;
 
 typedef struct rf_hblock {
@@ -226,6 +227,7 @@ typedef struct rf_hblock {
     int nconds;
     int *conds;
     int nkeys;               /* BRANCH_JOIN: key column pairs (0: cross) */
+    int nvars;               /* BRANCH_JOIN: the body's variables (>= 2) */
     int *lkeys, *rkeys;      /* [nkeys] columns of conds[0], conds[1] */
     /* Liveness: variables to free on entry to this block (dead on every
      * path from here but possibly live on the edge that came in). */

@@ -310,13 +310,15 @@ void rf_hir_print(const rf_hprogram *p, FILE *out)
             fprintf(out, ") jump block %d else block %d\n", hb->target, hb->target_else);
             break;
         case RF_TERM_BRANCH_JOIN:
-            /* --join=auto: "if rows(uedge join uedge on ($1 = $0)) > ratio x
-             * (rows(uedge) + rows(uedge)) jump block 5 (wcoj) else block 6" */
+            /* --join=auto: "if rows(uedge join uedge on ($1 = $0)) grows 3
+             * variables past ratio x (rows(uedge) + rows(uedge)) jump
+             * block 5 (wcoj) else block 6 (binary)" (hir.h says how) */
             fprintf(out, "  if rows(%s join %s on (", var_name(p, hb->conds[0]), var_name(p, hb->conds[1]));
             for (int i = 0; i < hb->nkeys; i++)
                 fprintf(out, "%s$%d = $%d", i ? ", " : "", hb->lkeys[i], hb->rkeys[i]);
-            fprintf(out, ")) > ratio x (rows(%s) + rows(%s)) jump block %d (wcoj) else block %d (binary)\n",
-                    var_name(p, hb->conds[0]), var_name(p, hb->conds[1]), hb->target, hb->target_else);
+            fprintf(out, ")) grows %d variables past ratio x (rows(%s) + rows(%s)) jump block %d (wcoj) else block %d "
+                    "(binary)\n", hb->nvars, var_name(p, hb->conds[0]), var_name(p, hb->conds[1]), hb->target,
+                    hb->target_else);
             break;
         default:
             fputs("  halt\n", out);

@@ -89,13 +89,17 @@ typedef enum rf_cmdkind {
                            filter(b) }, column reads being variable
                            numbers. src[] = -1 */
     RF_CMD_BRANCH_JOIN  /* --join=auto's run-time choice for a cyclic body
-                           (plan_build.c, auto_join): if the binary plan's
-                           first join, src0 ⋈ src1 on lkeys/rkeys (the
-                           atoms' relations; their scans' filters not
-                           applied, so an upper bound), would make more
-                           than ratio x (|src0| + |src1|) rows, goto target
-                           (the MultiJoin) else goto target_else (the
-                           binary joins). The ratio is the backend's
+                           of nvars variables (plan_build.c, auto_join):
+                           J = rows of the binary plan's first join, src0
+                           join src1 on lkeys/rkeys (the atoms' relations;
+                           their scans' filters not applied, so an upper
+                           bound), N = |src0| + |src1|; the binary plan's
+                           largest intermediate is estimated as
+                           N x (J / N)^(nvars - 2) (each further variable
+                           multiplies it by the first join's growth). If
+                           that is more than ratio x N goto target (the
+                           MultiJoin) else goto target_else (the binary
+                           joins). The ratio is the backend's
                            (RF_WCOJ_AUTO_RATIO overrides it). Ends a block */
 } rf_cmdkind;
 
@@ -122,7 +126,8 @@ typedef struct rf_plan_cmd {
     int *in_first;           /* [nins + 1]: source i's columns' variables
                                 are in_vars[in_first[i] .. in_first[i+1]) */
     int *in_vars;
-    int nvars;               /* variables, 1..RF_MULTIJOIN_MAX_VARS */
+    int nvars;               /* variables, 1..RF_MULTIJOIN_MAX_VARS (also
+                                BRANCH_JOIN: the body's variables) */
     char *why;               /* the planner's estimate behind the choice
                                 (explain --plan prints it), or NULL */
     char *comment;           /* why the command exists (rule text), or NULL */

@@ -1355,13 +1355,17 @@ static void restore_state(rule_ctx *c, rule_state *s)
  *   autoN.end:      what follows the body (both wrote the same relation)
  *
  * A and B are the relations of the binary plan's first two atoms and the
- * keys the columns of the variables they share: the size of that first
+ * keys the columns of the variables they share: the size J of that first
  * join (sum over key values of the rows of A times the rows of B holding
  * it; the atoms' own filters not applied, so an upper bound) is the
- * binary plan's first intermediate. Near the size of its inputs, degrees
- * are low and even and binary joins are cheap; far above, the later joins
- * multiply it again and the multiway join wins. The ratio is the
- * backend's (runtime: RF_WCOJ_AUTO_RATIO). */
+ * binary plan's first intermediate, and J / (|A| + |B|) how much a join
+ * that brings in a new variable grows the bindings. Near 1 or below,
+ * degrees are low and even and binary joins are cheap; far above, every
+ * further variable multiplies the bindings again (a body of v variables:
+ * about (|A| + |B|) x (J / (|A| + |B|))^(v - 2) at the largest) while the
+ * multiway join stays within the AGM bound. The runtime compares that
+ * estimate with ratio x (|A| + |B|), the ratio the backend's
+ * (runtime/join_choice.c: RF_WCOJ_AUTO_RATIO). */
 static void auto_join(rule_ctx *c, const mj_body *m, const int *order)
 {
     builder *b = c->b;
@@ -1396,6 +1400,7 @@ static void auto_join(rule_ctx *c, const mj_body *m, const int *order)
     /* A cyclic body has two atoms or more, and the second one picked
      * shares a variable with the first when any does. */
     int la = lits[0], lb = lits[1] >= 0 ? lits[1] : lits[0];
+    br->nvars = m->nv;
     br->src[0] = atom_rel(c, la);
     br->src[1] = atom_rel(c, lb);
     const rf_literal *A = &c->r->body[la], *B = &c->r->body[lb];

@@ -115,13 +115,14 @@ char *rf_plan_cmd_text(const rf_plan *plan, const rf_plan_cmd *c)
         fputs("halt", f);
         break;
     case RF_CMD_BRANCH_JOIN:
-        /* "if rows(uedge join uedge on ($1 = $0)) > ratio x (rows(uedge)
-         * + rows(uedge)) goto r.wcoj else goto r.binary": run time */
+        /* "if rows(uedge join uedge on ($1 = $0)) grows 3 variables past
+         * ratio x (rows(uedge) + rows(uedge)) goto auto0.wcoj else goto
+         * auto0.binary": decided at run time (plan.h says how) */
         fprintf(f, "if rows(%s join %s on (", s0, s1);
         for (int i = 0; i < c->nkeys && c->lkeys && c->rkeys; i++)
             fprintf(f, "%s$%d = $%d", i ? ", " : "", c->lkeys[i], c->rkeys[i]);
-        fprintf(f, ")) > ratio x (rows(%s) + rows(%s)) goto %s else goto %s", s0, s1, block_label(plan, c->target),
-                block_label(plan, c->target_else));
+        fprintf(f, ")) grows %d variables past ratio x (rows(%s) + rows(%s)) goto %s else goto %s", c->nvars, s0,
+                s1, block_label(plan, c->target), block_label(plan, c->target_else));
         break;
     case RF_CMD_MULTIJOIN:
         /* "MultiJoin uedge($0, $1), uedge($1, $2), uedge($0, $2)": each

@@ -5,34 +5,38 @@
  * are then (they are often computed: `uedge` of programs/triangles.lql,
  * or a delta in a loop).
  *
- * The statistic is the size of the binary plan's first join, counted
+ * The statistic is the size J of the binary plan's first join, counted
  * without making it (the backend's join_size: sum over key values of the
  * rows holding it on each side; for a triangle query the number of 2-paths
- * sum_v indeg(v) x outdeg(v)). Against the rows of its two inputs it says
- * how far the binary plan's intermediates grow: about 1 or below on road
- * networks and meshes, a few on uniform random graphs, tens and more on
- * skewed graphs (social networks, R-MAT), where the later joins multiply
- * it again and the binary plan can exhaust memory. The multiway join's
- * work is bounded by the AGM bound whatever the degrees, so it runs when
- * first_join > ratio x (rows(l) + rows(r)).
+ * sum_v indeg(v) x outdeg(v)). Against the rows N of its two inputs it
+ * says how much a join that brings in a variable grows the bindings,
+ * g = J / N: about 1 or below on road networks and meshes, a few on
+ * uniform random graphs, tens and more on skewed graphs (social networks,
+ * R-MAT). A body of v variables brings in v - 2 of them after the first
+ * two, so the binary plan's largest intermediate is about N x g^(v - 2)
+ * (a triangle: J itself; a 4-clique: J x g) and can exhaust memory, while
+ * the multiway join's work stays within the AGM bound whatever the
+ * degrees. So the multiway join runs when N x g^(v - 2) > ratio x N.
  *
  * The ratio is the backend's (backend.h: RF_WCOJ_AUTO_RATIO_CPU/_GPU),
  * measured with bench/wcoj_bench.py (docs/performance.md):
- *  - GPU, 5: on the H100 the binary plan was faster at ratios up to 3.3
- *    (usroads 0.6, delaunay_n16 1.0, CA-HepTh 1.9, uniform 10^7 edges 3.3:
- *    2.7x) and slower from 7.9 (loc-Brightkite 7.9, wiki-Vote 24.6; R-MAT
- *    ran out of memory); ego-Facebook (15.2) was even.
- *  - CPU, 1: the CPU's leapfrog was as fast or faster than the binary plan
- *    on every graph measured (its binary joins sort every intermediate), so
- *    only bodies whose first join stays below the size of its inputs
- *    (sparse graphs with few 2-paths, where both plans take milliseconds)
- *    keep the binary plan.
+ *  - GPU, 5: in the H100 triangle rows of 2026-11-26 the binary plan was
+ *    faster up to g = 3.3 (usroads 0.6, delaunay_n16 1.0, CA-HepTh 1.9,
+ *    uniform 10^7 edges 3.3: 2.7x faster) and slower from 7.9
+ *    (loc-Brightkite 7.9, wiki-Vote 24.6; R-MAT ran out of memory);
+ *    ego-Facebook (15.2) was even. 4-cliques (g^2 of 19 and more there)
+ *    were faster with the multiway join on every graph.
+ *  - CPU, 0.4: the CPU's binary plan was faster only on sparse uniform
+ *    graphs (g = 0.08: 0.81x, g = 0.33: 0.92x) and slower from g = 0.48
+ *    (luxembourg_osm 1.5x, usroads 0.63: 1.5x, uniform g = 1: 1.3x; its
+ *    binary joins re-sort every intermediate).
  * RF_WCOJ_AUTO_RATIO (a number >= 0) overrides it: 0 always picks the
  * multiway join where the first join makes any row, a huge value the
  * binary plan. */
 #include "runtime.h"
 #include "rf_prims.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 double rf_wcoj_auto_ratio(const rf_backend *be)
@@ -77,7 +81,11 @@ bool rf_join_choose(rf_backend *be, const rf_hblock *hb, const rf_dvar *l, const
         if (!ok)
             return false;
     }
-    out->wcoj = (double)out->first_join > out->ratio * (double)out->inputs;
+    /* growth per variable brought in, compounded over the body's
+     * variables after the first two (hir.h, RF_TERM_BRANCH_JOIN) */
+    double n = (double)out->inputs, growth = n > 0 ? (double)out->first_join / n : 0;
+    out->estimate = n * pow(growth, hb->nvars > 2 ? hb->nvars - 2 : 1);
+    out->wcoj = out->estimate > out->ratio * n;
     out->seconds = rf_now() - t0;
     return true;
 }

@@ -487,8 +487,8 @@ static int choose_join(rt *r, const rf_hblock *blk, int b, rf_status *st)
         char *name = rf_sprintf("join choice %s: %s", blk->label ? blk->label : "?", jc.wcoj ? "wcoj" : "binary");
         rf_trace_slice(r->trace, RF_TRACK_MAIN, name, "join choice", now - jc.seconds, now,
                        rf_sprintf("\"chose\": \"%s\", \"first_join_rows\": %" PRIu64 ", \"input_rows\": %zu, "
-                                  "\"ratio\": %g",
-                                  jc.wcoj ? "wcoj" : "binary", jc.first_join, jc.inputs, jc.ratio));
+                                  "\"largest_intermediate_estimate\": %.6g, \"ratio\": %g",
+                                  jc.wcoj ? "wcoj" : "binary", jc.first_join, jc.inputs, jc.estimate, jc.ratio));
         free(name);
     }
     return jc.wcoj ? blk->target : blk->target_else;
@@ -1058,18 +1058,19 @@ static void print_stats(rt *r, double total)
                     s->be_seconds > 0 ? (double)s->bytes / s->be_seconds / 1e9 : 0.0);
         }
     print_pruned_inputs(r);
-    /* "join choice auto0 (block 3): binary 1x, wcoj 0x; last: first join
-     * 40211 rows <= 1 x 330870 input rows" */
+    /* "join choice stratum2 (block 2): wcoj 1x, binary 0x; last: binary
+     * plan's first join 100005 rows from 51946 input rows, largest
+     * intermediate ~100005 > 0.4 x 51946 -> wcoj (0.000404 s)" */
     for (int b = 0; b < p->nblocks; b++) {
         if (!r->chose_wcoj[b] && !r->chose_binary[b])
             continue;
         const rf_join_choice *c = &r->last_choice[b];
         fprintf(e,
                 "  join choice %s (block %d): wcoj %zux, binary %zux; last: binary plan's first join %" PRIu64
-                " rows %s %g x %zu input rows -> %s (%.6f s)\n",
+                " rows from %zu input rows, largest intermediate ~%.4g %s %g x %zu -> %s (%.6f s)\n",
                 p->blocks[b].label ? p->blocks[b].label : "?", b, r->chose_wcoj[b], r->chose_binary[b],
-                c->first_join, c->wcoj ? ">" : "<=", c->ratio, c->inputs, c->wcoj ? "wcoj" : "binary",
-                r->choice_seconds[b]);
+                c->first_join, c->inputs, c->estimate, c->wcoj ? ">" : "<=", c->ratio, c->inputs,
+                c->wcoj ? "wcoj" : "binary", r->choice_seconds[b]);
     }
     for (int b = 0; b < p->nblocks; b++)
         if (r->loop_header[b])

@@ -120,12 +120,15 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
 
 /* ---- --join=auto's run-time choice (join_choice.c) ---- */
 /* What one RF_TERM_BRANCH_JOIN decided: the binary plan's first join
- * would make `first_join` rows from inputs of `inputs` rows in all; the
- * multiway join runs when first_join > ratio x inputs. */
+ * would make `first_join` rows from inputs of `inputs` rows in all, and
+ * its largest intermediate about `estimate` = inputs x (first_join /
+ * inputs)^(nvars - 2) rows; the multiway join runs when estimate > ratio
+ * x inputs. */
 typedef struct rf_join_choice {
     bool wcoj;
     uint64_t first_join;
     size_t inputs;
+    double estimate;
     double ratio;
     double seconds;          /* counting, downloads included */
 } rf_join_choice;

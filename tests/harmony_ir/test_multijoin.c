@@ -98,6 +98,7 @@ static void test_auto_plans_both(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(br);
     /* e(x, y), e(y, z): the first join is on y, column 1 with column 0 */
     CU_ASSERT_EQUAL(br->nkeys, 1);
+    CU_ASSERT_EQUAL(br->nvars, 3);
     CU_ASSERT_EQUAL(br->lkeys[0], 1);
     CU_ASSERT_EQUAL(br->rkeys[0], 0);
     CU_ASSERT_STRING_EQUAL(plan->rels[br->src[0]].name, "e");
@@ -225,7 +226,7 @@ static rf_hblock *choice_block(rf_hprogram *h)
 static void test_verifier_rejects_bad_choice(void)
 {
     rf_kernel *k;
-    for (int m = 0; m < 7; m++) {
+    for (int m = 0; m < 8; m++) {
         rf_hprogram *h = lowered_triangles(&k);
         rf_hblock *hb = choice_block(h);
         CU_ASSERT_PTR_NOT_NULL_FATAL(hb);
@@ -238,6 +239,7 @@ static void test_verifier_rejects_bad_choice(void)
         case 3: hb->conds[1] = h->nvars; break;           /* relation out of range */
         case 4: hb->lkeys[0] = 2; break;                  /* key column out of range (arity 2) */
         case 5: hb->nkeys = 3; break;                     /* more keys than columns */
+        case 7: hb->nvars = 1; break;                     /* a body of one variable */
         case 6: {                                         /* keys of different types */
             rf_hvar *v = &h->vars[hb->conds[1]];
             rf_type t = v->types[hb->rkeys[0]];
@@ -280,6 +282,7 @@ static void test_rfx_round_trip(void)
     CU_ASSERT_EQUAL(hb->nkeys, 1);
     CU_ASSERT_EQUAL(hb->lkeys[0], 1);
     CU_ASSERT_EQUAL(hb->rkeys[0], 0);
+    CU_ASSERT_EQUAL(hb->nvars, 3);
     rf_hir_free(back);
     /* files of the formats before multiway joins (6) and before the
      * run-time choice (7) are compiled again */
@@ -425,6 +428,15 @@ static void test_join_size(void)
     int l2[2] = {1, 0}, r2[2] = {0, 1};
     CU_ASSERT_EQUAL(rf_prim_join_size(&e, l2, &e, r2, 2), want2);
     CU_ASSERT_EQUAL(rf_prim_join_size(&e, NULL, &e, NULL, 0), (uint64_t)e.nrows * e.nrows);
+    /* values spread too wide for the array of counts: the hash table */
+    rf_table wide;
+    rf_table_init(&wide, 2);
+    rf_table_copy(&wide, &e);
+    for (int c = 0; c < 2; c++)
+        for (size_t i = 0; i < wide.nrows; i++)
+            wide.cols[c][i] = wide.cols[c][i] * 1000000007ull + 3;
+    CU_ASSERT_EQUAL(rf_prim_join_size(&wide, k1, &wide, k0, 1), want);
+    rf_table_free(&wide);
     rf_table none;
     rf_table_init(&none, 2);
     CU_ASSERT_EQUAL(rf_prim_join_size(&e, k1, &none, k0, 1), 0);
