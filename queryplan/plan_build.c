@@ -1371,7 +1371,10 @@ static void auto_join(rule_ctx *c, const mj_body *m, const int *order)
     builder *b = c->b;
     int choice = b->nchoices++;
     int from = (int)b->blocks.len - 1;
-    emit(b, RF_CMD_BRANCH_JOIN, -1, -1, -1)->comment = rf_strdup("--join=auto: chosen at run time");
+    emit(b, RF_CMD_BRANCH_JOIN, -1, -1, -1)->comment =
+        m->nv > 3 ? rf_sprintf("--join=auto, at run time: J = rows of that join, N = of its inputs; the binary "
+                               "plan's largest intermediate ~ N x (J/N)^%d", m->nv - 2)
+                  : rf_strdup("--join=auto, at run time: the binary plan's first join against its inputs");
     size_t branch_at = b->blocks.items[from].cmds.len - 1;
     rule_state saved;
     save_state(c, &saved);

@@ -39,16 +39,16 @@ bool rf_cuda_join_size(rf_cuda_ctx *c, const rf_drel *l, const int *lkeys, const
     size_t cap = 16;
     while (cap < 2 * l->nrows)
         cap *= 2;
-    size_t bytes = cap * 2 * sizeof(uint64_t) + sizeof(unsigned long long);
-    uint64_t *mem = rf_cuda_alloc(c, bytes, "join size count (--join=auto)", st);
+    /* keys[cap], counts[cap + 1] (the last for the key ~0), the total */
+    size_t bytes = (2 * cap + 2) * sizeof(unsigned long long);
+    unsigned long long *mem = rf_cuda_alloc(c, bytes, "join size count (--join=auto)", st);
     if (!mem)
         return false;
-    uint64_t *keys = mem;
-    unsigned long long *counts = (unsigned long long *)(mem + cap);
-    unsigned long long *total = (unsigned long long *)(mem + 2 * cap);
+    unsigned long long *keys = mem, *counts = mem + cap, *total = mem + 2 * cap + 1;
     unsigned long long sum = 0;
-    bool ok = rf_cuda_check(c, cudaMemsetAsync(counts, 0, cap * sizeof *counts + sizeof *total, c->stream),
-                            "join size count", st) &&
+    bool ok = rf_cuda_check(c, cudaMemsetAsync(keys, 0xff, cap * sizeof *keys, c->stream), "join size count", st) &&
+              rf_cuda_check(c, cudaMemsetAsync(counts, 0, (cap + 2) * sizeof *counts, c->stream), "join size count",
+                            st) &&
               rf_cuda_check(c, rf_k_js_count(c->stream, side_of(l, lkeys, nkeys), keys, counts, cap - 1),
                             "join size count", st) &&
               rf_cuda_check(c, rf_k_js_probe(c->stream, side_of(r, rkeys, nkeys), keys, counts, cap - 1, total),

@@ -1,17 +1,16 @@
 // The size of an equi-join without making it, on the device (--join=auto's
 // run-time statistic; rf_prim_join_size in primitives/cpu/joinsize.c is the
 // reference and says why). The smaller side's keys are counted into an
-// open-addressing table in device memory (a thread a row: atomicCAS claims
-// a slot, atomicAdd counts), then every row of the other side looks its
-// key up and the counts are summed (a block reduction, one atomicAdd a
-// block). Keys of several columns are hashed to one word as on the host,
+// open-addressing table in device memory (a thread a row: atomicCAS puts
+// the key into a free slot, atomicAdd counts), then every row of the other
+// side looks its key up and the counts are summed (a block reduction, one
+// atomicAdd a block). Keys of several columns are hashed to one word as on the host,
 // so both backends count the same.
 #include "joinsize.h"
 
 namespace {
 
 constexpr int kBlock = 256;
-constexpr unsigned long long kEmpty = 0;   // a slot's count: 0 = unclaimed
 
 inline unsigned grid_for(uint64_t n)
 {
@@ -43,30 +42,25 @@ __device__ __forceinline__ uint64_t key_of(const rf_js_side &s, uint64_t i)
     return h;
 }
 
-// Slot states: counts[slot] == 0 free; a thread claims a slot by CAS-ing
-// its count from 0 to a "being written" mark, writes the key, then sets
-// the count. Readers of a marked slot wait for the key.
-constexpr unsigned long long kBusy = ~0ull;
+// A slot is free while its key is kNoKey (the table is filled with 0xff
+// bytes): a thread claims it by CAS-ing its key in, and a thread that finds
+// its own key there counts it too, so no thread ever waits for another.
+// Rows whose key is kNoKey itself are counted in counts[mask + 1].
+constexpr uint64_t kNoKey = ~0ull;
 
-__global__ void js_count(rf_js_side side, uint64_t *keys, unsigned long long *counts, uint64_t mask)
+__global__ void js_count(rf_js_side side, unsigned long long *keys, unsigned long long *counts, uint64_t mask)
 {
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < side.n;
          i += (uint64_t)gridDim.x * blockDim.x) {
         uint64_t key = key_of(side, i);
+        if (key == kNoKey) {
+            atomicAdd(&counts[mask + 1], 1ull);
+            continue;
+        }
         uint64_t s = mix64(key) & mask;
         for (;;) {
-            unsigned long long c = atomicCAS(&counts[s], kEmpty, kBusy);
-            if (c == kEmpty) {                       // claimed: publish the key
-                volatile uint64_t *vk = keys;
-                vk[s] = key;
-                __threadfence();
-                atomicExch(&counts[s], 1ull);
-                break;
-            }
-            while (c == kBusy) {                     // another thread is writing it
-                c = atomicAdd(&counts[s], 0ull);
-            }
-            if (((volatile uint64_t *)keys)[s] == key) {
+            unsigned long long k = atomicCAS(&keys[s], kNoKey, (unsigned long long)key);
+            if (k == kNoKey || k == key) {
                 atomicAdd(&counts[s], 1ull);
                 break;
             }
@@ -75,18 +69,22 @@ __global__ void js_count(rf_js_side side, uint64_t *keys, unsigned long long *co
     }
 }
 
-__global__ void js_probe(rf_js_side side, const uint64_t *keys, const unsigned long long *counts, uint64_t mask,
-                         unsigned long long *total)
+__global__ void js_probe(rf_js_side side, const unsigned long long *keys, const unsigned long long *counts,
+                         uint64_t mask, unsigned long long *total)
 {
     __shared__ unsigned long long part[kBlock];
     unsigned long long sum = 0;
     for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < side.n;
          i += (uint64_t)gridDim.x * blockDim.x) {
         uint64_t key = key_of(side, i);
+        if (key == kNoKey) {
+            sum += counts[mask + 1];
+            continue;
+        }
         uint64_t s = mix64(key) & mask;
-        while (counts[s] != kEmpty && keys[s] != key)
+        while (keys[s] != kNoKey && keys[s] != key)
             s = (s + 1) & mask;
-        sum += counts[s];
+        sum += counts[s];   // 0 on a free slot: the key is not there
     }
     part[threadIdx.x] = sum;
     __syncthreads();
@@ -101,8 +99,8 @@ __global__ void js_probe(rf_js_side side, const uint64_t *keys, const unsigned l
 
 } // namespace
 
-extern "C" cudaError_t rf_k_js_count(cudaStream_t s, rf_js_side side, uint64_t *keys, unsigned long long *counts,
-                                     uint64_t mask)
+extern "C" cudaError_t rf_k_js_count(cudaStream_t s, rf_js_side side, unsigned long long *keys,
+                                     unsigned long long *counts, uint64_t mask)
 {
     if (side.n == 0)
         return cudaSuccess;
@@ -110,7 +108,7 @@ extern "C" cudaError_t rf_k_js_count(cudaStream_t s, rf_js_side side, uint64_t *
     return cudaGetLastError();
 }
 
-extern "C" cudaError_t rf_k_js_probe(cudaStream_t s, rf_js_side side, const uint64_t *keys,
+extern "C" cudaError_t rf_k_js_probe(cudaStream_t s, rf_js_side side, const unsigned long long *keys,
                                      const unsigned long long *counts, uint64_t mask, unsigned long long *total)
 {
     if (side.n == 0)

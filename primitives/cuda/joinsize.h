@@ -19,14 +19,15 @@ typedef struct rf_js_side {
     uint64_t n;
 } rf_js_side;
 
-/* Counts every row's key into the open-addressing table keys/counts
- * (mask + 1 slots, counts zeroed before: 0 is an empty slot). */
-cudaError_t rf_k_js_count(cudaStream_t s, rf_js_side side, uint64_t *keys, unsigned long long *counts,
+/* Counts every row's key into the open-addressing table keys/counts:
+ * mask + 1 slots, keys filled with 0xff bytes (a free slot) and counts
+ * zeroed before; counts has one more entry, for the key ~0 itself. */
+cudaError_t rf_k_js_count(cudaStream_t s, rf_js_side side, unsigned long long *keys, unsigned long long *counts,
                           uint64_t mask);
 /* *total (zeroed before) += the count of every row's key of `side`
  * (saturating is left to the caller: a 64-bit sum of products of row
  * counts below 2^32 each cannot overflow for inputs under 2^32 rows). */
-cudaError_t rf_k_js_probe(cudaStream_t s, rf_js_side side, const uint64_t *keys,
+cudaError_t rf_k_js_probe(cudaStream_t s, rf_js_side side, const unsigned long long *keys,
                           const unsigned long long *counts, uint64_t mask, unsigned long long *total);
 
 #ifdef __cplusplus

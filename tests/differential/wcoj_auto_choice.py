@@ -3,8 +3,8 @@
 default ratio, triangle listing on a sparse uniform graph (few 2-paths)
 must run the binary plan and on a skewed R-MAT graph the multiway join,
 as --stats reports; explain --plan and --ir show the choice and both
-plans; the answers equal --join=binary's and --join=wcoj's, also from a
-compiled .rfx. A recursive rule with a cyclic body chooses in every
+plans, --profile has a slice for the choice; the answers equal
+--join=binary's and --join=wcoj's, also from a compiled .rfx. A recursive rule with a cyclic body chooses in every
 iteration of its loop (the delta changes), with the same answers whichever
 branch RF_WCOJ_AUTO_RATIO forces. Graphs from bench/graphgen.c (small:
 the whole test takes about a second).
@@ -12,6 +12,7 @@ the whole test takes about a second).
     wcoj_auto_choice.py --redfox build/redfox --graphgen build/tests/bench/rf_graphgen
 """
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -87,6 +88,16 @@ def main():
         check(re.search(r"if rows\(uedge join uedge on \(\$1 = \$0\)\) grows 3 variables .* jump block \d+ \(wcoj\) "
                         r"else block \d+ \(binary\)", ir) is not None and "MULTIJOIN" in ir,
               "explain --ir does not show the run-time choice:\n" + ir)
+        # --profile: a slice for the choice, with its numbers
+        trace = os.path.join(tmp, "trace.json")
+        run([rf, "run", TRIANGLES, "--input", "edge=" + os.path.join(tmp, "rmat.tsv"), "--count", "--backend=cpu",
+             "--profile", trace], env)
+        with open(trace) as fh:
+            events = json.load(fh)
+        events = events["traceEvents"] if isinstance(events, dict) else events
+        slices = [e for e in events if e.get("cat") == "join choice"]
+        check(len(slices) == 1 and slices[0]["args"]["chose"] == "wcoj" and
+              slices[0]["args"]["first_join_rows"] > 0, "--profile: join choice slices %s" % slices)
         # a compiled program chooses as well
         rfx = os.path.join(tmp, "triangles.rfx")
         run([rf, "compile", TRIANGLES, "-o", rfx])
