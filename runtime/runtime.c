@@ -1060,17 +1060,18 @@ static void print_stats(rt *r, double total)
     print_pruned_inputs(r);
     /* "join choice stratum2 (block 2): wcoj 1x, binary 0x; last: binary
      * plan's first join 100005 rows from 51946 input rows, largest
-     * intermediate ~100005 > 0.4 x 51946 -> wcoj (0.000404 s)" */
+     * intermediate ~1e+05 > 0.4 x 51946 = 2.078e+04 -> wcoj (0.000404 s)"
+     * (the binary plan's estimate against the multiway join's budget) */
     for (int b = 0; b < p->nblocks; b++) {
         if (!r->chose_wcoj[b] && !r->chose_binary[b])
             continue;
         const rf_join_choice *c = &r->last_choice[b];
         fprintf(e,
                 "  join choice %s (block %d): wcoj %zux, binary %zux; last: binary plan's first join %" PRIu64
-                " rows from %zu input rows, largest intermediate ~%.4g %s %g x %zu -> %s (%.6f s)\n",
+                " rows from %zu input rows, largest intermediate ~%.4g %s %g x %zu = %.4g -> %s (%.6f s)\n",
                 p->blocks[b].label ? p->blocks[b].label : "?", b, r->chose_wcoj[b], r->chose_binary[b],
                 c->first_join, c->inputs, c->estimate, c->wcoj ? ">" : "<=", c->ratio, c->inputs,
-                c->wcoj ? "wcoj" : "binary", r->choice_seconds[b]);
+                c->ratio * (double)c->inputs, c->wcoj ? "wcoj" : "binary", r->choice_seconds[b]);
     }
     for (int b = 0; b < p->nblocks; b++)
         if (r->loop_header[b])
