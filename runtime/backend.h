@@ -89,7 +89,7 @@ struct rf_backend {
 
 /* The backends' default wcoj_auto_ratio (how they were measured:
  * join_choice.c and docs/performance.md). */
-#define RF_WCOJ_AUTO_RATIO_CPU 0.4
+#define RF_WCOJ_AUTO_RATIO_CPU 0.2
 #define RF_WCOJ_AUTO_RATIO_GPU 5.0
 
 /* `redfox explain --cuda`: the CUDA source the GPU backend generates for

@@ -26,10 +26,14 @@
  *    (loc-Brightkite 7.9, wiki-Vote 24.6; R-MAT ran out of memory);
  *    ego-Facebook (15.2) was even. 4-cliques (g^2 of 19 and more there)
  *    were faster with the multiway join on every graph.
- *  - CPU, 0.4: the CPU's binary plan was faster only on sparse uniform
- *    graphs (g = 0.08: 0.81x, g = 0.33: 0.92x) and slower from g = 0.48
- *    (luxembourg_osm 1.5x, usroads 0.63: 1.5x, uniform g = 1: 1.3x; its
- *    binary joins re-sort every intermediate).
+ *  - CPU, 0.2: on the 2-core build machine (bench/wcoj_bench.py, the
+ *    variants taking turns, fastest of 7) the binary plan was as fast as
+ *    the multiway join on sparse uniform graphs up to g = 0.17 (1.20x,
+ *    1.02x, 0.99x at g = 0.05, 0.08, 0.17) and slower from g = 0.33
+ *    (1.30x; 1.24x, 1.35x at 0.50, 0.67; 1.4-1.7x on luxembourg_osm 0.48
+ *    and usroads 0.63; 2-4x on the social graphs): the CPU's binary joins
+ *    re-sort every intermediate, so the multiway join is the CPU's plan
+ *    for all but bodies whose first join stays far below its inputs.
  * RF_WCOJ_AUTO_RATIO (a number >= 0) overrides it: 0 always picks the
  * multiway join where the first join makes any row, a huge value the
  * binary plan. */

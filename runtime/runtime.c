@@ -1060,7 +1060,7 @@ static void print_stats(rt *r, double total)
     print_pruned_inputs(r);
     /* "join choice stratum2 (block 2): wcoj 1x, binary 0x; last: binary
      * plan's first join 100005 rows from 51946 input rows, largest
-     * intermediate ~1e+05 > 0.4 x 51946 = 2.078e+04 -> wcoj (0.000404 s)"
+     * intermediate ~1e+05 > 0.2 x 51946 = 1.039e+04 -> wcoj (0.000404 s)"
      * (the binary plan's estimate against the multiway join's budget) */
     for (int b = 0; b < p->nblocks; b++) {
         if (!r->chose_wcoj[b] && !r->chose_binary[b])
