@@ -117,7 +117,11 @@ static void test_auto_plans_both(void)
         }
     CU_ASSERT_EQUAL(mj, 1);
     CU_ASSERT_EQUAL(joins, 2);
-    CU_ASSERT_EQUAL(wdst, bdst);   /* both plans write the rule's relation */
+    CU_ASSERT_EQUAL(wdst, bdst);   /* both plans write the rule's relation, */
+    CU_ASSERT_STRING_EQUAL(plan->rels[wdst].name, "tri");   /* its empty predicate directly */
+    for (int b = 0; b < plan->nblocks; b++)
+        for (int i = 0; i < plan->blocks[b].ncmds; i++)
+            CU_ASSERT_NOT_EQUAL(plan->blocks[b].cmds[i].kind, RF_CMD_UNION);   /* no union afterwards */
     CU_ASSERT_EQUAL(w->cmds[w->ncmds - 1].kind, RF_CMD_JUMP);
     CU_ASSERT_EQUAL(w->cmds[w->ncmds - 1].target, br->target_else + 1);
     /* lowered: a BRANCH_JOIN terminator over e and e */
