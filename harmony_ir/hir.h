@@ -211,11 +211,11 @@ typedef enum rf_term {
                                 on column pairs (lkeys[i], rkeys[i]),
                                 i < nkeys, would make, N = rows(conds[0])
                                 + rows(conds[1]); N x (J / N)^(nvars - 2)
-                                > ratio x N ? target (the MULTIJOIN) :
-                                target_else (binary joins). The backend
-                                counts J (join_size); the ratio is the
-                                backend's or RF_WCOJ_AUTO_RATIO's
-                                (join_choice.c) */
+                                > ratio x natoms x N / 2 ? target (the
+                                MULTIJOIN) : target_else (binary joins).
+                                The backend counts J (join_size); the
+                                ratio is the backend's or
+                                RF_WCOJ_AUTO_RATIO's (join_choice.c) */
 } rf_term;
 
 typedef struct rf_hblock {
@@ -228,6 +228,7 @@ typedef struct rf_hblock {
     int *conds;
     int nkeys;               /* BRANCH_JOIN: key column pairs (0: cross) */
     int nvars;               /* BRANCH_JOIN: the body's variables (>= 2) */
+    int natoms;              /* BRANCH_JOIN: the body's atoms (>= 2) */
     int *lkeys, *rkeys;      /* [nkeys] columns of conds[0], conds[1] */
     /* Liveness: variables to free on entry to this block (dead on every
      * path from here but possibly live on the edge that came in). */

@@ -846,6 +846,7 @@ rf_hprogram *rf_hir_lower(const rf_plan *plan)
             hb->conds[1] = c->src[1];
             hb->nkeys = nk;
             hb->nvars = c->nvars;
+            hb->natoms = c->nins;
             hb->lkeys = rf_calloc((size_t)nk + 1, sizeof *hb->lkeys);
             hb->rkeys = rf_calloc((size_t)nk + 1, sizeof *hb->rkeys);
             if (nk) {

@@ -12,8 +12,8 @@
  *   u32 nblocks, each: str label, u32 nkernels, kernel..., u8 term,
  *                      i32 target, i32 target_else, u32 nconds, i32...,
  *                      u32 nkeys, i32 lkeys..., u32 nkeys, i32 rkeys...,
- *                      i32 nvars (BRANCH_JOIN's key pairs and body
- *                      variables; 0 for other blocks),
+ *                      i32 nvars, i32 natoms (BRANCH_JOIN's key pairs,
+ *                      body variables and atoms; 0 for other blocks),
  *                      u32 nfree_entry, i32...
  *   kernel: u8 op, i32 out, i32 in0, i32 in1, i32 nkeys, u8 partition,
  *           u8 gather, code filter, u32 nproj, code...,
@@ -231,6 +231,7 @@ static uint8_t *serialize(const rf_hprogram *p, const char *base_dir, size_t *le
         put_ints(&b, hb->lkeys ? hb->nkeys : 0, hb->lkeys);
         put_ints(&b, hb->rkeys ? hb->nkeys : 0, hb->rkeys);
         put_i32(&b, hb->nvars);
+        put_i32(&b, hb->natoms);
         put_ints(&b, hb->nfree_entry, hb->free_entry);
     }
     *len_out = b.len;
@@ -612,6 +613,7 @@ rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st)
         if (!r.failed && nr != hb->nkeys)
             malformed(&r, "a join choice's key lists differ in length (%d, %d)", hb->nkeys, nr);
         hb->nvars = get_i32(&r, "join choice variables");
+        hb->natoms = get_i32(&r, "join choice atoms");
         hb->free_entry = get_ints(&r, &hb->nfree_entry, "block free list");
     }
     if (!r.failed && r.pos != r.len)

@@ -643,8 +643,9 @@ static bool check_branch_join(vctx *c, const rf_hblock *hb)
         return bad(c, "join choice: branch target out of range");
     if (hb->nconds != 2 || !hb->conds || !valid_var(p, hb->conds[0]) || !valid_var(p, hb->conds[1]))
         return bad(c, "join choice: needs two variables in range, has %d", hb->nconds);
-    if (hb->nvars < 2 || hb->nvars > RF_MULTIJOIN_MAX_VARS)
-        return bad(c, "join choice: a body of %d variables (2..%d)", hb->nvars, RF_MULTIJOIN_MAX_VARS);
+    if (hb->nvars < 2 || hb->nvars > RF_MULTIJOIN_MAX_VARS || hb->natoms < 2 || hb->natoms > RF_MULTIJOIN_MAX_IN)
+        return bad(c, "join choice: a body of %d variables (2..%d) and %d atoms (2..%d)", hb->nvars,
+                   RF_MULTIJOIN_MAX_VARS, hb->natoms, RF_MULTIJOIN_MAX_IN);
     const rf_hvar *l = &p->vars[hb->conds[0]], *r = &p->vars[hb->conds[1]];
     if (hb->nkeys < 0 || (hb->nkeys > 0 && (!hb->lkeys || !hb->rkeys)) || hb->nkeys > l->arity ||
         hb->nkeys > r->arity)

@@ -89,18 +89,20 @@ typedef enum rf_cmdkind {
                            filter(b) }, column reads being variable
                            numbers. src[] = -1 */
     RF_CMD_BRANCH_JOIN  /* --join=auto's run-time choice for a cyclic body
-                           of nvars variables (plan_build.c, auto_join):
-                           J = rows of the binary plan's first join, src0
-                           join src1 on lkeys/rkeys (the atoms' relations;
-                           their scans' filters not applied, so an upper
-                           bound), N = |src0| + |src1|; the binary plan's
-                           largest intermediate is estimated as
+                           of nvars variables and nins atoms (plan_build.c,
+                           auto_join): J = rows of the binary plan's first
+                           join, src0 join src1 on lkeys/rkeys (the atoms'
+                           relations; their scans' filters not applied, so
+                           an upper bound), N = |src0| + |src1|; the binary
+                           plan's largest intermediate is estimated as
                            N x (J / N)^(nvars - 2) (each further variable
-                           multiplies it by the first join's growth). If
-                           that is more than ratio x N goto target (the
-                           MultiJoin) else goto target_else (the binary
-                           joins). The ratio is the backend's
-                           (RF_WCOJ_AUTO_RATIO overrides it). Ends a block */
+                           multiplies it by the first join's growth), the
+                           multiway join's inputs as nins x N / 2. If the
+                           first is more than ratio x the second goto
+                           target (the MultiJoin) else goto target_else
+                           (the binary joins). The ratio is the backend's
+                           (RF_WCOJ_AUTO_RATIO overrides it); ins is NULL.
+                           Ends a block */
 } rf_cmdkind;
 
 typedef struct rf_plan_cmd {
@@ -121,7 +123,8 @@ typedef struct rf_plan_cmd {
     int nconds;
     int *conds;              /* BRANCH_EMPTY: relation indices */
     /* MULTIJOIN only (the plan's boundary grows from two sources to n) */
-    int nins;                /* 1..RF_MULTIJOIN_MAX_IN sources */
+    int nins;                /* 1..RF_MULTIJOIN_MAX_IN sources (BRANCH_JOIN:
+                                the body's atoms, with ins NULL) */
     int *ins;                /* [nins] relation indices */
     int *in_first;           /* [nins + 1]: source i's columns' variables
                                 are in_vars[in_first[i] .. in_first[i+1]) */

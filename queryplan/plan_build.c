@@ -1363,18 +1363,18 @@ static void restore_state(rule_ctx *c, rule_state *s)
  * degrees are low and even and binary joins are cheap; far above, every
  * further variable multiplies the bindings again (a body of v variables:
  * about (|A| + |B|) x (J / (|A| + |B|))^(v - 2) at the largest) while the
- * multiway join stays within the AGM bound. The runtime compares that
- * estimate with ratio x (|A| + |B|), the ratio the backend's
- * (runtime/join_choice.c: RF_WCOJ_AUTO_RATIO). */
+ * multiway join stays within the AGM bound, its cost mostly its inputs,
+ * one re-keyed sorted copy an atom (about n x (|A| + |B|) / 2 rows for n
+ * atoms). The runtime compares the first with ratio x the second, the
+ * ratio the backend's (runtime/join_choice.c: RF_WCOJ_AUTO_RATIO). */
 static void auto_join(rule_ctx *c, const mj_body *m, const int *order)
 {
     builder *b = c->b;
     int choice = b->nchoices++;
     int from = (int)b->blocks.len - 1;
     emit(b, RF_CMD_BRANCH_JOIN, -1, -1, -1)->comment =
-        m->nv > 3 ? rf_sprintf("--join=auto, at run time: J = rows of that join, N = of its inputs; the binary "
-                               "plan's largest intermediate ~ N x (J/N)^%d", m->nv - 2)
-                  : rf_strdup("--join=auto, at run time: the binary plan's first join against its inputs");
+        rf_sprintf("--join=auto, at run time: the binary plan's largest intermediate, ~N x (J/N)^%d (J: rows of "
+                   "that join, N: of its inputs), against the multiway join's inputs", m->nv - 2);
     size_t branch_at = b->blocks.items[from].cmds.len - 1;
     rule_state saved;
     save_state(c, &saved);
@@ -1404,6 +1404,7 @@ static void auto_join(rule_ctx *c, const mj_body *m, const int *order)
      * shares a variable with the first when any does. */
     int la = lits[0], lb = lits[1] >= 0 ? lits[1] : lits[0];
     br->nvars = m->nv;
+    br->nins = m->natoms;
     br->src[0] = atom_rel(c, la);
     br->src[1] = atom_rel(c, lb);
     const rf_literal *A = &c->r->body[la], *B = &c->r->body[lb];

@@ -89,8 +89,8 @@ struct rf_backend {
 
 /* The backends' default wcoj_auto_ratio (how they were measured:
  * join_choice.c and docs/performance.md). */
-#define RF_WCOJ_AUTO_RATIO_CPU 0.2
-#define RF_WCOJ_AUTO_RATIO_GPU 5.0
+#define RF_WCOJ_AUTO_RATIO_CPU 0.15
+#define RF_WCOJ_AUTO_RATIO_GPU 3.0
 
 /* `redfox explain --cuda`: the CUDA source the GPU backend generates for
  * FUSED kernel fk of p (after its prelude of scalar operators), with a

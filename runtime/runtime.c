@@ -487,8 +487,10 @@ static int choose_join(rt *r, const rf_hblock *blk, int b, rf_status *st)
         char *name = rf_sprintf("join choice %s: %s", blk->label ? blk->label : "?", jc.wcoj ? "wcoj" : "binary");
         rf_trace_slice(r->trace, RF_TRACK_MAIN, name, "join choice", now - jc.seconds, now,
                        rf_sprintf("\"chose\": \"%s\", \"first_join_rows\": %" PRIu64 ", \"input_rows\": %zu, "
-                                  "\"largest_intermediate_estimate\": %.6g, \"ratio\": %g",
-                                  jc.wcoj ? "wcoj" : "binary", jc.first_join, jc.inputs, jc.estimate, jc.ratio));
+                                  "\"largest_intermediate_estimate\": %.6g, \"multiway_inputs_estimate\": %.6g, "
+                                  "\"ratio\": %g",
+                                  jc.wcoj ? "wcoj" : "binary", jc.first_join, jc.inputs, jc.estimate, jc.budget,
+                                  jc.ratio));
         free(name);
     }
     return jc.wcoj ? blk->target : blk->target_else;
@@ -1060,18 +1062,19 @@ static void print_stats(rt *r, double total)
     print_pruned_inputs(r);
     /* "join choice stratum2 (block 2): wcoj 1x, binary 0x; last: binary
      * plan's first join 100005 rows from 51946 input rows, largest
-     * intermediate ~1e+05 > 0.2 x 51946 = 1.039e+04 -> wcoj (0.000404 s)"
-     * (the binary plan's estimate against the multiway join's budget) */
+     * intermediate ~1e+05 > 0.15 x multiway join's inputs ~7.792e+04 =
+     * 1.169e+04 -> wcoj (0.000404 s)" */
     for (int b = 0; b < p->nblocks; b++) {
         if (!r->chose_wcoj[b] && !r->chose_binary[b])
             continue;
         const rf_join_choice *c = &r->last_choice[b];
         fprintf(e,
                 "  join choice %s (block %d): wcoj %zux, binary %zux; last: binary plan's first join %" PRIu64
-                " rows from %zu input rows, largest intermediate ~%.4g %s %g x %zu = %.4g -> %s (%.6f s)\n",
+                " rows from %zu input rows, largest intermediate ~%.4g %s %g x multiway join's inputs ~%.4g = %.4g -> "
+                "%s (%.6f s)\n",
                 p->blocks[b].label ? p->blocks[b].label : "?", b, r->chose_wcoj[b], r->chose_binary[b],
-                c->first_join, c->inputs, c->estimate, c->wcoj ? ">" : "<=", c->ratio, c->inputs,
-                c->ratio * (double)c->inputs, c->wcoj ? "wcoj" : "binary", r->choice_seconds[b]);
+                c->first_join, c->inputs, c->estimate, c->wcoj ? ">" : "<=", c->ratio, c->budget,
+                c->ratio * c->budget, c->wcoj ? "wcoj" : "binary", r->choice_seconds[b]);
     }
     for (int b = 0; b < p->nblocks; b++)
         if (r->loop_header[b])

@@ -122,13 +122,13 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
 /* What one RF_TERM_BRANCH_JOIN decided: the binary plan's first join
  * would make `first_join` rows from inputs of `inputs` rows in all, and
  * its largest intermediate about `estimate` = inputs x (first_join /
- * inputs)^(nvars - 2) rows; the multiway join runs when estimate > ratio
- * x inputs. */
+ * inputs)^(nvars - 2) rows; the multiway join's inputs are about `budget`
+ * = natoms x inputs / 2 rows; it runs when estimate > ratio x budget. */
 typedef struct rf_join_choice {
     bool wcoj;
     uint64_t first_join;
     size_t inputs;
-    double estimate;
+    double estimate, budget;
     double ratio;
     double seconds;          /* counting, downloads included */
 } rf_join_choice;

@@ -81,11 +81,11 @@ def main():
                 check(out == out_auto, "%s triangles: --join=auto and --join=%s answers differ" % (name, join))
         # explain shows the choice and both plans
         plan, _ = run([rf, "explain", "--plan", TRIANGLES])
-        check("if rows(uedge join uedge on ($1 = $0)) grows 3 variables past ratio x" in plan and
+        check("if rows(uedge join uedge on ($1 = $0)) grown over 3 variables > ratio x 3 atoms x" in plan and
               "goto auto0.wcoj else goto auto0.binary" in plan and "MultiJoin" in plan and "MapJoin" in plan,
               "explain --plan does not show the run-time choice and both plans:\n" + plan)
         ir, _ = run([rf, "explain", "--ir", TRIANGLES])
-        check(re.search(r"if rows\(uedge join uedge on \(\$1 = \$0\)\) grows 3 variables .* jump block \d+ \(wcoj\) "
+        check(re.search(r"if rows\(uedge join uedge on \(\$1 = \$0\)\) grown over 3 variables .* jump block \d+ \(wcoj\) "
                         r"else block \d+ \(binary\)", ir) is not None and "MULTIJOIN" in ir,
               "explain --ir does not show the run-time choice:\n" + ir)
         # --profile: a slice for the choice, with its numbers

@@ -99,6 +99,7 @@ static void test_auto_plans_both(void)
     /* e(x, y), e(y, z): the first join is on y, column 1 with column 0 */
     CU_ASSERT_EQUAL(br->nkeys, 1);
     CU_ASSERT_EQUAL(br->nvars, 3);
+    CU_ASSERT_EQUAL(br->nins, 3);
     CU_ASSERT_EQUAL(br->lkeys[0], 1);
     CU_ASSERT_EQUAL(br->rkeys[0], 0);
     CU_ASSERT_STRING_EQUAL(plan->rels[br->src[0]].name, "e");
@@ -230,7 +231,7 @@ static rf_hblock *choice_block(rf_hprogram *h)
 static void test_verifier_rejects_bad_choice(void)
 {
     rf_kernel *k;
-    for (int m = 0; m < 8; m++) {
+    for (int m = 0; m < 9; m++) {
         rf_hprogram *h = lowered_triangles(&k);
         rf_hblock *hb = choice_block(h);
         CU_ASSERT_PTR_NOT_NULL_FATAL(hb);
@@ -244,6 +245,7 @@ static void test_verifier_rejects_bad_choice(void)
         case 4: hb->lkeys[0] = 2; break;                  /* key column out of range (arity 2) */
         case 5: hb->nkeys = 3; break;                     /* more keys than columns */
         case 7: hb->nvars = 1; break;                     /* a body of one variable */
+        case 8: hb->natoms = 1; break;                    /* of one atom */
         case 6: {                                         /* keys of different types */
             rf_hvar *v = &h->vars[hb->conds[1]];
             rf_type t = v->types[hb->rkeys[0]];
@@ -287,6 +289,7 @@ static void test_rfx_round_trip(void)
     CU_ASSERT_EQUAL(hb->lkeys[0], 1);
     CU_ASSERT_EQUAL(hb->rkeys[0], 0);
     CU_ASSERT_EQUAL(hb->nvars, 3);
+    CU_ASSERT_EQUAL(hb->natoms, 3);
     rf_hir_free(back);
     /* files of the formats before multiway joins (6) and before the
      * run-time choice (7) are compiled again */
