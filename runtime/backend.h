@@ -81,8 +81,9 @@ struct rf_backend {
     bool (*join_size)(rf_backend *be, const rf_dvar *l, const rf_dvar *r, int nkeys, const int *lkeys,
                       const int *rkeys, uint64_t *rows, rf_status *st);
     /* --join=auto on this backend: the multiway join runs when the binary
-     * plan's first join would make more than wcoj_auto_ratio x the rows of
-     * its two inputs (RF_WCOJ_AUTO_RATIO overrides; join_choice.c says how
+     * plan's largest intermediate, estimated from its first join, exceeds
+     * wcoj_auto_ratio x the multiway join's inputs (RF_WCOJ_AUTO_RATIO
+     * overrides; join_choice.c says how
      * each default was measured). */
     double wcoj_auto_ratio;
 };
