@@ -13,12 +13,16 @@ must agree on the answer (--count's hash), or the row says MISMATCH.
     python3 bench/wcoj_bench.py --redfox build/redfox --graphgen build/tests/bench/rf_graphgen \\
         [--graphs CA-HepTh,loc-Brightkite] [--synthetic rmat:16:1000000,uniform:100000:1000000] \\
         [--queries triangles,four_cliques] [--backends cpu,gpu] [--timeout 600] [--markdown]
+        [--baseline OTHER/redfox]
 
 Columns: wcoj / binary / auto seconds per backend, wcoj's edges/s, the
 binary plan's time over wcoj's (speed-up), auto over the better of the two
 (1.00 = as fast as the better; the issue asks <= 1.10). Each variant runs
 --repeat times (default 3) and the fastest counts; a timeout or failure
-stops its repeats.
+stops its repeats. The variants of a row take turns (one run of each per
+repeat), so that a machine shared with other work slows them alike.
+--baseline adds --join=auto of another redfox build (the version before a
+change) as the columns "base auto s" and "base/best".
 """
 import argparse
 import os
@@ -77,6 +81,7 @@ def main():
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each variant; the fastest counts")
+    ap.add_argument("--baseline", default="", help="another redfox whose --join=auto is compared too")
     a = ap.parse_args()
 
     graphs = []
@@ -96,8 +101,11 @@ def main():
     print("# wcoj_bench %s, %s" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), platform.node()))
     for be in backends:
         print("# backend %s: %s" % (be, device_of(a.redfox, be)))
-    cols = ["graph", "edges", "query", "backend"] + ["%s s" % j for j in joins] + \
-        ["wcoj edges/s", "binary/wcoj", "auto/best", "answer"]
+    variants = [(a.redfox, j, "%s s" % j) for j in joins]
+    if a.baseline:
+        variants.append((a.baseline, "auto", "base auto s"))
+    cols = ["graph", "edges", "query", "backend"] + [v[2] for v in variants] + \
+        ["wcoj edges/s", "binary/wcoj", "auto/best"] + (["base/best"] if a.baseline else []) + ["answer"]
     sep = " | " if a.markdown else "  "
     print(sep.join(cols).strip())
     if a.markdown:
@@ -108,17 +116,17 @@ def main():
             edges = sum(1 for line in fh if line.strip() and not line.startswith("#"))
         for q in a.queries.split(","):
             for be in backends:
-                times, answers = {}, set()
-                for j in joins:
-                    t, h = None, None
-                    for _ in range(a.repeat):
-                        t1, h, _ = run_one(a.redfox, QUERIES[q], path, be, j, a.timeout)
+                times, answers, stopped = {}, set(), set()
+                for _ in range(a.repeat):
+                    for redfox, j, col in variants:   # in turns: one run of each
+                        if col in stopped:
+                            continue
+                        t1, h, _ = run_one(redfox, QUERIES[q], path, be, j, a.timeout)
                         if t1 is None:
-                            t = None
-                            break
-                        t = t1 if t is None else min(t, t1)
-                    times[j] = t if t is not None else h
-                    if t is not None:
+                            times[col] = h
+                            stopped.add(col)
+                            continue
+                        times[col] = t1 if col not in times else min(times[col], t1)
                         answers.add(h)
                 answer = "MISMATCH" if len(answers) > 1 else \
                     ("%s rows" % dict((p, n) for p, n, _ in next(iter(answers))).get(
@@ -126,15 +134,18 @@ def main():
                          "diamond": "diamond"}[q], "?") if answers else "-")
                 failed |= answer == "MISMATCH"
 
-                def num(j):
-                    return times.get(j) if isinstance(times.get(j), float) else None
-                w, b, au = num("wcoj"), num("binary"), num("auto")
+                def num(col):
+                    return times.get(col) if isinstance(times.get(col), float) else None
+                w, b, au, base = num("wcoj s"), num("binary s"), num("auto s"), num("base auto s")
                 row = [name, str(edges), q, be] + \
-                    [("%.4f" % times[j]) if isinstance(times[j], float) else str(times[j]) for j in joins]
+                    [("%.4f" % times[c]) if isinstance(times.get(c), float) else str(times.get(c, "-"))
+                     for _, _, c in variants]
                 row.append("%.3g" % (edges / w) if w else "-")
                 row.append("%.2f" % (b / w) if w and b else "-")
                 best = min([x for x in (w, b) if x] or [0])
                 row.append("%.2f" % (au / best) if au and best else "-")
+                if a.baseline:
+                    row.append("%.2f" % (base / best) if base and best else "-")
                 row.append(answer)
                 print(sep.join(row))
                 sys.stdout.flush()

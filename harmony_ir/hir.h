@@ -204,7 +204,18 @@ typedef enum rf_term {
     RF_TERM_FALLTHROUGH,     /* to the next block */
     RF_TERM_JUMP,
     RF_TERM_BRANCH_EMPTY,    /* all of conds empty ? target : target_else */
-    RF_TERM_HALT
+    RF_TERM_HALT,
+    RF_TERM_BRANCH_JOIN      /* --join=auto's run-time choice (plan.h,
+                                RF_CMD_BRANCH_JOIN says how): nconds = 2;
+                                J = the rows conds[0] joined with conds[1]
+                                on column pairs (lkeys[i], rkeys[i]),
+                                i < nkeys, would make, N = rows(conds[0])
+                                + rows(conds[1]); N x (J / N)^(nvars - 2)
+                                > ratio x natoms x N / 2 ? target (the
+                                MULTIJOIN) : target_else (binary joins).
+                                The backend counts J (join_size); the
+                                ratio is the backend's or
+                                RF_WCOJ_AUTO_RATIO's (join_choice.c) */
 } rf_term;
 
 typedef struct rf_hblock {
@@ -215,6 +226,10 @@ typedef struct rf_hblock {
     int target, target_else;
     int nconds;
     int *conds;
+    int nkeys;               /* BRANCH_JOIN: key column pairs (0: cross) */
+    int nvars;               /* BRANCH_JOIN: the body's variables (>= 2) */
+    int natoms;              /* BRANCH_JOIN: the body's atoms (>= 2) */
+    int *lkeys, *rkeys;      /* [nkeys] columns of conds[0], conds[1] */
     /* Liveness: variables to free on entry to this block (dead on every
      * path from here but possibly live on the edge that came in). */
     int nfree_entry;
@@ -277,7 +292,10 @@ bool rf_hir_verify(const rf_hprogram *p, rf_status *st);
  * so the output is whole or absent. The reader validates every field and
  * then runs rf_hir_verify; it never trusts a length or an index. */
 #define RF_HIR_MAGIC "RFOXHIR"
-#define RF_HIR_VERSION 7   /* 7: RF_K_MULTIJOIN (worst-case-optimal
+#define RF_HIR_VERSION 8   /* 8: RF_TERM_BRANCH_JOIN (--join=auto chooses
+                              at run time; a format-7 file chose at plan
+                              time without statistics, so it is compiled
+                              again); 7: RF_K_MULTIJOIN (worst-case-optimal
                               joins; a format-6 file plans cyclic bodies as
                               binary joins, so it is compiled again); 2: RF_K_CHECK_KEYS; 3: origins, input paths
                               relative to the .rfx, several aggregates per

@@ -262,6 +262,11 @@ void rf_hir_write_dot(const rf_hprogram *p, FILE *out)
             blocks[b].next[1] = hb->target_else;
             blocks[b].cond = conds[b] = branch_condition(p, hb);
             break;
+        case RF_TERM_BRANCH_JOIN:
+            blocks[b].next[0] = hb->target;
+            blocks[b].next[1] = hb->target_else;
+            blocks[b].cond = conds[b] = rf_strdup("binary intermediate > ratio x inputs");
+            break;
         case RF_TERM_HALT:
             break;
         }

@@ -2,7 +2,7 @@
  * dataflow over the block CFG; a variable is live where some path ahead
  * reads it before writing it. Kernels read in[0..1] and write `out`
  * entirely (a FUSED kernel: its external inputs and outputs; its internal
- * variables live and die inside it); BRANCH_EMPTY reads its conditions; at HALT the outputs are
+ * variables live and die inside it); BRANCH_EMPTY and BRANCH_JOIN read their conditions; at HALT the outputs are
  * live. Output variables are never freed.
  *
  * Frees happen at two kinds of place:
@@ -26,7 +26,8 @@ static int succs(const rf_hprogram *p, int b, int s[2])
     switch (hb->term) {
     case RF_TERM_FALLTHROUGH: s[n++] = b + 1; break;
     case RF_TERM_JUMP: s[n++] = hb->target; break;
-    case RF_TERM_BRANCH_EMPTY: s[n++] = hb->target; s[n++] = hb->target_else; break;
+    case RF_TERM_BRANCH_EMPTY:
+    case RF_TERM_BRANCH_JOIN: s[n++] = hb->target; s[n++] = hb->target_else; break;
     default: break;
     }
     int m = 0;
@@ -41,7 +42,7 @@ static bool valid_var(const rf_hprogram *p, int v) { return v >= 0 && v < p->nva
 /* live := live before the terminator of block b, given live = live-out. */
 static void through_term(const rf_hprogram *p, const rf_hblock *hb, bool *live)
 {
-    if (hb->term == RF_TERM_BRANCH_EMPTY)
+    if (hb->term == RF_TERM_BRANCH_EMPTY || hb->term == RF_TERM_BRANCH_JOIN)
         for (int i = 0; i < hb->nconds; i++)
             if (valid_var(p, hb->conds[i]))
                 live[hb->conds[i]] = true;

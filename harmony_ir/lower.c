@@ -165,7 +165,8 @@ static int nsuccs(lower *L, int b, int s[2])
     switch (L->term[b]) {
     case RF_TERM_FALLTHROUGH: s[0] = b + 1; return 1;
     case RF_TERM_JUMP: s[0] = L->target[b]; return 1;
-    case RF_TERM_BRANCH_EMPTY: s[0] = L->target[b]; s[1] = L->target_else[b]; return 2;
+    case RF_TERM_BRANCH_EMPTY:
+    case RF_TERM_BRANCH_JOIN: s[0] = L->target[b]; s[1] = L->target_else[b]; return 2;
     default: return 0;
     }
 }
@@ -187,8 +188,8 @@ static void analyse_cfg(lower *L)
             if (c->kind == RF_CMD_JUMP) {
                 L->term[b] = RF_TERM_JUMP;
                 L->target[b] = c->target;
-            } else if (c->kind == RF_CMD_BRANCH_EMPTY) {
-                L->term[b] = RF_TERM_BRANCH_EMPTY;
+            } else if (c->kind == RF_CMD_BRANCH_EMPTY || c->kind == RF_CMD_BRANCH_JOIN) {
+                L->term[b] = c->kind == RF_CMD_BRANCH_EMPTY ? RF_TERM_BRANCH_EMPTY : RF_TERM_BRANCH_JOIN;
                 L->target[b] = c->target;
                 L->target_else[b] = c->target_else;
             } else if (c->kind == RF_CMD_HALT) {
@@ -747,7 +748,8 @@ rf_hprogram *rf_hir_lower(const rf_plan *plan)
     for (int b = 0; b < nb; b++)
         for (int i = 0; i < plan->blocks[b].ncmds; i++) {
             const rf_plan_cmd *c = &plan->blocks[b].cmds[i];
-            if (c->kind == RF_CMD_JUMP || c->kind == RF_CMD_BRANCH_EMPTY || c->kind == RF_CMD_HALT)
+            if (c->kind == RF_CMD_JUMP || c->kind == RF_CMD_BRANCH_EMPTY || c->kind == RF_CMD_HALT ||
+                c->kind == RF_CMD_BRANCH_JOIN)
                 break;
             lower_cmd(&L, b, c);
         }
@@ -814,7 +816,7 @@ rf_hprogram *rf_hir_lower(const rf_plan *plan)
                  : (newpre[t] && !L.in_loop[(size_t)(t) * nb + b]) ? preidx[t] : idx[t])
         if (hb->term == RF_TERM_JUMP) {
             hb->target = EDGE(L.target[b]);
-        } else if (hb->term == RF_TERM_BRANCH_EMPTY) {
+        } else if (hb->term == RF_TERM_BRANCH_EMPTY || hb->term == RF_TERM_BRANCH_JOIN) {
             hb->target = EDGE(L.target[b]);
             hb->target_else = EDGE(L.target_else[b]);
         } else if (hb->term == RF_TERM_FALLTHROUGH && b + 1 < nb && EDGE(b + 1) != idx[b] + 1) {
@@ -832,6 +834,24 @@ rf_hprogram *rf_hir_lower(const rf_plan *plan)
                 if (hb->nconds)
                     memcpy(hb->conds, c->conds, (size_t)hb->nconds * sizeof *hb->conds);
                 break;
+            }
+        }
+        if (hb->term == RF_TERM_BRANCH_JOIN) {
+            /* plan relations are the first variables, numbered alike */
+            const rf_plan_cmd *c = &plan->blocks[b].cmds[plan->blocks[b].ncmds - 1];
+            int nk = c->kind == RF_CMD_BRANCH_JOIN && c->nkeys > 0 ? c->nkeys : 0;
+            hb->nconds = 2;
+            hb->conds = rf_calloc(3, sizeof *hb->conds);
+            hb->conds[0] = c->src[0];
+            hb->conds[1] = c->src[1];
+            hb->nkeys = nk;
+            hb->nvars = c->nvars;
+            hb->natoms = c->nins;
+            hb->lkeys = rf_calloc((size_t)nk + 1, sizeof *hb->lkeys);
+            hb->rkeys = rf_calloc((size_t)nk + 1, sizeof *hb->rkeys);
+            if (nk) {
+                memcpy(hb->lkeys, c->lkeys, (size_t)nk * sizeof *hb->lkeys);
+                memcpy(hb->rkeys, c->rkeys, (size_t)nk * sizeof *hb->rkeys);
             }
         }
     }
@@ -972,6 +992,8 @@ void rf_hir_free(rf_hprogram *p)
         free(hb->kernels);
         free(hb->label);
         free(hb->conds);
+        free(hb->lkeys);
+        free(hb->rkeys);
         free(hb->free_entry);
     }
     free(p->blocks);

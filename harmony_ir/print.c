@@ -309,6 +309,20 @@ void rf_hir_print(const rf_hprogram *p, FILE *out)
                 fprintf(out, "%s%s", i ? ", " : "", var_name(p, hb->conds[i]));
             fprintf(out, ") jump block %d else block %d\n", hb->target, hb->target_else);
             break;
+        case RF_TERM_BRANCH_JOIN:
+            /* --join=auto: "if rows(uedge join uedge on ($1 = $0)) grown
+             * over 3 variables > ratio x 3 atoms x (rows(uedge) +
+             * rows(uedge)) / 2 jump block 3 (wcoj) else block 4 (binary)"
+             * (hir.h says how) */
+            fprintf(out, "  if rows(%s join %s on (", var_name(p, hb->conds[0]), var_name(p, hb->conds[1]));
+            for (int i = 0; i < hb->nkeys; i++)
+                fprintf(out, "%s$%d = $%d", i ? ", " : "", hb->lkeys[i], hb->rkeys[i]);
+            fprintf(out,
+                    ")) grown over %d variables > ratio x %d atoms x (rows(%s) + rows(%s)) / 2 jump block %d (wcoj) "
+                    "else block %d (binary)\n",
+                    hb->nvars, hb->natoms, var_name(p, hb->conds[0]), var_name(p, hb->conds[1]), hb->target,
+                    hb->target_else);
+            break;
         default:
             fputs("  halt\n", out);
             break;

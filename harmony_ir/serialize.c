@@ -11,6 +11,9 @@
  *                      u8 desc; i64 limit (-1: none), u8 internal
  *   u32 nblocks, each: str label, u32 nkernels, kernel..., u8 term,
  *                      i32 target, i32 target_else, u32 nconds, i32...,
+ *                      u32 nkeys, i32 lkeys..., u32 nkeys, i32 rkeys...,
+ *                      i32 nvars, i32 natoms (BRANCH_JOIN's key pairs,
+ *                      body variables and atoms; 0 for other blocks),
  *                      u32 nfree_entry, i32...
  *   kernel: u8 op, i32 out, i32 in0, i32 in1, i32 nkeys, u8 partition,
  *           u8 gather, code filter, u32 nproj, code...,
@@ -225,6 +228,10 @@ static uint8_t *serialize(const rf_hprogram *p, const char *base_dir, size_t *le
         put_i32(&b, hb->target);
         put_i32(&b, hb->target_else);
         put_ints(&b, hb->nconds, hb->conds);
+        put_ints(&b, hb->lkeys ? hb->nkeys : 0, hb->lkeys);
+        put_ints(&b, hb->rkeys ? hb->nkeys : 0, hb->rkeys);
+        put_i32(&b, hb->nvars);
+        put_i32(&b, hb->natoms);
         put_ints(&b, hb->nfree_entry, hb->free_entry);
     }
     *len_out = b.len;
@@ -596,10 +603,17 @@ rf_hprogram *rf_hir_deserialize(const uint8_t *data, size_t len, rf_status *st)
         }
         for (int k = 0; k < nk && !r.failed; k++)
             get_kernel(&r, &hb->kernels[k], false);
-        hb->term = (rf_term)get_enum(&r, RF_TERM_HALT, "terminator");
+        hb->term = (rf_term)get_enum(&r, RF_TERM_BRANCH_JOIN, "terminator");
         hb->target = get_i32(&r, "jump target");
         hb->target_else = get_i32(&r, "jump target");
         hb->conds = get_ints(&r, &hb->nconds, "branch conditions");
+        int nr = 0;
+        hb->lkeys = get_ints(&r, &hb->nkeys, "join choice keys");
+        hb->rkeys = get_ints(&r, &nr, "join choice keys");
+        if (!r.failed && nr != hb->nkeys)
+            malformed(&r, "a join choice's key lists differ in length (%d, %d)", hb->nkeys, nr);
+        hb->nvars = get_i32(&r, "join choice variables");
+        hb->natoms = get_i32(&r, "join choice atoms");
         hb->free_entry = get_ints(&r, &hb->nfree_entry, "block free list");
     }
     if (!r.failed && r.pos != r.len)

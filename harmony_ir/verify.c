@@ -600,7 +600,7 @@ static bool check_internal(vctx *c)
     for (int b = 0; b < p->nblocks; b++) {
         const rf_hblock *hb = &p->blocks[b];
         /* (conditions are checked only where a branch reads them) */
-        for (int i = 0; hb->term == RF_TERM_BRANCH_EMPTY && i < hb->nconds; i++)
+        for (int i = 0; (hb->term == RF_TERM_BRANCH_EMPTY || hb->term == RF_TERM_BRANCH_JOIN) && i < hb->nconds; i++)
             if (valid_var(p, hb->conds[i]) && p->vars[hb->conds[i]].internal)
                 owner[hb->conds[i]] = -1;
         for (int i = 0; i < hb->nfree_entry; i++)
@@ -631,6 +631,34 @@ static bool check_internal(vctx *c)
     }
     free(owner);
     return ok;
+}
+
+/* --join=auto's run-time choice: two targets, two variables to count the
+ * join of (neither internal to a fused group: the runtime reads them),
+ * key columns in range and of one type on both sides. */
+static bool check_branch_join(vctx *c, const rf_hblock *hb)
+{
+    const rf_hprogram *p = c->p;
+    if (hb->target < 0 || hb->target >= p->nblocks || hb->target_else < 0 || hb->target_else >= p->nblocks)
+        return bad(c, "join choice: branch target out of range");
+    if (hb->nconds != 2 || !hb->conds || !valid_var(p, hb->conds[0]) || !valid_var(p, hb->conds[1]))
+        return bad(c, "join choice: needs two variables in range, has %d", hb->nconds);
+    if (hb->nvars < 2 || hb->nvars > RF_MULTIJOIN_MAX_VARS || hb->natoms < 2 || hb->natoms > RF_MULTIJOIN_MAX_IN)
+        return bad(c, "join choice: a body of %d variables (2..%d) and %d atoms (2..%d)", hb->nvars,
+                   RF_MULTIJOIN_MAX_VARS, hb->natoms, RF_MULTIJOIN_MAX_IN);
+    const rf_hvar *l = &p->vars[hb->conds[0]], *r = &p->vars[hb->conds[1]];
+    if (hb->nkeys < 0 || (hb->nkeys > 0 && (!hb->lkeys || !hb->rkeys)) || hb->nkeys > l->arity ||
+        hb->nkeys > r->arity)
+        return bad(c, "join choice: %d key pairs for %s and %s", hb->nkeys, l->name, r->name);
+    for (int i = 0; i < hb->nkeys; i++) {
+        int a = hb->lkeys[i], b = hb->rkeys[i];
+        if (a < 0 || a >= l->arity || b < 0 || b >= r->arity)
+            return bad(c, "join choice: key pair %d ($%d, $%d) out of range", i, a, b);
+        if (l->types[a] != r->types[b])
+            return bad(c, "join choice: key pair %d joins %s with %s", i, rf_type_name(l->types[a]),
+                       rf_type_name(r->types[b]));
+    }
+    return true;
 }
 
 bool rf_hir_verify(const rf_hprogram *p, rf_status *st)
@@ -671,6 +699,10 @@ bool rf_hir_verify(const rf_hprogram *p, rf_status *st)
                     return bad(&c, "branch condition %d out of range", hb->conds[i]);
             break;
         case RF_TERM_HALT:
+            break;
+        case RF_TERM_BRANCH_JOIN:
+            if (!check_branch_join(&c, hb))
+                return false;
             break;
         default:
             return bad(&c, "bad terminator");

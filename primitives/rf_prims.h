@@ -163,6 +163,11 @@ bool rf_prim_multijoin(int nin, const rf_table *const *ins, const int *in_first,
 size_t rf_prim_multijoin_count(int nin, const rf_table *const *ins, const int *in_first, const int *in_vars,
                                int nvars);
 
+/* The rows the equi-join of l and r on column pairs (lkeys[i], rkeys[i]),
+ * i < nkeys, would make (nkeys = 0: the cross product), none made:
+ * --join=auto's run-time statistic (joinsize.c). Saturates at UINT64_MAX. */
+uint64_t rf_prim_join_size(const rf_table *l, const int *lkeys, const rf_table *r, const int *rkeys, int nkeys);
+
 /* Evaluates code over rows [begin, end) of the given columns into dst
  * (vectorised interpreter shared by map and join). */
 bool rf_code_eval_batch(const rf_code *c, rf_word *const *cols, size_t begin, size_t end,

@@ -79,7 +79,7 @@ typedef enum rf_cmdkind {
                            the rest (the value); fails the run otherwise.
                            Writes nothing (dst = -1); emitted once per
                            functional predicate after its stratum */
-    RF_CMD_MULTIJOIN    /* worst-case-optimal join (leapfrog triejoin) of
+    RF_CMD_MULTIJOIN,   /* worst-case-optimal join (leapfrog triejoin) of
                            nins sources over nvars variables, numbered in
                            the order the join binds them: column j of
                            ins[i] binds variable in_vars[in_first[i] + j]
@@ -88,13 +88,28 @@ typedef enum rf_cmdkind {
                            of the variables that every source holds,
                            filter(b) }, column reads being variable
                            numbers. src[] = -1 */
+    RF_CMD_BRANCH_JOIN  /* --join=auto's run-time choice for a cyclic body
+                           of nvars variables and nins atoms (plan_build.c,
+                           auto_join): J = rows of the binary plan's first
+                           join, src0 join src1 on lkeys/rkeys (the atoms'
+                           relations; their scans' filters not applied, so
+                           an upper bound), N = |src0| + |src1|; the binary
+                           plan's largest intermediate is estimated as
+                           N x (J / N)^(nvars - 2) (each further variable
+                           multiplies it by the first join's growth), the
+                           multiway join's inputs as nins x N / 2. If the
+                           first is more than ratio x the second goto
+                           target (the MultiJoin) else goto target_else
+                           (the binary joins). The ratio is the backend's
+                           (RF_WCOJ_AUTO_RATIO overrides it); ins is NULL.
+                           Ends a block */
 } rf_cmdkind;
 
 typedef struct rf_plan_cmd {
     rf_cmdkind kind;
     int dst;                 /* relation index, -1 for control commands */
     int src[2];              /* -1 when unused */
-    int nkeys;               /* MAPJOIN/ANTIJOIN: key pairs; AGGREGATE: group keys;
+    int nkeys;               /* MAPJOIN/ANTIJOIN/BRANCH_JOIN: key pairs; AGGREGATE: group keys;
                                 CHECK_KEYS: key columns (a prefix) */
     int *lkeys;              /* [nkeys] columns of src0 (AGGREGATE: the keys) */
     int *rkeys;              /* [nkeys] columns of src1 */
@@ -104,16 +119,18 @@ typedef struct rf_plan_cmd {
     int naggs;               /* AGGREGATE: aggregates (>= 1); dst arity = nkeys + naggs */
     rf_aggfn *aggfn;         /* AGGREGATE: [naggs] */
     rf_expr **agg_arg;       /* AGGREGATE: [naggs], NULL entries for count */
-    int target, target_else; /* JUMP, BRANCH_EMPTY: block indices */
+    int target, target_else; /* JUMP, BRANCH_EMPTY, BRANCH_JOIN: block indices */
     int nconds;
     int *conds;              /* BRANCH_EMPTY: relation indices */
     /* MULTIJOIN only (the plan's boundary grows from two sources to n) */
-    int nins;                /* 1..RF_MULTIJOIN_MAX_IN sources */
+    int nins;                /* 1..RF_MULTIJOIN_MAX_IN sources (BRANCH_JOIN:
+                                the body's atoms, with ins NULL) */
     int *ins;                /* [nins] relation indices */
     int *in_first;           /* [nins + 1]: source i's columns' variables
                                 are in_vars[in_first[i] .. in_first[i+1]) */
     int *in_vars;
-    int nvars;               /* variables, 1..RF_MULTIJOIN_MAX_VARS */
+    int nvars;               /* variables, 1..RF_MULTIJOIN_MAX_VARS (also
+                                BRANCH_JOIN: the body's variables) */
     char *why;               /* the planner's estimate behind the choice
                                 (explain --plan prints it), or NULL */
     char *comment;           /* why the command exists (rule text), or NULL */
@@ -137,9 +154,10 @@ typedef struct rf_plan {
 
 /* How rule bodies of several atoms are joined (`--join=`). */
 typedef enum rf_join_mode {
-    RF_JOIN_AUTO = 0,        /* a MULTIJOIN for a cyclic body when the
-                                estimate (plan_build.c, wcoj_estimate)
-                                says it does less work than binary joins */
+    RF_JOIN_AUTO = 0,        /* a cyclic body gets both plans, a MULTIJOIN
+                                and binary joins, behind a BRANCH_JOIN
+                                that picks one at run time from the sizes
+                                of the actual inputs */
     RF_JOIN_BINARY,          /* binary joins only (MAPJOIN chains) */
     RF_JOIN_WCOJ             /* a MULTIJOIN for every body it can take
                                 (two atoms or more, cyclic or not) */

@@ -20,7 +20,6 @@
  * last command projects the head. */
 #include "plan_internal.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +40,7 @@ typedef struct builder {
     int *fresh;         /* per predicate: "new" relation or -1 */
     int next_temp;
     int unit;           /* the one-empty-tuple relation, -1 until needed */
+    int nchoices;       /* --join=auto run-time choices made (block labels) */
     rf_origin origin;   /* given to every command emitted (the current rule) */
 } builder;
 
@@ -1032,16 +1032,14 @@ static int unit_rel(builder *b)
  * On an acyclic body binary joins in a good order are already optimal
  * (Yannakakis), so `--join=auto` keeps them.
  *
- * The choice is made on an estimate. Relations are loaded at run time, so
- * the planner has no statistics: it uses a uniform-degree model in which
- * every source holds N = V * d rows over V distinct values per column
- * (WCOJ_MODEL_VALUES, WCOJ_MODEL_DEGREE). The binary plan's cost is the
- * words it writes into intermediates; the multiway join's the candidate
- * values its intersections visit (at each variable, bindings so far times
- * the shortest list intersected). */
-
-#define WCOJ_MODEL_VALUES 1e6
-#define WCOJ_MODEL_DEGREE 16.0
+ * Which of the two is faster on a cyclic body depends on the data: on low,
+ * even degrees (road networks, uniform random graphs) the binary plan's
+ * intermediates stay near the size of its inputs and its plain merge
+ * joins win on the GPU; on skewed degrees they explode (and can exhaust
+ * memory) while the multiway join does not. The inputs are often computed
+ * relations, unknown until run time, so under `--join=auto` a cyclic body
+ * gets both plans, each in a block of its own, behind a BRANCH_JOIN that
+ * measures the binary plan's first join at run time (auto_join). */
 
 typedef struct mj_body {
     int natoms;
@@ -1050,14 +1048,6 @@ typedef struct mj_body {
     int nv;
     int var[RF_MULTIJOIN_MAX_VARS];      /* rule variable of each local number */
 } mj_body;
-
-static int popcount32(uint32_t x)
-{
-    int n = 0;
-    for (; x; x &= x - 1)
-        n++;
-    return n;
-}
 
 /* The body's positive atoms when a MULTIJOIN can take them: the rule
  * planned with optimize on and not as a bag (row identities are a binary
@@ -1149,23 +1139,6 @@ static bool body_acyclic(const mj_body *m)
     return true;
 }
 
-/* Estimated bindings of variables X under atoms `mask` (uniform model):
- * V^|X| times, per atom, the fraction of value combinations of its
- * columns in X that it holds (at most N of V^j). */
-static double est_bindings(const mj_body *m, uint32_t mask, uint32_t X)
-{
-    double V = WCOJ_MODEL_VALUES, N = V * WCOJ_MODEL_DEGREE;
-    double est = pow(V, popcount32(X));
-    for (int i = 0; i < m->natoms; i++) {
-        if (!(mask >> i & 1))
-            continue;
-        int j = popcount32(m->edges[i] & X);
-        if (j > 0)
-            est *= fmin(N, pow(V, j)) / pow(V, j);
-    }
-    return est;
-}
-
 /* The variable order: first the variable in most atoms, then each time
  * the one in most atoms with a variable already bound (it is intersected
  * the most, so bindings shrink fastest), then in most atoms. */
@@ -1192,49 +1165,6 @@ static void multijoin_order(const mj_body *m, int *order)
         order[k] = best;
         bound |= 1u << best;
     }
-}
-
-static double wcoj_cost(const mj_body *m, const int *order)
-{
-    double V = WCOJ_MODEL_VALUES, N = V * WCOJ_MODEL_DEGREE;
-    uint32_t all = m->natoms >= 32 ? ~0u : (1u << m->natoms) - 1, X = 0;
-    double cost = 0;
-    for (int k = 0; k < m->nv; k++) {
-        int v = order[k];
-        double list = V;
-        for (int i = 0; i < m->natoms; i++)
-            if (m->edges[i] >> v & 1)
-                list = fmin(list, N / pow(V, popcount32(m->edges[i] & X)));
-        cost += est_bindings(m, all, X) * fmax(list, 1.0);
-        X |= 1u << v;
-    }
-    return cost;
-}
-
-/* Words the left-deep binary plan writes into intermediates (not its
- * result): atoms joined in body order, each next the one sharing the most
- * variables with those joined (the delta first in a semi-naive rule). */
-static double binary_cost(const rule_ctx *c, const mj_body *m)
-{
-    uint32_t used = 0, X = 0;
-    double cost = 0;
-    for (int step = 0; step < m->natoms; step++) {
-        int best = -1, best_shared = -1;
-        for (int i = 0; i < m->natoms; i++) {
-            if (used >> i & 1)
-                continue;
-            int shared = popcount32(m->edges[i] & X) + (m->atoms[i] == c->delta_lit ? 64 : 0);
-            if (shared > best_shared) {
-                best = i;
-                best_shared = shared;
-            }
-        }
-        used |= 1u << best;
-        X |= m->edges[best];
-        if (step > 0 && step < m->natoms - 1)
-            cost += est_bindings(m, used, X) * popcount32(X);
-    }
-    return cost;
 }
 
 /* Joins every positive atom in one MULTIJOIN: each atom is scanned on its
@@ -1336,34 +1266,185 @@ static void multijoin_step(rule_ctx *c, const mj_body *m, const int *order, char
     apply_negations(c);
 }
 
-/* Plans the body's atoms as one MULTIJOIN when the join mode and the
- * estimate say so (returns true). Otherwise *why_binary gets the reason
- * for a cyclic body that stays binary (for explain), or NULL. */
-static bool try_multijoin(rule_ctx *c, char **why_binary)
+/* The binary plan of the body's atoms: the first atom scanned, every
+ * further one joined (MapJoin chains). lits[0..1] get the first two atoms
+ * joined (-1 where there are fewer); `why` (owned, may be NULL) goes to
+ * the last MapJoin for explain. */
+static void binary_joins(rule_ctx *c, char *why, int lits[2])
 {
-    *why_binary = NULL;
+    builder *b = c->b;
+    bblock *blk = &b->blocks.items[b->blocks.len - 1];
+    size_t from = blk->cmds.len;
+    int first = pick_atom(c);
+    lits[0] = first;
+    lits[1] = -1;
+    if (first < 0)
+        first_step(c, -1, unit_rel(b));
+    else
+        first_step(c, first, atom_rel(c, first));
+    for (int lit; (lit = pick_atom(c)) >= 0;) {
+        if (lits[1] < 0)
+            lits[1] = lit;
+        join_step(c, lit, atom_rel(c, lit));
+    }
+    rf_plan_cmd *last = NULL;
+    for (size_t i = from; i < blk->cmds.len; i++)
+        if (blk->cmds.items[i].kind == RF_CMD_MAPJOIN)
+            last = &blk->cmds.items[i];
+    if (last && !last->why) {
+        last->why = why;
+        why = NULL;
+    }
+    free(why);
+}
+
+/* What planning a body changes in its rule_ctx, so that auto_join can plan
+ * the same body twice from the same start. */
+typedef struct rule_state {
+    bool *done, *bound;
+    const rf_expr **assign;
+    int *col, cur, ncur, *curvar, final_dst;
+    char *comment;
+} rule_state;
+
+static void save_state(const rule_ctx *c, rule_state *s)
+{
+    size_t nv = (size_t)c->r->nvars + 1, nb = (size_t)c->r->nbody + 1;
+    s->done = rf_malloc(nb * sizeof *s->done);
+    memcpy(s->done, c->done, nb * sizeof *s->done);
+    s->bound = rf_malloc(nv * sizeof *s->bound);
+    memcpy(s->bound, c->bound, nv * sizeof *s->bound);
+    s->assign = rf_malloc(nv * sizeof *s->assign);
+    memcpy(s->assign, c->assign, nv * sizeof *s->assign);
+    s->col = rf_malloc(nv * sizeof *s->col);
+    memcpy(s->col, c->col, nv * sizeof *s->col);
+    s->cur = c->cur;
+    s->ncur = c->ncur;
+    s->curvar = c->curvar ? int_dup(c->curvar, c->ncur) : NULL;
+    s->final_dst = c->final_dst;
+    s->comment = c->comment ? rf_strdup(c->comment) : NULL;
+}
+
+/* Puts the saved state back (and frees the saved copy). */
+static void restore_state(rule_ctx *c, rule_state *s)
+{
+    size_t nv = (size_t)c->r->nvars + 1, nb = (size_t)c->r->nbody + 1;
+    memcpy(c->done, s->done, nb * sizeof *s->done);
+    memcpy(c->bound, s->bound, nv * sizeof *s->bound);
+    memcpy(c->assign, s->assign, nv * sizeof *s->assign);
+    memcpy(c->col, s->col, nv * sizeof *s->col);
+    c->cur = s->cur;
+    c->ncur = s->ncur;
+    free(c->curvar);
+    c->curvar = s->curvar;
+    c->final_dst = s->final_dst;
+    free(c->comment);
+    c->comment = s->comment;
+    free(s->done);
+    free(s->bound);
+    free(s->assign);
+    free(s->col);
+}
+
+/* --join=auto on a cyclic body: both plans, chosen at run time.
+ *
+ *   current block:  ... if rows(A join B on keys) > ratio x (rows(A) +
+ *                       rows(B)) goto autoN.wcoj else goto autoN.binary
+ *   autoN.wcoj:     the MultiJoin (and the rest of the body); goto autoN.end
+ *   autoN.binary:   the MapJoin chain (and the rest of the body)
+ *   autoN.end:      what follows the body (both wrote the same relation)
+ *
+ * A and B are the relations of the binary plan's first two atoms and the
+ * keys the columns of the variables they share: the size J of that first
+ * join (sum over key values of the rows of A times the rows of B holding
+ * it; the atoms' own filters not applied, so an upper bound) is the
+ * binary plan's first intermediate, and J / (|A| + |B|) how much a join
+ * that brings in a new variable grows the bindings. Near 1 or below,
+ * degrees are low and even and binary joins are cheap; far above, every
+ * further variable multiplies the bindings again (a body of v variables:
+ * about (|A| + |B|) x (J / (|A| + |B|))^(v - 2) at the largest) while the
+ * multiway join stays within the AGM bound, its cost mostly its inputs,
+ * one re-keyed sorted copy an atom (about n x (|A| + |B|) / 2 rows for n
+ * atoms). The runtime compares the first with ratio x the second, the
+ * ratio the backend's (runtime/join_choice.c: RF_WCOJ_AUTO_RATIO). */
+static void auto_join(rule_ctx *c, const mj_body *m, const int *order)
+{
+    builder *b = c->b;
+    int choice = b->nchoices++;
+    int from = (int)b->blocks.len - 1;
+    emit(b, RF_CMD_BRANCH_JOIN, -1, -1, -1)->comment =
+        rf_sprintf("--join=auto, at run time: the binary plan's largest intermediate, ~N x (J/N)^%d (J: rows of "
+                   "that join, N: of its inputs), against the multiway join's inputs", m->nv - 2);
+    size_t branch_at = b->blocks.items[from].cmds.len - 1;
+    rule_state saved;
+    save_state(c, &saved);
+
+    int wcoj_block = (int)b->blocks.len;
+    start_block(b, rf_sprintf("auto%d.wcoj", choice));
+    multijoin_step(c, m, order, rf_strdup("wcoj, chosen at run time (--join=auto): the binary plan's first "
+                                          "join would be large against its inputs"));
+    emit(b, RF_CMD_JUMP, -1, -1, -1);
+    size_t jump_at = b->blocks.items[b->blocks.len - 1].cmds.len - 1;
+    int jump_block = (int)b->blocks.len - 1;
+
+    restore_state(c, &saved);
+    int binary_block = (int)b->blocks.len;
+    start_block(b, rf_sprintf("auto%d.binary", choice));
+    int lits[2];
+    binary_joins(c, rf_strdup("binary, chosen at run time (--join=auto): its first join stays near the "
+                              "size of its inputs"), lits);
+    int end_block = (int)b->blocks.len;
+    start_block(b, rf_sprintf("auto%d.end", choice));
+    b->blocks.items[jump_block].cmds.items[jump_at].target = end_block;
+
+    rf_plan_cmd *br = &b->blocks.items[from].cmds.items[branch_at];
+    br->target = wcoj_block;
+    br->target_else = binary_block;
+    /* A cyclic body has two atoms or more, and the second one picked
+     * shares a variable with the first when any does. */
+    int la = lits[0], lb = lits[1] >= 0 ? lits[1] : lits[0];
+    br->nvars = m->nv;
+    br->nins = m->natoms;
+    br->src[0] = atom_rel(c, la);
+    br->src[1] = atom_rel(c, lb);
+    const rf_literal *A = &c->r->body[la], *B = &c->r->body[lb];
+    br->lkeys = rf_malloc(((size_t)A->nargs + 1) * sizeof *br->lkeys);
+    br->rkeys = rf_malloc(((size_t)A->nargs + 1) * sizeof *br->rkeys);
+    uint64_t seen = 0;   /* a variable repeated in A is one key */
+    for (int i = 0; i < A->nargs; i++) {
+        const rf_expr *x = A->args[i];
+        if (!x || x->op != RF_EX_VAR || (x->index < 64 && (seen >> x->index & 1)))
+            continue;
+        for (int j = 0; j < B->nargs; j++) {
+            const rf_expr *y = B->args[j];
+            if (y && y->op == RF_EX_VAR && y->index == x->index) {
+                br->lkeys[br->nkeys] = i;
+                br->rkeys[br->nkeys++] = j;
+                if (x->index < 64)
+                    seen |= 1ull << x->index;
+                break;
+            }
+        }
+    }
+}
+
+/* Plans the body's atoms as one MULTIJOIN when the join mode says so, or
+ * (--join=auto, cyclic body) as both plans behind a run-time choice;
+ * returns true when it planned the body's atoms. */
+static bool try_multijoin(rule_ctx *c)
+{
     mj_body m;
     if (c->b->join == RF_JOIN_BINARY || !multijoin_body(c, &m))
         return false;
     int order[RF_MULTIJOIN_MAX_VARS];
     multijoin_order(&m, order);
-    char *why;
     if (c->b->join == RF_JOIN_WCOJ) {
-        why = rf_strdup("wcoj (--join=wcoj)");
-    } else {
-        if (body_acyclic(&m))
-            return false;   /* binary joins are optimal on acyclic bodies */
-        double wc = wcoj_cost(&m, order), bc = binary_cost(c, &m);
-        bool take = wc < bc;
-        why = rf_sprintf("%s: cyclic body; estimated binary intermediates %.3g words, wcoj "
-                         "intersections %.3g (uniform model: %.0g values a column, degree %.0f)",
-                         take ? "wcoj" : "binary", bc, wc, WCOJ_MODEL_VALUES, WCOJ_MODEL_DEGREE);
-        if (!take) {
-            *why_binary = why;
-            return false;
-        }
+        multijoin_step(c, &m, order, rf_strdup("wcoj (--join=wcoj)"));
+        return true;
     }
-    multijoin_step(c, &m, order, why);
+    if (body_acyclic(&m))
+        return false;   /* binary joins are optimal on acyclic bodies */
+    auto_join(c, &m, order);
     return true;
 }
 
@@ -1595,27 +1676,9 @@ static void compile_rule(builder *b, int ri, int delta_lit, int dst)
         c.final_dst = c.bag ? -1 : new_temp(b, c.nfinal, final_types);
     }
 
-    char *why_binary;
-    if (!try_multijoin(&c, &why_binary)) {
-        bblock *blk = &b->blocks.items[b->blocks.len - 1];
-        size_t from = blk->cmds.len;
-        int first = pick_atom(&c);
-        if (first < 0)
-            first_step(&c, -1, unit_rel(b));
-        else
-            first_step(&c, first, atom_rel(&c, first));
-        for (int lit; (lit = pick_atom(&c)) >= 0;)
-            join_step(&c, lit, atom_rel(&c, lit));
-        /* explain shows why a cyclic body stayed binary, on its last join */
-        rf_plan_cmd *last = NULL;
-        for (size_t i = from; i < blk->cmds.len; i++)
-            if (blk->cmds.items[i].kind == RF_CMD_MAPJOIN)
-                last = &blk->cmds.items[i];
-        if (last && !last->why) {
-            last->why = why_binary;
-            why_binary = NULL;
-        }
-        free(why_binary);
+    if (!try_multijoin(&c)) {
+        int lits[2];
+        binary_joins(&c, NULL, lits);
     }
 
     if (r->naggs > 0) {
@@ -1838,7 +1901,7 @@ static void build_recursive_stratum(builder *b, int si)
     br->conds = rf_malloc(((size_t)s->npreds + 1) * sizeof *br->conds);
     for (int k = 0; k < s->npreds; k++)
         br->conds[k] = b->delta[s->preds[k]];
-    br->target = loop + 1;   /* the block after the loop: next stratum or halt */
+    br->target = (int)b->blocks.len;   /* the block after the loop: next stratum or halt */
     br->target_else = loop;
     br->comment = rf_strdup("fixpoint when no delta has tuples");
     free(written);

@@ -127,6 +127,10 @@ void rf_plan_write_dot(const rf_plan *plan, FILE *out)
             blocks[b].next[0] = last->target;
             blocks[b].next[1] = last->target_else;
             blocks[b].cond = conds[b] = branch_condition(plan, last);
+        } else if (last && last->kind == RF_CMD_BRANCH_JOIN) {
+            blocks[b].next[0] = last->target;
+            blocks[b].next[1] = last->target_else;
+            blocks[b].cond = conds[b] = rf_strdup("binary intermediate > ratio x inputs");
         } else if (last && last->kind == RF_CMD_HALT) {
             blocks[b].next[0] = -1;
         }

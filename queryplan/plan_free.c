@@ -38,6 +38,7 @@ int rf_plan_cmd_nsrcs(rf_cmdkind k)
     case RF_CMD_ANTIJOIN:
     case RF_CMD_UNION:
     case RF_CMD_DIFFERENCE:
+    case RF_CMD_BRANCH_JOIN:
         return 2;
     default:
         return 0;
@@ -54,8 +55,9 @@ const char *rf_plan_cmd_name(rf_cmdkind k)
         [RF_CMD_CLEAR] = "Clear", [RF_CMD_JUMP] = "Jump",
         [RF_CMD_BRANCH_EMPTY] = "BranchEmpty", [RF_CMD_HALT] = "Halt",
         [RF_CMD_CHECK_KEYS] = "CheckKeys", [RF_CMD_MULTIJOIN] = "MultiJoin",
+        [RF_CMD_BRANCH_JOIN] = "BranchJoin",
     };
-    return (unsigned)k <= RF_CMD_MULTIJOIN ? names[k] : "?";
+    return (unsigned)k <= RF_CMD_BRANCH_JOIN ? names[k] : "?";
 }
 
 int *rf_plan_cmd_sources(rf_plan_cmd *c, int *n)

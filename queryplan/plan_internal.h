@@ -11,7 +11,7 @@ void rf_plan_cmd_release(rf_plan_cmd *c);
 /* True for the commands that end a block. */
 static inline bool rf_plan_cmd_is_control(rf_cmdkind k)
 {
-    return k == RF_CMD_JUMP || k == RF_CMD_BRANCH_EMPTY || k == RF_CMD_HALT;
+    return k == RF_CMD_JUMP || k == RF_CMD_BRANCH_EMPTY || k == RF_CMD_HALT || k == RF_CMD_BRANCH_JOIN;
 }
 
 /* True for the commands that write their dst (all but control commands and

@@ -298,7 +298,59 @@ bool rf_plan_pass_cse(rf_plan *plan)
  * (those come from a LOAD, which would be a second write), written by
  * this union only; no command between t's writer and the union reads p
  * (it would see the empty p). Recursive predicates are written several
- * times (the loop's unions and copies) and so never qualify. */
+ * times (the loop's unions and copies) and so never qualify.
+ *
+ * Under --join=auto a cyclic rule's t is written twice, once by each plan
+ * of a BranchJoin (plan_build.c, auto_join), and the union follows where
+ * the two branches meet: then both writers write p instead (only one of
+ * them runs), see branch_writers. */
+
+/* Whether t's writers are the last commands of the two branches of one
+ * BranchJoin, each branch going on to block b only (a jump to it, or
+ * falling through into it), and b entered from nowhere else. Sets the
+ * writers' blocks wb[] and positions wi[]. */
+static bool branch_writers(const rf_plan *p, int t, int b, int wb[2], int wi[2])
+{
+    int n = 0;
+    for (int x = 0; x < p->nblocks; x++)
+        for (int k = 0; k < p->blocks[x].ncmds; k++)
+            if (writes(&p->blocks[x].cmds[k], t)) {
+                if (n == 2)
+                    return false;
+                wb[n] = x;
+                wi[n++] = k;
+            }
+    if (n != 2 || wb[0] == wb[1] || wb[0] == b || wb[1] == b)
+        return false;
+    bool paired = false;
+    for (int x = 0; x < p->nblocks && !paired; x++) {
+        const rf_plan_block *blk = &p->blocks[x];
+        const rf_plan_cmd *c = blk->ncmds > 0 ? &blk->cmds[blk->ncmds - 1] : NULL;
+        paired = c && c->kind == RF_CMD_BRANCH_JOIN &&
+                 ((c->target == wb[0] && c->target_else == wb[1]) || (c->target == wb[1] && c->target_else == wb[0]));
+    }
+    if (!paired)
+        return false;
+    for (int j = 0; j < 2; j++) {
+        const rf_plan_block *blk = &p->blocks[wb[j]];
+        int rest = blk->ncmds - 1 - wi[j];
+        bool onward = rest == 0 ? wb[j] + 1 == b
+                                : rest == 1 && blk->cmds[wi[j] + 1].kind == RF_CMD_JUMP && blk->cmds[wi[j] + 1].target == b;
+        if (!onward)
+            return false;
+    }
+    for (int x = 0; x < p->nblocks; x++) {   /* no other way into b */
+        if (x == wb[0] || x == wb[1])
+            continue;
+        const rf_plan_block *blk = &p->blocks[x];
+        const rf_plan_cmd *c = blk->ncmds > 0 ? &blk->cmds[blk->ncmds - 1] : NULL;
+        bool control = c && rf_plan_cmd_is_control(c->kind);
+        if ((!control && x + 1 == b) || (control && c->kind != RF_CMD_HALT && (c->target == b || c->target_else == b)))
+            return false;
+    }
+    return true;
+}
+
 bool rf_plan_pass_union_into_empty(rf_plan *plan)
 {
     bool changed = false;
@@ -316,6 +368,24 @@ bool rf_plan_pass_union_into_empty(rf_plan *plan)
             int w = i - 1;
             while (w >= 0 && !writes(&blk->cmds[w], t))
                 w--;
+            int wb[2], wi[2];
+            if (w < 0 && plan->rels[t].kind == RF_REL_TEMP && branch_writers(plan, t, b, wb, wi)) {
+                bool seen = false;   /* (the branches end in their writers) */
+                for (int k = 0; k < i && !seen; k++)
+                    seen = reads(&blk->cmds[k], p);
+                if (seen)
+                    continue;
+                for (int j = 0; j < 2; j++) {
+                    rf_plan_cmd *c = &plan->blocks[wb[j]].cmds[wi[j]];
+                    c->dst = p;
+                    if (!c->comment && u->comment)
+                        c->comment = rf_strdup(u->comment);
+                }
+                remove_cmd(blk, i);
+                i--;
+                changed = true;
+                continue;
+            }
             if (w < 0 || !local_temp(plan, t, b, w))
                 continue;
             bool seen = false;
@@ -349,11 +419,17 @@ bool rf_plan_pass_dead_rels(rf_plan *plan)
     /* Without output directives every derived predicate is printed. */
     for (int r = 0; r < n; r++)
         live[r] = any_output ? plan->rels[r].is_output : plan->rels[r].kind == RF_REL_DERIVED;
-    /* A functional-dependency check must run, so what it reads is live. */
+    /* A functional-dependency check must run, so what it reads is live;
+     * so must --join=auto's choice (its branches read the same relations,
+     * but the choice must not depend on that). */
     for (int b = 0; b < plan->nblocks; b++)
-        for (int i = 0; i < plan->blocks[b].ncmds; i++)
-            if (plan->blocks[b].cmds[i].kind == RF_CMD_CHECK_KEYS)
-                live[plan->blocks[b].cmds[i].src[0]] = true;
+        for (int i = 0; i < plan->blocks[b].ncmds; i++) {
+            const rf_plan_cmd *c = &plan->blocks[b].cmds[i];
+            if (c->kind == RF_CMD_CHECK_KEYS)
+                live[c->src[0]] = true;
+            if (c->kind == RF_CMD_BRANCH_JOIN)
+                live[c->src[0]] = live[c->src[1]] = true;
+        }
 
     /* A relation is live if a live relation is computed from it; loop
      * conditions alone keep nothing alive (a loop nobody needs can stop). */

@@ -114,6 +114,16 @@ char *rf_plan_cmd_text(const rf_plan *plan, const rf_plan_cmd *c)
     case RF_CMD_HALT:
         fputs("halt", f);
         break;
+    case RF_CMD_BRANCH_JOIN:
+        /* "if rows(uedge join uedge on ($1 = $0)) grown over 3 variables >
+         * ratio x 3 atoms x (rows(uedge) + rows(uedge)) / 2 goto auto0.wcoj
+         * else goto auto0.binary": decided at run time (plan.h says how) */
+        fprintf(f, "if rows(%s join %s on (", s0, s1);
+        for (int i = 0; i < c->nkeys && c->lkeys && c->rkeys; i++)
+            fprintf(f, "%s$%d = $%d", i ? ", " : "", c->lkeys[i], c->rkeys[i]);
+        fprintf(f, ")) grown over %d variables > ratio x %d atoms x (rows(%s) + rows(%s)) / 2 goto %s else goto %s",
+                c->nvars, c->nins, s0, s1, block_label(plan, c->target), block_label(plan, c->target_else));
+        break;
     case RF_CMD_MULTIJOIN:
         /* "MultiJoin uedge($0, $1), uedge($1, $2), uedge($0, $2)": each
          * source with the variable each of its columns binds ($k: the

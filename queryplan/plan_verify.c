@@ -151,7 +151,7 @@ static bool cmd_ok(vctx *v, const rf_plan_cmd *c, bool last)
 {
     const rf_plan *p = v->plan;
     bool control = rf_plan_cmd_is_control(c->kind);
-    if ((unsigned)c->kind > RF_CMD_MULTIJOIN)
+    if ((unsigned)c->kind > RF_CMD_BRANCH_JOIN)
         return FAIL(v, "unknown command kind %d", (int)c->kind);
     if (control && !last)
         return FAIL(v, "%s in the middle of a block", rf_plan_cmd_name(c->kind));
@@ -251,6 +251,13 @@ static bool cmd_ok(vctx *v, const rf_plan_cmd *c, bool last)
         return true;
     case RF_CMD_HALT:
         return true;
+    case RF_CMD_BRANCH_JOIN:
+        if (c->target < 0 || c->target >= p->nblocks || c->target_else < 0 || c->target_else >= p->nblocks)
+            return FAIL(v, "branch targets %d/%d out of range", c->target, c->target_else);
+        if (c->nvars < 2 || c->nvars > RF_MULTIJOIN_MAX_VARS || c->nins < 2 || c->nins > RF_MULTIJOIN_MAX_IN)
+            return FAIL(v, "BranchJoin over %d variables (2..%d) and %d atoms (2..%d)", c->nvars,
+                        RF_MULTIJOIN_MAX_VARS, c->nins, RF_MULTIJOIN_MAX_IN);
+        return keys_ok(v, c);
     case RF_CMD_MULTIJOIN:
         return multijoin_ok(v, c);
     case RF_CMD_CHECK_KEYS:

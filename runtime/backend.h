@@ -84,7 +84,25 @@ struct rf_backend {
      * layer gathers them to rank 0 here, all ranks together, so that
      * writing them involves no other rank. */
     void (*outputs_ready)(rf_backend *be, rf_dvar *const *vars, int n);
+    /* Optional (NULL: the runtime downloads l and r and counts on the
+     * host): sets *rows to the number of rows l joined with r on column
+     * pairs (lkeys[i], rkeys[i]), i < nkeys, would make, without making
+     * them (rf_prim_join_size is the reference). --join=auto's run-time
+     * statistic (RF_TERM_BRANCH_JOIN, join_choice.c). */
+    bool (*join_size)(rf_backend *be, const rf_dvar *l, const rf_dvar *r, int nkeys, const int *lkeys,
+                      const int *rkeys, uint64_t *rows, rf_status *st);
+    /* --join=auto on this backend: the multiway join runs when the binary
+     * plan's largest intermediate, estimated from its first join, exceeds
+     * wcoj_auto_ratio x the multiway join's inputs (RF_WCOJ_AUTO_RATIO
+     * overrides; join_choice.c says how
+     * each default was measured). */
+    double wcoj_auto_ratio;
 };
+
+/* The backends' default wcoj_auto_ratio (how they were measured:
+ * join_choice.c and docs/performance.md). */
+#define RF_WCOJ_AUTO_RATIO_CPU 0.15
+#define RF_WCOJ_AUTO_RATIO_GPU 3.0
 
 /* `redfox explain --cuda`: the CUDA source the GPU backend generates for
  * FUSED kernel fk of p (after its prelude of scalar operators), with a

@@ -1178,6 +1178,17 @@ static rf_run_result cpu_run(rf_backend *be, const rf_hprogram *p, const rf_kern
     return cpu_run_plain(be, p, k, outs[0], ins[0], ins[1], stats, st) ? RF_RUN_DONE : RF_RUN_FAILED;
 }
 
+/* --join=auto's statistic: the size of the binary plan's first join. */
+static bool cpu_join_size(rf_backend *be, const rf_dvar *l, const rf_dvar *r, int nkeys, const int *lkeys,
+                          const int *rkeys, uint64_t *rows, rf_status *st)
+{
+    (void)st;
+    /* table_of merges a variable's runs into one table, as every kernel
+     * reading it does: the contents stay the same */
+    *rows = rf_prim_join_size(table_of(be, (rf_dvar *)l), lkeys, table_of(be, (rf_dvar *)r), rkeys, nkeys);
+    return true;
+}
+
 static size_t cpu_bytes_in_use(rf_backend *be) { return ((cpu_impl *)be->impl)->in_use; }
 static size_t cpu_bytes_peak(rf_backend *be) { return ((cpu_impl *)be->impl)->peak; }
 
@@ -1222,6 +1233,8 @@ rf_backend *rf_backend_cpu_new(int threads)
     be->destroy = cpu_destroy;
     be->print_stats = cpu_print_stats;
     be->program_begins = cpu_program_begins;
+    be->join_size = cpu_join_size;
+    be->wcoj_auto_ratio = RF_WCOJ_AUTO_RATIO_CPU;
     be->impl = rf_calloc(1, sizeof(cpu_impl));
     return be;
 }

@@ -287,6 +287,22 @@ static rf_run_result hy_run(rf_backend *be, const rf_hprogram *p, const rf_kerne
     return r;
 }
 
+/* --join=auto's statistic, counted where both relations are (the device
+ * unless both are on the host already). */
+static bool hy_join_size(rf_backend *be, const rf_dvar *l, const rf_dvar *r, int nkeys, const int *lkeys,
+                         const int *rkeys, uint64_t *rows, rf_status *st)
+{
+    hybrid_impl *h = impl_of(be);
+    int s = (!l || l->valid[HOST] || !l->valid[DEV]) && (!r || r->valid[HOST] || !r->valid[DEV]) ? HOST : DEV;
+    rf_dvar *lv = (rf_dvar *)l, *rv = (rf_dvar *)r;
+    if (!bring(be, lv, s, st) || !bring(be, rv, s, st))
+        return false;
+    if (!h->be[s]->join_size)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "join size on a backend without it");
+    return h->be[s]->join_size(h->be[s], lv && lv->valid[s] ? lv->side[s] : NULL,
+                               rv && rv->valid[s] ? rv->side[s] : NULL, nkeys, lkeys, rkeys, rows, st);
+}
+
 static size_t hy_bytes_in_use(rf_backend *be)
 {
     hybrid_impl *h = impl_of(be);
@@ -365,6 +381,8 @@ rf_backend *rf_backend_hybrid_new(rf_backend *device, rf_backend *host)
     be->column_sign_uniform = hy_column_sign_uniform;
     be->upload_unsorted = device->upload_unsorted ? hy_upload_unsorted : NULL;
     be->program_begins = hy_program_begins;
+    be->join_size = device->join_size && host->join_size ? hy_join_size : NULL;
+    be->wcoj_auto_ratio = device->wcoj_auto_ratio;   /* the device decides the plans' speeds */
     be->impl = h;
     return be;
 }

@@ -762,5 +762,9 @@ rf_backend *rf_backend_dist_new(rf_backend *inner, rf_comm *comm)
     be->program_begins = dist_program_begins;
     be->var_describe = dist_var_describe;
     be->outputs_ready = dist_outputs_ready;
+    /* --join=auto counts its statistic from downloads (an all-gather: the
+     * same count, so the same choice, on every rank), with the inner
+     * backend's ratio */
+    be->wcoj_auto_ratio = inner->wcoj_auto_ratio;
     return be;
 }

@@ -49,6 +49,10 @@ typedef struct rt {
     int *closes;             /* [block] header its back edge returns to, -1 */
     double *iter_start;      /* [block] when the header's current iteration began */
     rf_par_activity *activity; /* [RF_PAR_ACTIVITY_SLOTS] the pool's threads during a kernel */
+    /* --join=auto's run-time choices, per BRANCH_JOIN block (--stats) */
+    size_t *chose_wcoj, *chose_binary;
+    rf_join_choice *last_choice;
+    double *choice_seconds;
 } rt;
 
 static bool kernel_frees(const rf_kernel *k, int var)
@@ -468,6 +472,33 @@ static void trace_iteration(rt *r, const rf_hblock *tail, int header, int next)
     free(label_json);
 }
 
+/* --join=auto: block b's BRANCH_JOIN picks the multiway join or the
+ * binary joins from the sizes of its relations as they are now. Returns
+ * the next block, or -2 when the backend failed. */
+static int choose_join(rt *r, const rf_hblock *blk, int b, rf_status *st)
+{
+    const rf_hprogram *p = r->p;
+    int l = blk->conds[0], rr = blk->conds[1];
+    rf_join_choice jc;
+    if (!rf_join_choose(r->be, blk, r->dv[l], r->dv[rr], p->vars[l].arity, p->vars[rr].arity, &jc, st))
+        return -2;
+    (jc.wcoj ? r->chose_wcoj : r->chose_binary)[b]++;
+    r->last_choice[b] = jc;
+    r->choice_seconds[b] += jc.seconds;
+    if (r->trace) {
+        double now = rf_now();
+        char *name = rf_sprintf("join choice %s: %s", blk->label ? blk->label : "?", jc.wcoj ? "wcoj" : "binary");
+        rf_trace_slice(r->trace, RF_TRACK_MAIN, name, "join choice", now - jc.seconds, now,
+                       rf_sprintf("\"chose\": \"%s\", \"first_join_rows\": %" PRIu64 ", \"input_rows\": %zu, "
+                                  "\"largest_intermediate_estimate\": %.6g, \"multiway_inputs_estimate\": %.6g, "
+                                  "\"ratio\": %g",
+                                  jc.wcoj ? "wcoj" : "binary", jc.first_join, jc.inputs, jc.estimate, jc.budget,
+                                  jc.ratio));
+        free(name);
+    }
+    return jc.wcoj ? blk->target : blk->target_else;
+}
+
 static bool interpret(rt *r, rf_status *st)
 {
     const rf_hprogram *p = r->p;
@@ -513,6 +544,13 @@ static bool interpret(rt *r, rf_status *st)
             break;
         case RF_TERM_HALT:
             b = -1;
+            break;
+        case RF_TERM_BRANCH_JOIN:
+            b = choose_join(r, blk, from, st);
+            if (b == -2) {
+                end_progress(r);
+                return false;
+            }
             break;
         }
         if (r->trace && r->closes[from] >= 0)
@@ -1025,6 +1063,22 @@ static void print_stats(rt *r, double total)
                     s->be_seconds > 0 ? (double)s->bytes / s->be_seconds / 1e9 : 0.0);
         }
     print_pruned_inputs(r);
+    /* "join choice stratum2 (block 2): wcoj 1x, binary 0x; last: binary
+     * plan's first join 100005 rows from 51946 input rows, largest
+     * intermediate ~1e+05 > 0.15 x multiway join's inputs ~7.792e+04 =
+     * 1.169e+04 -> wcoj (0.000404 s)" */
+    for (int b = 0; b < p->nblocks; b++) {
+        if (!r->chose_wcoj[b] && !r->chose_binary[b])
+            continue;
+        const rf_join_choice *c = &r->last_choice[b];
+        fprintf(e,
+                "  join choice %s (block %d): wcoj %zux, binary %zux; last: binary plan's first join %" PRIu64
+                " rows from %zu input rows, largest intermediate ~%.4g %s %g x multiway join's inputs ~%.4g = %.4g -> "
+                "%s (%.6f s)\n",
+                p->blocks[b].label ? p->blocks[b].label : "?", b, r->chose_wcoj[b], r->chose_binary[b],
+                c->first_join, c->inputs, c->estimate, c->wcoj ? ">" : "<=", c->ratio, c->budget,
+                c->ratio * c->budget, c->wcoj ? "wcoj" : "binary", r->choice_seconds[b]);
+    }
     for (int b = 0; b < p->nblocks; b++)
         if (r->loop_header[b])
             fprintf(e, "  loop %s (block %d): %zu iterations\n",
@@ -1096,6 +1150,10 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
     r.loop_of = rf_calloc((size_t)p->nblocks + 1, sizeof *r.loop_of);
     r.closes = rf_calloc((size_t)p->nblocks + 1, sizeof *r.closes);
     r.iter_start = rf_calloc((size_t)p->nblocks + 1, sizeof *r.iter_start);
+    r.chose_wcoj = rf_calloc((size_t)p->nblocks + 1, sizeof *r.chose_wcoj);
+    r.chose_binary = rf_calloc((size_t)p->nblocks + 1, sizeof *r.chose_binary);
+    r.last_choice = rf_calloc((size_t)p->nblocks + 1, sizeof *r.last_choice);
+    r.choice_seconds = rf_calloc((size_t)p->nblocks + 1, sizeof *r.choice_seconds);
     for (int b = 0; b < p->nblocks; b++)
         r.loop_of[b] = r.closes[b] = -1;
     for (int b = 0; b < p->nblocks; b++) {
@@ -1208,6 +1266,10 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
     free(r.loop_of);
     free(r.closes);
     free(r.iter_start);
+    free(r.chose_wcoj);
+    free(r.chose_binary);
+    free(r.last_choice);
+    free(r.choice_seconds);
     if (info)
         *info = r.info;
     return ok;

@@ -122,6 +122,28 @@ typedef struct rf_run_info {
 bool rf_run(const rf_hprogram *p, const rf_run_options *opt, rf_status *st);
 bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *info, rf_status *st);
 
+/* ---- --join=auto's run-time choice (join_choice.c) ---- */
+/* What one RF_TERM_BRANCH_JOIN decided: the binary plan's first join
+ * would make `first_join` rows from inputs of `inputs` rows in all, and
+ * its largest intermediate about `estimate` = inputs x (first_join /
+ * inputs)^(nvars - 2) rows; the multiway join's inputs are about `budget`
+ * = natoms x inputs / 2 rows; it runs when estimate > ratio x budget. */
+typedef struct rf_join_choice {
+    bool wcoj;
+    uint64_t first_join;
+    size_t inputs;
+    double estimate, budget;
+    double ratio;
+    double seconds;          /* counting, downloads included */
+} rf_join_choice;
+/* The ratio in force on backend be: RF_WCOJ_AUTO_RATIO when set (a number
+ * >= 0), else the backend's wcoj_auto_ratio. */
+double rf_wcoj_auto_ratio(const rf_backend *be);
+/* Decides block hb's join choice over l and r (NULL: never written, so
+ * empty); false with st filled when the backend fails. */
+bool rf_join_choose(rf_backend *be, const rf_hblock *hb, const rf_dvar *l, const rf_dvar *r, int arity_l,
+                    int arity_r, rf_join_choice *out, rf_status *st);
+
 /* ---- Input column pruning (needed_cols.c) ---- */
 /* For every variable defined by a LOAD kernel, which of its columns the
  * program can observe: MAP's filter and projections, JOIN's keys and the

@@ -475,7 +475,7 @@ static int successors(const rf_hprogram *p, int b, int s[2])
 {
     const rf_hblock *hb = &p->blocks[b];
     int n = 0, t[2] = {-1, -1};
-    if (hb->term == RF_TERM_BRANCH_EMPTY) {
+    if (hb->term == RF_TERM_BRANCH_EMPTY || hb->term == RF_TERM_BRANCH_JOIN) {
         t[0] = hb->target;
         t[1] = hb->target_else;
     } else {

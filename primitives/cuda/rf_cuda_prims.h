@@ -130,6 +130,12 @@ bool rf_cuda_sort_unique(rf_cuda_ctx *c, const rf_drel *in, rf_drel *out, const 
                          rf_status *st);
 /* l, r sorted; rows equal on their first nkeys columns (0: cross product);
  * out := proj(l ++ r) where filter(l ++ r); unsorted. */
+/* The rows the equi-join of l and r on column pairs (lkeys[i], rkeys[i]),
+ * i < nkeys, would make, none made (rf_prim_join_size is the reference;
+ * joinsize.c, joinsize.cu): --join=auto's run-time statistic. */
+bool rf_cuda_join_size(rf_cuda_ctx *c, const rf_drel *l, const int *lkeys, const rf_drel *r, const int *rkeys,
+                       int nkeys, uint64_t *rows, rf_status *st);
+
 /* The worst-case-optimal multiway join (RF_K_MULTIJOIN; rf_prim_multijoin
  * is the reference): breadth-first leapfrog triejoin (multijoin.c,
  * multijoin.cu). Same rows as the CPU primitive, possibly in another

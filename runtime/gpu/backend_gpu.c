@@ -1486,6 +1486,17 @@ static void release_output(rf_backend *be, rf_dvar *out, rf_dvar *const *ins, in
     out->table_ok = true;
 }
 
+/* --join=auto's statistic, the size of the binary plan's first join,
+ * counted on the device (rf_cuda_join_size: a hash table of the smaller
+ * side's keys; only the count comes back). */
+static bool gpu_join_size(rf_backend *be, const rf_dvar *l, const rf_dvar *r, int nkeys, const int *lkeys,
+                          const int *rkeys, uint64_t *rows, rf_status *st)
+{
+    if (!ensure_table(be, l, st) || !ensure_table(be, r, st))
+        return false;
+    return rf_cuda_join_size(ctx_of(be), &l->rel, lkeys, &r->rel, rkeys, nkeys, rows, st);
+}
+
 /* A MULTIJOIN: the leapfrog triejoin on the device (rf_cuda_multijoin:
  * breadth-first, one level of bindings at a time, each level counted
  * before it is written); RF_GPU_LFTJ=host runs it on the host instead
@@ -1727,6 +1738,8 @@ rf_backend *rf_backend_gpu_new(rf_status *st)
     be->destroy = gpu_destroy;
     be->print_stats = gpu_print_stats;
     be->program_begins = gpu_program_begins;
+    be->join_size = gpu_join_size;
+    be->wcoj_auto_ratio = RF_WCOJ_AUTO_RATIO_GPU;
     be->column_sign_uniform = gpu_column_sign_uniform;
     be->impl = g;
     return be;

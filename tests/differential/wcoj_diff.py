@@ -7,6 +7,10 @@ atoms, negated atoms, projections and expressions in the head) over random
 small graphs. Each program runs with --join=binary and --join=wcoj: the
 outputs must be byte-identical, and equal to what a brute-force evaluator
 here computes; the wcoj run must really use a MultiJoin (explain --plan).
+It also runs with --join=auto three times: as it chooses, and with
+RF_WCOJ_AUTO_RATIO=0 and =1e30, which force the run-time choice to the
+multiway join and to the binary plan; each output must be byte-identical
+to the binary one, and --stats must report the forced branch.
 Known triangle counts are checked on graphs whose count is computed here
 by another method (adjacency-set intersection).
 
@@ -160,10 +164,36 @@ def oracle(graph, tern, fset, q):
 ENV = dict(os.environ)
 
 
-def run(redfox, prog, join, backend, extra=()):
+def run(redfox, prog, join, backend, extra=(), env=None):
     r = subprocess.run([redfox, "run", prog, "--join=" + join, "--backend=" + backend] + list(extra),
-                       capture_output=True, text=True, timeout=120, env=ENV)
+                       capture_output=True, text=True, timeout=120, env=dict(ENV, **(env or {})))
     return r.returncode, r.stdout, r.stderr
+
+
+# --join=auto with the ratio forcing each branch: (RF_WCOJ_AUTO_RATIO, the
+# branch --stats must report where the first join makes any row)
+FORCED = (("0", "wcoj"), ("1e30", "binary"))
+
+
+def auto_problem(redfox, prog, backend, binary_out):
+    """None, or what went wrong with --join=auto on prog; also returns the
+    branches that ran (for the summary)."""
+    ran = set()
+    for ratio, want in ((None, None),) + FORCED:
+        rc, out, err = run(redfox, prog, "auto", backend, ["--stats"],
+                           {"RF_WCOJ_AUTO_RATIO": ratio} if ratio else None)
+        if rc != 0:
+            return "--join=auto (ratio %s): exit %d: %s" % (ratio, rc, err.strip()), ran
+        if out != binary_out:
+            return "--join=auto (ratio %s) and binary outputs differ" % ratio, ran
+        for line in err.splitlines():
+            if "join choice" in line:
+                got = line.rsplit("-> ", 1)[1].split()[0]
+                first = int(line.split("first join ")[1].split()[0])
+                ran.add(got)
+                if want and first > 0 and got != want:
+                    return "RF_WCOJ_AUTO_RATIO=%s ran %s, not %s" % (ratio, got, want), ran
+    return None, ran
 
 
 def parse_rows(text, pred):
@@ -212,6 +242,7 @@ def main():
     rng = random.Random(a.seed)
     failures = 0
     used_multijoin = 0
+    auto_ran = {"wcoj": 0, "binary": 0}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(a.count):
             graph = random_graph(rng)
@@ -236,6 +267,10 @@ def main():
                 problem = "outputs differ from the oracle's %d rows" % len(expect)
             elif "MultiJoin" not in plan:
                 problem = "--join=wcoj planned no MultiJoin"
+            else:
+                problem, ran = auto_problem(a.redfox, prog, a.backend, ob)
+                for b in ran:
+                    auto_ran[b] += 1
             if problem:
                 failures += 1
                 print("FAIL program %d (seed %d): %s\n%s" % (i, a.seed, problem, open(prog).read()))
@@ -253,7 +288,13 @@ def main():
                     failures += 1
                     print("FAIL triangle count of graph %d (--join=%s): %s, expected %s %s" %
                           (i, join, got, want, err.strip()))
-    print("%d programs (%d with a MultiJoin), 10 triangle counts, %d failed" % (a.count, used_multijoin, failures))
+        # both branches of --join=auto's choice must have run on some program
+        for b, n in auto_ran.items():
+            if n == 0:
+                failures += 1
+                print("FAIL --join=auto never ran its %s branch" % b)
+    print("%d programs (%d with a MultiJoin; --join=auto ran wcoj on %d, binary on %d), 10 triangle counts, "
+          "%d failed" % (a.count, used_multijoin, auto_ran["wcoj"], auto_ran["binary"], failures))
     return 1 if failures else 0
 
 

@@ -242,19 +242,19 @@ static void test_verifier_rejects(void)
 
 static rf_hprogram *woven_tc(void);
 
-/* Format 5 (fused groups, no set gather) and 4 (no fused groups): compile
- * it again. */
+/* Formats 4 (no fused groups) to 7 (no run-time join choice): compile it
+ * again. */
 static void test_old_format_rejected(void)
 {
     rf_hprogram *h = woven_tc();
     size_t len;
     uint8_t *bytes = rf_hir_serialize(h, &len);
     rf_status st;
-    for (int old = 4; old <= 6; old++) {
+    for (int old = 4; old <= 7; old++) {
         bytes[8] = (uint8_t)old;
         rf_status_init(&st);
         CU_ASSERT_PTR_NULL(rf_hir_deserialize(bytes, len, &st));
-        char *want = rf_sprintf("compiled by another version of redfox (format %d, this one reads 7): compile it again",
+        char *want = rf_sprintf("compiled by another version of redfox (format %d, this one reads 8): compile it again",
                                 old);
         CU_ASSERT_STRING_EQUAL(st.message, want);
         free(want);

@@ -58,7 +58,7 @@ static int count_multijoins(const rf_plan *plan, const rf_plan_cmd **last)
 static void test_planner_choice(void)
 {
     struct { const char *src; rf_join_mode join; int want; } cases[] = {
-        {triangle_src, RF_JOIN_AUTO, 1},   /* cyclic: the estimate favours wcoj */
+        {triangle_src, RF_JOIN_AUTO, 1},   /* cyclic: both plans, chosen at run time */
         {triangle_src, RF_JOIN_BINARY, 0},
         {triangle_src, RF_JOIN_WCOJ, 1},
         {path_src, RF_JOIN_AUTO, 0},       /* acyclic */
@@ -76,6 +76,72 @@ static void test_planner_choice(void)
         rf_plan_free(plan);
         rf_program_free(prog);
     }
+}
+
+/* --join=auto on a cyclic body: a BranchJoin ending the block, its
+ * targets the MultiJoin's block and the binary joins' block, both writing
+ * the rule's relation, and the wcoj block jumping over the binary one. */
+static void test_auto_plans_both(void)
+{
+    rf_program *prog;
+    rf_plan *plan = plan_of(triangle_src, RF_JOIN_AUTO, &prog);
+    const rf_plan_cmd *br = NULL;
+    int brb = -1;
+    for (int b = 0; b < plan->nblocks; b++) {
+        const rf_plan_block *blk = &plan->blocks[b];
+        if (blk->ncmds > 0 && blk->cmds[blk->ncmds - 1].kind == RF_CMD_BRANCH_JOIN) {
+            CU_ASSERT_PTR_NULL(br);   /* one cyclic body, one choice */
+            br = &blk->cmds[blk->ncmds - 1];
+            brb = b;
+        }
+    }
+    CU_ASSERT_PTR_NOT_NULL_FATAL(br);
+    /* e(x, y), e(y, z): the first join is on y, column 1 with column 0 */
+    CU_ASSERT_EQUAL(br->nkeys, 1);
+    CU_ASSERT_EQUAL(br->nvars, 3);
+    CU_ASSERT_EQUAL(br->nins, 3);
+    CU_ASSERT_EQUAL(br->lkeys[0], 1);
+    CU_ASSERT_EQUAL(br->rkeys[0], 0);
+    CU_ASSERT_STRING_EQUAL(plan->rels[br->src[0]].name, "e");
+    const rf_plan_block *w = &plan->blocks[br->target], *bin = &plan->blocks[br->target_else];
+    CU_ASSERT_TRUE(br->target > brb && br->target_else > br->target);
+    int mj = 0, joins = 0, wdst = -1, bdst = -2;
+    for (int i = 0; i < w->ncmds; i++)
+        if (w->cmds[i].kind == RF_CMD_MULTIJOIN) {
+            mj++;
+            wdst = w->cmds[i].dst;
+        }
+    for (int i = 0; i < bin->ncmds; i++)
+        if (bin->cmds[i].kind == RF_CMD_MAPJOIN) {
+            joins++;
+            bdst = bin->cmds[i].dst;
+        }
+    CU_ASSERT_EQUAL(mj, 1);
+    CU_ASSERT_EQUAL(joins, 2);
+    CU_ASSERT_EQUAL(wdst, bdst);   /* both plans write the rule's relation, */
+    CU_ASSERT_STRING_EQUAL(plan->rels[wdst].name, "tri");   /* its empty predicate directly */
+    for (int b = 0; b < plan->nblocks; b++)
+        for (int i = 0; i < plan->blocks[b].ncmds; i++)
+            CU_ASSERT_NOT_EQUAL(plan->blocks[b].cmds[i].kind, RF_CMD_UNION);   /* no union afterwards */
+    CU_ASSERT_EQUAL(w->cmds[w->ncmds - 1].kind, RF_CMD_JUMP);
+    CU_ASSERT_EQUAL(w->cmds[w->ncmds - 1].target, br->target_else + 1);
+    /* lowered: a BRANCH_JOIN terminator over e and e */
+    rf_hprogram *h = rf_hir_lower(plan);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    int terms = 0;
+    for (int b = 0; b < h->nblocks; b++)
+        if (h->blocks[b].term == RF_TERM_BRANCH_JOIN) {
+            terms++;
+            CU_ASSERT_EQUAL(h->blocks[b].nconds, 2);
+            CU_ASSERT_STRING_EQUAL(h->vars[h->blocks[b].conds[0]].name, "e");
+        }
+    CU_ASSERT_EQUAL(terms, 1);
+    rf_status st;
+    rf_status_init(&st);
+    CU_ASSERT_TRUE(rf_hir_verify(h, &st));
+    rf_hir_free(h);
+    rf_plan_free(plan);
+    rf_program_free(prog);
 }
 
 static rf_hprogram *lowered_triangles(rf_kernel **mj_out)
@@ -153,6 +219,54 @@ static void test_verifier_rejects(void)
     }
 }
 
+static rf_hblock *choice_block(rf_hprogram *h)
+{
+    for (int b = 0; b < h->nblocks; b++)
+        if (h->blocks[b].term == RF_TERM_BRANCH_JOIN)
+            return &h->blocks[b];
+    return NULL;
+}
+
+/* Each malformed run-time join choice must be rejected. */
+static void test_verifier_rejects_bad_choice(void)
+{
+    rf_kernel *k;
+    for (int m = 0; m < 9; m++) {
+        rf_hprogram *h = lowered_triangles(&k);
+        rf_hblock *hb = choice_block(h);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(hb);
+        CU_ASSERT_TRUE(verifies(h));
+        int saved_key = hb->lkeys[0];
+        switch (m) {
+        case 0: hb->target = h->nblocks; break;           /* target out of range */
+        case 1: hb->target_else = -1; break;
+        case 2: hb->nconds = 1; break;                    /* one relation */
+        case 3: hb->conds[1] = h->nvars; break;           /* relation out of range */
+        case 4: hb->lkeys[0] = 2; break;                  /* key column out of range (arity 2) */
+        case 5: hb->nkeys = 3; break;                     /* more keys than columns */
+        case 7: hb->nvars = 1; break;                     /* a body of one variable */
+        case 8: hb->natoms = 1; break;                    /* of one atom */
+        case 6: {                                         /* keys of different types */
+            rf_hvar *v = &h->vars[hb->conds[1]];
+            rf_type t = v->types[hb->rkeys[0]];
+            v->types[hb->rkeys[0]] = RF_TYPE_STRING;
+            CU_ASSERT_FALSE(verifies(h));
+            v->types[hb->rkeys[0]] = t;
+            break;
+        }
+        }
+        if (m != 6)
+            CU_ASSERT_FALSE(verifies(h));
+        hb->lkeys[0] = saved_key;
+        rf_hir_free(h);
+    }
+    /* the cross product (no key) is a valid choice */
+    rf_hprogram *h = lowered_triangles(&k);
+    choice_block(h)->nkeys = 0;
+    CU_ASSERT_TRUE(verifies(h));
+    rf_hir_free(h);
+}
+
 static void test_rfx_round_trip(void)
 {
     rf_kernel *k;
@@ -169,14 +283,24 @@ static void test_rfx_round_trip(void)
     CU_ASSERT_EQUAL(len, len2);
     CU_ASSERT_TRUE(len == len2 && memcmp(bytes, again, len) == 0);
     free(again);
+    rf_hblock *hb = choice_block(back);   /* the run-time choice survives */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hb);
+    CU_ASSERT_EQUAL(hb->nkeys, 1);
+    CU_ASSERT_EQUAL(hb->lkeys[0], 1);
+    CU_ASSERT_EQUAL(hb->rkeys[0], 0);
+    CU_ASSERT_EQUAL(hb->nvars, 3);
+    CU_ASSERT_EQUAL(hb->natoms, 3);
     rf_hir_free(back);
-    /* a file of the format before multiway joins is compiled again */
+    /* files of the formats before multiway joins (6) and before the
+     * run-time choice (7) are compiled again */
     uint8_t *old = malloc(len);
-    memcpy(old, bytes, len);
-    old[8] = 6;
-    rf_status_init(&st);
-    CU_ASSERT_PTR_NULL(rf_hir_deserialize(old, len, &st));
-    CU_ASSERT_PTR_NOT_NULL(strstr(st.message, "compile it again"));
+    for (int v = 6; v <= 7; v++) {
+        memcpy(old, bytes, len);
+        old[8] = (uint8_t)v;
+        rf_status_init(&st);
+        CU_ASSERT_PTR_NULL(rf_hir_deserialize(old, len, &st));
+        CU_ASSERT_PTR_NOT_NULL(strstr(st.message, "compile it again"));
+    }
     free(old);
     /* every truncation is rejected, never read past */
     for (size_t cut = 0; cut < len; cut += 7) {
@@ -292,12 +416,50 @@ static void test_cpu_leapfrog(void)
     rf_table_free(&e);
 }
 
+/* The join-size count against a nested loop, on one and two key columns,
+ * with the sides either way round, and the cross product. */
+static void test_join_size(void)
+{
+    rf_table e;
+    random_uedge(&e, 500, 4000, 11);
+    int k1[1] = {1}, k0[1] = {0};
+    uint64_t want = 0, want2 = 0;
+    for (size_t i = 0; i < e.nrows; i++)
+        for (size_t j = 0; j < e.nrows; j++) {
+            want += e.cols[1][i] == e.cols[0][j];
+            want2 += e.cols[1][i] == e.cols[0][j] && e.cols[0][i] == e.cols[1][j];
+        }
+    CU_ASSERT_TRUE(want > 1000);
+    CU_ASSERT_EQUAL(rf_prim_join_size(&e, k1, &e, k0, 1), want);
+    CU_ASSERT_EQUAL(rf_prim_join_size(&e, k0, &e, k1, 1), want);
+    int l2[2] = {1, 0}, r2[2] = {0, 1};
+    CU_ASSERT_EQUAL(rf_prim_join_size(&e, l2, &e, r2, 2), want2);
+    CU_ASSERT_EQUAL(rf_prim_join_size(&e, NULL, &e, NULL, 0), (uint64_t)e.nrows * e.nrows);
+    /* values spread too wide for the array of counts: the hash table */
+    rf_table wide;
+    rf_table_init(&wide, 2);
+    rf_table_copy(&wide, &e);
+    for (int c = 0; c < 2; c++)
+        for (size_t i = 0; i < wide.nrows; i++)
+            wide.cols[c][i] = wide.cols[c][i] * 1000000007ull + 3;
+    CU_ASSERT_EQUAL(rf_prim_join_size(&wide, k1, &wide, k0, 1), want);
+    rf_table_free(&wide);
+    rf_table none;
+    rf_table_init(&none, 2);
+    CU_ASSERT_EQUAL(rf_prim_join_size(&e, k1, &none, k0, 1), 0);
+    rf_table_free(&none);
+    rf_table_free(&e);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 1;
     CU_pSuite s = CU_add_suite("multijoin", NULL, NULL);
     CU_add_test(s, "planner choice", test_planner_choice);
+    CU_add_test(s, "--join=auto plans both, chosen at run time", test_auto_plans_both);
+    CU_add_test(s, "verifier rejects malformed join choices", test_verifier_rejects_bad_choice);
+    CU_add_test(s, "join size count", test_join_size);
     CU_add_test(s, "lower and verify", test_lower_and_verify);
     CU_add_test(s, "verifier rejects malformed kernels", test_verifier_rejects);
     CU_add_test(s, ".rfx round trip", test_rfx_round_trip);

@@ -393,6 +393,9 @@ bool interp_run(interp *it, const rf_plan *plan, long max_steps)
                 for (int k = 0; k < c->nconds; k++)
                     empty = empty && it->rels[c->conds[k]].n == 0;
                 next = empty ? c->target : c->target_else;
+            } else if (c->kind == RF_CMD_BRANCH_JOIN) {
+                /* either plan gives the same rows: take both in turn */
+                next = it->join_choices++ % 2 == 0 ? c->target : c->target_else;
             } else if (!exec(it, c)) {
                 return false;
             }

@@ -16,6 +16,8 @@ typedef struct interp {
     const rf_plan *plan;
     irel *rels;       /* [plan->nrels] */
     long steps;       /* commands executed */
+    long join_choices; /* --join=auto choices met: they alternate, wcoj first,
+                          so that both plans of a body run */
     rf_status st;
 } interp;
 

@@ -1,0 +1,61 @@
+/* The size of an equi-join without making it, on the device: --join=auto's
+ * run-time statistic (rf_cuda_join_size; the kernels and the method are in
+ * joinsize.cu, the reference is rf_prim_join_size). Only the answer, one
+ * word, crosses to the host. */
+#include "cuda_internal.h"
+#include "joinsize.h"
+
+#include <string.h>
+
+static rf_js_side side_of(const rf_drel *t, const int *keys, int nkeys)
+{
+    rf_js_side s;
+    memset(&s, 0, sizeof s);
+    s.nkeys = nkeys < RF_JS_MAX_KEYS ? nkeys : RF_JS_MAX_KEYS;   /* more: a coarser key, a larger count */
+    s.n = t->nrows;
+    for (int k = 0; k < s.nkeys; k++)
+        s.cols[k] = t->data + (size_t)keys[k] * t->cap;
+    return s;
+}
+
+bool rf_cuda_join_size(rf_cuda_ctx *c, const rf_drel *l, const int *lkeys, const rf_drel *r, const int *rkeys,
+                       int nkeys, uint64_t *rows, rf_status *st)
+{
+    *rows = 0;
+    if (l->nrows == 0 || r->nrows == 0)
+        return true;
+    if (nkeys <= 0) {
+        *rows = l->nrows > UINT64_MAX / r->nrows ? UINT64_MAX : (uint64_t)l->nrows * r->nrows;
+        return true;
+    }
+    if (l->nrows > r->nrows) {   /* the table holds the smaller side */
+        const rf_drel *t = l;
+        l = r;
+        r = t;
+        const int *k = lkeys;
+        lkeys = rkeys;
+        rkeys = k;
+    }
+    size_t cap = 16;
+    while (cap < 2 * l->nrows)
+        cap *= 2;
+    /* keys[cap], counts[cap + 1] (the last for the key ~0), the total */
+    size_t bytes = (2 * cap + 2) * sizeof(unsigned long long);
+    unsigned long long *mem = rf_cuda_alloc(c, bytes, "join size count (--join=auto)", st);
+    if (!mem)
+        return false;
+    unsigned long long *keys = mem, *counts = mem + cap, *total = mem + 2 * cap + 1;
+    unsigned long long sum = 0;
+    bool ok = rf_cuda_check(c, cudaMemsetAsync(keys, 0xff, cap * sizeof *keys, c->stream), "join size count", st) &&
+              rf_cuda_check(c, cudaMemsetAsync(counts, 0, (cap + 2) * sizeof *counts, c->stream), "join size count",
+                            st) &&
+              rf_cuda_check(c, rf_k_js_count(c->stream, side_of(l, lkeys, nkeys), keys, counts, cap - 1),
+                            "join size count", st) &&
+              rf_cuda_check(c, rf_k_js_probe(c->stream, side_of(r, rkeys, nkeys), keys, counts, cap - 1, total),
+                            "join size count", st) &&
+              rf_cuda_read_back(c, total, &sum, sizeof sum, st);
+    rf_cuda_free(c, mem, bytes);
+    if (ok)
+        *rows = sum;
+    return ok;
+}
