@@ -102,7 +102,7 @@ struct rf_backend {
 /* The backends' default wcoj_auto_ratio (how they were measured:
  * join_choice.c and docs/performance.md). */
 #define RF_WCOJ_AUTO_RATIO_CPU 0.15
-#define RF_WCOJ_AUTO_RATIO_GPU 3.0
+#define RF_WCOJ_AUTO_RATIO_GPU 0.05
 
 /* `redfox explain --cuda`: the CUDA source the GPU backend generates for
  * FUSED kernel fk of p (after its prelude of scalar operators), with a

@@ -24,13 +24,17 @@
  *
  * The ratio is the backend's (backend.h: RF_WCOJ_AUTO_RATIO_CPU/_GPU),
  * measured with bench/wcoj_bench.py (docs/performance.md):
- *  - GPU, 3 (triangles: g > 4.5; 4-cliques: g^2 > 9): in the H100 rows of
- *    2026-11-26 the binary plan was faster on triangles up to g = 3.3
- *    (usroads 0.6, delaunay_n16 1.0, CA-HepTh 1.9, uniform 10^7 edges 3.3:
- *    2.7x faster) and slower from 7.9 (loc-Brightkite 7.9, wiki-Vote 24.6;
- *    R-MAT ran out of memory); ego-Facebook (15.2) was even; 4-cliques were
- *    faster with the multiway join on every graph (g^2 = 19 on CA-HepTh,
- *    more on the others).
+ *  - GPU, 0.05 (triangles: g > 0.075; 4-cliques: g^2 > 0.15): with the
+ *    multiway join's level kernels rebuilt (directories, balanced work
+ *    items, match bitmaps; H200 rows of 2026-11-26, later session) the
+ *    binary plan was slower on every row measured: triangles 1.06-1.23x
+ *    on the shared graphs (usroads g = 0.6, delaunay_n16 1.0, CA-HepTh
+ *    1.9, up to wiki-Vote 24.6), 3.0x and 4.0x on uniform graphs of 10^7
+ *    and 10^8 edges (g = 3.3), out of memory on R-MAT; 4-cliques 1.1-4.0x
+ *    (usroads g^2 = 0.36: 1.5x). The first rule (3, from the H100 rows
+ *    before that rework, where binary won up to g = 3.3) would now pick
+ *    the slower plan on those rows; binary is kept for the sparsest
+ *    bodies only, where both plans take the same few milliseconds.
  *  - CPU, 0.15 (triangles: g > 0.225; 4-cliques: g^2 > 0.45): on the 2-core
  *    build machine (the variants taking turns, fastest of 3-7 runs) the
  *    binary plan was as fast as the multiway join on triangles of sparse
