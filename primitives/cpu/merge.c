@@ -665,9 +665,27 @@ static void antijoin_probe(const rf_table *a, const rf_table *const *runs, int n
     for (size_t i = 0; i < a->nrows; i++) {
         bool found = false;
         for (int q = 0; q < nruns && !found; q++) {
+            /* The cursor's row and the run's last row first: an LSM's runs
+             * often cover disjoint ranges (a chain's reach), so most runs
+             * are passed with one or two comparisons instead of a search. */
             const rf_table *t = runs[q];
-            cursor[q] = seek_lower(t, cursor[q], t->nrows, a, i, k, far_apart(t->nrows, a->nrows));
-            found = cursor[q] < t->nrows && rf_rowcmp(t, cursor[q], a, i, k) == 0;
+            size_t n = t->nrows, cur = cursor[q];
+            if (cur >= n)
+                continue;
+            int c = rf_rowcmp(t, cur, a, i, k);
+            if (c > 0) /* rows before cur are below an earlier row of a: absent */
+                continue;
+            if (c < 0) {
+                if (rf_rowcmp(t, n - 1, a, i, k) < 0) {
+                    cursor[q] = n; /* past the run's end, and so are a's later rows */
+                    continue;
+                }
+                cur = seek_lower(t, cur + 1, n, a, i, k, far_apart(n, a->nrows));
+                cursor[q] = cur;
+                found = cur < n && rf_rowcmp(t, cur, a, i, k) == 0;
+            } else {
+                found = true;
+            }
         }
         if (found)
             continue;
