@@ -152,8 +152,8 @@ void rf_dense_erase(rf_dense *d, const rf_table *t);
 uint64_t *rf_dense_words(rf_dense *d);
 
 /* The matching key groups of the join of sorted l and r on their first
- * nkeys columns, found by one serial search walk (for a small side against
- * a big one: rf_prim_join_serial), so that a small join is counted and
+ * nkeys columns, found by one serial search walk (for a side of a few rows
+ * against a big one: rf_prim_join_by_groups), so that a small join is counted and
  * written without searching twice. Group q covers rows at[4q]..at[4q+1]
  * of l and at[4q+2]..at[4q+3] of r; rows is the join's row count. */
 #define RF_JOIN_GROUPS_LOCAL 16
@@ -171,9 +171,11 @@ void rf_prim_join_groups(const rf_table *l, const rf_table *r, int nkeys, rf_joi
 void rf_prim_join_groups_write(const rf_table *l, const rf_table *r, const rf_join_groups *g, int nproj,
                                const int *projcol, rf_table *out);
 void rf_join_groups_free(rf_join_groups *g);
-/* Whether the join of l and r is small enough work for one thread (the
- * case rf_prim_join_groups is for). */
-bool rf_prim_join_serial(const rf_table *l, const rf_table *r, int nkeys);
+/* Whether the join of l and r is the case rf_prim_join_groups is for: a
+ * side of at most RF_JOIN_GROUPS_LOCAL rows (a semi-naive delta of a few
+ * rows) and work for one thread. Bigger sides count in one walk and join
+ * in another, which costs less than recording many groups. */
+bool rf_prim_join_by_groups(const rf_table *l, const rf_table *r, int nkeys);
 
 /* Rows of the join of sorted l and r on their first nkeys columns (before
  * any filter). */

@@ -1111,14 +1111,14 @@ static rf_run_result cpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
         rf_table res;
         stats->rows_in[0] = l->nrows;
         stats->rows_in[1] = r->nrows;
-        /* A small side against a big one (a delta's join): one search
-         * walk finds the matching key groups, which give the count and,
-         * below, the rows. */
-        bool serial = rf_prim_join_serial(l, r, chain.nkeys);
+        /* A side of a few rows against a big one (a tiny delta's join):
+         * one search walk finds the matching key groups, which give the
+         * count and, below, the rows. */
+        bool by_groups = rf_prim_join_by_groups(l, r, chain.nkeys);
         rf_join_groups groups;
-        if (serial)
+        if (by_groups)
             rf_prim_join_groups(l, r, chain.nkeys, &groups);
-        size_t join_rows = serial ? groups.rows : rf_prim_join_count(l, r, chain.nkeys);
+        size_t join_rows = by_groups ? groups.rows : rf_prim_join_count(l, r, chain.nkeys);
         /* The bitmap pass reads every row of both inputs to find the
          * output's ranges; a join far smaller than its inputs (a small
          * delta against the full relation) is cheaper written and sorted. */
@@ -1131,21 +1131,21 @@ static rf_run_result cpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
             /* A small join (a delta's): joined and sorted here, without
              * the intermediate variable and the kernels' set-up. The
              * join has no filter, so it cannot fail. */
-            run *rows = run_take(be, chain.nproj);
-            if (serial) {
+            if (by_groups) { /* a few rows, into a spare run */
+                run *rows = run_take(be, chain.nproj);
                 rf_prim_join_groups_write(l, r, &groups, chain.nproj, cols, &rows->t);
+                rf_prim_sort_unique(&rows->t);
+                set_run(be, outs[0], rows);
             } else {
-                rf_table joined;
-                ok = rf_prim_join(l, r, chain.nkeys, &chain.filter, chain.nproj, chain.proj, &joined, &local);
-                rf_table_free(&rows->t);
-                rows->t = joined;
+                rf_table rows;
+                ok = rf_prim_join(l, r, chain.nkeys, &chain.filter, chain.nproj, chain.proj, &rows, &local);
+                rf_prim_sort_unique(&rows);
+                set_table(be, outs[0], &rows);
             }
-            rf_prim_sort_unique(&rows->t);
-            set_run(be, outs[0], rows);
             done = true;
             ((cpu_impl *)be->impl)->set_sorted++;
         }
-        if (serial)
+        if (by_groups)
             rf_join_groups_free(&groups);
         if (done)
             stats->bytes_moved = (l->nrows * (size_t)l->arity + r->nrows * (size_t)r->arity +

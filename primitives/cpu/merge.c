@@ -330,10 +330,12 @@ static void groups_push(rf_join_groups *g, size_t i, size_t ie, size_t x, size_t
 {
     if (g->n == g->cap) {
         size_t cap = 2 * g->cap;
-        size_t *heap = rf_malloc(cap * 4 * sizeof *heap);
-        memcpy(heap, groups_at(g), g->n * 4 * sizeof *heap);
-        free(g->heap);
-        g->heap = heap;
+        if (g->heap) {
+            g->heap = rf_realloc(g->heap, cap * 4 * sizeof *g->heap);
+        } else {
+            g->heap = rf_malloc(cap * 4 * sizeof *g->heap);
+            memcpy(g->heap, g->local, sizeof g->local);
+        }
         g->cap = cap;
     }
     size_t *at = groups_at(g) + 4 * g->n++;
@@ -418,9 +420,46 @@ void rf_join_groups_free(rf_join_groups *g)
     g->n = g->rows = 0;
 }
 
-bool rf_prim_join_serial(const rf_table *l, const rf_table *r, int nkeys)
+bool rf_prim_join_by_groups(const rf_table *l, const rf_table *r, int nkeys)
 {
-    return nkeys > 0 && rf_pieces_for(gallop_work(l->nrows, r->nrows), 2) == 1;
+    size_t small = l->nrows < r->nrows ? l->nrows : r->nrows;
+    return nkeys > 0 && small <= RF_JOIN_GROUPS_LOCAL && rf_pieces_for(gallop_work(l->nrows, r->nrows), 2) == 1;
+}
+
+/* A join with no filter whose projections are plain columns, of `rows`
+ * output rows (counted): one walk writing the projected columns straight
+ * into out, without a piece's state (emitter, pair buffers), which for a
+ * one-row delta costs more than the join itself. */
+static void join_direct_serial(const rf_table *l, const rf_table *r, int k, int nproj, const int *projcol,
+                               size_t rows, rf_table *out)
+{
+    rf_table_init(out, nproj);
+    if (nproj == 0) {
+        out->nrows = rows > 0;
+        return;
+    }
+    rf_table_reserve(out, rows);
+    int la = l->arity;
+    size_t i = 0, i1 = l->nrows, x = 0, x1 = r->nrows, pos = 0;
+    bool far_l = far_apart(l->nrows, r->nrows), far_r = far_apart(r->nrows, l->nrows);
+    while (i < i1 && x < x1) {
+        int c = rf_rowcmp(l, i, r, x, k);
+        if (c < 0) {
+            i = seek_lower(l, i + 1, i1, r, x, k, far_l);
+        } else if (c > 0) {
+            x = seek_lower(r, x + 1, x1, l, i, k, far_r);
+        } else {
+            size_t ie = rf_gallop_upper(l, i + 1, i1, l, i, k);
+            size_t xe = rf_gallop_upper(r, x + 1, x1, r, x, k);
+            for (size_t a = i; a < ie; a++)
+                for (size_t b = x; b < xe; b++, pos++)
+                    for (int q = 0; q < nproj; q++)
+                        out->cols[q][pos] = projcol[q] < la ? l->cols[projcol[q]][a] : r->cols[projcol[q] - la][b];
+            i = ie;
+            x = xe;
+        }
+    }
+    out->nrows = pos;
 }
 
 /* Tiny joins go the direct way when their projections allow. */
@@ -439,25 +478,32 @@ bool rf_prim_join(const rf_table *l, const rf_table *r, int nkeys, const rf_code
         /* One side much smaller (a semi-naive delta): the walk is cheap,
          * so count the output first; only a big output is worth the pool
          * (and the pair buffers are sized to it). */
-        /* One search walk finds the matching key groups, which give the
-         * count; a direct join then writes its rows from them without
-         * searching again. */
+        /* A side of a few rows (a one-row delta): one search walk finds
+         * the matching key groups, which give the count, and a direct
+         * join writes its rows from them without searching again. Bigger
+         * ones count in a walk and join in another (recording many groups
+         * costs more than the second walk). */
+        bool by_groups = rf_prim_join_by_groups(l, r, nkeys);
         rf_join_groups g;
-        rf_prim_join_groups(l, r, nkeys, &g);
-        size_t rows = g.rows;
+        if (by_groups)
+            rf_prim_join_groups(l, r, nkeys, &g);
+        size_t rows = by_groups ? g.rows : join_count_serial(l, r, nkeys);
         big = gallop_work(l->nrows, r->nrows) + rows;
         j.pairs_hint = rows;
         int projcol[DIRECT_JOIN_MAX_PROJ];
         bool direct = (!filter || filter->n == 0) && nproj <= DIRECT_JOIN_MAX_PROJ && rf_pieces_for(big, 4) == 1;
         for (int q = 0; q < nproj && direct; q++)
             direct = (projcol[q] = rf_code_as_column(&proj[q])) >= 0;
-        if (direct) {
+        if (direct && by_groups) {
             rf_table_init(out, nproj);
             rf_prim_join_groups_write(l, r, &g, nproj, projcol, out);
-            rf_join_groups_free(&g);
-            return true;
+        } else if (direct) {
+            join_direct_serial(l, r, nkeys, nproj, projcol, rows, out);
         }
-        rf_join_groups_free(&g);
+        if (by_groups)
+            rf_join_groups_free(&g);
+        if (direct)
+            return true;
     }
     j.npieces = rf_codes_intern(filter, nproj, proj) ? 1 : rf_pieces_for(big, 4);
     if (j.cross && (size_t)j.npieces > l->nrows)
