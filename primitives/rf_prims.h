@@ -72,7 +72,15 @@ void rf_prim_antijoin(const rf_table *l, const rf_table *r, int nkeys, rf_table 
  * relation) is probed row by row into each run, never passing over one;
  * a big one merges run by run. out is initialised here. */
 void rf_prim_antijoin_runs(const rf_table *a, const rf_table *const *runs, int nruns, int nkeys, rf_table *out);
+/* The same into out, an initialised table (of a's arity, else remade)
+ * whose storage is reused: a caller that recycles small tables saves the
+ * allocations. */
+void rf_prim_antijoin_runs_into(const rf_table *a, const rf_table *const *runs, int nruns, int nkeys,
+                                rf_table *out);
 void rf_prim_union(const rf_table *a, const rf_table *b, rf_table *out);
+/* The same into out, an initialised table (of a's arity, else remade)
+ * whose storage is reused and never shrunk. */
+void rf_prim_union_into(const rf_table *a, const rf_table *b, rf_table *out);
 void rf_prim_difference(const rf_table *a, const rf_table *b, rf_table *out);
 /* in sorted; group on first nkeys columns; out := keys ++ one column per
  * aggregate (fns[j] of args[j], result type result_types[j]; count's arg
@@ -132,6 +140,9 @@ bool rf_dense_insert_ex(rf_dense *d, const rf_table *t, bool sorted, bool in_ran
 void rf_dense_to_table(const rf_dense *d, rf_table *out);
 /* out := a − d, a sorted (so out is); out is initialised here. */
 void rf_dense_difference(const rf_table *a, const rf_dense *d, rf_table *out);
+/* The same into out, an initialised table (of a's arity, else remade)
+ * whose storage is reused (and, when small, not shrunk). */
+void rf_dense_difference_into(const rf_table *a, const rf_dense *d, rf_table *out);
 bool rf_dense_contains(const rf_dense *d, const rf_word *row);
 /* Removes t's rows from d (rows outside its ranges or absent are
  * ignored); one probe a row, serial: meant for a few rows (the CPU
@@ -139,6 +150,32 @@ bool rf_dense_contains(const rf_dense *d, const rf_word *row);
 void rf_dense_erase(rf_dense *d, const rf_table *t);
 /* The bitmap's words (bit i of word w = packed row 64 w + i). */
 uint64_t *rf_dense_words(rf_dense *d);
+
+/* The matching key groups of the join of sorted l and r on their first
+ * nkeys columns, found by one serial search walk (for a side of a few rows
+ * against a big one: rf_prim_join_by_groups), so that a small join is counted and
+ * written without searching twice. Group q covers rows at[4q]..at[4q+1]
+ * of l and at[4q+2]..at[4q+3] of r; rows is the join's row count. */
+#define RF_JOIN_GROUPS_LOCAL 16
+typedef struct rf_join_groups {
+    size_t rows;                             /* sum of the groups' products */
+    size_t n, cap;                           /* groups found, room for them */
+    size_t *heap;                            /* NULL while local holds them */
+    size_t local[4 * RF_JOIN_GROUPS_LOCAL];
+} rf_join_groups;
+void rf_prim_join_groups(const rf_table *l, const rf_table *r, int nkeys, rf_join_groups *g);
+/* out := the join's rows from its groups, projected to columns projcol[]
+ * of l ++ r, in the order rf_prim_join gives them (groups in key order,
+ * each left row with each right row). out is an initialised table: its
+ * storage is reused when it has nproj columns (else it is remade). */
+void rf_prim_join_groups_write(const rf_table *l, const rf_table *r, const rf_join_groups *g, int nproj,
+                               const int *projcol, rf_table *out);
+void rf_join_groups_free(rf_join_groups *g);
+/* Whether the join of l and r is the case rf_prim_join_groups is for: a
+ * side of at most RF_JOIN_GROUPS_LOCAL rows (a semi-naive delta of a few
+ * rows) and work for one thread. Bigger sides count in one walk and join
+ * in another, which costs less than recording many groups. */
+bool rf_prim_join_by_groups(const rf_table *l, const rf_table *r, int nkeys);
 
 /* Rows of the join of sorted l and r on their first nkeys columns (before
  * any filter). */

@@ -33,6 +33,7 @@
 typedef struct run {
     rf_table t;
     int refs;
+    size_t counted;   /* bytes of t in the backend's in_use (t may grow while a taken run is written) */
     bool has_range;
     rf_word *lo, *hi; /* per column, valid when has_range and t.nrows */
 } run;
@@ -81,6 +82,13 @@ struct rf_dvar {
  * each iteration (moves leave their sources empty). */
 #define SPARE_VARS 16
 
+/* Runs kept for reuse with their storage: a loop of one-row deltas makes
+ * and drops a few tiny runs every iteration (a set gather's rows, a DIFF's),
+ * and their malloc/free was a fifth of its time. Only runs of at most
+ * SPARE_RUN_ROWS rows of room are kept, so the pool stays a few KiB. */
+#define SPARE_RUNS 32
+#define SPARE_RUN_ROWS 256
+
 /* Set gathers' composed chains, kept for the program's run (set_gather_chain). */
 #define CHAIN_CACHE 32
 
@@ -93,6 +101,8 @@ typedef struct chain_entry {
 typedef struct cpu_impl {
     rf_dvar *spare[SPARE_VARS];
     int nspare;
+    run *spare_runs[SPARE_RUNS]; /* refs 0, no rows, storage kept */
+    int nspare_runs;
     const rf_hprogram *chain_prog; /* the program the chains belong to */
     chain_entry chains[CHAIN_CACHE];
     int nchains;
@@ -181,18 +191,54 @@ static run *run_new(rf_backend *be, rf_table *t)
     t->arity = 0;
     t->nrows = t->cap = 0;
     r->refs = 1;
-    add_bytes(be, rf_table_bytes(&r->t), 0);
+    r->counted = rf_table_bytes(&r->t);
+    add_bytes(be, r->counted, 0);
     return r;
+}
+
+/* An empty run of the arity to write rows into (then run_written): a
+ * spare one, storage and all, when there is one. */
+static run *run_take(rf_backend *be, int arity)
+{
+    cpu_impl *im = be->impl;
+    for (int i = im->nspare_runs - 1; i >= 0; i--)
+        if (im->spare_runs[i]->t.arity == arity) {
+            run *r = im->spare_runs[i];
+            im->spare_runs[i] = im->spare_runs[--im->nspare_runs];
+            r->refs = 1;
+            return r;
+        }
+    run *r = rf_calloc(1, sizeof *r);
+    rf_table_init(&r->t, arity);
+    r->refs = 1;
+    return r;
+}
+
+/* Accounts a taken run's storage once its rows are written. */
+static void run_written(rf_backend *be, run *r)
+{
+    size_t now = rf_table_bytes(&r->t);
+    add_bytes(be, now, r->counted);
+    r->counted = now;
 }
 
 static void run_unref(rf_backend *be, run *r)
 {
     if (!r || --r->refs > 0)
         return;
-    add_bytes(be, 0, rf_table_bytes(&r->t));
-    rf_table_free(&r->t);
+    add_bytes(be, 0, r->counted);
+    r->counted = 0;
     free(r->lo);
     free(r->hi);
+    r->lo = r->hi = NULL;
+    r->has_range = false;
+    cpu_impl *im = be->impl;
+    if (r->t.arity > 0 && r->t.cap <= SPARE_RUN_ROWS && im->nspare_runs < SPARE_RUNS) {
+        r->t.nrows = 0;
+        im->spare_runs[im->nspare_runs++] = r;
+        return;
+    }
+    rf_table_free(&r->t);
     free(r);
 }
 
@@ -227,9 +273,16 @@ static bool run_range(run *r)
 /* The merge of two disjoint sorted runs (ranges carried over when known). */
 static run *run_merge(rf_backend *be, const run *a, const run *b)
 {
-    rf_table m;
-    rf_prim_union(&a->t, &b->t, &m);
-    run *r = run_new(be, &m);
+    run *r;
+    if (a->t.nrows + b->t.nrows <= SPARE_RUN_ROWS) { /* the LSM's small merges: into a spare run */
+        r = run_take(be, a->t.arity);
+        rf_prim_union_into(&a->t, &b->t, &r->t);
+        run_written(be, r);
+    } else {
+        rf_table m;
+        rf_prim_union(&a->t, &b->t, &m);
+        r = run_new(be, &m);
+    }
     if (a->has_range && b->has_range) {
         int ar = r->t.arity;
         r->lo = rf_malloc((size_t)ar * sizeof *r->lo);
@@ -244,16 +297,29 @@ static run *run_merge(rf_backend *be, const run *a, const run *b)
 }
 
 /* A list of runs under construction (holding one reference each). */
+/* (The first RUNLIST_LOCAL in local: a list is made and dropped by most
+ * kernels, and a variable rarely has more runs.) */
+#define RUNLIST_LOCAL 8
 typedef struct runlist {
-    run **r;
+    run **r;          /* local, or the heap once it outgrew it; NULL when empty */
     int n, cap;
+    run *local[RUNLIST_LOCAL];
 } runlist;
 
 static void rl_push(runlist *l, run *r)
 {
+    if (!l->r) {
+        l->r = l->local;
+        l->cap = RUNLIST_LOCAL;
+    }
     if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 8;
-        l->r = rf_realloc(l->r, (size_t)l->cap * sizeof *l->r);
+        l->cap *= 2;
+        if (l->r == l->local) {
+            l->r = rf_malloc((size_t)l->cap * sizeof *l->r);
+            memcpy(l->r, l->local, sizeof l->local);
+        } else {
+            l->r = rf_realloc(l->r, (size_t)l->cap * sizeof *l->r);
+        }
     }
     l->r[l->n++] = r;
 }
@@ -309,16 +375,14 @@ static void cpu_var_free(rf_backend *be, rf_dvar *v)
     dense_release(be, v);
     account(be, v);
     cpu_impl *im = be->impl;
-    if (im->nspare < SPARE_VARS) { /* as cpu_var_new leaves a new one */
-        run **runs = v->runs;
-        int caprun = v->caprun, arity = v->arity;
-        rf_table empty = v->empty;
-        memset(v, 0, sizeof *v);
-        v->runs = runs;
-        v->caprun = caprun;
-        v->arity = arity;
-        v->empty = empty;
+    if (im->nspare < SPARE_VARS) {
+        /* As cpu_var_new leaves a new one (runs, dense, undo and bytes
+         * are cleared above), field by field: a memset of the whole
+         * struct (`rep stos`) was 4% of a loop of one-row deltas. */
         v->has_runs = true;
+        v->dense_tried = false;
+        v->nrows = 0;
+        v->stamp = v->disjoint_from = 0;
         im->spare[im->nspare++] = v;
         return;
     }
@@ -335,22 +399,31 @@ static size_t cpu_var_rows(rf_backend *be, const rf_dvar *v)
 
 /* Replaces v's contents with the runs of l (taken over; l is emptied) and
  * the bitmap d (taken over, may be NULL). */
+static void set_runs_from(rf_backend *be, rf_dvar *v, run *const *rs, int n, rf_dense *d);
+
 static void set_runs(rf_backend *be, rf_dvar *v, runlist *l, rf_dense *d)
 {
+    set_runs_from(be, v, l->r, l->n, d);
+    if (l->r != l->local)
+        free(l->r);
+    l->r = NULL;
+    l->n = l->cap = 0;
+}
+
+/* set_runs of the n runs rs[] (their references taken over). */
+static void set_runs_from(rf_backend *be, rf_dvar *v, run *const *rs, int n, rf_dense *d)
+{
     clear_runs(be, v);
-    if (l->n > v->caprun) {
-        v->caprun = l->n;
+    if (n > v->caprun) {
+        v->caprun = n;
         v->runs = rf_realloc(v->runs, (size_t)v->caprun * sizeof *v->runs);
     }
     v->nrows = 0;
-    for (int i = 0; i < l->n; i++) {
-        v->runs[i] = l->r[i];
-        v->nrows += l->r[i]->t.nrows;
+    for (int i = 0; i < n; i++) {
+        v->runs[i] = rs[i];
+        v->nrows += rs[i]->t.nrows;
     }
-    v->nruns = l->n;
-    free(l->r);
-    l->r = NULL;
-    l->n = l->cap = 0;
+    v->nruns = n;
     v->has_runs = true;
     dense_release(be, v);
     v->dense = d;
@@ -365,11 +438,21 @@ static void set_runs(rf_backend *be, rf_dvar *v, runlist *l, rf_dense *d)
 /* Replaces v's contents with t (taking t's storage). */
 static void set_table(rf_backend *be, rf_dvar *v, rf_table *t)
 {
-    runlist l = {0};
-    if (t->nrows > 0)
-        rl_push(&l, run_new(be, t));
+    run *r = t->nrows > 0 ? run_new(be, t) : NULL;
     rf_table_free(t);
-    set_runs(be, v, &l, NULL);
+    set_runs_from(be, v, &r, r != NULL, NULL);
+}
+
+/* Replaces v's contents with the rows of r (taken from run_take and
+ * written: its reference is taken over). */
+static void set_run(rf_backend *be, rf_dvar *v, run *r)
+{
+    run_written(be, r);
+    if (r->t.nrows == 0) {
+        run_unref(be, r);
+        r = NULL;
+    }
+    set_runs_from(be, v, &r, r != NULL, NULL);
 }
 
 /* Replaces v's contents with the dense set d (taken over). */
@@ -570,14 +653,29 @@ static bool join_is_direct(const rf_kernel *k, int *cols)
 
 /* DIFF / ANTIJOIN against a variable held as several runs: a row survives
  * iff it survives every run. out is initialised here. */
-static void diff_runs(const rf_table *a, const rf_dvar *b, int nkeys, rf_table *out)
+static void diff_runs_to(const rf_table *a, const rf_dvar *b, int nkeys, rf_table *out, bool reuse)
 {
     const rf_table *small[16], **runs = b->nruns <= 16 ? small : rf_malloc((size_t)b->nruns * sizeof *runs);
     for (int i = 0; i < b->nruns; i++)
         runs[i] = &b->runs[i]->t;
-    rf_prim_antijoin_runs(a, runs, b->nruns, nkeys, out);
+    if (reuse)
+        rf_prim_antijoin_runs_into(a, runs, b->nruns, nkeys, out);
+    else
+        rf_prim_antijoin_runs(a, runs, b->nruns, nkeys, out);
     if (runs != small)
         free(runs);
+}
+
+static void diff_runs(const rf_table *a, const rf_dvar *b, int nkeys, rf_table *out)
+{
+    diff_runs_to(a, b, nkeys, out, false);
+}
+
+/* The same into out, an initialised table of a's arity whose storage is
+ * reused. */
+static void diff_runs_into(const rf_table *a, const rf_dvar *b, int nkeys, rf_table *out)
+{
+    diff_runs_to(a, b, nkeys, out, true);
 }
 
 /* UNION into a sorted output by runs: the smaller input, less what the
@@ -655,7 +753,7 @@ static bool cpu_run_plain(rf_backend *be, const rf_hprogram *p, const rf_kernel 
                           rf_dvar *in0, rf_dvar *in1, rf_kernel_stats *stats, rf_status *st)
 {
     double t0 = kernel_clock(be);
-    rf_table res, empty0, empty1;
+    rf_table res = {0}, empty0, empty1; /* (res stays {0} when diff_run holds the rows) */
     int oar = p->vars[k->out].arity;
     /* A variable never defined reads as empty. */
     int a_ar = k->in[0] >= 0 ? p->vars[k->in[0]].arity : 0, b_ar = k->in[1] >= 0 ? p->vars[k->in[1]].arity : 0;
@@ -703,6 +801,7 @@ static bool cpu_run_plain(rf_backend *be, const rf_hprogram *p, const rf_kernel 
         b = table_of(be, in1);
     rf_code planned;
     const rf_code *filter = &k->filter;
+    run *diff_run = NULL; /* a DIFF's rows, when written into a spare run */
     if ((k->op == RF_K_MAP || k->op == RF_K_JOIN) && !cpu_forced_filter(&k->filter, &planned, &filter, st)) {
         rf_table_free(&empty0);
         rf_table_free(&empty1);
@@ -728,7 +827,14 @@ static bool cpu_run_plain(rf_backend *be, const rf_hprogram *p, const rf_kernel 
         rf_prim_union(a, b, &res);
         break;
     case RF_K_DIFF:
-        if (bd)
+        if ((bd || by_runs) && a->nrows <= SPARE_RUN_ROWS) {
+            /* A delta's few rows: written into a spare run's storage. */
+            diff_run = run_take(be, a->arity);
+            if (bd)
+                rf_dense_difference_into(a, bd, &diff_run->t);
+            else
+                diff_runs_into(a, in1, a->arity, &diff_run->t);
+        } else if (bd)
             rf_dense_difference(a, bd, &res);
         else if (by_runs)
             diff_runs(a, in1, a->arity, &res);
@@ -755,16 +861,21 @@ static bool cpu_run_plain(rf_backend *be, const rf_hprogram *p, const rf_kernel 
     rf_table_free(&empty1);
     if (filter != &k->filter)
         rf_code_free(&planned);
-    if (!ok) {
+    int res_arity = diff_run ? diff_run->t.arity : res.arity;
+    if (!ok || res_arity != out->arity) {
         rf_table_free(&res);
-        return false;
-    }
-    if (res.arity != out->arity) {
-        rf_table_free(&res);
+        if (diff_run)
+            run_unref(be, diff_run);
+        if (!ok)
+            return false;
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cpu backend: %s produced arity %d for a variable of arity %d",
-                       rf_kop_name(k->op), res.arity, out->arity);
+                       rf_kop_name(k->op), res_arity, out->arity);
     }
-    set_table(be, out, &res);
+    if (diff_run) {
+        set_run(be, out, diff_run);
+    } else {
+        set_table(be, out, &res);
+    }
     if (k->op == RF_K_DIFF && in1)
         out->disjoint_from = in1->stamp;
 done:
@@ -1000,7 +1111,14 @@ static rf_run_result cpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
         rf_table res;
         stats->rows_in[0] = l->nrows;
         stats->rows_in[1] = r->nrows;
-        size_t join_rows = rf_prim_join_count(l, r, chain.nkeys);
+        /* A side of a few rows against a big one (a tiny delta's join):
+         * one search walk finds the matching key groups, which give the
+         * count and, below, the rows. */
+        bool by_groups = rf_prim_join_by_groups(l, r, chain.nkeys);
+        rf_join_groups groups;
+        if (by_groups)
+            rf_prim_join_groups(l, r, chain.nkeys, &groups);
+        size_t join_rows = by_groups ? groups.rows : rf_prim_join_count(l, r, chain.nkeys);
         /* The bitmap pass reads every row of both inputs to find the
          * output's ranges; a join far smaller than its inputs (a small
          * delta against the full relation) is cheaper written and sorted. */
@@ -1013,14 +1131,22 @@ static rf_run_result cpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
             /* A small join (a delta's): joined and sorted here, without
              * the intermediate variable and the kernels' set-up. The
              * join has no filter, so it cannot fail. */
-            rf_table rows;
-            ok = rf_prim_join(l, r, chain.nkeys, &chain.filter, chain.nproj, chain.proj, &rows, &local);
-            rf_prim_sort(&rows, &res);
-            rf_table_free(&rows);
-            set_table(be, outs[0], &res);
+            if (by_groups) { /* a few rows, into a spare run */
+                run *rows = run_take(be, chain.nproj);
+                rf_prim_join_groups_write(l, r, &groups, chain.nproj, cols, &rows->t);
+                rf_prim_sort_unique(&rows->t);
+                set_run(be, outs[0], rows);
+            } else {
+                rf_table rows;
+                ok = rf_prim_join(l, r, chain.nkeys, &chain.filter, chain.nproj, chain.proj, &rows, &local);
+                rf_prim_sort_unique(&rows);
+                set_table(be, outs[0], &rows);
+            }
             done = true;
             ((cpu_impl *)be->impl)->set_sorted++;
         }
+        if (by_groups)
+            rf_join_groups_free(&groups);
         if (done)
             stats->bytes_moved = (l->nrows * (size_t)l->arity + r->nrows * (size_t)r->arity +
                                   outs[0]->nrows * (size_t)outs[0]->arity) * sizeof(rf_word);
@@ -1206,6 +1332,10 @@ static void cpu_destroy(rf_backend *be)
         return;
     cpu_impl *im = be->impl;
     clear_chains(im);
+    for (int i = 0; i < im->nspare_runs; i++) {
+        rf_table_free(&im->spare_runs[i]->t);
+        free(im->spare_runs[i]);
+    }
     for (int i = 0; i < im->nspare; i++) {
         free(im->spare[i]->runs);
         rf_table_free(&im->spare[i]->empty);

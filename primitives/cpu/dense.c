@@ -262,9 +262,15 @@ bool rf_dense_insert_ex(rf_dense *d, const rf_table *t, bool sorted, bool in_ran
         return true;
     ins_job j = {.d = d, .t = t, .sorted = sorted};
     j.npieces = rf_pieces_for(n, 1);
-    j.starts = rf_calloc((size_t)j.npieces + 1, sizeof *j.starts);
-    j.added = rf_calloc((size_t)j.npieces, sizeof *j.added);
-    j.outside = rf_calloc((size_t)j.npieces, sizeof *j.outside);
+    /* One piece (a delta's few rows, every iteration of a long loop):
+     * its bounds on the stack, not three allocations. */
+    size_t one_starts[2], one_added[1];
+    bool one_outside[1] = {false};
+    bool single = j.npieces == 1;
+    j.starts = single ? one_starts : rf_calloc((size_t)j.npieces + 1, sizeof *j.starts);
+    j.added = single ? one_added : rf_calloc((size_t)j.npieces, sizeof *j.added);
+    j.outside = single ? one_outside : rf_calloc((size_t)j.npieces, sizeof *j.outside);
+    one_added[0] = 0;
     for (int p = 0; p <= j.npieces; p++)
         j.starts[p] = n * (size_t)p / (size_t)j.npieces;
     if (!in_range)
@@ -297,9 +303,11 @@ bool rf_dense_insert_ex(rf_dense *d, const rf_table *t, bool sorted, bool in_ran
         for (int p = 0; p < j.npieces; p++)
             d->nrows += j.added[p];
     }
-    free(j.starts);
-    free(j.added);
-    free(j.outside);
+    if (!single) {
+        free(j.starts);
+        free(j.added);
+        free(j.outside);
+    }
     return ok;
 }
 
@@ -432,6 +440,19 @@ static void diff_piece(void *ctx, int p)
 void rf_dense_difference(const rf_table *a, const rf_dense *d, rf_table *out)
 {
     rf_table_init(out, a->arity);
+    rf_dense_difference_into(a, d, out);
+}
+
+/* Below this room an output keeps what it has (it is a reused one's). */
+#define KEEP_ROOM_ROWS 1024
+
+void rf_dense_difference_into(const rf_table *a, const rf_dense *d, rf_table *out)
+{
+    if (out->arity != a->arity) {
+        rf_table_free(out);
+        rf_table_init(out, a->arity);
+    }
+    out->nrows = 0;
     if (a->arity != d->arity || a->nrows == 0 || d->arity < 1) {
         rf_table_copy(out, a);
         return;
@@ -450,7 +471,7 @@ void rf_dense_difference(const rf_table *a, const rf_dense *d, rf_table *out)
         total += j.counts[p];
     }
     out->nrows = total;
-    if (total < out->cap / 2) { /* most rows were known: give the rest back */
+    if (total < out->cap / 2 && out->cap > KEEP_ROOM_ROWS) { /* most rows were known: give the rest back */
         for (int c = 0; c < out->arity; c++)
             out->cols[c] = rf_realloc(out->cols[c], (total ? total : 1) * sizeof(rf_word));
         out->cap = total ? total : 1;

@@ -322,6 +322,110 @@ static void join_piece(void *ctx, int p)
     free(s);
 }
 
+/* ---- JOIN of a small side by its matching key groups ---- */
+
+static size_t *groups_at(rf_join_groups *g) { return g->heap ? g->heap : g->local; }
+
+static void groups_push(rf_join_groups *g, size_t i, size_t ie, size_t x, size_t xe)
+{
+    if (g->n == g->cap) {
+        size_t cap = 2 * g->cap;
+        if (g->heap) {
+            g->heap = rf_realloc(g->heap, cap * 4 * sizeof *g->heap);
+        } else {
+            g->heap = rf_malloc(cap * 4 * sizeof *g->heap);
+            memcpy(g->heap, g->local, sizeof g->local);
+        }
+        g->cap = cap;
+    }
+    size_t *at = groups_at(g) + 4 * g->n++;
+    at[0] = i;
+    at[1] = ie;
+    at[2] = x;
+    at[3] = xe;
+}
+
+void rf_prim_join_groups(const rf_table *l, const rf_table *r, int nkeys, rf_join_groups *g)
+{
+    g->rows = g->n = 0;
+    g->cap = RF_JOIN_GROUPS_LOCAL;
+    g->heap = NULL;
+    if (nkeys < 1) { /* a cross product: one group of everything */
+        if (l->nrows && r->nrows)
+            groups_push(g, 0, l->nrows, 0, r->nrows);
+        g->rows = l->nrows * r->nrows;
+        return;
+    }
+    size_t i = 0, i1 = l->nrows, x = 0, x1 = r->nrows;
+    bool far_l = far_apart(l->nrows, r->nrows), far_r = far_apart(r->nrows, l->nrows);
+    while (i < i1 && x < x1) {
+        int c = rf_rowcmp(l, i, r, x, nkeys);
+        if (c < 0) {
+            i = seek_lower(l, i + 1, i1, r, x, nkeys, far_l);
+        } else if (c > 0) {
+            x = seek_lower(r, x + 1, x1, l, i, nkeys, far_r);
+        } else {
+            size_t ie = rf_gallop_upper(l, i + 1, i1, l, i, nkeys);
+            size_t xe = rf_gallop_upper(r, x + 1, x1, r, x, nkeys);
+            groups_push(g, i, ie, x, xe);
+            g->rows += (ie - i) * (xe - x);
+            i = ie;
+            x = xe;
+        }
+    }
+}
+
+void rf_prim_join_groups_write(const rf_table *l, const rf_table *r, const rf_join_groups *g, int nproj,
+                               const int *projcol, rf_table *out)
+{
+    if (out->arity != nproj || (nproj > 0 && !out->cols)) {
+        rf_table_free(out);
+        rf_table_init(out, nproj);
+    }
+    out->nrows = 0;
+    if (nproj == 0) {
+        out->nrows = g->rows > 0;
+        return;
+    }
+    rf_table_reserve(out, g->rows);
+    int la = l->arity;
+    const size_t *at = g->heap ? g->heap : g->local;
+    size_t pos = 0;
+    for (size_t q = 0; q < g->n; q++, at += 4) {
+        size_t i = at[0], ie = at[1], x = at[2], xe = at[3];
+        size_t n = (ie - i) * (xe - x);
+        for (int c = 0; c < nproj; c++) {
+            rf_word *dst = out->cols[c] + pos;
+            if (projcol[c] < la) { /* each left row repeated over the right group */
+                const rf_word *src = l->cols[projcol[c]];
+                for (size_t a = i; a < ie; a++)
+                    for (size_t b = x; b < xe; b++)
+                        *dst++ = src[a];
+            } else {
+                const rf_word *src = r->cols[projcol[c] - la];
+                for (size_t a = i; a < ie; a++)
+                    for (size_t b = x; b < xe; b++)
+                        *dst++ = src[b];
+            }
+        }
+        pos += n;
+    }
+    out->nrows = pos;
+}
+
+void rf_join_groups_free(rf_join_groups *g)
+{
+    free(g->heap);
+    g->heap = NULL;
+    g->n = g->rows = 0;
+}
+
+bool rf_prim_join_by_groups(const rf_table *l, const rf_table *r, int nkeys)
+{
+    size_t small = l->nrows < r->nrows ? l->nrows : r->nrows;
+    return nkeys > 0 && small <= RF_JOIN_GROUPS_LOCAL && rf_pieces_for(gallop_work(l->nrows, r->nrows), 2) == 1;
+}
+
 /* A join with no filter whose projections are plain columns, of `rows`
  * output rows (counted): one walk writing the projected columns straight
  * into out, without a piece's state (emitter, pair buffers), which for a
@@ -374,17 +478,32 @@ bool rf_prim_join(const rf_table *l, const rf_table *r, int nkeys, const rf_code
         /* One side much smaller (a semi-naive delta): the walk is cheap,
          * so count the output first; only a big output is worth the pool
          * (and the pair buffers are sized to it). */
-        size_t rows = join_count_serial(l, r, nkeys);
+        /* A side of a few rows (a one-row delta): one search walk finds
+         * the matching key groups, which give the count, and a direct
+         * join writes its rows from them without searching again. Bigger
+         * ones count in a walk and join in another (recording many groups
+         * costs more than the second walk). */
+        bool by_groups = rf_prim_join_by_groups(l, r, nkeys);
+        rf_join_groups g;
+        if (by_groups)
+            rf_prim_join_groups(l, r, nkeys, &g);
+        size_t rows = by_groups ? g.rows : join_count_serial(l, r, nkeys);
         big = gallop_work(l->nrows, r->nrows) + rows;
         j.pairs_hint = rows;
         int projcol[DIRECT_JOIN_MAX_PROJ];
         bool direct = (!filter || filter->n == 0) && nproj <= DIRECT_JOIN_MAX_PROJ && rf_pieces_for(big, 4) == 1;
         for (int q = 0; q < nproj && direct; q++)
             direct = (projcol[q] = rf_code_as_column(&proj[q])) >= 0;
-        if (direct) {
+        if (direct && by_groups) {
+            rf_table_init(out, nproj);
+            rf_prim_join_groups_write(l, r, &g, nproj, projcol, out);
+        } else if (direct) {
             join_direct_serial(l, r, nkeys, nproj, projcol, rows, out);
-            return true;
         }
+        if (by_groups)
+            rf_join_groups_free(&g);
+        if (direct)
+            return true;
     }
     j.npieces = rf_codes_intern(filter, nproj, proj) ? 1 : rf_pieces_for(big, 4);
     if (j.cross && (size_t)j.npieces > l->nrows)
@@ -487,9 +606,24 @@ static void merge_piece(void *ctx, int p)
  * piece's (its start in a, plus its start in b for a union, since a piece
  * never produces more than its inputs), then the pieces are closed up. With
  * no duplicates across the inputs (the semi-naive union) nothing moves. */
+static void merge_op_to(int mode, const rf_table *a, const rf_table *b, int k, rf_table *out, bool reuse);
+
 static void merge_op(int mode, const rf_table *a, const rf_table *b, int k, rf_table *out)
 {
     rf_table_init(out, a->arity);
+    merge_op_to(mode, a, b, k, out, false);
+}
+
+/* merge_op into out, an initialised table; reuse: its storage is kept
+ * (remade if of another arity) and never shrunk, for callers that recycle
+ * small tables. */
+static void merge_op_to(int mode, const rf_table *a, const rf_table *b, int k, rf_table *out, bool reuse)
+{
+    if (out->arity != a->arity) {
+        rf_table_free(out);
+        rf_table_init(out, a->arity);
+    }
+    out->nrows = 0;
     if (k == 0) {
         /* Nullary union: {} or {()}. Keyless antijoin: a if b is empty. */
         if (mode == M_UNION)
@@ -530,7 +664,7 @@ static void merge_op(int mode, const rf_table *a, const rf_table *b, int k, rf_t
         total += j.counts[p];
     }
     out->nrows = total;
-    if (total < out->cap / 2) { /* give back what duplicates did not use */
+    if (total < out->cap / 2 && !reuse) { /* give back what duplicates did not use */
         for (int c = 0; c < out->arity; c++)
             out->cols[c] = rf_realloc(out->cols[c], (total ? total : 1) * sizeof(rf_word));
         out->cap = total ? total : 1;
@@ -546,6 +680,11 @@ static void merge_op(int mode, const rf_table *a, const rf_table *b, int k, rf_t
 void rf_prim_union(const rf_table *a, const rf_table *b, rf_table *out)
 {
     merge_op(M_UNION, a, b, a->arity, out);
+}
+
+void rf_prim_union_into(const rf_table *a, const rf_table *b, rf_table *out)
+{
+    merge_op_to(M_UNION, a, b, a->arity, out, true);
 }
 
 void rf_prim_difference(const rf_table *a, const rf_table *b, rf_table *out)
@@ -572,9 +711,27 @@ static void antijoin_probe(const rf_table *a, const rf_table *const *runs, int n
     for (size_t i = 0; i < a->nrows; i++) {
         bool found = false;
         for (int q = 0; q < nruns && !found; q++) {
+            /* The cursor's row and the run's last row first: an LSM's runs
+             * often cover disjoint ranges (a chain's reach), so most runs
+             * are passed with one or two comparisons instead of a search. */
             const rf_table *t = runs[q];
-            cursor[q] = seek_lower(t, cursor[q], t->nrows, a, i, k, far_apart(t->nrows, a->nrows));
-            found = cursor[q] < t->nrows && rf_rowcmp(t, cursor[q], a, i, k) == 0;
+            size_t n = t->nrows, cur = cursor[q];
+            if (cur >= n)
+                continue;
+            int c = rf_rowcmp(t, cur, a, i, k);
+            if (c > 0) /* rows before cur are below an earlier row of a: absent */
+                continue;
+            if (c < 0) {
+                if (rf_rowcmp(t, n - 1, a, i, k) < 0) {
+                    cursor[q] = n; /* past the run's end, and so are a's later rows */
+                    continue;
+                }
+                cur = seek_lower(t, cur + 1, n, a, i, k, far_apart(n, a->nrows));
+                cursor[q] = cur;
+                found = cur < n && rf_rowcmp(t, cur, a, i, k) == 0;
+            } else {
+                found = true;
+            }
         }
         if (found)
             continue;
@@ -589,10 +746,20 @@ static void antijoin_probe(const rf_table *a, const rf_table *const *runs, int n
 
 void rf_prim_antijoin_runs(const rf_table *a, const rf_table *const *runs, int nruns, int nkeys, rf_table *out)
 {
+    rf_table_init(out, a->arity);
+    rf_prim_antijoin_runs_into(a, runs, nruns, nkeys, out);
+}
+
+void rf_prim_antijoin_runs_into(const rf_table *a, const rf_table *const *runs, int nruns, int nkeys, rf_table *out)
+{
     size_t work = 0;
     for (int q = 0; q < nruns; q++)
         work += gallop_work(a->nrows, runs[q]->nrows);
-    rf_table_init(out, a->arity);
+    if (out->arity != a->arity) {
+        rf_table_free(out);
+        rf_table_init(out, a->arity);
+    }
+    out->nrows = 0;
     if (nkeys > 0 && rf_pieces_for(work, 2) == 1 && a->nrows <= RF_PAR_MIN_ROWS / 16) {
         antijoin_probe(a, runs, nruns, nkeys, out);
         return;

@@ -319,8 +319,37 @@ void rf_prim_sort(const rf_table *in, rf_table *out)
     free(ci);
 }
 
+/* sort_tiny in place: the rows moved within t's own columns (no table
+ * made; a one-row delta's set gather then allocates nothing to sort). */
+static void sort_tiny_in_place(rf_table *t)
+{
+    size_t n = t->nrows;
+    int ar = t->arity;
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && rf_rowcmp(t, j - 1, t, j, ar) > 0; j--)
+            for (int c = 0; c < ar; c++) {
+                rf_word w = t->cols[c][j];
+                t->cols[c][j] = t->cols[c][j - 1];
+                t->cols[c][j - 1] = w;
+            }
+    size_t m = n > 0;
+    for (size_t i = 1; i < n; i++) {
+        if (rf_rowcmp(t, i, t, m - 1, ar) == 0)
+            continue;
+        if (m != i)
+            for (int c = 0; c < ar; c++)
+                t->cols[c][m] = t->cols[c][i];
+        m++;
+    }
+    t->nrows = m;
+}
+
 void rf_prim_sort_unique(rf_table *t)
 {
+    if (t->arity > 0 && t->nrows <= TINY_SORT_ROWS) {
+        sort_tiny_in_place(t);
+        return;
+    }
     rf_table s;
     rf_prim_sort(t, &s);
     rf_table_free(t);

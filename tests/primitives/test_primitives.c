@@ -1072,6 +1072,188 @@ static void test_dense_erase(void)
     rf_table_free(&added); rf_table_free(&far); rf_table_free(&back); rf_table_free(&ref);
 }
 
+/* ---- issue 14 (chain CPU): one search walk, reused outputs ---- */
+
+/* A table of another arity and stale rows, as a recycled output arrives. */
+static void dirty_table(rf_table *t, int arity, size_t rows)
+{
+    rand_table(t, arity, rows, 0);
+}
+
+/* rf_prim_join_groups + rf_prim_join_groups_write: the same rows, in the
+ * same order, as the nested-loop reference and rf_prim_join, for tiny and
+ * big sides in both orders, one and two keys, duplicates and a hot key,
+ * more groups than the local room (heap growth), and outputs that arrive
+ * fresh, dirty of the same arity, or of another arity. */
+static void test_join_groups(void)
+{
+    const size_t lsizes[] = {0, 1, 3, 40, 500};
+    rf_table big;
+    skewed_sorted(&big, 2, 20000, 3000, 777);
+    for (size_t li = 0; li < 5; li++)
+        for (int order = 0; order < 2; order++)
+            for (int nkeys = 1; nkeys <= 2; nkeys++) {
+                rf_table t0, small;
+                rand_table(&t0, 2, lsizes[li], 3100);    /* some keys beyond the big side's */
+                for (size_t i = 0; i + 2 < t0.nrows; i += 3) {
+                    t0.cols[0][i] = 777;                  /* the hot key */
+                    t0.cols[0][i + 1] = big.cols[0][(i * 7919) % big.nrows];
+                    t0.cols[1][i + 1] = big.cols[1][(i * 7919) % big.nrows]; /* a two-key match */
+                    t0.cols[0][i + 2] = t0.cols[0][i + 1]; /* a duplicate key on the small side */
+                }
+                rf_prim_sort(&t0, &small);
+                const rf_table *l = order ? &big : &small, *r = order ? &small : &big;
+                /* projections: a right column, a left one, a key twice */
+                rf_expr *p[4] = {col(3), col(1), col(0), col(0)};
+                const int projcol[4] = {3, 1, 0, 0};
+                for (int nproj = 1; nproj <= 4; nproj += 3) {
+                    rf_table ref, via_prim;
+                    ref_join(l, r, nkeys, NULL, nproj, p, &ref);
+                    codeset cs;
+                    to_code(&cs, NULL, nproj, p);
+                    rf_status st;
+                    rf_status_init(&st);
+                    rf_prims_set_threads(2);
+                    CU_ASSERT_TRUE(rf_prim_join(l, r, nkeys, &cs.filter, nproj, cs.proj, &via_prim, &st));
+                    CU_ASSERT_TRUE(tables_equal(&ref, &via_prim));
+                    rf_join_groups g;
+                    rf_prim_join_groups(l, r, nkeys, &g);
+                    CU_ASSERT_EQUAL(g.rows, ref.nrows);
+                    CU_ASSERT_EQUAL(g.rows, rf_prim_join_count(l, r, nkeys));
+                    /* (with one key the 40 rows share 14 keys: fewer groups than the local room) */
+                    if (lsizes[li] >= 500 || (lsizes[li] >= 40 && nkeys == 2))
+                        CU_ASSERT_TRUE(g.n > RF_JOIN_GROUPS_LOCAL && g.heap != NULL);
+                    if (lsizes[li] >= 40)
+                        CU_ASSERT_TRUE(g.rows > 0);
+                    for (int start = 0; start < 3; start++) {
+                        rf_table out;
+                        if (start == 0)
+                            rf_table_init(&out, nproj);
+                        else
+                            dirty_table(&out, start == 1 ? nproj : nproj + 1, 50);
+                        rf_prim_join_groups_write(l, r, &g, nproj, projcol, &out);
+                        CU_ASSERT_TRUE(tables_equal(&ref, &out));
+                        rf_table_free(&out);
+                    }
+                    rf_join_groups_free(&g);
+                    free_code(&cs, nproj);
+                    rf_table_free(&ref);
+                    rf_table_free(&via_prim);
+                }
+                for (int q = 0; q < 4; q++)
+                    rf_expr_free(p[q]);
+                rf_table_free(&t0);
+                rf_table_free(&small);
+            }
+    /* a cross product (no keys) is one group of everything */
+    rf_table a, b;
+    rand_table(&a, 1, 3, 10);
+    rand_table(&b, 1, 4, 10);
+    rf_join_groups g;
+    rf_prim_join_groups(&a, &b, 0, &g);
+    CU_ASSERT_EQUAL(g.rows, 12);
+    const int pc[2] = {0, 1};
+    rf_table out;
+    rf_table_init(&out, 2);
+    rf_prim_join_groups_write(&a, &b, &g, 2, pc, &out);
+    CU_ASSERT_EQUAL(out.nrows, 12);
+    CU_ASSERT_EQUAL(out.cols[0][5], a.cols[0][1]);
+    CU_ASSERT_EQUAL(out.cols[1][5], b.cols[0][1]);
+    rf_join_groups_free(&g);
+    rf_table_free(&out);
+    rf_table_free(&a);
+    rf_table_free(&b);
+    rf_table_free(&big);
+}
+
+/* rf_prim_sort_unique in place (tiny inputs take an in-place insertion
+ * sort): every size around the cut, with duplicates, equals the reference. */
+static void test_sort_unique_tiny(void)
+{
+    for (int arity = 1; arity <= 3; arity++)
+        for (size_t n = 0; n <= 40; n++) {
+            rf_table t, ref;
+            rand_table(&t, arity, n, 4);   /* many duplicates */
+            ref_sort(&t, &ref);
+            rf_prim_sort_unique(&t);
+            CU_ASSERT_TRUE(tables_equal(&t, &ref));
+            rf_table_free(&t);
+            rf_table_free(&ref);
+        }
+}
+
+/* The _into variants (outputs whose storage is reused) give exactly the
+ * rows of the fresh ones from dirty outputs of the same and another arity;
+ * the probe of runs covering disjoint ranges (an LSM over a chain's reach:
+ * rows past a run's end, before its cursor, inside it) equals the merge
+ * reference. */
+static void test_outputs_reused(void)
+{
+    /* runs over disjoint ranges, like a chain's reach: [0,64), [64,96), ... */
+    rf_table runs[5];
+    const rf_table *rp[5];
+    size_t lo = 0, len = 64;
+    for (int q = 0; q < 5; q++) {
+        rf_table_init(&runs[q], 1);
+        rf_table_resize(&runs[q], len);
+        for (size_t i = 0; i < len; i++)
+            runs[q].cols[0][i] = (rf_word)(lo + 2 * i); /* even values only: odd ones fall inside but absent */
+        rp[q] = &runs[q];
+        lo += 2 * len;
+        len = len / 2 > 1 ? len / 2 : 1;
+    }
+    for (size_t n = 0; n <= 40; n++) {
+        rf_table raw, a;
+        rand_table(&raw, 1, n, lo + 8);
+        rf_prim_sort(&raw, &a);
+        rf_table ref, nxt;
+        rf_table_init(&ref, 1);
+        rf_table_copy(&ref, &a);
+        for (int q = 0; q < 5; q++) {
+            rf_prim_antijoin(&ref, &runs[q], 1, &nxt);
+            rf_table_free(&ref);
+            ref = nxt;
+        }
+        size_t odd_or_beyond = 0;
+        for (size_t i = 0; i < a.nrows; i++)
+            odd_or_beyond += (a.cols[0][i] & 1) || a.cols[0][i] >= lo;
+        CU_ASSERT_EQUAL(ref.nrows, odd_or_beyond);
+        for (int start = 0; start < 3; start++) {
+            rf_table got, un, un_ref;
+            if (start == 0)
+                rf_table_init(&got, 1);
+            else
+                dirty_table(&got, start, 30);
+            rf_prim_antijoin_runs_into(&a, rp, 5, 1, &got);
+            CU_ASSERT_TRUE(tables_equal(&got, &ref));
+            /* union of a with a run, into the same (now used) table */
+            rf_prim_union(&a, &runs[1], &un_ref);
+            un = got;
+            rf_prim_union_into(&a, &runs[1], &un);
+            CU_ASSERT_TRUE(tables_equal(&un, &un_ref));
+            rf_table_free(&un);
+            rf_table_free(&un_ref);
+        }
+        /* the bitmap difference, into a dirty table */
+        rf_dense *d = rf_dense_new_for(&runs[0], &a, RF_DENSE_MAX_BITS);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+        CU_ASSERT_TRUE(rf_dense_insert(d, &runs[0], true));
+        rf_table dref, dgot;
+        rf_prim_difference(&a, &runs[0], &dref);
+        dirty_table(&dgot, 2, 30);
+        rf_dense_difference_into(&a, d, &dgot);
+        CU_ASSERT_TRUE(tables_equal(&dgot, &dref));
+        rf_dense_free(d);
+        rf_table_free(&dref);
+        rf_table_free(&dgot);
+        rf_table_free(&ref);
+        rf_table_free(&raw);
+        rf_table_free(&a);
+    }
+    for (int q = 0; q < 5; q++)
+        rf_table_free(&runs[q]);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -1092,6 +1274,9 @@ int main(void)
     CU_add_test(s, "join: tiny side against a big skewed one", test_join_tiny_vs_big);
     CU_add_test(s, "antijoin against several runs", test_antijoin_runs);
     CU_add_test(s, "dense sets: erase", test_dense_erase);
+    CU_add_test(s, "join: one search walk by key groups", test_join_groups);
+    CU_add_test(s, "sort: tiny inputs in place", test_sort_unique_tiny);
+    CU_add_test(s, "outputs reused: antijoin of runs, union, bitmap difference", test_outputs_reused);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures();

@@ -256,6 +256,55 @@ static void check_tc(int th, int N, int E)
     }
 }
 
+/* Transitive closure of a chain of n nodes (n - 1 edges, given in a
+ * scrambled order) on backend be: n - 1 iterations whose deltas shrink
+ * from n - 1 rows to one, so the CPU backend's spare runs (kept with their
+ * storage, up to 256 rows of room) are taken and given back with stale
+ * rows and capacities of every size, across iterations and across runs on
+ * the same backend. The answer must be every pair i < j, exactly. */
+static void check_chain_tc(rf_backend *be, int n)
+{
+    rf_word *edges = rf_malloc(2 * (size_t)n * sizeof *edges);
+    for (int i = 0; i + 1 < n; i++) {
+        int e = (int)(((size_t)i * 7919) % (size_t)(n - 1)); /* a permutation of the edges (n - 1 prime) */
+        edges[2 * i] = (rf_word)e;
+        edges[2 * i + 1] = (rf_word)e + 1;
+    }
+    char *expect = NULL;
+    size_t elen = 0;
+    FILE *ef = open_memstream(&expect, &elen);
+    fprintf(ef, "# path (%zu tuples)\n", (size_t)n * (size_t)(n - 1) / 2);
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            fprintf(ef, "%d\t%d\n", i, j);
+    fclose(ef);
+    rf_hprogram *p = tc_program(edges, (size_t)n - 1);
+    rf_run_options o = {.backend = be};
+    rf_run_info info;
+    rf_status st;
+    rf_status_init(&st);
+    char *got = run_to_string(p, &o, &info, &st);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+    CU_ASSERT_STRING_EQUAL(got, expect);
+    CU_ASSERT_EQUAL(info.loop_iterations, (size_t)n - 1);
+    CU_ASSERT_EQUAL(be->bytes_in_use(be), 0);   /* spare runs are not in use */
+    free(got);
+    free(expect);
+    free(edges);
+    prog_free(p);
+}
+
+static void test_chain_spare_runs(void)
+{
+    for (int th = 1; th <= 2; th++) {
+        rf_backend *be = rf_backend_cpu_new(th);
+        check_chain_tc(be, 600);   /* 599 edges (prime): deltas above and below the spare runs' room */
+        check_chain_tc(be, 38);    /* 37 edges: the spare runs of the last run reused */
+        check_chain_tc(be, 600);
+        be->destroy(be);
+    }
+}
+
 static void test_tc(void)
 {
     for (int th = 1; th <= 4; th += 3) {
@@ -1052,6 +1101,7 @@ int main(void)
         return 1;
     CU_pSuite s = CU_add_suite("runtime", NULL, NULL);
     CU_add_test(s, "transitive closure", test_tc);
+    CU_add_test(s, "chain closure: tiny deltas, spare runs reused", test_chain_spare_runs);
     CU_add_test(s, "parse errors", test_parse_errors);
     CU_add_test(s, "parse csv/tsv", test_parse_ok);
     CU_add_test(s, "typed output order", test_typed_order);
