@@ -118,11 +118,15 @@ static size_t gallop_work(size_t a, size_t b)
     return small * (size_t)lg;
 }
 
-/* Rows of the join of l and r on k keys, counted in the calling thread
- * (one galloping walk, no allocation). */
-static size_t join_count_serial(const rf_table *l, const rf_table *r, int k)
+/* The walk every serial join here shares: the pairs of row ranges
+ * [i, ie) of l and [x, xe) of r that agree on their first k columns, in
+ * key order, found by galloping seeks (a tiny side searches the large one
+ * instead of scanning it). on_group sees each; static inline, so each
+ * caller's walk compiles with its own on_group inlined. */
+static inline void walk_groups(const rf_table *l, const rf_table *r, int k,
+                               void (*on_group)(void *ctx, size_t i, size_t ie, size_t x, size_t xe), void *ctx)
 {
-    size_t i = 0, i1 = l->nrows, x = 0, x1 = r->nrows, cnt = 0;
+    size_t i = 0, i1 = l->nrows, x = 0, x1 = r->nrows;
     bool far_l = far_apart(l->nrows, r->nrows), far_r = far_apart(r->nrows, l->nrows);
     while (i < i1 && x < x1) {
         int c = rf_rowcmp(l, i, r, x, k);
@@ -133,11 +137,24 @@ static size_t join_count_serial(const rf_table *l, const rf_table *r, int k)
         } else {
             size_t ie = rf_gallop_upper(l, i + 1, i1, l, i, k);
             size_t xe = rf_gallop_upper(r, x + 1, x1, r, x, k);
-            cnt += (ie - i) * (xe - x);
+            on_group(ctx, i, ie, x, xe);
             i = ie;
             x = xe;
         }
     }
+}
+
+static void count_group(void *ctx, size_t i, size_t ie, size_t x, size_t xe)
+{
+    *(size_t *)ctx += (ie - i) * (xe - x);
+}
+
+/* Rows of the join of l and r on k keys, counted in the calling thread
+ * (one galloping walk, no allocation). */
+static size_t join_count_serial(const rf_table *l, const rf_table *r, int k)
+{
+    size_t cnt = 0;
+    walk_groups(l, r, k, count_group, &cnt);
     return cnt;
 }
 
@@ -345,6 +362,13 @@ static void groups_push(rf_join_groups *g, size_t i, size_t ie, size_t x, size_t
     at[3] = xe;
 }
 
+static void push_group(void *ctx, size_t i, size_t ie, size_t x, size_t xe)
+{
+    rf_join_groups *g = ctx;
+    groups_push(g, i, ie, x, xe);
+    g->rows += (ie - i) * (xe - x);
+}
+
 void rf_prim_join_groups(const rf_table *l, const rf_table *r, int nkeys, rf_join_groups *g)
 {
     g->rows = g->n = 0;
@@ -356,23 +380,7 @@ void rf_prim_join_groups(const rf_table *l, const rf_table *r, int nkeys, rf_joi
         g->rows = l->nrows * r->nrows;
         return;
     }
-    size_t i = 0, i1 = l->nrows, x = 0, x1 = r->nrows;
-    bool far_l = far_apart(l->nrows, r->nrows), far_r = far_apart(r->nrows, l->nrows);
-    while (i < i1 && x < x1) {
-        int c = rf_rowcmp(l, i, r, x, nkeys);
-        if (c < 0) {
-            i = seek_lower(l, i + 1, i1, r, x, nkeys, far_l);
-        } else if (c > 0) {
-            x = seek_lower(r, x + 1, x1, l, i, nkeys, far_r);
-        } else {
-            size_t ie = rf_gallop_upper(l, i + 1, i1, l, i, nkeys);
-            size_t xe = rf_gallop_upper(r, x + 1, x1, r, x, nkeys);
-            groups_push(g, i, ie, x, xe);
-            g->rows += (ie - i) * (xe - x);
-            i = ie;
-            x = xe;
-        }
-    }
+    walk_groups(l, r, nkeys, push_group, g);
 }
 
 void rf_prim_join_groups_write(const rf_table *l, const rf_table *r, const rf_join_groups *g, int nproj,
@@ -426,6 +434,26 @@ bool rf_prim_join_by_groups(const rf_table *l, const rf_table *r, int nkeys)
     return nkeys > 0 && small <= RF_JOIN_GROUPS_LOCAL && rf_pieces_for(gallop_work(l->nrows, r->nrows), 2) == 1;
 }
 
+/* join_direct_serial's place in its output, for write_group. */
+typedef struct direct_join {
+    const rf_table *l, *r;
+    int nproj;
+    const int *projcol;
+    rf_table *out;
+    size_t pos;
+} direct_join;
+
+static void write_group(void *ctx, size_t i, size_t ie, size_t x, size_t xe)
+{
+    direct_join *d = ctx;
+    int la = d->l->arity;
+    for (size_t a = i; a < ie; a++)
+        for (size_t b = x; b < xe; b++, d->pos++)
+            for (int q = 0; q < d->nproj; q++)
+                d->out->cols[q][d->pos] =
+                    d->projcol[q] < la ? d->l->cols[d->projcol[q]][a] : d->r->cols[d->projcol[q] - la][b];
+}
+
 /* A join with no filter whose projections are plain columns, of `rows`
  * output rows (counted): one walk writing the projected columns straight
  * into out, without a piece's state (emitter, pair buffers), which for a
@@ -439,27 +467,9 @@ static void join_direct_serial(const rf_table *l, const rf_table *r, int k, int 
         return;
     }
     rf_table_reserve(out, rows);
-    int la = l->arity;
-    size_t i = 0, i1 = l->nrows, x = 0, x1 = r->nrows, pos = 0;
-    bool far_l = far_apart(l->nrows, r->nrows), far_r = far_apart(r->nrows, l->nrows);
-    while (i < i1 && x < x1) {
-        int c = rf_rowcmp(l, i, r, x, k);
-        if (c < 0) {
-            i = seek_lower(l, i + 1, i1, r, x, k, far_l);
-        } else if (c > 0) {
-            x = seek_lower(r, x + 1, x1, l, i, k, far_r);
-        } else {
-            size_t ie = rf_gallop_upper(l, i + 1, i1, l, i, k);
-            size_t xe = rf_gallop_upper(r, x + 1, x1, r, x, k);
-            for (size_t a = i; a < ie; a++)
-                for (size_t b = x; b < xe; b++, pos++)
-                    for (int q = 0; q < nproj; q++)
-                        out->cols[q][pos] = projcol[q] < la ? l->cols[projcol[q]][a] : r->cols[projcol[q] - la][b];
-            i = ie;
-            x = xe;
-        }
-    }
-    out->nrows = pos;
+    direct_join d = {l, r, nproj, projcol, out, 0};
+    walk_groups(l, r, k, write_group, &d);
+    out->nrows = d.pos;
 }
 
 /* Tiny joins go the direct way when their projections allow. */
