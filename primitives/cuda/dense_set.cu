@@ -6,23 +6,13 @@
 
 #include <stdint.h>
 
+#include "launch.cuh"
+
 namespace {
 
-constexpr int kBlock = 256;
+using rf_launch::grid_for;
+using rf_launch::kBlock;
 
-inline unsigned grid_for(size_t n)
-{
-    size_t g = (n + kBlock - 1) / kBlock;
-    if (g < 1)
-        g = 1;
-    if (g > 65535u * 16u)
-        g = 65535u * 16u;
-    return (unsigned)g;
-}
-
-#define RF_GRID_LOOP(i, n)                                                           \
-    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);      \
-         i += (uint64_t)gridDim.x * blockDim.x)
 
 typedef unsigned long long ull;
 

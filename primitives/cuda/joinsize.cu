@@ -8,19 +8,12 @@
 // so both backends count the same.
 #include "joinsize.h"
 
+#include "launch.cuh"
+
 namespace {
 
-constexpr int kBlock = 256;
-
-inline unsigned grid_for(uint64_t n)
-{
-    uint64_t g = (n + kBlock - 1) / kBlock;
-    if (g < 1)
-        g = 1;
-    if (g > 65535u * 16u)
-        g = 65535u * 16u;
-    return (unsigned)g;
-}
+using rf_launch::grid_for;
+using rf_launch::kBlock;
 
 __device__ __forceinline__ uint64_t mix64(uint64_t x)
 {

@@ -16,19 +16,12 @@
 // (ballot + popc give every lane its slot).
 #include "multijoin.h"
 
+#include "launch.cuh"
+
 namespace {
 
-constexpr int kBlock = 256;
-
-inline unsigned grid_for(uint64_t n)
-{
-    uint64_t g = (n + kBlock - 1) / kBlock;
-    if (g < 1)
-        g = 1;
-    if (g > 65535u * 16u)
-        g = 65535u * 16u;
-    return (unsigned)g;
-}
+using rf_launch::grid_for;
+using rf_launch::kBlock;
 
 __device__ __forceinline__ uint64_t lower(const uint64_t *col, uint64_t lo, uint64_t hi, uint64_t v)
 {

@@ -1,0 +1,32 @@
+// Launch shapes shared by the library's .cu files (kernels.cu, dense_set.cu,
+// multijoin.cu, joinsize.cu): the block size, a grid for n items capped so
+// that grid-stride loops take the rest, and that loop. CUDA C++ only.
+#ifndef RF_CUDA_LAUNCH_CUH
+#define RF_CUDA_LAUNCH_CUH
+
+#include <stddef.h>
+#include <stdint.h>
+
+namespace rf_launch {
+
+constexpr int kBlock = 256;
+
+// Blocks of kBlock threads for n items: at least 1, at most 16 waves of
+// 65,535 (grid-stride loops cover what is beyond).
+inline unsigned grid_for(uint64_t n)
+{
+    uint64_t g = (n + kBlock - 1) / kBlock;
+    if (g < 1)
+        g = 1;
+    if (g > 65535u * 16u)
+        g = 65535u * 16u;
+    return (unsigned)g;
+}
+
+}  // namespace rf_launch
+
+#define RF_GRID_LOOP(i, n)                                                           \
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n);      \
+         i += (uint64_t)gridDim.x * blockDim.x)
+
+#endif
