@@ -5,7 +5,9 @@
 // the key into a free slot, atomicAdd counts), then every row of the other
 // side looks its key up and the counts are summed (a block reduction, one
 // atomicAdd a block). Keys of several columns are hashed to one word as on the host,
-// so both backends count the same.
+// so both backends count the same. Or, when the larger side has more rows
+// than RF_JS_SAMPLE_ROWS, a sample of its rows is counted against the
+// whole smaller side in one kernel (js_sample), and scaled up.
 #include "joinsize.h"
 
 #include "launch.cuh"
@@ -90,7 +92,92 @@ __global__ void js_probe(rf_js_side side, const unsigned long long *keys, const 
         atomicAdd(total, part[0]);
 }
 
+// The sampled count: every block holds the m sampled rows' keys (with how
+// often each was sampled) in a shared table of kSampleSlots slots, counts
+// the rows of its share of the other side that hit them, and adds
+// sum(times sampled x rows hit) over its slots to *total. Rows whose key is
+// kNoKey (a free slot's mark) are tallied apart.
+constexpr int kSampleSlots = 2 * RF_JS_SAMPLE_ROWS;
+
+__global__ void js_sample(rf_js_side sampled, uint64_t m, uint64_t stride, rf_js_side probe,
+                          unsigned long long *total)
+{
+    __shared__ unsigned long long skey[kSampleSlots];
+    __shared__ unsigned smult[kSampleSlots], scount[kSampleSlots];
+    __shared__ unsigned nokey_mult, nokey_count;
+    __shared__ unsigned long long part[kBlock];
+    for (int q = threadIdx.x; q < kSampleSlots; q += blockDim.x) {
+        skey[q] = kNoKey;
+        smult[q] = 0;
+        scount[q] = 0;
+    }
+    if (threadIdx.x == 0)
+        nokey_mult = nokey_count = 0;
+    __syncthreads();
+    for (uint64_t t = threadIdx.x; t < m; t += blockDim.x) {
+        uint64_t key = key_of(sampled, t * stride);
+        if (key == kNoKey) {
+            atomicAdd(&nokey_mult, 1u);
+            continue;
+        }
+        unsigned s = (unsigned)(mix64(key) & (kSampleSlots - 1));
+        for (;;) {
+            unsigned long long k = atomicCAS(&skey[s], kNoKey, (unsigned long long)key);
+            if (k == kNoKey || k == key) {
+                atomicAdd(&smult[s], 1u);
+                break;
+            }
+            s = (s + 1) & (kSampleSlots - 1);
+        }
+    }
+    __syncthreads();
+    RF_GRID_LOOP(i, probe.n) {
+        uint64_t key = key_of(probe, i);
+        if (key == kNoKey) {
+            if (nokey_mult)
+                atomicAdd(&nokey_count, 1u);
+            continue;
+        }
+        unsigned s = (unsigned)(mix64(key) & (kSampleSlots - 1));
+        while (skey[s] != kNoKey && skey[s] != key)
+            s = (s + 1) & (kSampleSlots - 1);
+        if (skey[s] == key)
+            atomicAdd(&scount[s], 1u);
+    }
+    __syncthreads();
+    unsigned long long sum = 0;
+    for (int q = threadIdx.x; q < kSampleSlots; q += blockDim.x)
+        sum += (unsigned long long)smult[q] * scount[q];
+    if (threadIdx.x == 0)
+        sum += (unsigned long long)nokey_mult * nokey_count;
+    part[threadIdx.x] = sum;
+    __syncthreads();
+    for (int w = kBlock / 2; w > 0; w /= 2) {
+        if ((int)threadIdx.x < w)
+            part[threadIdx.x] += part[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0 && part[0])
+        atomicAdd(total, part[0]);
+}
+
 } // namespace
+
+extern "C" cudaError_t rf_k_js_sample(cudaStream_t s, rf_js_side sampled, uint64_t m, uint64_t stride,
+                                      rf_js_side probe, unsigned long long *total, unsigned max_blocks)
+{
+    if (m == 0 || probe.n == 0)
+        return cudaSuccess;
+    // A block per 8 rows a thread (each block first fills its table of m
+    // keys, so no more blocks than keep the scan the larger part).
+    uint64_t blocks = (probe.n + 8 * kBlock - 1) / (8 * kBlock);
+    if (blocks < 1)
+        blocks = 1;
+    if (blocks > max_blocks)
+        blocks = max_blocks;
+    js_sample<<<(unsigned)blocks, kBlock, 0, s>>>(sampled, m, stride, probe, total);
+    return cudaGetLastError();
+}
 
 extern "C" cudaError_t rf_k_js_count(cudaStream_t s, rf_js_side side, unsigned long long *keys,
                                      unsigned long long *counts, uint64_t mask)

@@ -30,6 +30,14 @@ cudaError_t rf_k_js_count(cudaStream_t s, rf_js_side side, unsigned long long *k
 cudaError_t rf_k_js_probe(cudaStream_t s, rf_js_side side, const unsigned long long *keys,
                           const unsigned long long *counts, uint64_t mask, unsigned long long *total);
 
+/* The sampled count: m rows of `sampled` (rows 0, stride, 2 x stride, ...;
+ * m <= RF_JS_SAMPLE_ROWS) against every row of `probe`: *total (zeroed
+ * before) += the number of (sampled row, probe row) pairs with equal keys.
+ * At most max_blocks blocks. */
+#define RF_JS_SAMPLE_ROWS 1024
+cudaError_t rf_k_js_sample(cudaStream_t s, rf_js_side sampled, uint64_t m, uint64_t stride, rf_js_side probe,
+                           unsigned long long *total, unsigned max_blocks);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,6 +15,7 @@
 #include "../../common/rf_scalar_ops.h"
 #include "cuda_internal.h" /* rf_codegen_source, rf_codegen_compile_only, RF_DOP_LOOKUP */
 #include "codegen_plan.h"
+#include "joinsize.h" /* RF_JS_SAMPLE_ROWS */
 #include "../../primitives/rf_prims.h" /* host references */
 #include "rf_cuda_prims.h"
 #include "../../primitives/rf_prims.h"
@@ -2213,6 +2214,126 @@ static void test_selplan_device(rf_cuda_ctx *c)
     }
 }
 
+/* --join=auto's statistic on the device: the size of an equi-join, exact
+ * (a table of the smaller side; RF_GPU_JOIN_SIZE=exact, and any input of
+ * at most RF_JS_SAMPLE_ROWS rows) equal to the host's count, and sampled
+ * (larger inputs) within 25% of it on uniform and on skewed keys. */
+static void test_join_size(rf_cuda_ctx *c)
+{
+    static const size_t sizes[][2] = {{1, 1}, {700, 900}, {1024, 5000}, {60000, 20000}, {400000, 400000}};
+    for (int skew = 0; skew < 2; skew++)
+        for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+            rf_table t[2];
+            rf_drel d[2];
+            for (int side = 0; side < 2; side++) {
+                size_t n = sizes[z][side];
+                rf_table_init(&t[side], 2);
+                rf_table_resize(&t[side], n);
+                for (size_t i = 0; i < n; i++) {
+                    uint64_t a = rnd() % 5000, b = rnd() % 5000;
+                    /* skewed: a key's frequency falls off as 1/key (min of two uniforms, squared) */
+                    int64_t k = skew ? (int64_t)((a < b ? a : b) * (a < b ? a : b) / 5000) : (int64_t)a;
+                    t[side].cols[0][i] = rf_word_from_int(k);
+                    t[side].cols[1][i] = rf_word_from_int((int64_t)(i % 3));
+                }
+                upload(c, &d[side], &t[side]);
+            }
+            for (int nk = 1; nk <= 2; nk++) {
+                int lk[2] = {0, 1}, rk[2] = {0, 1};
+                uint64_t want = rf_prim_join_size(&t[0], lk, &t[1], rk, nk), exact = 0, sampled = 0;
+                rf_status st;
+                rf_status_init(&st);
+                setenv("RF_GPU_JOIN_SIZE", "exact", 1);
+                bool ok = rf_cuda_join_size(c, &d[0], lk, &d[1], rk, nk, &exact, &st);
+                unsetenv("RF_GPU_JOIN_SIZE");
+                ok = ok && rf_cuda_join_size(c, &d[0], lk, &d[1], rk, nk, &sampled, &st);
+                CHECK(ok, "join size: %s", st.message);
+                CHECK(exact == want, "join size %zu x %zu rows, %d keys, skew %d: exact %" PRIu64 ", host %" PRIu64,
+                      sizes[z][0], sizes[z][1], nk, skew, exact, want);
+                size_t big = sizes[z][0] > sizes[z][1] ? sizes[z][0] : sizes[z][1];
+                double rel = want ? ((double)sampled - (double)want) / (double)want : (double)sampled;
+                if (big <= RF_JS_SAMPLE_ROWS)
+                    CHECK(sampled == want, "join size %zu x %zu rows: %" PRIu64 " without sampling, host %" PRIu64,
+                          sizes[z][0], sizes[z][1], sampled, want);
+                else
+                    CHECK(rel > -0.25 && rel < 0.25,
+                          "join size %zu x %zu rows, %d keys, skew %d: sampled %" PRIu64 ", host %" PRIu64 " (%+.1f%%)",
+                          sizes[z][0], sizes[z][1], nk, skew, sampled, want, 100 * rel);
+                if (big > RF_JS_SAMPLE_ROWS)
+                    printf("join size %zu x %zu, %d keys, skew %d: sampled %+.2f%% off\n", sizes[z][0], sizes[z][1], nk,
+                           skew, 100 * rel);
+            }
+            for (int side = 0; side < 2; side++) {
+                rf_drel_free(c, &d[side]);
+                rf_table_free(&t[side]);
+            }
+        }
+}
+
+/* A keyless count and total (one group) over rows that fill the grid many
+ * times over, again and again: every block folds its shared slot into the
+ * one global group at the end, at nearly the same moment. They raced for
+ * the global slot's claim, and a block that lost saw the table full and
+ * dropped its rows, unreported (1.6M triangles of ego-Facebook counted
+ * short in about one run of four on the H100). */
+static void test_reduce_keyless(rf_cuda_ctx *c)
+{
+    rf_type L = RF_TYPE_INT64, B = RF_TYPE_BOOL;
+    size_t n = 3000000;
+    rf_table t;
+    rf_table_init(&t, 1);
+    rf_table_resize(&t, n);
+    int64_t want_total = 0;
+    size_t want_count = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t v = (int64_t)(rnd() % 1000);
+        t.cols[0][i] = rf_word_from_int(v);
+        if (v < 900)
+            want_count++, want_total += v;
+    }
+    rf_expr *fe = e2(RF_EX_LT, B, ecol(L, 0), ecst(L, 900)), *pe = ecol(L, 0);
+    rf_code filter = to_code(fe), proj = to_code(pe);
+    rf_drel din;
+    upload(c, &din, &t);
+    rf_cuda_set_codegen(c, true);
+    rf_aggfn fns[2] = {RF_AGG_COUNT, RF_AGG_TOTAL};
+    rf_type rt[2] = {L, L};
+    rf_code args[2] = {{0, NULL}, proj};
+    int runs = 0, wrong = 0;
+    for (int k = 0; k < 40; k++) {
+        rf_drel dred;
+        rf_drel_init(&dred, 2);
+        bool done = false;
+        rf_status st;
+        rf_status_init(&st);
+        bool ok = rf_cuda_fused_reduce(c, &din, NULL, 0, &filter, 1, &proj, 0, 2, fns, rt, args, &dred, &done,
+                                       "keyless count", &st);
+        CHECK(ok && done, "keyless reduce, run %d: %s (done %d)", k, st.message, (int)done);
+        if (ok && done) {
+            rf_table got;
+            rf_table_init(&got, 2);
+            bool down = rf_drel_download(c, &dred, &got, &st);
+            bool right = down && got.nrows == 1 && rf_word_to_int(got.cols[0][0]) == (int64_t)want_count &&
+                         rf_word_to_int(got.cols[1][0]) == want_total;
+            wrong += !right;
+            CHECK(right, "keyless reduce, run %d: count %" PRId64 " total %" PRId64 ", expected %zu and %" PRId64, k,
+                  got.nrows ? rf_word_to_int(got.cols[0][0]) : -1, got.nrows ? rf_word_to_int(got.cols[1][0]) : -1,
+                  want_count, want_total);
+            rf_table_free(&got);
+            runs++;
+        }
+        rf_drel_free(c, &dred);
+    }
+    printf("keyless reduce: %d runs over %zu rows, %d wrong\n", runs, n, wrong);
+    rf_cuda_set_codegen(c, false);
+    rf_drel_free(c, &din);
+    rf_table_free(&t);
+    free(filter.ins);
+    free(proj.ins);
+    rf_expr_free(fe);
+    rf_expr_free(pe);
+}
+
 int main(int argc, char **argv)
 {
     size_t bench_n = 0;
@@ -2265,6 +2386,8 @@ int main(int argc, char **argv)
         test_aggregate_multi(c, strs, 10);
         test_business_ops(c);
         test_selplan_device(c);
+        test_reduce_keyless(c);
+        test_join_size(c);
         if (!getenv("RF_GPU_TEST_SKIP_OOM")) /* sanitizers report the planted OOM */
             test_oom(c);
     }
