@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "../frontend/frontend.h"
 #include "../harmony_ir/hir.h"
@@ -257,6 +259,28 @@ static rf_hprogram *lower(const rf_program *prog)
     return hp;
 }
 
+/* Whether this machine has an NVIDIA device node: a check of a file, where
+ * asking the driver (cuInit) takes tens of milliseconds even to say no. */
+static bool nvidia_device_node(void)
+{
+    return access("/dev/nvidiactl", F_OK) == 0 || access("/dev/nvidia0", F_OK) == 0;
+}
+
+/* RF_TEST_HYBRID_DEVICE=cpu-arriving (tests): a CPU backend stands for a
+ * device that arrives RF_TEST_ARRIVE_MS milliseconds into the run. */
+static int g_test_arrival_threads;
+static rf_backend *start_test_device(rf_status *st)
+{
+    (void)st;
+    const char *ms = getenv("RF_TEST_ARRIVE_MS");
+    long wait = ms ? strtol(ms, NULL, 10) : 0;
+    if (wait > 0) {
+        struct timespec ts = {wait / 1000, (wait % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return rf_backend_cpu_new(g_test_arrival_threads);
+}
+
 static int run_program(int argc, char **argv, rf_comm *comm)
 {
     const char *prog_path = NULL, *output_dir = NULL, *backend = "auto", *threads_s = NULL;
@@ -454,7 +478,21 @@ static int run_program(int argc, char **argv, rf_comm *comm)
         if (cpu)
             backend = "cpu";
     }
-    if (strcmp(backend, "cpu") != 0) {
+    /* auto on a machine with a GPU: the run begins on the host's cores
+     * while the device starts (0.1-0.3 s) on a thread of its own; it takes
+     * over the kernels it is placed once there (backend_hybrid.c), and a
+     * run done before it never waits for it. RF_DEVICE_ARRIVING=off starts
+     * it first, as --backend=gpu does. */
+    const char *arriving = getenv("RF_DEVICE_ARRIVING");
+    const char *kernels_env = getenv("RF_HOST_KERNELS");
+    if (strcmp(backend, "auto") == 0 && !comm && nvidia_device_node() &&
+        !(arriving && strcmp(arriving, "off") == 0) && !(kernels_env && strcmp(kernels_env, "off") == 0)) {
+        if (threads)
+            rf_prims_set_threads(threads);
+        be = rf_backend_hybrid_new_arriving(rf_backend_gpu_new, rf_backend_cpu_new(threads));
+        strncat(auto_note, "; the device starting meanwhile, kernels of a few rows on the host",
+                sizeof auto_note - strlen(auto_note) - 1);
+    } else if (strcmp(backend, "cpu") != 0) {
         rf_status gst;
         rf_status_init(&gst);
         be = rf_backend_gpu_new(&gst);
@@ -478,12 +516,17 @@ static int run_program(int argc, char **argv, rf_comm *comm)
      * placement (tests/golden, tests/differential). */
     const char *host_kernels = getenv("RF_HOST_KERNELS");
     const char *test_device = getenv("RF_TEST_HYBRID_DEVICE");
-    if (strcmp(backend, "auto") == 0 && strcmp(be->name, "gpu") == 0 &&
-        !(host_kernels && strcmp(host_kernels, "off") == 0)) {
+    if (strstr(auto_note, "device starting")) {
+        /* (made above) */
+    } else if (strcmp(backend, "auto") == 0 && strcmp(be->name, "gpu") == 0 &&
+               !(host_kernels && strcmp(host_kernels, "off") == 0)) {
         be = rf_backend_hybrid_new(be, rf_backend_cpu_new(threads));
         strncat(auto_note, "; kernels of a few rows on the host", sizeof auto_note - strlen(auto_note) - 1);
     } else if (test_device && strcmp(test_device, "cpu") == 0 && strcmp(be->name, "cpu") == 0) {
         be = rf_backend_hybrid_new(rf_backend_cpu_new(threads), be);
+    } else if (test_device && strcmp(test_device, "cpu-arriving") == 0 && strcmp(be->name, "cpu") == 0) {
+        g_test_arrival_threads = threads;
+        be = rf_backend_hybrid_new_arriving(start_test_device, be);
     }
     if (comm) {
         be = rf_backend_dist_new(be, comm);
@@ -516,6 +559,14 @@ static int run_program(int argc, char **argv, rf_comm *comm)
     if (!rf_run(hp, &ro, &st))
         rc = report(&st);
 done:
+    if (be && rf_backend_hybrid_device_starting(be)) {
+        /* The run needed no device and is over: end now rather than wait
+         * for the driver's start-up to finish (outputs are written and
+         * closed; the device thread goes with the process). */
+        fflush(stdout);
+        fflush(stderr);
+        _exit(rc);
+    }
     if (be)
         be->destroy(be);
     if (hp)

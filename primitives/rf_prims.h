@@ -11,6 +11,8 @@
 
 /* Sets the number of worker threads (<= 0: one per core). */
 void rf_prims_set_threads(int n);
+/* One per core, unless rf_prims_set_threads was called already. */
+void rf_prims_default_threads(void);
 int rf_prims_threads(void);
 /* Runs fn(ctx, 0..n-1) on up to rf_prims_threads() threads of a pool
  * started once (the caller's thread included); pieces are handed out

@@ -121,6 +121,20 @@ char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk);
 #define RF_HOST_MOVE_ROWS_DEFAULT 262144
 #define RF_HOST_STEADY_RUNS_DEFAULT 32
 rf_backend *rf_backend_hybrid_new(rf_backend *device, rf_backend *host);
+/* The same, with the device backend made by start(st) on a thread of its
+ * own while the run begins on the host: until it is there every kernel
+ * runs on the host, except one of more than RF_HOST_WAIT_ROWS rows of work
+ * (an upload of more rows, or a kernel whose inputs hold more), which
+ * waits for it. start returning NULL (no device): the host runs it all.
+ * Its name is "gpu"; the device is announced on stderr as the CLI does
+ * ("redfox: using GPU: ...") when it arrives. */
+#define RF_HOST_WAIT_ROWS_DEFAULT 1000000
+rf_backend *rf_backend_hybrid_new_arriving(rf_backend *(*start)(rf_status *st), rf_backend *host);
+/* True when be is such a backend whose device is still being made: the
+ * run needed none of it. Destroying be would wait for the start to end
+ * (0.1-0.3 s of driver and context set-up); a process that is done may
+ * instead flush its streams and _exit. */
+bool rf_backend_hybrid_device_starting(const rf_backend *be);
 
 /* threads <= 0: one per core. */
 rf_backend *rf_backend_cpu_new(int threads);

@@ -23,9 +23,21 @@
  * is freed. Both backends give the same rows in the same (sorted) order,
  * so where a kernel ran never changes an answer; the differential tests
  * run this wrapper over two CPU backends with placements flipping at
- * every size to check that. */
+ * every size to check that.
+ *
+ * The device may also arrive during the run (rf_backend_hybrid_new_arriving):
+ * starting the GPU (driver, context, NVRTC) takes 0.1-0.3 s, longer than
+ * the whole run of many programs on the host's cores. Its backend is then
+ * made on a thread of its own while the kernels run on the host; a kernel
+ * too large for the host (RF_HOST_WAIT_ROWS rows of work) waits for it,
+ * and once it is there the rules above place every kernel. A run that
+ * ends before the device is there never waits for it (the CLI ends the
+ * process instead: rf_backend_hybrid_device_starting). */
 #include "backend.h"
+#include "../primitives/rf_prims.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,8 +59,23 @@ typedef struct kernel_memo {
                                 larger input, which it shares) */
 } kernel_memo;
 
+/* A device backend being made on a thread of its own. */
+typedef struct arrival {
+    pthread_t thread;
+    rf_backend *(*start)(rf_status *st);
+    rf_backend *device;      /* the thread's result (NULL: no device) */
+    rf_status st;
+    atomic_bool done;        /* the thread has finished */
+    bool joined;
+    double begun, ready;     /* rf_now() at its start and its end */
+    size_t host_kernels;     /* kernels run on the host before it was joined */
+} arrival;
+
 typedef struct hybrid_impl {
-    rf_backend *be[2];       /* DEV, HOST; owned */
+    rf_backend *be[2];       /* DEV, HOST; owned (DEV NULL while it arrives, or none came) */
+    arrival *arr;            /* NULL: the device was given */
+    size_t wait_rows;        /* while the device arrives: a kernel of more work waits for it */
+    const rf_hprogram *begun;   /* program_begins, told to the device when it arrives */
     size_t work_rows;        /* host when a kernel's work is at most this */
     size_t move_rows;        /* ... and it moves at most this many rows there */
     size_t streak_runs;      /* ... once it has been small this many runs */
@@ -60,6 +87,41 @@ typedef struct hybrid_impl {
 } hybrid_impl;
 
 static hybrid_impl *impl_of(rf_backend *be) { return be->impl; }
+
+static void *arrival_main(void *ctx)
+{
+    arrival *a = ctx;
+    rf_status_init(&a->st);
+    a->device = a->start(&a->st);
+    a->ready = rf_now();
+    atomic_store(&a->done, true);
+    return NULL;
+}
+
+/* The device backend: NULL while it is still being made (unless wait:
+ * then it is waited for), or when none came. Once made, it is told of the
+ * program and announced as the CLI announces a device. */
+static rf_backend *device_of(rf_backend *be, bool wait)
+{
+    hybrid_impl *h = impl_of(be);
+    if (h->be[DEV] || !h->arr || h->arr->joined)
+        return h->be[DEV];
+    if (!wait && !atomic_load(&h->arr->done))
+        return NULL;
+    pthread_join(h->arr->thread, NULL);
+    h->arr->joined = true;
+    h->arr->host_kernels = h->kernels[HOST];
+    rf_backend *d = h->arr->device;
+    if (!d)
+        return NULL;   /* no device: the host runs everything */
+    h->be[DEV] = d;
+    snprintf(be->device, sizeof be->device, "%.200s; tiny kernels on the host", d->device);
+    be->wcoj_auto_ratio = d->wcoj_auto_ratio;
+    fprintf(stderr, "redfox: using GPU: %s\n", d->device);
+    if (h->begun && d->program_begins)
+        d->program_begins(d, h->begun);
+    return d;
+}
 
 static rf_dvar *hy_var_new(rf_backend *be, int arity, rf_status *st)
 {
@@ -134,24 +196,42 @@ static void written_on(rf_backend *be, rf_dvar *v, int s)
     drop_side(be, v, !s);
 }
 
+/* Where rows uploaded go: the device, unless it is still arriving and
+ * they are few enough for the host (or none came). */
+static int upload_side(rf_backend *be, size_t rows)
+{
+    return device_of(be, rows > impl_of(be)->wait_rows) ? DEV : HOST;
+}
+
 static bool hy_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
 {
     hybrid_impl *h = impl_of(be);
-    if (!side_var(be, v, DEV, st) || !h->be[DEV]->upload(h->be[DEV], v->side[DEV], t, st))
+    int s = upload_side(be, t->nrows);
+    if (!side_var(be, v, s, st) || !h->be[s]->upload(h->be[s], v->side[s], t, st))
         return false;
-    written_on(be, v, DEV);
+    written_on(be, v, s);
     return true;
 }
 
 static bool hy_upload_unsorted(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
 {
     hybrid_impl *h = impl_of(be);
-    if (!h->be[DEV]->upload_unsorted)
-        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "upload of unsorted rows to a backend without it");
-    if (!side_var(be, v, DEV, st) || !h->be[DEV]->upload_unsorted(h->be[DEV], v->side[DEV], t, st))
-        return false;
-    written_on(be, v, DEV);
-    return true;
+    int s = upload_side(be, t->nrows);
+    if (s == DEV && h->be[DEV]->upload_unsorted) {
+        if (!side_var(be, v, DEV, st) || !h->be[DEV]->upload_unsorted(h->be[DEV], v->side[DEV], t, st))
+            return false;
+        written_on(be, v, DEV);
+        return true;
+    }
+    rf_table sorted;   /* what the runtime does for a backend without upload_unsorted */
+    rf_table_init(&sorted, t->arity);
+    rf_table_copy(&sorted, t);
+    rf_prim_sort_unique(&sorted);
+    bool ok = side_var(be, v, s, st) && h->be[s]->upload(h->be[s], v->side[s], &sorted, st);
+    rf_table_free(&sorted);
+    if (ok)
+        written_on(be, v, s);
+    return ok;
 }
 
 static bool hy_download(rf_backend *be, const rf_dvar *v, rf_table *t, rf_status *st)
@@ -207,16 +287,58 @@ static kernel_memo *memo_of(hybrid_impl *h, const rf_kernel *k)
     return &h->memo[j];
 }
 
+/* While the device arrives: whether kernel k would make too much for the
+ * host to make it (a join's output can be far larger than its inputs: the
+ * first iteration of same generation joins the edges with themselves).
+ * A join of two input variables is counted (the host's join_size, a pass
+ * over both); a multiway join, or a join whose input another member of
+ * its group makes, cannot be, and waits unless its inputs are tiny. */
+static bool too_large_for_host(rf_backend *be, const rf_kernel *k, rf_dvar *const *ins, int nin, size_t largest_in)
+{
+    hybrid_impl *h = impl_of(be);
+    rf_backend *host = h->be[HOST];
+    if (k->op == RF_K_MULTIJOIN)
+        return largest_in > h->work_rows;
+    const rf_kernel *join = k->op == RF_K_JOIN ? k : NULL;
+    const int *ext = k->op == RF_K_FUSED ? k->fused->in : k->in;
+    for (int i = 0; !join && k->op == RF_K_FUSED && i < k->fused->nmembers; i++)
+        if (k->fused->members[i].op == RF_K_JOIN)
+            join = &k->fused->members[i];
+    if (!join)
+        return false;
+    rf_dvar *side[2] = {NULL, NULL};
+    for (int j = 0; j < 2; j++)
+        for (int i = 0; i < nin && !side[j]; i++)
+            if (ext[i] == join->in[j])
+                side[j] = ins[i] ? ins[i] : (rf_dvar *)-1;   /* -1: never written, empty */
+    if (!side[0] || !side[1])
+        return largest_in > h->work_rows;   /* an input made inside the group */
+    if (side[0] == (rf_dvar *)-1 || side[1] == (rf_dvar *)-1)
+        return false;   /* an empty side: nothing to make */
+    if (!side[0]->valid[HOST] || !side[1]->valid[HOST] || !host->join_size)
+        return largest_in > h->work_rows;
+    int *keys = rf_malloc(sizeof *keys * (size_t)(join->nkeys > 0 ? join->nkeys : 1));
+    for (int c = 0; c < join->nkeys; c++)
+        keys[c] = c;   /* a JOIN's keys are its inputs' leading columns */
+    uint64_t rows = 0;
+    rf_status st;
+    rf_status_init(&st);
+    bool counted = host->join_size(host, side[0]->side[HOST], side[1]->side[HOST], join->nkeys, keys, keys, &rows, &st);
+    free(keys);
+    return !counted || rows > h->wait_rows;   /* (not counted: the device decides) */
+}
+
 /* Where kernel k runs (the rule at the top of this file). */
 static int place(rf_backend *be, const rf_kernel *k, rf_dvar *const *outs, rf_dvar *const *ins, int nin,
                  size_t *largest_in)
 {
     hybrid_impl *h = impl_of(be);
     *largest_in = 0;
+    int nowhere = device_of(be, false) ? DEV : HOST;   /* for variables never written */
     if (k->op == RF_K_COPY)   /* no work: where its source is */
-        return held_on(ins[0]) == HOST ? HOST : held_on(ins[0]) == DEV ? DEV : held_on(outs[0]) == HOST ? HOST : DEV;
+        return held_on(ins[0]) == HOST ? HOST : held_on(ins[0]) == DEV ? DEV : held_on(outs[0]) == HOST ? HOST : nowhere;
     if (k->op == RF_K_CLEAR)
-        return held_on(outs[0]) == HOST ? HOST : DEV;
+        return held_on(outs[0]) == HOST ? HOST : nowhere;
     size_t sum = 0, max = 0, moved = 0;
     for (int i = 0; i < nin; i++) {
         size_t rows = hy_var_rows(be, ins[i]);
@@ -229,8 +351,15 @@ static int place(rf_backend *be, const rf_kernel *k, rf_dvar *const *outs, rf_dv
     size_t work = sum;
     if (k->op == RF_K_DIFF || k->op == RF_K_ANTIJOIN)
         work = hy_var_rows(be, ins[0]);   /* each left row probes the right */
-    else if (has_member(k, RF_K_JOIN) || has_member(k, RF_K_UNION))
+    else if ((has_member(k, RF_K_JOIN) || has_member(k, RF_K_UNION)) && nin > 1)
         work = sum - max;                 /* the large side searched or shared */
+    /* (A group reading one variable joins it with itself: all of it is work.) */
+    /* The device still arriving: the host runs what it can meanwhile (the
+     * largest input counts: a join searching a large relation still walks
+     * it on the host); more than wait_rows of work waits for the device. */
+    if (!device_of(be, false) &&
+        !device_of(be, (work > max ? work : max) > h->wait_rows || too_large_for_host(be, k, ins, nin, max)))
+        return HOST;
     kernel_memo *m = memo_of(h, k);
     bool small = work <= h->work_rows && m->last_out <= h->work_rows;
     m->small_streak = small ? m->small_streak + 1 : 0;
@@ -303,23 +432,38 @@ static bool hy_join_size(rf_backend *be, const rf_dvar *l, const rf_dvar *r, int
                                rv && rv->valid[s] ? rv->side[s] : NULL, nkeys, lkeys, rkeys, rows, st);
 }
 
+/* The device's memory (the host's while there is none). */
 static size_t hy_bytes_in_use(rf_backend *be)
 {
     hybrid_impl *h = impl_of(be);
-    return h->be[DEV]->bytes_in_use(h->be[DEV]);
+    rf_backend *b = h->be[DEV] ? h->be[DEV] : h->be[HOST];
+    return b->bytes_in_use(b);
 }
 
 static size_t hy_bytes_peak(rf_backend *be)
 {
     hybrid_impl *h = impl_of(be);
-    return h->be[DEV]->bytes_peak(h->be[DEV]);
+    rf_backend *b = h->be[DEV] ? h->be[DEV] : h->be[HOST];
+    return b->bytes_peak(b);
 }
 
 static void hy_print_stats(rf_backend *be, FILE *f)
 {
     hybrid_impl *h = impl_of(be);
-    if (h->be[DEV]->print_stats)
+    if (h->be[DEV] && h->be[DEV]->print_stats)
         h->be[DEV]->print_stats(h->be[DEV], f);
+    if (h->arr) {
+        if (!h->arr->joined)
+            fprintf(f, "  placement: the device was still starting when the run ended (%.3f s so far); every "
+                       "kernel ran on the host\n", rf_now() - h->arr->begun);
+        else if (!h->be[DEV])
+            fprintf(f, "  placement: no device came (%s); every kernel ran on the host\n",
+                    h->arr->st.message[0] ? h->arr->st.message : "none");
+        else
+            fprintf(f, "  placement: the device was ready %.3f s after the start; %zu kernels ran on the host "
+                       "before (RF_HOST_WAIT_ROWS %zu: larger ones waited for it)\n",
+                    h->arr->ready - h->arr->begun, h->arr->host_kernels, h->wait_rows);
+    }
     fprintf(f,
             "  placement: %zu kernels on the device, %zu on the host (work <= %zu rows; moving up to %zu rows "
             "after %zu small runs: RF_HOST_KERNEL_ROWS, RF_HOST_MOVE_ROWS, RF_HOST_STEADY_RUNS); %zu rows brought "
@@ -331,19 +475,35 @@ static void hy_print_stats(rf_backend *be, FILE *f)
 static void hy_program_begins(rf_backend *be, const rf_hprogram *p)
 {
     hybrid_impl *h = impl_of(be);
+    h->begun = p;   /* a device still arriving is told when it comes */
     for (int s = 0; s < 2; s++)
-        if (h->be[s]->program_begins)
+        if (h->be[s] && h->be[s]->program_begins)
             h->be[s]->program_begins(h->be[s], p);
 }
 
 static void hy_destroy(rf_backend *be)
 {
     hybrid_impl *h = impl_of(be);
-    h->be[DEV]->destroy(h->be[DEV]);
+    if (h->arr) {
+        if (!h->arr->joined) {   /* the device is not needed any more, but its thread must end */
+            pthread_join(h->arr->thread, NULL);
+            h->arr->joined = true;
+            h->be[DEV] = h->arr->device;
+        }
+        free(h->arr);
+    }
+    if (h->be[DEV])
+        h->be[DEV]->destroy(h->be[DEV]);
     h->be[HOST]->destroy(h->be[HOST]);
     free(h->memo);
     free(h);
     free(be);
+}
+
+bool rf_backend_hybrid_device_starting(const rf_backend *be)
+{
+    const hybrid_impl *h = be && be->destroy == hy_destroy ? be->impl : NULL;
+    return h && h->arr && !h->arr->joined && !atomic_load(&h->arr->done);
 }
 
 /* A row count from the environment (a decimal number), else def. */
@@ -357,17 +517,23 @@ static size_t env_rows(const char *name, size_t def)
     return *end || v[0] == '-' ? def : (size_t)n;
 }
 
-rf_backend *rf_backend_hybrid_new(rf_backend *device, rf_backend *host)
+/* The wrapper over host (and device, when given). */
+static rf_backend *hybrid_over(rf_backend *device, rf_backend *host, arrival *arr)
 {
     hybrid_impl *h = rf_calloc(1, sizeof *h);
     h->be[DEV] = device;
     h->be[HOST] = host;
+    h->arr = arr;
     h->work_rows = env_rows("RF_HOST_KERNEL_ROWS", RF_HOST_KERNEL_ROWS_DEFAULT);
     h->move_rows = env_rows("RF_HOST_MOVE_ROWS", RF_HOST_MOVE_ROWS_DEFAULT);
     h->streak_runs = env_rows("RF_HOST_STEADY_RUNS", RF_HOST_STEADY_RUNS_DEFAULT);
+    h->wait_rows = env_rows("RF_HOST_WAIT_ROWS", RF_HOST_WAIT_ROWS_DEFAULT);
     rf_backend *be = rf_calloc(1, sizeof *be);
-    be->name = device->name;   /* the run is the device's; tiny kernels go to the host */
-    snprintf(be->device, sizeof be->device, "%.200s; tiny kernels on the host", device->device);
+    be->name = "gpu";   /* the run is the device's; tiny kernels go to the host */
+    if (device)
+        snprintf(be->device, sizeof be->device, "%.200s; tiny kernels on the host", device->device);
+    else
+        snprintf(be->device, sizeof be->device, "device starting; kernels on the host meanwhile");
     be->var_new = hy_var_new;
     be->var_free = hy_var_free;
     be->var_rows = hy_var_rows;
@@ -379,10 +545,32 @@ rf_backend *rf_backend_hybrid_new(rf_backend *device, rf_backend *host)
     be->destroy = hy_destroy;
     be->print_stats = hy_print_stats;
     be->column_sign_uniform = hy_column_sign_uniform;
-    be->upload_unsorted = device->upload_unsorted ? hy_upload_unsorted : NULL;
+    be->upload_unsorted = !device || device->upload_unsorted ? hy_upload_unsorted : NULL;
     be->program_begins = hy_program_begins;
-    be->join_size = device->join_size && host->join_size ? hy_join_size : NULL;
-    be->wcoj_auto_ratio = device->wcoj_auto_ratio;   /* the device decides the plans' speeds */
+    be->join_size = (!device || device->join_size) && host->join_size ? hy_join_size : NULL;
+    /* the device decides the plans' speeds (the GPU's until it is there) */
+    be->wcoj_auto_ratio = device ? device->wcoj_auto_ratio : RF_WCOJ_AUTO_RATIO_GPU;
     be->impl = h;
     return be;
+}
+
+rf_backend *rf_backend_hybrid_new(rf_backend *device, rf_backend *host)
+{
+    return hybrid_over(device, host, NULL);
+}
+
+rf_backend *rf_backend_hybrid_new_arriving(rf_backend *(*start)(rf_status *st), rf_backend *host)
+{
+    arrival *a = rf_calloc(1, sizeof *a);
+    a->start = start;
+    a->begun = rf_now();
+    atomic_init(&a->done, false);
+    if (pthread_create(&a->thread, NULL, arrival_main, a) != 0) {   /* no thread: start it here */
+        arrival_main(a);
+        a->joined = true;
+        rf_backend *d = a->device;
+        free(a);
+        return d ? hybrid_over(d, host, NULL) : host;
+    }
+    return hybrid_over(NULL, host, a);
 }

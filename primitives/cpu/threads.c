@@ -19,7 +19,10 @@
 
 #define MAX_THREADS 256
 
-static int g_threads = 1;
+/* Atomic: a GPU backend made on a thread of its own (backend_hybrid.c,
+ * arriving devices) asks for its default while kernels run. */
+static atomic_int g_threads = 1;
+static atomic_bool g_threads_set;   /* rf_prims_set_threads was called */
 /* > 0 while this thread runs pieces of a job (workers: always). */
 static _Thread_local int tl_par_depth;
 
@@ -31,7 +34,14 @@ void rf_prims_set_threads(int n)
         long c = sysconf(_SC_NPROCESSORS_ONLN);
         n = c > 0 ? (int)c : 1;
     }
-    g_threads = n > MAX_THREADS ? MAX_THREADS : n;
+    atomic_store(&g_threads, n > MAX_THREADS ? MAX_THREADS : n);
+    atomic_store(&g_threads_set, true);
+}
+
+void rf_prims_default_threads(void)
+{
+    if (!atomic_load(&g_threads_set))
+        rf_prims_set_threads(0);
 }
 
 int rf_prims_threads(void) { return g_threads; }

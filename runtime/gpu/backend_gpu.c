@@ -1705,8 +1705,9 @@ rf_backend *rf_backend_gpu_new(rf_status *st)
     if (!ctx)
         return NULL;
     /* Host-side work of this backend (download copies out of the pinned
-     * staging buffers, the typed order of outputs) uses every core. */
-    rf_prims_set_threads(0);
+     * staging buffers, the typed order of outputs) uses every core, unless
+     * a number was set already (--threads, or the CPU backend beside it). */
+    rf_prims_default_threads();
     /* RF_CUDA_CODEGEN=1 runs MAP/JOIN compute stages as NVRTC-generated
      * kernels instead of the interpreter. */
     const char *cg = getenv("RF_CUDA_CODEGEN");
