@@ -266,6 +266,25 @@ static bool nvidia_device_node(void)
     return access("/dev/nvidiactl", F_OK) == 0 || access("/dev/nvidia0", F_OK) == 0;
 }
 
+/* When an arriving device is started (rf_backend_hybrid_new_arriving):
+ * at once for inputs of RF_HOST_WAIT_ROWS rows and more (their first
+ * kernels will wait for it anyway, and it starts while they are parsed),
+ * else once the run has gone on RF_DEVICE_START_MS milliseconds (default
+ * 50): runs the host's cores finish sooner never start it. */
+static double device_start_after(const rf_hprogram *hp, int ninputs, const rf_input_override *inputs)
+{
+    const char *ms = getenv("RF_DEVICE_START_MS");
+    char *end = NULL;
+    double after = ms && *ms ? strtod(ms, &end) / 1000 : 0.050;
+    if (ms && *ms && (*end || after < 0))
+        after = 0.050;
+    const char *w = getenv("RF_HOST_WAIT_ROWS");
+    size_t wait = w && *w ? (size_t)strtoull(w, NULL, 10) : RF_HOST_WAIT_ROWS_DEFAULT;
+    if (after > 0 && rf_input_rows_upto(hp, ninputs, inputs, wait) >= wait)
+        after = 0;
+    return after;
+}
+
 /* RF_TEST_HYBRID_DEVICE=cpu-arriving (tests): a CPU backend stands for a
  * device that arrives RF_TEST_ARRIVE_MS milliseconds into the run. */
 static int g_test_arrival_threads;
@@ -489,7 +508,8 @@ static int run_program(int argc, char **argv, rf_comm *comm)
         !(arriving && strcmp(arriving, "off") == 0) && !(kernels_env && strcmp(kernels_env, "off") == 0)) {
         if (threads)
             rf_prims_set_threads(threads);
-        be = rf_backend_hybrid_new_arriving(rf_backend_gpu_new, rf_backend_cpu_new(threads));
+        be = rf_backend_hybrid_new_arriving(rf_backend_gpu_new, rf_backend_cpu_new(threads),
+                                            device_start_after(hp, (int)inputs.len, inputs.items));
         strncat(auto_note, "; the device starting meanwhile, kernels of a few rows on the host",
                 sizeof auto_note - strlen(auto_note) - 1);
     } else if (strcmp(backend, "cpu") != 0) {
@@ -526,7 +546,7 @@ static int run_program(int argc, char **argv, rf_comm *comm)
         be = rf_backend_hybrid_new(rf_backend_cpu_new(threads), be);
     } else if (test_device && strcmp(test_device, "cpu-arriving") == 0 && strcmp(be->name, "cpu") == 0) {
         g_test_arrival_threads = threads;
-        be = rf_backend_hybrid_new_arriving(start_test_device, be);
+        be = rf_backend_hybrid_new_arriving(start_test_device, be, device_start_after(hp, (int)inputs.len, inputs.items));
     }
     if (comm) {
         be = rf_backend_dist_new(be, comm);

@@ -129,7 +129,9 @@ rf_backend *rf_backend_hybrid_new(rf_backend *device, rf_backend *host);
  * Its name is "gpu"; the device is announced on stderr as the CLI does
  * ("redfox: using GPU: ...") when it arrives. */
 #define RF_HOST_WAIT_ROWS_DEFAULT 1000000
-rf_backend *rf_backend_hybrid_new_arriving(rf_backend *(*start)(rf_status *st), rf_backend *host);
+/* The device is started once the run has gone on start_after seconds (0:
+ * at once), or earlier when a kernel waits for it. */
+rf_backend *rf_backend_hybrid_new_arriving(rf_backend *(*start)(rf_status *st), rf_backend *host, double start_after);
 /* True when be is such a backend whose device is still being made: the
  * run needed none of it. Destroying be would wait for the start to end
  * (0.1-0.3 s of driver and context set-up); a process that is done may

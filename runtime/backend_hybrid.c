@@ -30,9 +30,13 @@
  * the whole run of many programs on the host's cores. Its backend is then
  * made on a thread of its own while the kernels run on the host; a kernel
  * too large for the host (RF_HOST_WAIT_ROWS rows of work) waits for it,
- * and once it is there the rules above place every kernel. A run that
- * ends before the device is there never waits for it (the CLI ends the
- * process instead: rf_backend_hybrid_device_starting). */
+ * and once it is there the rules above place every kernel. The start
+ * itself may wait until the run has gone on a while (start_after): a
+ * process that ends while the driver is starting still waits for the call
+ * in flight to return (~0.1 s on the H100 machine), so a run that the host
+ * finishes in a few tens of milliseconds is better off never starting it.
+ * A run that ends before the device is there never waits for it
+ * otherwise (the CLI ends the process: rf_backend_hybrid_device_starting). */
 #include "backend.h"
 #include "../primitives/rf_prims.h"
 
@@ -66,8 +70,11 @@ typedef struct arrival {
     rf_backend *device;      /* the thread's result (NULL: no device) */
     rf_status st;
     atomic_bool done;        /* the thread has finished */
-    bool joined;
-    double begun, ready;     /* rf_now() at its start and its end */
+    bool started, threaded, joined;
+    double created;          /* rf_now() when the run began */
+    double start_after;      /* seconds of the run before the device is started */
+    double begun, ready;     /* rf_now() at the device's start and its end */
+    int host_threads;        /* the host's threads before the start (one fewer meanwhile); 0: unchanged */
     size_t host_kernels;     /* kernels run on the host before it was joined */
 } arrival;
 
@@ -98,20 +105,45 @@ static void *arrival_main(void *ctx)
     return NULL;
 }
 
-/* The device backend: NULL while it is still being made (unless wait:
- * then it is waited for), or when none came. Once made, it is told of the
- * program and announced as the CLI announces a device. */
+/* Starts making the device. The host's kernels give the starting thread a
+ * core meanwhile: a pool of one worker per core, each of whose jobs waits
+ * for every worker, stalls on the one the scheduler has put aside (same
+ * generation on luxembourg_osm: 0.15 s alone, 0.2-0.3 s beside a start). */
+static void arrival_start(arrival *a)
+{
+    a->started = true;
+    a->begun = rf_now();
+    int t = rf_prims_threads();
+    if (t > 2) {
+        a->host_threads = t;
+        rf_prims_set_threads(t - 1);
+    }
+    a->threaded = pthread_create(&a->thread, NULL, arrival_main, a) == 0;
+    if (!a->threaded)
+        arrival_main(a);   /* no thread: made here */
+}
+
+/* The device backend: NULL while it is not there yet (unless wait: then
+ * it is started if it was not, and waited for), or when none came. It is
+ * started once the run has gone on start_after seconds. Once made, it is
+ * told of the program and announced as the CLI announces a device. */
 static rf_backend *device_of(rf_backend *be, bool wait)
 {
     hybrid_impl *h = impl_of(be);
-    if (h->be[DEV] || !h->arr || h->arr->joined)
+    arrival *a = h->arr;
+    if (h->be[DEV] || !a || a->joined)
         return h->be[DEV];
-    if (!wait && !atomic_load(&h->arr->done))
+    if (!a->started && (wait || rf_now() - a->created >= a->start_after))
+        arrival_start(a);
+    if (!a->started || (!wait && !atomic_load(&a->done)))
         return NULL;
-    pthread_join(h->arr->thread, NULL);
-    h->arr->joined = true;
-    h->arr->host_kernels = h->kernels[HOST];
-    rf_backend *d = h->arr->device;
+    if (a->threaded)
+        pthread_join(a->thread, NULL);
+    a->joined = true;
+    if (a->host_threads && rf_prims_threads() == a->host_threads - 1)
+        rf_prims_set_threads(a->host_threads);
+    a->host_kernels = h->kernels[HOST];
+    rf_backend *d = a->device;
     if (!d)
         return NULL;   /* no device: the host runs everything */
     h->be[DEV] = d;
@@ -453,16 +485,21 @@ static void hy_print_stats(rf_backend *be, FILE *f)
     if (h->be[DEV] && h->be[DEV]->print_stats)
         h->be[DEV]->print_stats(h->be[DEV], f);
     if (h->arr) {
-        if (!h->arr->joined)
+        if (!h->arr->started)
+            fprintf(f, "  placement: the run ended within %.3f s, before the device was started (after %.3f s "
+                       "of the run, RF_DEVICE_START_MS); every kernel ran on the host\n",
+                    rf_now() - h->arr->created, h->arr->start_after);
+        else if (!h->arr->joined)
             fprintf(f, "  placement: the device was still starting when the run ended (%.3f s so far); every "
                        "kernel ran on the host\n", rf_now() - h->arr->begun);
         else if (!h->be[DEV])
             fprintf(f, "  placement: no device came (%s); every kernel ran on the host\n",
                     h->arr->st.message[0] ? h->arr->st.message : "none");
         else
-            fprintf(f, "  placement: the device was ready %.3f s after the start; %zu kernels ran on the host "
-                       "before (RF_HOST_WAIT_ROWS %zu: larger ones waited for it)\n",
-                    h->arr->ready - h->arr->begun, h->arr->host_kernels, h->wait_rows);
+            fprintf(f, "  placement: the device was started %.3f s into the run and ready %.3f s later; %zu kernels "
+                       "ran on the host before (RF_HOST_WAIT_ROWS %zu: larger ones waited for it)\n",
+                    h->arr->begun - h->arr->created, h->arr->ready - h->arr->begun, h->arr->host_kernels,
+                    h->wait_rows);
     }
     fprintf(f,
             "  placement: %zu kernels on the device, %zu on the host (work <= %zu rows; moving up to %zu rows "
@@ -485,8 +522,9 @@ static void hy_destroy(rf_backend *be)
 {
     hybrid_impl *h = impl_of(be);
     if (h->arr) {
-        if (!h->arr->joined) {   /* the device is not needed any more, but its thread must end */
-            pthread_join(h->arr->thread, NULL);
+        if (h->arr->started && !h->arr->joined) {   /* not needed any more, but its thread must end */
+            if (h->arr->threaded)
+                pthread_join(h->arr->thread, NULL);
             h->arr->joined = true;
             h->be[DEV] = h->arr->device;
         }
@@ -503,7 +541,7 @@ static void hy_destroy(rf_backend *be)
 bool rf_backend_hybrid_device_starting(const rf_backend *be)
 {
     const hybrid_impl *h = be && be->destroy == hy_destroy ? be->impl : NULL;
-    return h && h->arr && !h->arr->joined && !atomic_load(&h->arr->done);
+    return h && h->arr && h->arr->started && !h->arr->joined && !atomic_load(&h->arr->done);
 }
 
 /* A row count from the environment (a decimal number), else def. */
@@ -559,18 +597,15 @@ rf_backend *rf_backend_hybrid_new(rf_backend *device, rf_backend *host)
     return hybrid_over(device, host, NULL);
 }
 
-rf_backend *rf_backend_hybrid_new_arriving(rf_backend *(*start)(rf_status *st), rf_backend *host)
+rf_backend *rf_backend_hybrid_new_arriving(rf_backend *(*start)(rf_status *st), rf_backend *host, double start_after)
 {
     arrival *a = rf_calloc(1, sizeof *a);
     a->start = start;
-    a->begun = rf_now();
+    a->created = rf_now();
+    a->start_after = start_after > 0 ? start_after : 0;
     atomic_init(&a->done, false);
-    if (pthread_create(&a->thread, NULL, arrival_main, a) != 0) {   /* no thread: start it here */
-        arrival_main(a);
-        a->joined = true;
-        rf_backend *d = a->device;
-        free(a);
-        return d ? hybrid_over(d, host, NULL) : host;
-    }
-    return hybrid_over(NULL, host, a);
+    rf_backend *be = hybrid_over(NULL, host, a);
+    if (a->start_after == 0)
+        arrival_start(a);
+    return be;
 }
