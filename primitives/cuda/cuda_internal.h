@@ -151,6 +151,7 @@ struct rf_cuda_ctx {
     cudaStream_t stage_stream[RF_MAX_STAGE];
     /* Join algorithm: 0 chosen by size (rf_cuda_join), 1 merge, 2 hash. */
     int join_mode;
+    bool small_sort;         /* sorts of a few rows by one block (RF_CUDA_SMALL_SORT=off: never) */
     size_t hash_joins, merge_joins;
     /* RF_CUDA_TRACE=1: where a kernel's time goes, phase by phase
      * (rf_cuda_trace; the stream is synchronised at each mark, so traced
@@ -312,6 +313,14 @@ cudaError_t rf_k_unpack(cudaStream_t s, const uint64_t *keys, size_t n, const ui
                         const int *bits_host, rf_wcols dst);
 cudaError_t rf_k_gather(cudaStream_t s, rf_cols src, int ncols, const uint32_t *perm, size_t n,
                         rf_wcols dst);
+/* One block sorts and deduplicates the n rows of a small relation (n <=
+ * RF_SMALL_SORT_ROWS, n rounded up to a power of two times arity <=
+ * RF_SMALL_SORT_WORDS: shared memory) into out (room for n rows), in the
+ * order of the general sort; *total := the rows written. */
+#define RF_SMALL_SORT_ROWS 2048
+#define RF_SMALL_SORT_WORDS 4096
+cudaError_t rf_k_small_sort_unique(cudaStream_t s, rf_cols in, int arity, size_t n, rf_wcols out,
+                                   unsigned long long *total);
 /* flags[i] = first row or row i differs from row i-1 on the first k cols. */
 cudaError_t rf_k_row_heads(cudaStream_t s, rf_cols cols, int k, size_t n, uint8_t *flags);
 /* For flagged i (flags NULL: all), dst row pos[i] (pos NULL: i) := src row i. */

@@ -692,6 +692,90 @@ Shifts make_shifts(const int *shift, const int *bits, int n)
     return s;
 }
 
+// ---- A small relation sorted and deduplicated by one block ----
+// The rows (n <= RF_SMALL_SORT_ROWS, n x arity <= RF_SMALL_SORT_WORDS) are
+// loaded into shared memory; a bitonic sort of their indices (padded to a
+// power of two with indices that sort last) orders them as the radix path
+// does (columns compared as unsigned words, first column first); then each
+// row unlike its predecessor is written at its place from a block scan, and
+// *total gets the count. One launch and no temporary memory, where the
+// general path (maxima, a wait, pack, radix passes, heads, scan, a wait,
+// unpack) costs ~75 us however few the rows: a semi-naive loop's last
+// iterations sort a handful of rows.
+__device__ __forceinline__ bool row_less(const uint64_t *rows, int a, int npad, unsigned x, unsigned y, unsigned n)
+{
+    if (y >= n)
+        return x < n || x < y;   // padding sorts last, among itself by index
+    if (x >= n)
+        return false;
+    for (int k = 0; k < a; k++) {
+        uint64_t u = rows[(size_t)k * npad + x], v = rows[(size_t)k * npad + y];
+        if (u != v)
+            return u < v;
+    }
+    return x < y;   // equal rows: any fixed order
+}
+
+__global__ void k_small_sort_unique(rf_cols in, int a, unsigned n, unsigned npad, rf_wcols out,
+                                    unsigned long long *total)
+{
+    extern __shared__ uint64_t sh[];
+    uint64_t *rows = sh;                                             // [a][npad]
+    unsigned *idx = reinterpret_cast<unsigned *>(rows + (size_t)a * npad);   // [npad]
+    unsigned *scan = idx + npad;                                     // [blockDim.x + 1]
+    for (unsigned i = threadIdx.x; i < npad; i += blockDim.x) {
+        idx[i] = i;
+        for (int k = 0; k < a; k++)
+            rows[(size_t)k * npad + i] = i < n ? in.c[k][i] : 0;
+    }
+    __syncthreads();
+    for (unsigned size = 2; size <= npad; size <<= 1)
+        for (unsigned stride = size >> 1; stride > 0; stride >>= 1) {
+            for (unsigned i = threadIdx.x; i < npad; i += blockDim.x) {
+                unsigned j = i ^ stride;
+                if (j > i) {
+                    bool up = (i & size) == 0;
+                    unsigned x = idx[i], y = idx[j];
+                    if (row_less(rows, a, npad, y, x, n) == up) {
+                        idx[i] = y;
+                        idx[j] = x;
+                    }
+                }
+            }
+            __syncthreads();
+        }
+    // Heads, then a scan of each thread's count over its consecutive run of
+    // positions (per = npad / blockDim.x or 1), then the writes.
+    unsigned per = (npad + blockDim.x - 1) / blockDim.x, first = threadIdx.x * per, mine = 0;
+    for (unsigned i = first; i < first + per && i < n; i++) {
+        bool head = i == 0;
+        for (int k = 0; !head && k < a; k++)
+            head = rows[(size_t)k * npad + idx[i]] != rows[(size_t)k * npad + idx[i - 1]];
+        mine += head;
+    }
+    scan[threadIdx.x + 1] = mine;
+    if (threadIdx.x == 0)
+        scan[0] = 0;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (unsigned t = 1; t <= blockDim.x; t++)
+            scan[t] += scan[t - 1];
+        *total = scan[blockDim.x];
+    }
+    __syncthreads();
+    unsigned at = scan[threadIdx.x];
+    for (unsigned i = first; i < first + per && i < n; i++) {
+        bool head = i == 0;
+        for (int k = 0; !head && k < a; k++)
+            head = rows[(size_t)k * npad + idx[i]] != rows[(size_t)k * npad + idx[i - 1]];
+        if (head) {
+            for (int k = 0; k < a; k++)
+                out.c[k][at] = rows[(size_t)k * npad + idx[i]];
+            at++;
+        }
+    }
+}
+
 } // namespace
 
 #define LAUNCH(kernel, n, s, ...)                                                     \
@@ -730,6 +814,20 @@ cudaError_t rf_k_gather(cudaStream_t s, rf_cols src, int ncols, const uint32_t *
                         rf_wcols dst)
 {
     LAUNCH(k_gather, n, s, src, ncols, perm, n, dst);
+}
+
+cudaError_t rf_k_small_sort_unique(cudaStream_t s, rf_cols in, int arity, size_t n, rf_wcols out,
+                                   unsigned long long *total)
+{
+    unsigned npad = 1;
+    while (npad < n)
+        npad <<= 1;
+    if (n == 0 || n > RF_SMALL_SORT_ROWS || (size_t)npad * (size_t)arity > RF_SMALL_SORT_WORDS)
+        return cudaErrorInvalidValue;
+    unsigned threads = npad < 1024 ? (npad < 32 ? 32 : npad) : 1024;
+    size_t shared = (size_t)npad * (size_t)arity * 8 + (size_t)npad * 4 + (size_t)(threads + 1) * 4;
+    k_small_sort_unique<<<1, threads, shared, s>>>(in, arity, (unsigned)n, npad, out, total);
+    return cudaGetLastError();
 }
 
 cudaError_t rf_k_row_heads(cudaStream_t s, rf_cols cols, int k, size_t n, uint8_t *flags)

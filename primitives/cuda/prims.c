@@ -89,6 +89,8 @@ rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
         goto fail;
     const char *jm = getenv("RF_CUDA_JOIN");
     c->join_mode = jm && strcmp(jm, "merge") == 0 ? 1 : jm && strcmp(jm, "hash") == 0 ? 2 : 0;
+    const char *ss = getenv("RF_CUDA_SMALL_SORT");
+    c->small_sort = !(ss && strcmp(ss, "off") == 0);
     const char *tr = getenv("RF_CUDA_TRACE");
     c->trace = tr && *tr && strcmp(tr, "0") != 0;
     if (!stage_init(c, st))
@@ -415,8 +417,8 @@ bool rf_drel_upload(rf_cuda_ctx *c, rf_drel *r, const rf_table *t, const char *w
  * (before any facts load), as nstage chunk buffers with a stream each;
  * a download hands chunks to nstage host threads that each DMA a chunk
  * into their buffer and copy it out, so the copy engine and the host
- * copies overlap. The destination's pages are best faulted in ahead
- * (common/rf_prefault.h, done by the GPU backend). */
+ * copies overlap; a small download is cut into smaller chunks so that
+ * every thread takes its share of the destination's page faults. */
 #define RF_STAGE_CHUNK ((size_t)4 << 20)
 
 static void stage_free(rf_cuda_ctx *c)
@@ -471,7 +473,7 @@ typedef struct download_job {
     rf_cuda_ctx *c;
     const rf_drel *r;
     rf_table *t;
-    size_t col_bytes, chunks_per_col, nchunks;
+    size_t col_bytes, chunk, chunks_per_col, nchunks;
     atomic_size_t next;
     atomic_int failed;       /* a cudaError_t, 0 while none */
 } download_job;
@@ -485,8 +487,8 @@ static void download_worker(void *arg, int w)
     cudaError_t e = cudaSetDevice(c->device);
     size_t g;
     while (e == cudaSuccess && !atomic_load(&j->failed) && (g = atomic_fetch_add(&j->next, 1)) < j->nchunks) {
-        size_t k = g / j->chunks_per_col, off = (g % j->chunks_per_col) * RF_STAGE_CHUNK;
-        size_t n = j->col_bytes - off < RF_STAGE_CHUNK ? j->col_bytes - off : RF_STAGE_CHUNK;
+        size_t k = g / j->chunks_per_col, off = (g % j->chunks_per_col) * j->chunk;
+        size_t n = j->col_bytes - off < j->chunk ? j->col_bytes - off : j->chunk;
         e = cudaMemcpyAsync(buf, (const char *)(j->r->data + k * j->r->cap) + off, n, cudaMemcpyDeviceToHost, s);
         if (e == cudaSuccess)
             e = cudaStreamSynchronize(s);
@@ -529,8 +531,17 @@ bool rf_drel_download(rf_cuda_ctx *c, const rf_drel *r, rf_table *t, rf_status *
     /* The chunk threads read device memory on their own streams. */
     bool ok = rf_cuda_sync(c, st);
     if (ok && r->arity > 0 && col_bytes > 0) {
-        download_job j = {.c = c, .r = r, .t = t, .col_bytes = col_bytes};
-        j.chunks_per_col = (col_bytes + RF_STAGE_CHUNK - 1) / RF_STAGE_CHUNK;
+        /* Chunks of a staging buffer, or smaller where that would leave
+         * threads idle: into fresh memory the copy out is page faults (~2.7
+         * us a 4 KB page in the VM), which go as fast as threads take them
+         * (5.3 MB of wing's TC in 2 chunks: 1.6 ms). */
+        download_job j = {.c = c, .r = r, .t = t, .col_bytes = col_bytes, .chunk = RF_STAGE_CHUNK};
+        size_t total = col_bytes * (size_t)r->arity, want = 2 * (size_t)(c->nstage > 0 ? c->nstage : 1);
+        if (total / RF_STAGE_CHUNK < want) {
+            size_t piece = (total / want + 4095) / 4096 * 4096;
+            j.chunk = piece < ((size_t)256 << 10) ? ((size_t)256 << 10) : piece;
+        }
+        j.chunks_per_col = (col_bytes + j.chunk - 1) / j.chunk;
         j.nchunks = j.chunks_per_col * (size_t)r->arity;
         atomic_init(&j.next, 0);
         atomic_init(&j.failed, 0);
@@ -1445,6 +1456,25 @@ bool rf_cuda_sort_unique(rf_cuda_ctx *c, const rf_drel *r, rf_drel *out, const c
     rf_drel_init(&sorted, a);
     rf_drel_init(&res, a);
     rf_cols in = rf_cols_of(r);
+
+    /* A few rows: one block, one launch, one wait (rf_k_small_sort_unique).
+     * RF_CUDA_SMALL_SORT=off (tests) takes the general path at any size. */
+    size_t npad = 1;
+    while (npad < n)
+        npad <<= 1;
+    if (n <= RF_SMALL_SORT_ROWS && npad * (size_t)a <= RF_SMALL_SORT_WORDS && c->small_sort) {
+        uint64_t rows = 0;
+        if (!tmp_get(c, &pos, 8, "small sort", st) || !rf_drel_alloc(c, &res, n, what, st))
+            goto fail;
+        CK(rf_k_small_sort_unique(c->stream, in, a, n, rf_wcols_of(&res), (unsigned long long *)pos.p),
+           "small sort");
+        if (!read_word(c, (const uint64_t *)pos.p, &rows, st))
+            goto fail;
+        tmp_put(c, &pos);
+        res.nrows = (size_t)rows;
+        rf_drel_move(c, out, &res);
+        return true;
+    }
 
     /* Bit width of every column: radix passes only over bits in use, and
      * several narrow columns pack into one 64-bit key. */
