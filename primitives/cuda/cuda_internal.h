@@ -317,8 +317,8 @@ cudaError_t rf_k_gather(cudaStream_t s, rf_cols src, int ncols, const uint32_t *
  * RF_SMALL_SORT_ROWS, n rounded up to a power of two times arity <=
  * RF_SMALL_SORT_WORDS: shared memory) into out (room for n rows), in the
  * order of the general sort; *total := the rows written. */
-#define RF_SMALL_SORT_ROWS 2048
-#define RF_SMALL_SORT_WORDS 4096
+#define RF_SMALL_SORT_ROWS 8192
+#define RF_SMALL_SORT_WORDS 16384
 cudaError_t rf_k_small_sort_unique(cudaStream_t s, rf_cols in, int arity, size_t n, rf_wcols out,
                                    unsigned long long *total);
 /* flags[i] = first row or row i differs from row i-1 on the first k cols. */

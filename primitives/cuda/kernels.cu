@@ -722,7 +722,7 @@ __global__ void k_small_sort_unique(rf_cols in, int a, unsigned n, unsigned npad
     extern __shared__ uint64_t sh[];
     uint64_t *rows = sh;                                             // [a][npad]
     unsigned *idx = reinterpret_cast<unsigned *>(rows + (size_t)a * npad);   // [npad]
-    unsigned *scan = idx + npad;                                     // [blockDim.x + 1]
+    unsigned *scan = idx + npad;                                     // [32]: a word a warp
     for (unsigned i = threadIdx.x; i < npad; i += blockDim.x) {
         idx[i] = i;
         for (int k = 0; k < a; k++)
@@ -745,7 +745,7 @@ __global__ void k_small_sort_unique(rf_cols in, int a, unsigned n, unsigned npad
             __syncthreads();
         }
     // Heads, then a scan of each thread's count over its consecutive run of
-    // positions (per = npad / blockDim.x or 1), then the writes.
+    // positions (per = npad / blockDim.x, or 1), then the writes.
     unsigned per = (npad + blockDim.x - 1) / blockDim.x, first = threadIdx.x * per, mine = 0;
     for (unsigned i = first; i < first + per && i < n; i++) {
         bool head = i == 0;
@@ -753,17 +753,32 @@ __global__ void k_small_sort_unique(rf_cols in, int a, unsigned n, unsigned npad
             head = rows[(size_t)k * npad + idx[i]] != rows[(size_t)k * npad + idx[i - 1]];
         mine += head;
     }
-    scan[threadIdx.x + 1] = mine;
-    if (threadIdx.x == 0)
-        scan[0] = 0;
+    // Exclusive scan of `mine` over the block: within each warp by shuffles,
+    // then the warps' totals (scan[w]) by warp 0.
+    unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+    unsigned incl = mine;
+    for (int d = 1; d < 32; d <<= 1) {
+        unsigned v = __shfl_up_sync(0xffffffffu, incl, d);
+        if ((int)lane >= d)
+            incl += v;
+    }
+    if (lane == 31)
+        scan[warp] = incl;
     __syncthreads();
-    if (threadIdx.x == 0) {
-        for (unsigned t = 1; t <= blockDim.x; t++)
-            scan[t] += scan[t - 1];
-        *total = scan[blockDim.x];
+    if (warp == 0) {
+        unsigned t = lane < nwarps ? scan[lane] : 0, ti = t;
+        for (int d = 1; d < 32; d <<= 1) {
+            unsigned v = __shfl_up_sync(0xffffffffu, ti, d);
+            if ((int)lane >= d)
+                ti += v;
+        }
+        if (lane < nwarps)
+            scan[lane] = ti - t;   // exclusive: the warps before
+        if (lane == nwarps - 1)
+            *total = ti;
     }
     __syncthreads();
-    unsigned at = scan[threadIdx.x];
+    unsigned at = scan[warp] + incl - mine;
     for (unsigned i = first; i < first + per && i < n; i++) {
         bool head = i == 0;
         for (int k = 0; !head && k < a; k++)
@@ -825,7 +840,17 @@ cudaError_t rf_k_small_sort_unique(cudaStream_t s, rf_cols in, int arity, size_t
     if (n == 0 || n > RF_SMALL_SORT_ROWS || (size_t)npad * (size_t)arity > RF_SMALL_SORT_WORDS)
         return cudaErrorInvalidValue;
     unsigned threads = npad < 1024 ? (npad < 32 ? 32 : npad) : 1024;
-    size_t shared = (size_t)npad * (size_t)arity * 8 + (size_t)npad * 4 + (size_t)(threads + 1) * 4;
+    size_t shared = (size_t)npad * (size_t)arity * 8 + (size_t)npad * 4 + 32 * 4;
+    if (shared > 48 * 1024) {   // beyond the default: ask for it (sm_90 allows 227 KB a block)
+        static size_t granted;
+        if (shared > granted) {
+            cudaError_t e = cudaFuncSetAttribute(k_small_sort_unique, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 (int)shared);
+            if (e != cudaSuccess)
+                return e;
+            granted = shared;
+        }
+    }
     k_small_sort_unique<<<1, threads, shared, s>>>(in, arity, (unsigned)n, npad, out, total);
     return cudaGetLastError();
 }

@@ -372,8 +372,9 @@ static const int kBits[] = {4, 12, 20, 40, 64};
 
 static void test_sort(rf_cuda_ctx *c)
 {
-    /* 2-2048 rows: the one-block sort (rf_k_small_sort_unique) up to its limits */
-    static const size_t sizes[] = {0, 1, 2, 7, 33, 513, 1000, 1024, 1025, 2048, 2049, 65537, 300000};
+    /* 2-8192 rows: the one-block sort (rf_k_small_sort_unique) up to its
+     * limits (8192 rows, 16384 words: 4096 rows of 4 columns) */
+    static const size_t sizes[] = {0, 1, 2, 7, 33, 513, 1000, 1024, 1025, 2049, 4096, 4097, 8192, 8193, 65537, 300000};
     int runs = 0;
     for (int ar = 0; ar <= 4; ar++)
         for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
