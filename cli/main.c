@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,7 +41,7 @@ static const char usage_text[] =
     "       redfox run PROG.dl [-F FACT_DIR] [-D OUTPUT_DIR|-] [-j N] [run options]\n"
     "                  [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]\n"
     "                  [--max-iterations N] [--progress] [--profile TRACE.json] [--no-fuse]\n"
-    "                  [--join=auto|binary|wcoj] [--distribute]\n"
+    "                  [--join=auto|binary|wcoj] [--distribute] [--gpus N]\n"
     "       redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse] [--join=J] [--dot] [-o FILE]\n"
     "       redfox explain --cuda PROG.lql|PROG.rfx | --select-plans PROG.lql|PROG.rfx\n"
     "       redfox compile PROG.lql -o PROG.rfx [--no-fuse] [--join=J]\n"
@@ -103,7 +105,9 @@ static const char help_text[] =
     "                      joins only) or wcoj (a multiway join wherever it can)\n"
     "  --distribute        run over the ranks of MPI (the default under mpirun -np N:\n"
     "                      RF_DISTRIBUTE=0 turns that off); rank 0 writes the\n"
-    "                      outputs. CPU backend only for now (docs/distributed.md)\n"
+    "                      outputs. The CPU backend in each rank (docs/distributed.md)\n"
+    "  --gpus N            run as N processes, one per GPU (devices 0..N-1), the GPU\n"
+    "                      backend in each, exchanging through NCCL; rank 0 writes\n"    "                      the outputs\n"
     "\n"
     "Without --output, outputs are printed sorted to stdout. Outputs are the\n"
     "@output predicates plus --print ones; with neither, every predicate defined\n"
@@ -360,6 +364,9 @@ static int run_program(int argc, char **argv, rf_comm *comm)
             fuse = false;
         } else if (strcmp(argv[i], "--distribute") == 0) {
             /* (cmd_run looked for it) */
+        } else if (strcmp(argv[i], "--gpus") == 0 || strncmp(argv[i], "--gpus=", 7) == 0) {
+            err = usage("--gpus is for the launching process; this one is rank %s of a --gpus run",
+                        getenv("RF_NCCL_RANK") ? getenv("RF_NCCL_RANK") : "?");
         } else if (argv[i][0] == '-' && argv[i][1]) {
             err = usage("unknown option '%s'", argv[i]);
         } else if (!prog_path) {
@@ -393,9 +400,12 @@ static int run_program(int argc, char **argv, rf_comm *comm)
         threads = (int)t;
     }
     /* A distributed run (docs/distributed.md): the CPU backend in every
-     * rank; what would make ranks take different paths is refused. */
-    if (!err && comm && strcmp(backend, "gpu") == 0)
-        err = usage("--backend=gpu: distributed runs use the CPU backend for now (%s)", "docs/distributed.md");
+     * rank under MPI, the GPU backend under --gpus (NCCL); what would make
+     * ranks take different paths is refused. */
+    bool comm_gpus = comm && strncmp(comm->name, "nccl", 4) == 0;
+    if (!err && comm && !comm_gpus && strcmp(backend, "gpu") == 0)
+        err = usage("--backend=gpu: distributed runs over MPI use the CPU backend for now; "
+                    "redfox run --gpus N runs one process per GPU (%s)", "docs/distributed.md");
     if (!err && comm && profile_path)
         err = usage("--profile is not supported in distributed runs yet (%s)", "docs/distributed.md");
     /* (A progress line counts rows, a collective call, when a second has
@@ -403,7 +413,7 @@ static int run_program(int argc, char **argv, rf_comm *comm)
     if (!err && comm && progress)
         err = usage("--progress is not supported in distributed runs yet (%s)", "docs/distributed.md");
     if (!err && comm) {
-        backend = "cpu";
+        backend = comm_gpus && strcmp(backend, "cpu") != 0 ? "gpu" : "cpu";
         if (!threads) {   /* the host's cores shared among the ranks on it */
             const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
             long ranks_here = local ? strtol(local, NULL, 10) : comm->size;
@@ -609,8 +619,183 @@ done:
  * compiles and runs the same program; rank 0 alone writes and prints
  * (the other ranks' stdout and stderr go to /dev/null unless
  * RF_DIST_VERBOSE=1: they would repeat rank 0's messages). */
+/* `redfox run --gpus N ...`: N processes, one per GPU (rank r on CUDA
+ * device r), each this same command without --gpus, joined by NCCL
+ * (runtime/nccl/comm_nccl.c). Rank 0 makes the NCCL id and writes it up a
+ * pipe; this process hands it down a pipe to every other rank, then waits
+ * for them all. A rank that fails ends the others (NCCL cannot): the exit
+ * status is the first failing rank's, rank 0 having printed the message
+ * (the dist layer makes every rank fail with rank 0's). */
+static int launch_gpus(int argc, char **argv, int at, const char *count)
+{
+    char *end = NULL;
+    long n = strtol(count, &end, 10);
+    if (!*count || *end || n < 1 || n > 64)
+        return usage("--gpus expects a number of GPUs from 1 to 64, not '%s'", count);
+    /* The ranks' command: this one without --gpus N (or --gpus=N). */
+    char **args = rf_calloc((size_t)argc + 1, sizeof *args);
+    int na = 0;
+    for (int i = 0; i < argc; i++) {
+        if (i == at) {
+            if (strcmp(argv[i], "--gpus") == 0)
+                i++;
+            continue;
+        }
+        args[na++] = argv[i];
+    }
+    args[na] = NULL;
+    int up[2];
+    int (*down)[2] = rf_calloc((size_t)n, sizeof *down);
+    pid_t *pids = rf_calloc((size_t)n, sizeof *pids);
+    if (pipe(up) != 0) {
+        perror("redfox: pipe");
+        return RF_EXIT_RUNTIME_ERROR;
+    }
+    for (long r = 1; r < n; r++)
+        if (pipe(down[r]) != 0) {
+            perror("redfox: pipe");
+            return RF_EXIT_RUNTIME_ERROR;
+        }
+    /* NVLink multicast (NVLS) stays off unless asked for: the machines
+     * this runs on are shared, and their operators ask for it off. */
+    setenv("NCCL_NVLS_ENABLE", getenv("NCCL_NVLS_ENABLE") ? getenv("NCCL_NVLS_ENABLE") : "0", 1);
+    fflush(stdout);
+    fflush(stderr);
+    for (long r = 0; r < n; r++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            perror("redfox: fork");
+            for (long q = 0; q < r; q++)
+                kill(pids[q], SIGTERM);
+            return RF_EXIT_RUNTIME_ERROR;
+        }
+        if (pid == 0) {
+            char v[32];
+            int fd = r == 0 ? up[1] : down[r][0];
+            snprintf(v, sizeof v, "%ld", r);
+            setenv("RF_NCCL_RANK", v, 1);
+            if (!getenv("RF_CUDA_DEVICE_BASE"))
+                setenv("RF_CUDA_DEVICE", v, 1);
+            else {
+                snprintf(v, sizeof v, "%ld", r + strtol(getenv("RF_CUDA_DEVICE_BASE"), NULL, 10));
+                setenv("RF_CUDA_DEVICE", v, 1);
+            }
+            snprintf(v, sizeof v, "%ld", n);
+            setenv("RF_NCCL_SIZE", v, 1);
+            snprintf(v, sizeof v, "%d", fd);
+            setenv("RF_NCCL_ID_FD", v, 1);
+            close(up[0]);
+            if (r != 0)
+                close(up[1]);
+            for (long q = 1; q < n; q++) {
+                close(down[q][1]);
+                if (q != r)
+                    close(down[q][0]);
+            }
+            execv("/proc/self/exe", args);
+            perror("redfox: exec");
+            _exit(RF_EXIT_RUNTIME_ERROR);
+        }
+        pids[r] = pid;
+    }
+    close(up[1]);
+    for (long r = 1; r < n; r++)
+        close(down[r][0]);
+    unsigned char id[RF_COMM_NCCL_ID_BYTES];
+    size_t got = 0;
+    while (got < sizeof id) {
+        ssize_t k = read(up[0], id + got, sizeof id - got);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    close(up[0]);
+    for (long r = 1; r < n; r++) {   /* short: rank 0 failed first; the others then read nothing */
+        if (got == sizeof id && write(down[r][1], id, sizeof id) != (ssize_t)sizeof id)
+            got = 0;
+        close(down[r][1]);
+    }
+    int rc = 0;
+    for (long left = n; left > 0; left--) {
+        int status = 0;
+        pid_t pid = wait(&status);
+        if (pid < 0)
+            break;
+        int code = WIFEXITED(status) ? WEXITSTATUS(status) : RF_EXIT_RUNTIME_ERROR;
+        if (code != 0 && rc == 0) {
+            rc = code;
+            for (long q = 0; q < n; q++)
+                if (pids[q] != pid)
+                    kill(pids[q], SIGTERM);
+        }
+    }
+    free(args);
+    free(down);
+    free(pids);
+    return rc;
+}
+
+/* A rank of a --gpus run (RF_NCCL_RANK set by launch_gpus): its NCCL
+ * communicator, the id made (rank 0) or received through RF_NCCL_ID_FD. */
+static rf_comm *open_gpus_rank(char *err, size_t cap)
+{
+    int rank = atoi(getenv("RF_NCCL_RANK")), size = getenv("RF_NCCL_SIZE") ? atoi(getenv("RF_NCCL_SIZE")) : 1;
+    int fd = getenv("RF_NCCL_ID_FD") ? atoi(getenv("RF_NCCL_ID_FD")) : -1;
+    int device = getenv("RF_CUDA_DEVICE") ? atoi(getenv("RF_CUDA_DEVICE")) : rank;
+    unsigned char id[RF_COMM_NCCL_ID_BYTES];
+    bool ok = true;
+    if (rank == 0) {
+        ok = rf_comm_nccl_unique_id(id, sizeof id, err, cap);
+        if (ok && fd >= 0 && write(fd, id, sizeof id) != (ssize_t)sizeof id) {
+            snprintf(err, cap, "cannot hand the NCCL id to the launcher");
+            ok = false;
+        }
+    } else {
+        size_t got = 0;
+        while (fd >= 0 && got < sizeof id) {
+            ssize_t k = read(fd, id + got, sizeof id - got);
+            if (k <= 0)
+                break;
+            got += (size_t)k;
+        }
+        if (got != sizeof id) {
+            snprintf(err, cap, "rank %d: no NCCL id from the launcher (rank 0 failed to start)", rank);
+            ok = false;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    return ok ? rf_comm_nccl_open(rank, size, id, sizeof id, device, err, cap) : NULL;
+}
+
 static int cmd_run(int argc, char **argv)
 {
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], "--gpus") == 0 || strncmp(argv[i], "--gpus=", 7) == 0) {
+            if (getenv("RF_NCCL_RANK"))
+                break;   /* (run_program refuses it) */
+            if (strcmp(argv[i], "--gpus") == 0 && i + 1 >= argc)
+                return usage("--gpus expects a number of GPUs%s", "");
+            return launch_gpus(argc, argv, i, strcmp(argv[i], "--gpus") == 0 ? argv[i + 1] : argv[i] + 7);
+        }
+    if (getenv("RF_NCCL_RANK")) {
+        char err[512] = "";
+        rf_comm *comm = open_gpus_rank(err, sizeof err);
+        if (!comm) {
+            fprintf(stderr, "redfox: error: --gpus run: %s\n", err);
+            return RF_EXIT_RUNTIME_ERROR;
+        }
+        const char *verbose = getenv("RF_DIST_VERBOSE");
+        if (comm->rank != 0 && !(verbose && strcmp(verbose, "1") == 0)) {
+            if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
+                comm->abort(comm, RF_EXIT_RUNTIME_ERROR);
+        }
+        int rc = run_program(argc, argv, comm);
+        fflush(stdout);
+        fflush(stderr);
+        comm->close(comm);
+        return rc;
+    }
     bool distribute = false;
     for (int i = 2; i < argc; i++)
         distribute |= strcmp(argv[i], "--distribute") == 0;

@@ -4,8 +4,9 @@
  * buffers, all-reduce of u64, broadcast, abort. The MPI implementation
  * (runtime/mpi/comm_mpi.c) is a shared module loaded with dlopen only by a
  * distributed run, so that `redfox` neither links nor loads libmpi
- * otherwise; an NCCL communicator over device buffers can implement the
- * same table later (the GPU wrapper). */
+ * otherwise. The NCCL implementation (runtime/nccl/comm_nccl.c,
+ * librf_comm_nccl.so) serves `redfox run --gpus N`: one process per GPU,
+ * the words crossing through device buffers. */
 #ifndef RF_DIST_COMM_H
 #define RF_DIST_COMM_H
 
@@ -50,5 +51,19 @@ rf_comm *rf_comm_mpi_open(char *err, size_t errcap);
 /* The entry point the module exports (what rf_comm_mpi_open looks up). */
 typedef rf_comm *(*rf_comm_mpi_open_fn)(char *err, size_t errcap);
 #define RF_COMM_MPI_ENTRY "rf_comm_mpi_module_open"
+
+/* The NCCL communicator (librf_comm_nccl.so: $RF_COMM_NCCL_LIB, else
+ * found as the MPI module is). rf_comm_nccl_unique_id fills the len-byte
+ * id that every rank's rf_comm_nccl_open needs (made by one rank, handed
+ * to the others: cli/main.c's launcher does it through pipes); open joins
+ * rank `rank` of `size` on CUDA device `device`. */
+#define RF_COMM_NCCL_ID_BYTES 128
+bool rf_comm_nccl_unique_id(void *id, size_t len, char *err, size_t errcap);
+rf_comm *rf_comm_nccl_open(int rank, int size, const void *id, size_t len, int device, char *err, size_t errcap);
+typedef bool (*rf_comm_nccl_id_fn)(void *id, size_t len, char *err, size_t errcap);
+typedef rf_comm *(*rf_comm_nccl_open_fn)(int rank, int size, const void *id, size_t len, int device, char *err,
+                                         size_t errcap);
+#define RF_COMM_NCCL_ID_ENTRY "rf_comm_nccl_module_unique_id"
+#define RF_COMM_NCCL_ENTRY "rf_comm_nccl_module_open"
 
 #endif

@@ -1701,7 +1701,11 @@ rf_backend *rf_backend_gpu_new(rf_status *st)
         rf_fail(st, RF_EXIT_RUNTIME_ERROR, "no CUDA device found (the GPU backend needs an NVIDIA GPU and driver)");
         return NULL;
     }
-    rf_cuda_ctx *ctx = rf_cuda_ctx_new(0, st);
+    /* RF_CUDA_DEVICE: which device (a rank of `redfox run --gpus N` gets
+     * its own; default 0). */
+    const char *dev_env = getenv("RF_CUDA_DEVICE");
+    int device = dev_env && *dev_env ? atoi(dev_env) : 0;
+    rf_cuda_ctx *ctx = rf_cuda_ctx_new(device, st);
     if (!ctx)
         return NULL;
     /* Host-side work of this backend (download copies out of the pinned
