@@ -318,6 +318,7 @@ typedef struct load_job {
     int npieces;
     int used;                  /* pieces 0..used-1 make the result */
     bool zeroed;               /* the table's new rows are all 0 already */
+    bool fast;                 /* lines may take the fast path (fast_path_applies) */
     int print_col;             /* -1, or the unread column that gets a
                                   fingerprint of the row's unread fields */
     atomic_int first_failed;   /* earliest piece known to have failed */
@@ -476,6 +477,225 @@ static bool convert_field(conv *cv, int c, int lineno, rf_word *dst, rf_status *
     return true;
 }
 
+/* ---- The fast path ----
+ * Most fact files are TSV or TBL lines of numbers (edge lists, TPC-H keys
+ * and dates). For those, fast_rows reads the values of a line straight into
+ * the columns: no fields vector, no memchr for the line end, no type
+ * dispatch through convert_field. It takes a line only when every field
+ * has the common form (the form fast_int, fast_decimal and a 10-byte
+ * rf_date_parse accept, each followed by exactly the separator the general
+ * path would split at) and gives the line back untouched otherwise: blank
+ * and comment lines, a wrong field count, a value in another form (a
+ * bad one included), an escape. The general path then parses that line as
+ * it always did, so the rows, the errors and their wording are its own.
+ * Only pieces whose columns are all int32, int64, date or decimal take it
+ * (load_job.fast). */
+static atomic_bool g_fast_path = true;
+
+void rf_set_parse_fast_path(bool on) { atomic_store(&g_fast_path, on); }
+
+static bool fast_path_applies(const load_job *j)
+{
+    if (!atomic_load(&g_fast_path) || j->arity == 0 || (j->fmt != RF_FORMAT_TSV && j->fmt != RF_FORMAT_TBL))
+        return false;
+    for (int c = 0; c < j->arity; c++)
+        if (!rf_type_is_integer(j->types[c]) && !rf_type_is_decimal(j->types[c]) && j->types[c] != RF_TYPE_DATE)
+            return false;
+    return true;
+}
+
+/* Where the digits from s stop: the first byte in [s, end) that is not
+ * '0'..'9' (end if none). */
+static inline const char *skip_digits(const char *s, const char *end)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* Eight bytes a step: a byte is a digit iff its high nibble is 3 and
+     * adding 6 leaves it 3 (0x30..0x39). Adding 6 carries out of a byte
+     * only when it is no digit, and the carry only spoils later bytes. */
+    const uint64_t highs = 0xF0F0F0F0F0F0F0F0ull, threes = 0x3030303030303030ull, sixes = 0x0606060606060606ull;
+    for (; end - s >= 8; s += 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        uint64_t odd = ((w & highs) ^ threes) | (((w + sixes) & highs) ^ threes); /* non-zero byte: no digit */
+        if (odd)
+            return s + (__builtin_ctzll(odd) >> 3);
+    }
+#endif
+    while (s < end && (unsigned)(*s - '0') <= 9)
+        s++;
+    return s;
+}
+
+/* The value of n decimal digits at s, 1 <= n <= 18. Eight at a time where
+ * the byte order allows: each step adds neighbouring digits, pairs and
+ * quads (the classic SWAR conversion), without a branch per digit. */
+static inline int64_t digits_value(const char *s, size_t n)
+{
+    int64_t v = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        w -= 0x3030303030303030ull;
+        w = (w * 10 + (w >> 8)) & 0x00FF00FF00FF00FFull;
+        w = (w * 100 + (w >> 16)) & 0x0000FFFF0000FFFFull;
+        w = (w * 10000 + (w >> 32)) & 0xFFFFFFFFull;
+        v = v * 100000000 + (int64_t)w;
+        s += 8;
+        n -= 8;
+    }
+#endif
+    for (size_t i = 0; i < n; i++)
+        v = v * 10 + (s[i] - '0');
+    return v;
+}
+
+/* The digits from d (1 to 18 of them, the most fast_int takes) as a
+ * value in *v; returns their end, or NULL where there are none or more. */
+static inline const char *fast_digits(const char *d, const char *end, int64_t *v)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* The common case, fewer than 8 digits with 8 bytes to read, without a
+     * branch on the count: the digits' bytes shifted to the top of the
+     * word (the bytes after them shifted out) convert as 8 digits with
+     * leading zeros. Subtracting '0' borrows only out of bytes below '0',
+     * so only into bytes after the first non-digit: shifted out too. */
+    if (end - d >= 8) {
+        const uint64_t highs = 0xF0F0F0F0F0F0F0F0ull, threes = 0x3030303030303030ull,
+                       sixes = 0x0606060606060606ull;
+        uint64_t w;
+        memcpy(&w, d, 8);
+        uint64_t odd = ((w & highs) ^ threes) | (((w + sixes) & highs) ^ threes); /* as skip_digits */
+        if (odd) {
+            unsigned n = (unsigned)__builtin_ctzll(odd) >> 3;
+            if (n == 0)
+                return NULL;
+            w = (w - threes) << (64 - 8 * n);
+            w = (w * 10 + (w >> 8)) & 0x00FF00FF00FF00FFull;
+            w = (w * 100 + (w >> 16)) & 0x0000FFFF0000FFFFull;
+            w = (w * 10000 + (w >> 32)) & 0xFFFFFFFFull;
+            *v = (int64_t)w;
+            return d + n;
+        }
+    }
+#endif
+    const char *e = skip_digits(d, end);
+    size_t n = (size_t)(e - d);
+    if (n == 0 || n > 18)
+        return NULL;
+    *v = digits_value(d, n);
+    return e;
+}
+
+/* An integer field from s: [-]digits as fast_int takes them. Returns its
+ * end (the byte after the last digit), or NULL for any other form. */
+static inline const char *fast_int_at(const char *s, const char *end, rf_type ty, rf_word *out)
+{
+    bool neg = s < end && *s == '-';
+    int64_t v;
+    const char *e = fast_digits(s + neg, end, &v);
+    if (!e)
+        return NULL;
+    if (neg)
+        v = -v;
+    if (ty == RF_TYPE_INT32 && (v < INT32_MIN || v > INT32_MAX))
+        return NULL; /* the general path words the error */
+    *out = rf_word_from_int(v);
+    return e;
+}
+
+/* Any other fast field from s (a date, a decimal): the bytes up to the
+ * next sep or line end, when fast_decimal or rf_date_parse take them
+ * whole. Returns the field's end or NULL. */
+static inline const char *fast_other_at(const char *s, const char *end, rf_type ty, char sep, rf_word *out)
+{
+    const char *e = s;
+    while (e < end && *e != sep && *e != '\n' && *e != '\r')
+        e++;
+    size_t len = (size_t)(e - s);
+    int64_t days;
+    const char *why;
+    if (ty == RF_TYPE_DATE) {
+        if (len != 10 || !rf_date_parse(s, len, &days, &why))
+            return NULL;
+        *out = rf_word_from_int(days);
+        return e;
+    }
+    return fast_decimal(s, len, rf_decimal_scale(ty), out) ? e : NULL;
+}
+
+/* The end of the line whose last field ends at e: e past the line's
+ * newline, or the text's end, when the line ends there the way the
+ * general path cuts it (TBL: the closing '|' first; one '\r' before the
+ * newline or the end is not part of the line); NULL otherwise. */
+static inline const char *fast_line_end(const char *e, const char *end, bool tbl)
+{
+    if (tbl) {
+        if (e == end || *e != '|')
+            return NULL;
+        e++;
+    }
+    if (e < end && *e == '\r')
+        e++;
+    if (e == end)
+        return e;
+    return *e == '\n' ? e + 1 : NULL;
+}
+
+/* Parses the line at ps->p into row `row` of the piece, if it has the
+ * common form; returns false, having written no row and moved nothing,
+ * otherwise. The columns of the row may have been written: the general
+ * path writes them again. */
+static inline bool fast_line(conv *cv, size_t row)
+{
+    const load_job *j = cv->j;
+    parser *ps = cv->ps;
+    const char *s = ps->p, *end = ps->end;
+    bool tbl = j->fmt == RF_FORMAT_TBL;
+    char sep = tbl ? '|' : '\t';
+    size_t at = cv->pc->base + row;
+    cv->print = 0;
+    for (int c = 0;; c++) {
+        rf_type ty = j->types[c];
+        rf_word w;
+        bool integer = ty == RF_TYPE_INT32 || ty == RF_TYPE_INT64; /* rf_type_is_integer, inline */
+        const char *e = integer ? fast_int_at(s, end, ty, &w) : fast_other_at(s, end, ty, sep, &w);
+        if (!e)
+            return false;
+        if (column_needed(j, c))
+            j->cols[c][at] = w;
+        else if (j->print_col >= 0)
+            fold_unread(cv, c, w);
+        if (c + 1 == j->arity) {
+            const char *next = fast_line_end(e, end, tbl);
+            if (!next)
+                return false;
+            ps->p = next;
+            break;
+        }
+        if (e == end || *e != sep)
+            return false;
+        s = e + 1;
+    }
+    if (j->print_col >= 0)
+        j->cols[j->print_col][at] = cv->print;
+    ps->line++;
+    return true;
+}
+
+/* Parses lines on the fast path from row *row up to the next
+ * STOP_CHECK_ROWS boundary or the first line it does not take. Returns
+ * how many it took. */
+static size_t fast_rows(conv *cv, size_t *row)
+{
+    size_t r = *row, stop = (r / STOP_CHECK_ROWS + 1) * STOP_CHECK_ROWS;
+    while (r < stop && cv->ps->p < cv->ps->end && fast_line(cv, r))
+        r++;
+    size_t took = r - *row;
+    *row = r;
+    return took;
+}
+
 /* Records that piece p failed (keeps the earliest). */
 static void note_failure(load_job *j, int p)
 {
@@ -496,12 +716,21 @@ static void parse_piece(void *ctx, int p)
     for (int c = 0; c < j->arity && pc->cap && !j->zeroed; c++) /* one sweep, not a store per row */
         if (!column_needed(j, c))
             memset(j->cols[c] + pc->base, 0, pc->cap * sizeof(rf_word));
-    size_t row = 0;
-    int lineno = 0, r;
-    bool ok = true;
-    while (ok && (r = next_record(&ps, &lineno, &pc->st)) == 1) {
+    size_t row = 0, misses = 0;
+    int lineno = 0, r = 0;
+    bool ok = true, fast = j->fast;
+    for (;;) {
         if (row % STOP_CHECK_ROWS == 0 && atomic_load_explicit(&j->first_failed, memory_order_relaxed) < p)
             break; /* an earlier piece failed: this one will be dropped */
+        if (fast && fast_rows(&cv, &row))
+            continue;
+        /* A line the fast path gave back (or the end). Where such lines
+         * are common (values in a form it does not take), trying each
+         * line twice would cost more than it saves: stop trying. */
+        if (fast && ++misses > 64 && misses * 8 > row)
+            fast = false;
+        if ((r = next_record(&ps, &lineno, &pc->st)) != 1)
+            break;
         if ((int)ps.fields.len != j->arity) {
             char loc[512];
             ok = rf_fail(&pc->st, RF_EXIT_RUNTIME_ERROR, "%s: error: expected %d field%s, found %zu",
@@ -519,6 +748,8 @@ static void parse_piece(void *ctx, int p)
         if (ok && j->print_col >= 0)
             j->cols[j->print_col][pc->base + row] = cv.print;
         row += ok;
+        if (!ok)
+            break;
     }
     flush_strings(&cv); /* also on an error: the strings before it are interned, as they were */
     if (r < 0)
@@ -562,13 +793,39 @@ static void split_lines(const char *text, size_t len, piece *pcs, int n)
     }
 }
 
+/* Newlines in [s, e). Eight bytes a step where the byte order allows
+ * (lines are short: a memchr call per line cost more than the scan): each
+ * newline byte leaves a 1 in its byte of `ones`, and the byte sums are
+ * added up before any can pass 255. */
+static size_t newlines(const char *s, const char *e)
+{
+    size_t n = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const uint64_t lows = 0x7F7F7F7F7F7F7F7Full, pat = 0x0A0A0A0A0A0A0A0Aull;
+    while (e - s >= 8) {
+        uint64_t sums = 0;
+        for (int k = 0; k < 255 && e - s >= 8; k++, s += 8) {
+            uint64_t w;
+            memcpy(&w, s, 8);
+            w ^= pat;                                     /* newline bytes are now 0 */
+            uint64_t nonzero = ((w & lows) + lows) | w;   /* high bit set in each non-zero byte */
+            sums += (~nonzero >> 7) & 0x0101010101010101ull;
+        }
+        /* The byte sums (each <= 255) added pairwise into 16-bit lanes,
+         * then the lanes (their total <= 8 * 255) into the top lane. */
+        uint64_t pairs = (sums & 0x00FF00FF00FF00FFull) + ((sums >> 8) & 0x00FF00FF00FF00FFull);
+        n += (pairs * 0x0001000100010001ull) >> 48;
+    }
+#endif
+    for (; s < e; s++)
+        n += *s == '\n';
+    return n;
+}
+
 static void count_lines(void *ctx, int p)
 {
     piece *pc = &((load_job *)ctx)->pieces[p];
-    size_t n = 0;
-    for (const char *q = pc->begin; (q = memchr(q, '\n', (size_t)(pc->end - q))) != NULL; q++)
-        n++;
-    pc->lines = n;
+    pc->lines = newlines(pc->begin, pc->end);
 }
 
 /* Rewrites the string columns of piece p from local to global ids. */
@@ -684,6 +941,7 @@ static bool parse_facts(const char *name, const char *text, size_t len, rf_file_
             j.print_col = c;
     j.npieces = pieces_for(len, fmt, arity);
     j.pieces = rf_calloc((size_t)j.npieces, sizeof *j.pieces);
+    j.fast = fast_path_applies(&j);
     atomic_init(&j.first_failed, j.npieces);
     plan_pieces(&j, text, len, t);
     bool dicts = needs_local_dicts(&j);
