@@ -24,6 +24,9 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 rf_file_format rf_format_from_path(const char *path)
 {
@@ -556,25 +559,27 @@ static inline const char *fast_digits(const char *d, const char *end, int64_t *v
 {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     /* The common case, fewer than 8 digits with 8 bytes to read, without a
-     * branch on the count: the digits' bytes shifted to the top of the
-     * word (the bytes after them shifted out) convert as 8 digits with
-     * leading zeros. Subtracting '0' borrows only out of bytes below '0',
-     * so only into bytes after the first non-digit: shifted out too. */
+     * branch on the count. With '0' subtracted from each byte, a byte is a
+     * digit iff it is below 10: neither its high bit nor that of it + 0x76
+     * is set. Subtracting borrows, and adding 0x76 carries, only out of a
+     * byte that is no digit, so only into bytes after the first non-digit,
+     * which do not matter. The digits' bytes shifted to the top of the
+     * word (the rest shifted out) then convert as 8 digits with leading
+     * zeros. */
     if (end - d >= 8) {
-        const uint64_t highs = 0xF0F0F0F0F0F0F0F0ull, threes = 0x3030303030303030ull,
-                       sixes = 0x0606060606060606ull;
         uint64_t w;
         memcpy(&w, d, 8);
-        uint64_t odd = ((w & highs) ^ threes) | (((w + sixes) & highs) ^ threes); /* as skip_digits */
+        uint64_t x = w - 0x3030303030303030ull;
+        uint64_t odd = (x | (x + 0x7676767676767676ull)) & 0x8080808080808080ull; /* high bit: no digit */
         if (odd) {
             unsigned n = (unsigned)__builtin_ctzll(odd) >> 3;
             if (n == 0)
                 return NULL;
-            w = (w - threes) << (64 - 8 * n);
-            w = (w * 10 + (w >> 8)) & 0x00FF00FF00FF00FFull;
-            w = (w * 100 + (w >> 16)) & 0x0000FFFF0000FFFFull;
-            w = (w * 10000 + (w >> 32)) & 0xFFFFFFFFull;
-            *v = (int64_t)w;
+            x <<= 64 - 8 * n;
+            x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFull;
+            x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFull;
+            x = (x * 10000 + (x >> 32)) & 0xFFFFFFFFull;
+            *v = (int64_t)x;
             return d + n;
         }
     }
@@ -642,56 +647,67 @@ static inline const char *fast_line_end(const char *e, const char *end, bool tbl
     return *e == '\n' ? e + 1 : NULL;
 }
 
-/* Parses the line at ps->p into row `row` of the piece, if it has the
- * common form; returns false, having written no row and moved nothing,
- * otherwise. The columns of the row may have been written: the general
- * path writes them again. */
-static inline bool fast_line(conv *cv, size_t row)
+/* What the fast path does with column c, worked out once a piece. */
+typedef struct fast_col {
+    rf_type type;
+    bool integer;              /* int32 or int64: fast_int_at, else fast_other_at */
+    bool fold;                 /* not needed, folded into the fingerprint */
+    rf_word *dst;              /* the column at the piece's first row; NULL: not kept */
+} fast_col;
+
+static void plan_fast_cols(const load_job *j, const piece *pc, fast_col *fc)
+{
+    for (int c = 0; c < j->arity; c++) {
+        rf_type ty = j->types[c];
+        bool need = column_needed(j, c);
+        fc[c] = (fast_col){.type = ty, .integer = rf_type_is_integer(ty), .fold = !need && j->print_col >= 0,
+                           .dst = need ? j->cols[c] + pc->base : NULL};
+    }
+}
+
+/* Parses the line at s into row `row` of the piece, if it has the common
+ * form: returns the start of the next line, or NULL (the row's columns may
+ * have been written: the general path writes them again). */
+static inline const char *fast_line(conv *cv, const fast_col *fc, const char *s, const char *end, size_t row)
 {
     const load_job *j = cv->j;
-    parser *ps = cv->ps;
-    const char *s = ps->p, *end = ps->end;
     bool tbl = j->fmt == RF_FORMAT_TBL;
     char sep = tbl ? '|' : '\t';
-    size_t at = cv->pc->base + row;
     cv->print = 0;
     for (int c = 0;; c++) {
-        rf_type ty = j->types[c];
         rf_word w;
-        bool integer = ty == RF_TYPE_INT32 || ty == RF_TYPE_INT64; /* rf_type_is_integer, inline */
-        const char *e = integer ? fast_int_at(s, end, ty, &w) : fast_other_at(s, end, ty, sep, &w);
+        const char *e = fc[c].integer ? fast_int_at(s, end, fc[c].type, &w) : fast_other_at(s, end, fc[c].type, sep, &w);
         if (!e)
-            return false;
-        if (column_needed(j, c))
-            j->cols[c][at] = w;
-        else if (j->print_col >= 0)
+            return NULL;
+        if (fc[c].dst)
+            fc[c].dst[row] = w;
+        else if (fc[c].fold)
             fold_unread(cv, c, w);
         if (c + 1 == j->arity) {
             const char *next = fast_line_end(e, end, tbl);
-            if (!next)
-                return false;
-            ps->p = next;
-            break;
+            if (next && j->print_col >= 0)
+                j->cols[j->print_col][cv->pc->base + row] = cv->print;
+            return next;
         }
         if (e == end || *e != sep)
-            return false;
+            return NULL;
         s = e + 1;
     }
-    if (j->print_col >= 0)
-        j->cols[j->print_col][at] = cv->print;
-    ps->line++;
-    return true;
 }
 
 /* Parses lines on the fast path from row *row up to the next
  * STOP_CHECK_ROWS boundary or the first line it does not take. Returns
  * how many it took. */
-static size_t fast_rows(conv *cv, size_t *row)
+static size_t fast_rows(conv *cv, const fast_col *fc, size_t *row)
 {
+    parser *ps = cv->ps;
+    const char *s = ps->p, *end = ps->end;
     size_t r = *row, stop = (r / STOP_CHECK_ROWS + 1) * STOP_CHECK_ROWS;
-    while (r < stop && cv->ps->p < cv->ps->end && fast_line(cv, r))
+    for (const char *next; r < stop && s < end && (next = fast_line(cv, fc, s, end, r)) != NULL; s = next)
         r++;
     size_t took = r - *row;
+    ps->p = s;
+    ps->line += (int)took; /* a line a row */
     *row = r;
     return took;
 }
@@ -716,13 +732,19 @@ static void parse_piece(void *ctx, int p)
     for (int c = 0; c < j->arity && pc->cap && !j->zeroed; c++) /* one sweep, not a store per row */
         if (!column_needed(j, c))
             memset(j->cols[c] + pc->base, 0, pc->cap * sizeof(rf_word));
+    for (int c = 0; c < j->arity && j->zeroed; c++) /* fresh pages that this piece fills */
+        if (column_needed(j, c) || c == j->print_col)
+            rf_prefault_pages(j->cols[c] + pc->base, pc->cap * sizeof(rf_word));
     size_t row = 0, misses = 0;
     int lineno = 0, r = 0;
     bool ok = true, fast = j->fast;
+    fast_col *fc = fast ? rf_malloc((size_t)j->arity * sizeof *fc) : NULL;
+    if (fast)
+        plan_fast_cols(j, pc, fc);
     for (;;) {
         if (row % STOP_CHECK_ROWS == 0 && atomic_load_explicit(&j->first_failed, memory_order_relaxed) < p)
             break; /* an earlier piece failed: this one will be dropped */
-        if (fast && fast_rows(&cv, &row))
+        if (fast && fast_rows(&cv, fc, &row))
             continue;
         /* A line the fast path gave back (or the end). Where such lines
          * are common (values in a form it does not take), trying each
@@ -757,6 +779,7 @@ static void parse_piece(void *ctx, int p)
     pc->rows = row;
     if (!ok)
         note_failure(j, p);
+    free(fc);
     free(ps.scratch);
     free(cv.unesc);
     RF_VEC_FREE(ps.fields);
@@ -793,14 +816,25 @@ static void split_lines(const char *text, size_t len, piece *pcs, int n)
     }
 }
 
-/* Newlines in [s, e). Eight bytes a step where the byte order allows
- * (lines are short: a memchr call per line cost more than the scan): each
- * newline byte leaves a 1 in its byte of `ones`, and the byte sums are
- * added up before any can pass 255. */
+/* Newlines in [s, e), without a call a line (lines are short: a memchr
+ * call per line cost more than the scan). SSE2 (every x86-64): 16 bytes
+ * a step, each newline byte subtracting 1 (0xFF) from its byte counter,
+ * the counters summed (psadbw) before any can wrap. Elsewhere eight bytes
+ * a step where the byte order allows: each newline leaves a 1 in its byte,
+ * the byte sums added up the same way. */
 static size_t newlines(const char *s, const char *e)
 {
     size_t n = 0;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if defined(__SSE2__)
+    const __m128i nl = _mm_set1_epi8('\n'), zero = _mm_setzero_si128();
+    while (e - s >= 16) {
+        __m128i counts = zero;
+        for (int k = 0; k < 255 && e - s >= 16; k++, s += 16)
+            counts = _mm_sub_epi8(counts, _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)s), nl));
+        __m128i sums = _mm_sad_epu8(counts, zero); /* two 64-bit sums of eight counters */
+        n += (size_t)_mm_cvtsi128_si64(sums) + (size_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums));
+    }
+#elif defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     const uint64_t lows = 0x7F7F7F7F7F7F7F7Full, pat = 0x0A0A0A0A0A0A0A0Aull;
     while (e - s >= 8) {
         uint64_t sums = 0;
@@ -967,15 +1001,19 @@ static bool parse_facts(const char *name, const char *text, size_t len, rf_file_
 
 /* ---- Reading the file ----
  * One allocation of the file's size and reads by several threads at once
- * (each copies from the page cache and faults in its part of the buffer);
- * anything but a regular file whose size holds still goes through
- * rf_read_file. */
-#define READ_CHUNK ((size_t)16 << 20)
+ * (each copies from the page cache and faults in its part of the buffer),
+ * for any regular file, small ones included: stdio's growing buffer cost a
+ * copy and fresh page faults a doubling, 2 ms on a 1.4 MB graph where the
+ * parse took 2. Anything but a regular file whose size holds still (a
+ * pipe, a /proc file of size 0) goes through rf_read_file. */
+#define READ_CHUNK_MIN ((size_t)256 << 10) /* a thread's start costs more than reading less */
+#define READ_CHUNK_MAX ((size_t)16 << 20)
 
 typedef struct read_job {
     int fd;
     char *buf;
     size_t len;
+    size_t chunk;              /* bytes a task */
     int nchunks;
     atomic_int short_read;     /* the file changed (or a read failed) */
     atomic_int err;            /* errno of a failed read */
@@ -984,7 +1022,7 @@ typedef struct read_job {
 static void read_chunk(void *ctx, int k)
 {
     read_job *rj = ctx;
-    size_t off = (size_t)k * READ_CHUNK, end = off + READ_CHUNK < rj->len ? off + READ_CHUNK : rj->len;
+    size_t off = (size_t)k * rj->chunk, end = off + rj->chunk < rj->len ? off + rj->chunk : rj->len;
     while (off < end) {
         ssize_t got = pread(rj->fd, rj->buf + off, end - off, (off_t)off);
         if (got < 0 && errno == EINTR)
@@ -999,6 +1037,15 @@ static void read_chunk(void *ctx, int k)
     }
 }
 
+/* A chunk for each thread, within [READ_CHUNK_MIN, READ_CHUNK_MAX], whole
+ * pages (each page is faulted in by one thread). */
+static size_t read_chunk_bytes(size_t len)
+{
+    size_t threads = (size_t)rf_prims_threads(), chunk = (len + threads - 1) / (threads ? threads : 1);
+    chunk = (chunk + 4095) & ~(size_t)4095;
+    return chunk < READ_CHUNK_MIN ? READ_CHUNK_MIN : chunk > READ_CHUNK_MAX ? READ_CHUNK_MAX : chunk;
+}
+
 static char *read_text(const char *path, size_t *len, rf_status *st)
 {
     int fd = open(path, O_RDONLY);
@@ -1007,14 +1054,15 @@ static char *read_text(const char *path, size_t *len, rf_status *st)
         return NULL;
     }
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size < (off_t)READ_CHUNK) {
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size <= 0) {
         close(fd);
         return rf_read_file(path, len, st);
     }
     read_job rj = {.fd = fd, .len = (size_t)sb.st_size};
     rj.buf = rf_malloc(rj.len + 1);
     rf_hint_huge_pages(rj.buf, rj.len + 1);
-    rj.nchunks = (int)((rj.len + READ_CHUNK - 1) / READ_CHUNK);
+    rj.chunk = read_chunk_bytes(rj.len);
+    rj.nchunks = (int)((rj.len + rj.chunk - 1) / rj.chunk);
     atomic_init(&rj.short_read, 0);
     atomic_init(&rj.err, 0);
     rf_par_for(rj.nchunks, read_chunk, &rj);
