@@ -491,8 +491,9 @@ static bool convert_field(conv *cv, int c, int lineno, rf_word *dst, rf_status *
  * and comment lines, a wrong field count, a value in another form (a
  * bad one included), an escape. The general path then parses that line as
  * it always did, so the rows, the errors and their wording are its own.
- * Only pieces whose columns are all int32, int64, date or decimal take it
- * (load_job.fast). */
+ * Only loads whose columns are all int32, int64, date or decimal, or
+ * strings the program never reads (checked for escapes and folded into
+ * the fingerprint, never interned), take it (load_job.fast). */
 static atomic_bool g_fast_path = true;
 
 void rf_set_parse_fast_path(bool on) { atomic_store(&g_fast_path, on); }
@@ -501,9 +502,12 @@ static bool fast_path_applies(const load_job *j)
 {
     if (!atomic_load(&g_fast_path) || j->arity == 0 || (j->fmt != RF_FORMAT_TSV && j->fmt != RF_FORMAT_TBL))
         return false;
-    for (int c = 0; c < j->arity; c++)
-        if (!rf_type_is_integer(j->types[c]) && !rf_type_is_decimal(j->types[c]) && j->types[c] != RF_TYPE_DATE)
+    for (int c = 0; c < j->arity; c++) {
+        rf_type ty = j->types[c];
+        bool number = rf_type_is_integer(ty) || rf_type_is_decimal(ty) || ty == RF_TYPE_DATE;
+        if (!number && !(ty == RF_TYPE_STRING && !column_needed(j, c)))
             return false;
+    }
     return true;
 }
 
@@ -629,6 +633,30 @@ static inline const char *fast_other_at(const char *s, const char *end, rf_type 
     return fast_decimal(s, len, rf_decimal_scale(ty), out) ? e : NULL;
 }
 
+/* An unread string field from s: its end, the first sep or line end (or,
+ * in TSV, where a backslash makes the general path unescape it: NULL).
+ * SSE2 (every x86-64) tests 16 bytes a step: comments are long. */
+static inline const char *fast_skip_string(const char *s, const char *end, char sep, bool tsv)
+{
+#if defined(__SSE2__)
+    const __m128i vs = _mm_set1_epi8(sep), nl = _mm_set1_epi8('\n'), cr = _mm_set1_epi8('\r'),
+                  bs = _mm_set1_epi8(tsv ? '\\' : '\n');
+    for (; end - s >= 16; s += 16) {
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)s);
+        __m128i hit = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(b, vs), _mm_cmpeq_epi8(b, nl)),
+                                   _mm_or_si128(_mm_cmpeq_epi8(b, cr), _mm_cmpeq_epi8(b, bs)));
+        int mask = _mm_movemask_epi8(hit);
+        if (mask) {
+            s += __builtin_ctz((unsigned)mask);
+            break;
+        }
+    }
+#endif
+    while (s < end && *s != sep && *s != '\n' && *s != '\r' && !(tsv && *s == '\\'))
+        s++;
+    return s < end && *s == '\\' && tsv ? NULL : s;
+}
+
 /* The end of the line whose last field ends at e: e past the line's
  * newline, or the text's end, when the line ends there the way the
  * general path cuts it (TBL: the closing '|' first; one '\r' before the
@@ -650,7 +678,8 @@ static inline const char *fast_line_end(const char *e, const char *end, bool tbl
 /* What the fast path does with column c, worked out once a piece. */
 typedef struct fast_col {
     rf_type type;
-    bool integer;              /* int32 or int64: fast_int_at, else fast_other_at */
+    bool integer;              /* int32 or int64: fast_int_at */
+    bool string;               /* an unread string: fast_skip_string; else fast_other_at */
     bool fold;                 /* not needed, folded into the fingerprint */
     rf_word *dst;              /* the column at the piece's first row; NULL: not kept */
 } fast_col;
@@ -660,7 +689,8 @@ static void plan_fast_cols(const load_job *j, const piece *pc, fast_col *fc)
     for (int c = 0; c < j->arity; c++) {
         rf_type ty = j->types[c];
         bool need = column_needed(j, c);
-        fc[c] = (fast_col){.type = ty, .integer = rf_type_is_integer(ty), .fold = !need && j->print_col >= 0,
+        fc[c] = (fast_col){.type = ty, .integer = rf_type_is_integer(ty), .string = ty == RF_TYPE_STRING,
+                           .fold = !need && j->print_col >= 0,
                            .dst = need ? j->cols[c] + pc->base : NULL};
     }
 }
@@ -673,10 +703,21 @@ static inline const char *fast_line(conv *cv, const fast_col *fc, const char *s,
     const load_job *j = cv->j;
     bool tbl = j->fmt == RF_FORMAT_TBL;
     char sep = tbl ? '|' : '\t';
+    if (*s == '\n' || *s == '\r' || *s == '#')
+        return NULL; /* maybe a blank line or a comment (an unread string may be empty or start with '#') */
     cv->print = 0;
     for (int c = 0;; c++) {
         rf_word w;
-        const char *e = fc[c].integer ? fast_int_at(s, end, fc[c].type, &w) : fast_other_at(s, end, fc[c].type, sep, &w);
+        const char *e;
+        if (fc[c].integer) {
+            e = fast_int_at(s, end, fc[c].type, &w);
+        } else if (fc[c].string) { /* never kept (fast_path_applies) */
+            e = fast_skip_string(s, end, sep, !tbl);
+            if (e && fc[c].fold)
+                w = rf_str_hash(s, (size_t)(e - s));
+        } else {
+            e = fast_other_at(s, end, fc[c].type, sep, &w);
+        }
         if (!e)
             return NULL;
         if (fc[c].dst)

@@ -850,6 +850,17 @@ static void gen_field(text_buf *b, rf_type ty, int odd)
         put(b, bad[(r >> 8) % (sizeof bad / sizeof *bad)]);
         return;
     }
+    if (ty == RF_TYPE_STRING) { /* an unread one: the fast path skips it */
+        static const char *const ok[] = {"", "#x", "a\\tb", "\\e", "x\ry", "1", "plain words", "1|2"};
+        static const char *const bad[] = {"a\\qb", "end\\"};
+        if (odd == ODD_OK)
+            put(b, ok[(r >> 8) % (sizeof ok / sizeof *ok)]);
+        else if (odd == ODD_ERROR)
+            put(b, bad[(r >> 8) % (sizeof bad / sizeof *bad)]);
+        else
+            put(b, (r >> 8) % 2 ? "carefully final deposits" : "quick brown fox jumps");
+        return;
+    }
     if (ty == RF_TYPE_DATE) {
         snprintf(f, sizeof f, "%04d-%02d-%02d", 1 + (int)(r % 9999), 1 + (int)((r >> 16) % 12),
                  1 + (int)((r >> 24) % 28));
@@ -976,30 +987,38 @@ static void test_fast_path(void)
     static const rf_type ints[2] = {RF_TYPE_INT32, RF_TYPE_INT32};
     static const rf_type mixed[4] = {RF_TYPE_INT64, RF_TYPE_DATE, RF_TYPE_DECIMAL0 + 2, RF_TYPE_INT32};
     static const bool need_some[4] = {false, true, false, true};
+    /* Unread strings (with a read column, and alone: blank and comment
+     * lines must not become rows). */
+    static const rf_type strs[3] = {RF_TYPE_INT32, RF_TYPE_STRING, RF_TYPE_INT64};
+    static const bool need_strs[3] = {true, false, true}, need_none[1] = {false};
+    static const rf_type *const type_sets[4] = {ints, mixed, strs, strs + 1};
+    static const bool *const need_sets[4] = {NULL, need_some, need_strs, need_none};
+    static const int arities[4] = {2, 4, 3, 1};
     int loaded = 0, failed = 0;
     for (int tbl = 0; tbl < 2; tbl++)
-        for (int m = 0; m < 2; m++) {
-            int arity = m ? 4 : 2;
-            const rf_type *types = m ? mixed : ints;
+        for (int m = 0; m < 4; m++) {
+            int arity = arities[m];
+            const rf_type *types = type_sets[m];
+            const bool *need = m >= 2 ? need_sets[m] : NULL; /* strings must be unread */
             /* Big files (cut into pieces with 4 threads), odd lines that
              * are no errors only, and each line end. */
             for (int last_nl = 0; last_nl < 2; last_nl++) {
                 size_t len;
                 char *text = gen_numbers(tbl, arity, types, 60000, tbl ? 0 : 50, false, last_nl, &len);
-                loaded += compare_fast(text, len, tbl, arity, types, NULL);
-                loaded += compare_fast(text, len, tbl, arity, types, m ? need_some : NULL);
+                loaded += compare_fast(text, len, tbl, arity, types, need);
+                loaded += compare_fast(text, len, tbl, arity, types, need_sets[m]);
                 free(text);
             }
             /* Small files with errors: each stops at its first one. */
             for (int k = 0; k < 150; k++) {
                 size_t len;
                 char *text = gen_numbers(tbl, arity, types, 40, 7, true, k % 3 != 0, &len);
-                failed += !compare_fast(text, len, tbl, arity, types, k % 2 && m ? need_some : NULL);
+                failed += !compare_fast(text, len, tbl, arity, types, k % 2 ? need_sets[m] : need);
                 free(text);
             }
         }
-    CU_ASSERT(loaded >= 8); /* the big files load */
-    CU_ASSERT(failed > 400); /* most small ones meet an error */
+    CU_ASSERT(loaded >= 16); /* the big files load */
+    CU_ASSERT(failed > 800); /* most small ones meet an error */
     /* Edge cases by hand. */
     static const char *const tsv[] = {
         "1\t2",   "1\t2\r",     "1\t2\r\n", "-0\t007\n", "\n\n1\t2\n\n", "# c\n1\t2\n", "1\t2\t\n",
@@ -1017,10 +1036,10 @@ static void test_fast_path(void)
 /* The fingerprint of the unread fields is the same on both paths. */
 static void test_fast_path_fingerprint(void)
 {
-    static const rf_type types[3] = {RF_TYPE_INT32, RF_TYPE_DECIMAL0 + 2, RF_TYPE_DATE};
-    static const bool needed[3] = {true, false, false};
+    static const rf_type types[4] = {RF_TYPE_INT32, RF_TYPE_DECIMAL0 + 2, RF_TYPE_DATE, RF_TYPE_STRING};
+    static const bool needed[4] = {true, false, false, false};
     size_t len;
-    char *text = gen_numbers(false, 3, types, 3000, 40, false, true, &len);
+    char *text = gen_numbers(false, 4, types, 3000, 40, false, true, &len);
     char path[] = "/tmp/rf_fast_XXXXXX";
     int fd = mkstemp(path);
     CU_ASSERT_FATAL(fd >= 0);
@@ -1031,8 +1050,8 @@ static void test_fast_path_fingerprint(void)
         rf_set_parse_fast_path(fast);
         rf_prims_set_threads(1);
         rf_status_init(&r[fast].st);
-        rf_table_init(&r[fast].t, 3);
-        r[fast].ok = rf_read_facts_fingerprinted(path, RF_FORMAT_TSV, 3, types, needed, &r[fast].t, &r[fast].st);
+        rf_table_init(&r[fast].t, 4);
+        r[fast].ok = rf_read_facts_fingerprinted(path, RF_FORMAT_TSV, 4, types, needed, &r[fast].t, &r[fast].st);
         rf_set_parse_fast_path(true);
     }
     CU_ASSERT_TRUE(r[0].ok);
