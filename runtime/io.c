@@ -240,7 +240,7 @@ static bool fast_int(const char *s, size_t len, rf_type t, rf_word *out)
 /* Decimal fast path: [-]digits[.digits], at most `scale` fraction digits,
  * at most 18 digits with the padding (so no overflow), nothing else;
  * anything else goes to rf_value_parse, which also words the errors. */
-static bool fast_decimal(const char *s, size_t len, int scale, rf_word *out)
+static inline bool fast_decimal(const char *s, size_t len, int scale, rf_word *out)
 {
     bool neg = len && s[0] == '-';
     size_t i = neg, i0 = i;
@@ -713,8 +713,7 @@ static inline const char *fast_line(conv *cv, const fast_col *fc, const char *s,
             e = fast_int_at(s, end, fc[c].type, &w);
         } else if (fc[c].string) { /* never kept (fast_path_applies) */
             e = fast_skip_string(s, end, sep, !tbl);
-            if (e && fc[c].fold)
-                w = rf_str_hash(s, (size_t)(e - s));
+            w = e && fc[c].fold ? rf_str_hash(s, (size_t)(e - s)) : 0;
         } else {
             e = fast_other_at(s, end, fc[c].type, sep, &w);
         }
