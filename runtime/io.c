@@ -8,9 +8,11 @@
  * '#' are skipped, except that a blank line is the empty tuple of a
  * zero-arity relation. The whole file is read at once (by several
  * threads) and parsed in place, TBL and TSV by several threads in pieces
- * of whole lines ("Parsing in pieces" below); integers, decimals and
- * dates take fast paths, so large files parse at memory speed. Columns the
- * program never reads (rf_needed_columns) are checked but not kept. */
+ * of whole lines ("Parsing in pieces" below); lines of numbers take a
+ * fast path straight into the columns ("The fast path" below), and
+ * integers, decimals and dates have fast parsers on the general path too.
+ * Columns the program never reads (rf_needed_columns) are checked but not
+ * kept. */
 #include "runtime.h"
 #include "rf_prims.h"
 #include "rf_strdict.h"
