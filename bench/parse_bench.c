@@ -2,16 +2,18 @@
  *
  *   parse_bench FILE TYPES [THREADS] [REPS] [MODE]
  *       TYPES: one letter a column: i int32, l int64, d date, 2 decimal[2],
- *       s string, x a string the program does not read. MODE "read" (default): rf_read_facts into a fresh table
- *       (reading the file and faulting in the columns included); "parse":
+ *       s string, x a string the program does not read. MODE "read"
+ *       (default): rf_read_facts into a fresh table (reading the file and
+ *       faulting in the columns included); "parse":
  *       rf_parse_facts of the text in memory into a table whose columns
  *       are already touched (the parse alone). Prints the best and median
  *       of REPS (default 20) in ms and MB/s, and the best CPU time (all
  *       threads).
  *
- * Build (after the main build):
- *   cc -O2 -std=c11 -Iruntime -Icommon -Iprimitives -Iinclude bench/parse_bench.c \
- *      build/runtime/librf_runtime.a build/primitives/librf_primitives.a \
+ * Build (after the main Release build in build/; the "before" figures
+ * linked the old runtime/io.c's object ahead of the libraries):
+ *   cc -O3 -DNDEBUG -D_POSIX_C_SOURCE=200809L -std=c11 -Icommon -Iprimitives -Iruntime \
+ *      bench/parse_bench.c build/runtime/librf_runtime.a build/primitives/librf_primitives.a \
  *      build/harmony_ir/librf_harmony_ir.a build/common/librf_common.a -lpthread -lm -o /tmp/parse_bench */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
