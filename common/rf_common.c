@@ -141,6 +141,19 @@ void rf_hint_huge_pages(void *p, size_t bytes)
 #endif
 }
 
+void rf_prefault_pages(void *p, size_t bytes)
+{
+#ifdef MADV_POPULATE_WRITE
+    const uintptr_t page = 4096;
+    uintptr_t b = ((uintptr_t)p + page - 1) & ~(page - 1), e = ((uintptr_t)p + bytes) & ~(page - 1);
+    if (p && e >= b + 16 * page)
+        (void)madvise((void *)b, e - b, MADV_POPULATE_WRITE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
 double rf_now(void)
 {
     struct timespec ts;

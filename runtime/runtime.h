@@ -192,6 +192,10 @@ bool rf_read_facts_fingerprinted(const char *path, rf_file_format fmt, int arity
 /* The same over text in memory (tests); `name` is used in messages. */
 bool rf_parse_facts(const char *name, const char *text, size_t len, rf_file_format fmt, int arity,
                     const rf_type *types, const bool *needed, rf_table *t, rf_status *st);
+/* Lines of numbers in the common forms take a fast path (io.c) that gives
+ * exactly the general path's rows and errors; off, every line takes the
+ * general path (tests compare the two). On by default. */
+void rf_set_parse_fast_path(bool on);
 
 /* ---- Output (output.c) ---- */
 /* Sorts rows in typed value order (rf_value_compare column by column) and

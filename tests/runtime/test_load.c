@@ -6,6 +6,8 @@
  *    dictionary up to it;
  *  - the `needed` mask: unread columns are 0, their strings not interned,
  *    their bad values still errors;
+ *  - the fast path for lines of numbers: the general path's table and
+ *    errors, whatever odd lines the file holds;
  *  - rf_needed_columns on hand-built kernels (each kernel's rule) and on a
  *    compiled program, and a run that prunes (same answer, stats line). */
 #define _POSIX_C_SOURCE 200809L
@@ -829,6 +831,237 @@ static void test_fingerprint(void)
     unlink(path);
 }
 
+/* ---- The fast path (io.c) against the general path ----
+ * Files of numbers, mostly in the fast path's forms, with every kind of
+ * line it must give back mixed in: both paths, sequential and in pieces,
+ * must load the same table and stop at the same error with the same
+ * message. */
+enum { ODD_NONE, ODD_OK, ODD_ERROR };
+
+/* One field of type ty: mostly plain, now and then an odd form that is
+ * still a value (-0, leading zeros, a long int64) or not one. */
+static void gen_field(text_buf *b, rf_type ty, int odd)
+{
+    char f[64];
+    uint64_t r = rnd();
+    if (odd == ODD_ERROR && r % 4 == 0) {
+        static const char *const bad[] = {"abc", "+5", " 5", "5 ", "", "-", "1.5", "2147483648", "-2147483649",
+                                          "99999999999999999999", "1\\t2", "0x10", "12-3"};
+        put(b, bad[(r >> 8) % (sizeof bad / sizeof *bad)]);
+        return;
+    }
+    if (ty == RF_TYPE_STRING) { /* an unread one: the fast path skips it */
+        static const char *const ok[] = {"", "#x", "a\\tb", "\\e", "x\ry", "1", "plain words", "1|2"};
+        static const char *const bad[] = {"a\\qb", "end\\"};
+        if (odd == ODD_OK)
+            put(b, ok[(r >> 8) % (sizeof ok / sizeof *ok)]);
+        else if (odd == ODD_ERROR)
+            put(b, bad[(r >> 8) % (sizeof bad / sizeof *bad)]);
+        else
+            put(b, (r >> 8) % 2 ? "carefully final deposits" : "quick brown fox jumps");
+        return;
+    }
+    if (ty == RF_TYPE_DATE) {
+        snprintf(f, sizeof f, "%04d-%02d-%02d", 1 + (int)(r % 9999), 1 + (int)((r >> 16) % 12),
+                 1 + (int)((r >> 24) % 28));
+        if (odd == ODD_ERROR && (r >> 40) % 3 == 0)
+            snprintf(f, sizeof f, "2021-02-%02d", 29 + (int)((r >> 42) % 3)); /* no such day */
+    } else if (rf_type_is_decimal(ty)) {
+        snprintf(f, sizeof f, "%s%llu.%02llu", r & 1 ? "-" : "", (unsigned long long)(r >> 8) % 1000000,
+                 (unsigned long long)(r >> 32) % 100);
+        if (odd == ODD_OK && (r >> 40) % 2)
+            snprintf(f, sizeof f, "%llu", (unsigned long long)(r >> 8) % 1000); /* no fraction */
+        if (odd == ODD_ERROR && (r >> 40) % 3 == 0)
+            snprintf(f, sizeof f, "1.234"); /* too many places */
+    } else {
+        /* Lengths 1..19: the fast path takes up to 18 digits; int32 mostly
+         * in range, now and then just out of it (an error). */
+        int digits = 1 + (int)((r >> 4) % (ty == RF_TYPE_INT32 ? 10 : 19));
+        uint64_t v = (r >> 12) % 10000000000000000000ull;
+        char d[32];
+        snprintf(d, sizeof d, "%019llu", (unsigned long long)v);
+        const char *s = d + 19 - digits;
+        if (odd == ODD_OK && (r >> 50) % 2)
+            s = d + 19 - (digits < 3 ? 3 : digits); /* leading zeros */
+        snprintf(f, sizeof f, "%s%s", (r >> 2) % 3 == 0 ? "-" : "", s);
+        if (ty == RF_TYPE_INT32 && odd != ODD_ERROR) {
+            long long x = strtoll(f, NULL, 10);
+            if (x < INT32_MIN || x > INT32_MAX)
+                snprintf(f, sizeof f, "%lld", x % 2147483647);
+        }
+    }
+    put(b, f);
+}
+
+/* A file of `rows` lines of the given columns; odd lines (one in every
+ * `every`) are blank, comments, CRLF, or (with errors) wrong field counts
+ * and bad values; `last_nl`: the last line ends with a newline. */
+static char *gen_numbers(bool tbl, int arity, const rf_type *types, size_t rows, int every, bool errors,
+                         bool last_nl, size_t *len)
+{
+    text_buf b = {0};
+    char sep = tbl ? '|' : '\t';
+    for (size_t i = 0; i < rows; i++) {
+        uint64_t r = rnd();
+        int odd = every && r % (uint64_t)every == 0 ? (errors && (r >> 20) % 2 ? ODD_ERROR : ODD_OK) : ODD_NONE;
+        int kind = (int)((r >> 24) % 6);
+        if (odd && kind == 0) { /* blank line (TBL: an error) */
+            put(&b, (r >> 30) % 2 ? "\n" : "\r\n");
+            continue;
+        }
+        if (odd && kind == 1) { /* a comment (TBL: an error) */
+            put(&b, "# 1\t2|\n");
+            continue;
+        }
+        int fields = arity;
+        if (odd == ODD_ERROR && kind == 2)
+            fields += (r >> 30) % 2 ? 1 : -1; /* a wrong field count */
+        for (int c = 0; c < fields; c++) {
+            if (c > 0 || (odd == ODD_ERROR && kind == 5 && (r >> 33) % 2))
+                RF_PUSH(b, sep); /* TBL: an empty first field */
+            gen_field(&b, types[c < arity ? c : 0], c == (int)((r >> 36) % (unsigned)arity) ? odd : ODD_NONE);
+        }
+        if (tbl && !(odd == ODD_ERROR && kind == 3))
+            RF_PUSH(b, '|');
+        if (odd && kind == 4)
+            put(&b, "\r");
+        if (odd == ODD_ERROR && kind == 3 && !tbl)
+            put(&b, "\r\r"); /* two: only one is stripped */
+        if (i + 1 < rows || last_nl)
+            RF_PUSH(b, '\n');
+    }
+    RF_PUSH(b, '\0');
+    *len = b.len - 1;
+    return b.items;
+}
+
+typedef struct parse_result {
+    bool ok;
+    rf_status st;
+    rf_table t;
+} parse_result;
+
+static void parse_with(const char *text, size_t len, bool tbl, int arity, const rf_type *types, const bool *needed,
+                       bool fast, int threads, parse_result *out)
+{
+    rf_set_parse_fast_path(fast);
+    rf_prims_set_threads(threads);
+    rf_status_init(&out->st);
+    rf_table_init(&out->t, arity);
+    out->ok = rf_parse_facts(tbl ? "n.tbl" : "n.tsv", text, len, tbl ? RF_FORMAT_TBL : RF_FORMAT_TSV, arity, types,
+                             needed, &out->t, &out->st);
+    rf_set_parse_fast_path(true);
+}
+
+/* Same outcome, same message, same table word for word. */
+static bool same_result(const parse_result *a, const parse_result *b)
+{
+    bool same = a->ok == b->ok && strcmp(a->st.message, b->st.message) == 0 && a->t.nrows == b->t.nrows;
+    for (int c = 0; same && c < a->t.arity; c++)
+        same = memcmp(a->t.cols[c], b->t.cols[c], a->t.nrows * sizeof(rf_word)) == 0;
+    if (!same)
+        fprintf(stderr, "\n  general: %d %zu rows '%s'\n  fast:    %d %zu rows '%s'\n", a->ok, a->t.nrows,
+                a->st.message, b->ok, b->t.nrows, b->st.message);
+    return same;
+}
+
+/* The general path sequentially, against the fast path sequentially and
+ * in pieces. Returns whether the general path loaded it all. */
+static bool compare_fast(const char *text, size_t len, bool tbl, int arity, const rf_type *types, const bool *needed)
+{
+    parse_result general, fast1, fast4;
+    parse_with(text, len, tbl, arity, types, needed, false, 1, &general);
+    parse_with(text, len, tbl, arity, types, needed, true, 1, &fast1);
+    parse_with(text, len, tbl, arity, types, needed, true, 4, &fast4);
+    CU_ASSERT_TRUE(same_result(&general, &fast1));
+    CU_ASSERT_TRUE(same_result(&general, &fast4));
+    bool ok = general.ok;
+    rf_table_free(&general.t);
+    rf_table_free(&fast1.t);
+    rf_table_free(&fast4.t);
+    return ok;
+}
+
+static void test_fast_path(void)
+{
+    static const rf_type ints[2] = {RF_TYPE_INT32, RF_TYPE_INT32};
+    static const rf_type mixed[4] = {RF_TYPE_INT64, RF_TYPE_DATE, RF_TYPE_DECIMAL0 + 2, RF_TYPE_INT32};
+    static const bool need_some[4] = {false, true, false, true};
+    /* Unread strings (with a read column, and alone: blank and comment
+     * lines must not become rows). */
+    static const rf_type strs[3] = {RF_TYPE_INT32, RF_TYPE_STRING, RF_TYPE_INT64};
+    static const bool need_strs[3] = {true, false, true}, need_none[1] = {false};
+    static const rf_type *const type_sets[4] = {ints, mixed, strs, strs + 1};
+    static const bool *const need_sets[4] = {NULL, need_some, need_strs, need_none};
+    static const int arities[4] = {2, 4, 3, 1};
+    int loaded = 0, failed = 0;
+    for (int tbl = 0; tbl < 2; tbl++)
+        for (int m = 0; m < 4; m++) {
+            int arity = arities[m];
+            const rf_type *types = type_sets[m];
+            const bool *need = m >= 2 ? need_sets[m] : NULL; /* strings must be unread */
+            /* Big files (cut into pieces with 4 threads), odd lines that
+             * are no errors only, and each line end. */
+            for (int last_nl = 0; last_nl < 2; last_nl++) {
+                size_t len;
+                char *text = gen_numbers(tbl, arity, types, 60000, tbl ? 0 : 50, false, last_nl, &len);
+                loaded += compare_fast(text, len, tbl, arity, types, need);
+                loaded += compare_fast(text, len, tbl, arity, types, need_sets[m]);
+                free(text);
+            }
+            /* Small files with errors: each stops at its first one. */
+            for (int k = 0; k < 150; k++) {
+                size_t len;
+                char *text = gen_numbers(tbl, arity, types, 40, 7, true, k % 3 != 0, &len);
+                failed += !compare_fast(text, len, tbl, arity, types, k % 2 ? need_sets[m] : need);
+                free(text);
+            }
+        }
+    CU_ASSERT(loaded >= 16); /* the big files load */
+    CU_ASSERT(failed > 800); /* most small ones meet an error */
+    /* Edge cases by hand. */
+    static const char *const tsv[] = {
+        "1\t2",   "1\t2\r",     "1\t2\r\n", "-0\t007\n", "\n\n1\t2\n\n", "# c\n1\t2\n", "1\t2\t\n",
+        "1\t\n",  "\t1\n",      "1\t2\n3\n", "2147483647\t-2147483648\n", "2147483648\t1\n", "1\t-2147483649",
+        "1\t2\n\r\n", "12345678\t123456789\n", "1234567\t1\n", "1\t2\r\r\n", "1\t2\r\r", "1\r\t2\n",
+    };
+    for (size_t i = 0; i < sizeof tsv / sizeof *tsv; i++)
+        compare_fast(tsv[i], strlen(tsv[i]), false, 2, ints, NULL);
+    static const char *const tblt[] = {"1|2|", "1|2|\r", "1|2|\r\n", "1|2\n", "1|2||\n", "|1|2|\n", "\n1|2|\n",
+                                       "# c\n", "1|2|3|\n", "1|99999999999|\n", "1|2|\r\r\n", "1|2\r|\n"};
+    for (size_t i = 0; i < sizeof tblt / sizeof *tblt; i++)
+        compare_fast(tblt[i], strlen(tblt[i]), true, 2, ints, NULL);
+}
+
+/* The fingerprint of the unread fields is the same on both paths. */
+static void test_fast_path_fingerprint(void)
+{
+    static const rf_type types[4] = {RF_TYPE_INT32, RF_TYPE_DECIMAL0 + 2, RF_TYPE_DATE, RF_TYPE_STRING};
+    static const bool needed[4] = {true, false, false, false};
+    size_t len;
+    char *text = gen_numbers(false, 4, types, 3000, 40, false, true, &len);
+    char path[] = "/tmp/rf_fast_XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    CU_ASSERT_EQUAL(write(fd, text, len), (ssize_t)len);
+    close(fd);
+    parse_result r[2];
+    for (int fast = 0; fast < 2; fast++) {
+        rf_set_parse_fast_path(fast);
+        rf_prims_set_threads(1);
+        rf_status_init(&r[fast].st);
+        rf_table_init(&r[fast].t, 4);
+        r[fast].ok = rf_read_facts_fingerprinted(path, RF_FORMAT_TSV, 4, types, needed, &r[fast].t, &r[fast].st);
+        rf_set_parse_fast_path(true);
+    }
+    CU_ASSERT_TRUE(r[0].ok);
+    CU_ASSERT_TRUE(same_result(&r[0], &r[1]));
+    rf_table_free(&r[0].t);
+    rf_table_free(&r[1].t);
+    unlink(path);
+    free(text);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -845,6 +1078,8 @@ int main(void)
     CU_add_test(s, "an operator that may see more than values", test_needed_unknown_operator);
     CU_add_test(s, "a run that prunes", test_pruned_run);
     CU_add_test(s, "fingerprint of the unread fields", test_fingerprint);
+    CU_add_test(s, "fast path = general path", test_fast_path);
+    CU_add_test(s, "fast path: the same fingerprint", test_fast_path_fingerprint);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures();
