@@ -417,7 +417,7 @@ static int run_program(int argc, char **argv, rf_comm *comm)
         if (!threads) {   /* the host's cores shared among the ranks on it */
             const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
             long ranks_here = local ? strtol(local, NULL, 10) : comm->size;
-            long cores = rf_prims_threads();
+            long cores = sysconf(_SC_NPROCESSORS_ONLN);   /* (rf_prims_threads is 1 until set) */
             threads = ranks_here > 0 && cores / ranks_here > 1 ? (int)(cores / ranks_here) : 1;
         }
     }
