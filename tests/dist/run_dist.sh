@@ -77,7 +77,7 @@ cmp -s "$work/one" "$work/plain" || note "--distribute (one rank) differs: $(cat
 # Refused clearly, by every rank alike (exit 64, no hang).
 timeout 60 $mpi "$redfox" run tc.lql --backend=gpu >/dev/null 2>"$work/err"
 rc=$?
-[ $rc = 64 ] && grep -q "distributed runs use the CPU backend" "$work/err" ||
+[ $rc = 64 ] && grep -q "distributed runs over MPI use the CPU backend" "$work/err" ||
   note "--backend=gpu distributed: exit $rc, $(head -2 "$work/err")"
 timeout 60 $mpi "$redfox" run tc.lql --profile "$work/t.json" >/dev/null 2>"$work/err"
 rc=$?
