@@ -51,6 +51,10 @@ struct rf_dvar {
 typedef struct dist_impl {
     rf_backend *inner;
     rf_comm *comm;
+    /* One rank: every relation is whole on it, nothing ever moves; the
+     * layer hands everything straight to the inner backend (fused groups
+     * included), with no collective call. */
+    bool solo;
     size_t exchanges;       /* relations moved */
     size_t rows_sent;       /* rows this rank sent to other ranks */
     size_t words_sent;
@@ -342,7 +346,7 @@ static size_t dist_var_rows(rf_backend *be, const rf_dvar *v)
 {
     dist_impl *im = be->impl;
     size_t local = v ? im->inner->var_rows(im->inner, v->inner) : 0;
-    if (v && (v->d.kind == PLACE_REPLICATED || v->gathered))
+    if (im->solo || (v && (v->d.kind == PLACE_REPLICATED || v->gathered)))
         return local;
     return (size_t)global_sum(im, local);
 }
@@ -358,6 +362,9 @@ static bool dist_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status
     if (t->arity != v->arity)
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "upload: arity %d into a variable of arity %d", t->arity,
                        v->arity);
+    v->d = hashed(default_prefix(t->arity));
+    if (im->solo)
+        return im->inner->upload(im->inner, v->inner, t, st);
     rf_table part;
     rf_table_init(&part, t->arity);
     rf_word *row = rf_malloc(((size_t)t->arity + 1) * sizeof *row);
@@ -371,7 +378,6 @@ static bool dist_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status
     free(row);
     bool ok = im->inner->upload(im->inner, v->inner, &part, st);
     rf_table_free(&part);
-    v->d = hashed(default_prefix(t->arity));
     return ok;
 }
 
@@ -382,7 +388,7 @@ static bool dist_download(rf_backend *be, const rf_dvar *cv, rf_table *t, rf_sta
 {
     dist_impl *im = be->impl;
     rf_backend *in = im->inner;
-    if (cv->d.kind == PLACE_REPLICATED || cv->gathered)
+    if (im->solo || cv->d.kind == PLACE_REPLICATED || cv->gathered)
         return in->download(in, cv->inner, t, st);
     rf_table part;
     rf_table_init(&part, cv->arity);
@@ -546,14 +552,31 @@ static bool set_empty(rf_backend *in, rf_dvar *v, rf_status *st)
     return ok;
 }
 
+/* One rank: the kernel as it is (a fused group too: the inner backend
+ * runs it or declines it, RF_RUN_MEMBERS, as it would alone). */
+static rf_run_result solo_run(dist_impl *im, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
+                              rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
+{
+    int nout = k->op == RF_K_FUSED ? k->fused->nout : 1;
+    int nin = k->op == RF_K_FUSED ? k->fused->nin : k->op == RF_K_MULTIJOIN ? k->mj->nin : 2;
+    rf_dvar *inner_outs[RF_KERNEL_VARS_MAX], *inner_ins[RF_KERNEL_VARS_MAX];
+    for (int i = 0; i < nout; i++)
+        inner_outs[i] = outs[i] ? outs[i]->inner : NULL;
+    for (int i = 0; i < nin; i++)
+        inner_ins[i] = ins[i] ? ins[i]->inner : NULL;
+    return im->inner->run(im->inner, p, k, inner_outs, inner_ins, stats, st);
+}
+
 static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
                               rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
     dist_impl *im = be->impl;
     rf_backend *in = im->inner;
+    in->time_kernels = be->time_kernels;
+    if (im->solo)
+        return solo_run(im, p, k, outs, ins, stats, st);
     if (k->op == RF_K_FUSED)   /* members one by one: each gets its own placement */
         return RF_RUN_MEMBERS;
-    in->time_kernels = be->time_kernels;
     int nin = k->op == RF_K_MULTIJOIN ? k->mj->nin : 2, nout = 1;
     rf_dvar *a = ins[0], *b = nin > 1 ? ins[1] : NULL;
     dist out = split();
@@ -695,6 +718,9 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
 /* The outputs to rank 0, in the order given (the same on every rank). */
 static void dist_outputs_ready(rf_backend *be, rf_dvar *const *vars, int n)
 {
+    dist_impl *im = be->impl;
+    if (im->solo)   /* already whole on rank 0 */
+        return;
     for (int i = 0; i < n; i++)
         if (vars[i] && !vars[i]->gathered) {
             move_var(be, vars[i], TO_ROOT, 0);
@@ -732,6 +758,29 @@ static void dist_program_begins(rf_backend *be, const rf_hprogram *p)
         im->inner->program_begins(im->inner, p);
 }
 
+/* One rank only (rf_backend_dist_new sets them then): the inner
+ * backend's optional entries. */
+static bool solo_column_sign_uniform(rf_backend *be, const rf_dvar *v, int col)
+{
+    dist_impl *im = be->impl;
+    return im->inner->column_sign_uniform(im->inner, v->inner, col);
+}
+
+static bool solo_upload_unsorted(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
+{
+    dist_impl *im = be->impl;
+    v->d = hashed(default_prefix(t->arity));
+    return im->inner->upload_unsorted(im->inner, v->inner, t, st);
+}
+
+static bool solo_join_size(rf_backend *be, const rf_dvar *l, const rf_dvar *r, int nkeys, const int *lkeys,
+                           const int *rkeys, uint64_t *rows, rf_status *st)
+{
+    dist_impl *im = be->impl;
+    return im->inner->join_size(im->inner, l ? l->inner : NULL, r ? r->inner : NULL, nkeys, lkeys, rkeys, rows,
+                                st);
+}
+
 static void dist_destroy(rf_backend *be)
 {
     dist_impl *im = be->impl;
@@ -766,5 +815,11 @@ rf_backend *rf_backend_dist_new(rf_backend *inner, rf_comm *comm)
      * same count, so the same choice, on every rank), with the inner
      * backend's ratio */
     be->wcoj_auto_ratio = inner->wcoj_auto_ratio;
+    im->solo = comm->size == 1;
+    if (im->solo) {
+        be->column_sign_uniform = inner->column_sign_uniform ? solo_column_sign_uniform : NULL;
+        be->upload_unsorted = inner->upload_unsorted ? solo_upload_unsorted : NULL;
+        be->join_size = inner->join_size ? solo_join_size : NULL;
+    }
     return be;
 }
