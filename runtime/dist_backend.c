@@ -6,8 +6,12 @@
  * rank's parts alone, gives the parts of the whole answer: both sides of a
  * join hashed on their keys (or one side everywhere), both sides of a set
  * operation hashed alike, an aggregate's input hashed on its group keys.
- * Moving a relation = downloading the rank's part, sending each row to
- * its rank(s), uploading what arrived.
+ * Moving a relation: the inner backend splits the rank's part by
+ * destination (split_rows), only the rows for other ranks are packed and
+ * sent, and what arrives joins the rows that stayed (merge_rows); a
+ * backend without those entries moves through host tables (download,
+ * send each row to its rank(s), upload what arrived). On one rank
+ * nothing ever moves: every call goes straight to the inner backend.
  *
  * Every rank runs the same interpreter over the same program, so every
  * collective call below is reached by every rank in the same order: no
@@ -59,6 +63,13 @@ typedef struct dist_impl {
     size_t rows_sent;       /* rows this rank sent to other ranks */
     size_t words_sent;
     size_t collectives;     /* every call into the communicator */
+    /* Kept from move to move (grown only), so that a loop's exchanges do
+     * not fault in fresh pages every iteration: the rows leaving this
+     * rank, their ranks, the words sent and received, the rows arriving. */
+    rf_table away, before, after;
+    int *dests;
+    uint64_t *send, *recv;
+    size_t send_cap, recv_cap;
 } dist_impl;
 
 /* ---- placement functions (also used by tests/runtime/test_dist.c) ---- */
@@ -113,12 +124,69 @@ static size_t put_row(uint64_t *out, const rf_table *t, size_t row, const rf_typ
     return n;
 }
 
-size_t rf_dist_pack(const rf_table *t, const rf_type *types, const int *dest, int size, uint64_t **buf,
-                    size_t *counts)
+/* *buf with room for n words: NULL or a malloc'd buffer of *cap words,
+ * replaced by a larger one (a quarter to spare) when too small. */
+static uint64_t *grow_words(uint64_t **buf, size_t *cap, size_t n)
+{
+    if (!*buf || *cap < n) {
+        free(*buf);
+        *cap = n + n / 4;
+        *buf = rf_malloc(rf_mul_size(*cap, sizeof **buf));
+    }
+    return *buf;
+}
+
+static bool has_strings(const rf_type *types, int arity)
+{
+    for (int c = 0; c < arity; c++)
+        if (is_string(types, c))
+            return true;
+    return false;
+}
+
+/* rf_dist_pack of rows of arity words each (no string column). */
+static size_t pack_fixed(const rf_table *t, const int *dest, int size, uint64_t **buf, size_t *cap,
+                         size_t *counts)
+{
+    int ar = t->arity;
+    size_t *rows = rf_calloc((size_t)size + 1, sizeof *rows);   /* rows[size]: to every rank */
+    for (size_t i = 0; i < t->nrows; i++)
+        rows[dest[i] < 0 ? size : dest[i]]++;
+    size_t total = 0;
+    size_t *at = rf_calloc((size_t)size, sizeof *at);
+    for (int d = 0; d < size; d++) {
+        rows[d] += rows[size];
+        counts[d] = 1 + rows[d] * (size_t)ar;
+        at[d] = total;
+        total += counts[d];
+    }
+    uint64_t *out = grow_words(buf, cap, total + 1);
+    for (int d = 0; d < size; d++)
+        out[at[d]++] = rows[d];
+    for (size_t i = 0; i < t->nrows; i++) {
+        int lo = dest[i] < 0 ? 0 : dest[i], hi = dest[i] < 0 ? size - 1 : dest[i];
+        for (int d = lo; d <= hi; d++) {
+            uint64_t *o = out + at[d];
+            for (int c = 0; c < ar; c++)
+                o[c] = t->cols[c][i];
+            at[d] += (size_t)ar;
+        }
+    }
+    free(at);
+    free(rows);
+    return total;
+}
+
+/* rf_dist_pack into *buf, NULL or a malloc'd buffer of *cap words
+ * (replaced by a larger one when too small). */
+static size_t pack_to(const rf_table *t, const rf_type *types, const int *dest, int size, uint64_t **buf,
+                      size_t *cap, size_t *counts)
 {
     /* Per destination: a row count, then the rows. dest[i] < 0: every rank. */
     for (int d = 0; d < size; d++)
         counts[d] = 1;
+    if (!has_strings(types, t->arity))
+        return pack_fixed(t, dest, size, buf, cap, counts);
     size_t *rows = rf_calloc((size_t)size, sizeof *rows);
     for (size_t i = 0; i < t->nrows; i++) {
         size_t w = row_words(t, i, types);
@@ -134,7 +202,7 @@ size_t rf_dist_pack(const rf_table *t, const rf_type *types, const int *dest, in
         at[d] = total;
         total += counts[d];
     }
-    uint64_t *out = rf_malloc(rf_mul_size(total + 1, sizeof *out));
+    uint64_t *out = grow_words(buf, cap, total + 1);
     for (int d = 0; d < size; d++)
         out[at[d]++] = rows[d];
     for (size_t i = 0; i < t->nrows; i++)
@@ -143,13 +211,37 @@ size_t rf_dist_pack(const rf_table *t, const rf_type *types, const int *dest, in
                 at[d] += put_row(out + at[d], t, i, types);
     free(at);
     free(rows);
-    *buf = out;
     return total;
+}
+
+size_t rf_dist_pack(const rf_table *t, const rf_type *types, const int *dest, int size, uint64_t **buf,
+                    size_t *counts)
+{
+    size_t cap = 0;
+    *buf = NULL;
+    return pack_to(t, types, dest, size, buf, &cap, counts);
 }
 
 bool rf_dist_unpack(const uint64_t *buf, const size_t *counts, int size, const rf_type *types, rf_table *t)
 {
     size_t at = 0;
+    if (t->arity > 0 && !has_strings(types, t->arity)) {   /* rows of arity words: column by column */
+        int ar = t->arity;
+        for (int s = 0; s < size; s++) {
+            if (counts[s] == 0 || (counts[s] - 1) / (size_t)ar != buf[at] || (counts[s] - 1) % (size_t)ar)
+                return false;
+            size_t n = (size_t)buf[at++], base = t->nrows;
+            rf_table_resize(t, base + n);
+            for (int c = 0; c < ar; c++) {
+                rf_word *col = t->cols[c] + base;
+                const uint64_t *src = buf + at + c;
+                for (size_t r = 0; r < n; r++)
+                    col[r] = src[r * (size_t)ar];
+            }
+            at += n * (size_t)ar;
+        }
+        return true;
+    }
     rf_word *row = rf_malloc(((size_t)t->arity + 1) * sizeof *row);
     bool ok = true;
     for (int s = 0; s < size && ok; s++) {
@@ -212,21 +304,18 @@ static void exchange_rows(dist_impl *im, const rf_table *t, const int *dest, con
 {
     rf_comm *c = im->comm;
     size_t *counts = rf_calloc((size_t)c->size * 2, sizeof *counts);
-    uint64_t *send = NULL, *recv = NULL;
-    rf_dist_pack(t, types, dest, c->size, &send, counts);
+    pack_to(t, types, dest, c->size, &im->send, &im->send_cap, counts);
     for (size_t i = 0; i < t->nrows; i++)
         im->rows_sent += dest[i] != c->rank;
     for (int d = 0; d < c->size; d++)
         im->words_sent += d == c->rank ? 0 : counts[d];
     char err[256];
     im->collectives += 2;
-    if (!c->alltoallv(c, send, counts, &recv, counts + c->size, err, sizeof err))
+    if (!c->alltoallv(c, im->send, counts, &im->recv, &im->recv_cap, counts + c->size, err, sizeof err))
         comm_failed(im, err);
-    free(send);
     rf_table_init(got, t->arity);
-    if (!rf_dist_unpack(recv, counts + c->size, c->size, types, got))
+    if (!rf_dist_unpack(im->recv, counts + c->size, c->size, types, got))
         comm_failed(im, "internal error: a malformed exchange buffer");
-    free(recv);
     free(counts);
     if (set)
         rf_prim_sort_unique(got);
@@ -256,6 +345,76 @@ static bool inner_fail(rf_status *st, const char *fmt, ...)
  * input may be moved in place; it stays moved, which is what a loop wants
  * (an input joined every iteration moves once). From replicated, no
  * message is needed: each rank keeps its own rows of its copy. */
+typedef struct dest_of {
+    target_kind to;
+    int nkeys;
+    const rf_type *types;
+    int size;
+} dest_of;
+
+static int row_dest(const rf_table *t, size_t i, const void *ctx)
+{
+    const dest_of *d = ctx;
+    return d->to == TO_ALL ? -1 : d->to == TO_ROOT ? 0 : rf_dist_row_rank(t, i, d->nkeys, d->types, d->size);
+}
+
+/* t emptied for rows of the arity (its storage kept when the arity is
+ * the same). */
+static void reuse_table(rf_table *t, int arity)
+{
+    if (t->arity == arity) {
+        rf_table_clear(t);
+        return;
+    }
+    rf_table_free(t);
+    rf_table_init(t, arity);
+}
+
+/* move_var through the inner backend's split_rows and merge_rows: the
+ * rows that stay on this rank never leave it; only the others are packed
+ * and sent, and what arrives from the ranks before this one goes before
+ * its own rows, from the ranks after it after them (the order a move
+ * through the host gives). */
+static void move_inside(dist_impl *im, rf_dvar *v, target_kind to, int nkeys)
+{
+    rf_backend *in = im->inner;
+    rf_comm *c = im->comm;
+    rf_status st;
+    rf_status_init(&st);
+    dest_of how = {to, nkeys, v->types, c->size};
+    bool from_all = v->d.kind == PLACE_REPLICATED;   /* keep this rank's rows, no messages */
+    rf_table *away = &im->away, *before = &im->before, *after = &im->after;
+    reuse_table(away, v->arity);
+    if (!in->split_rows(in, v->inner, row_dest, &how, c->rank, from_all ? NULL : away, &im->dests, &st))
+        comm_failed(im, st.message);
+    if (from_all)
+        return;
+    im->exchanges++;
+    size_t *counts = rf_calloc((size_t)c->size * 2, sizeof *counts);
+    pack_to(away, v->types, im->dests, c->size, &im->send, &im->send_cap, counts);
+    im->rows_sent += away->nrows;
+    for (int d = 0; d < c->size; d++)
+        im->words_sent += d == c->rank ? 0 : counts[d];
+    char err[256];
+    im->collectives += 2;
+    if (!c->alltoallv(c, im->send, counts, &im->recv, &im->recv_cap, counts + c->size, err, sizeof err))
+        comm_failed(im, err);
+    /* from the ranks before this one, and after it (its own word to
+     * itself is a row count of 0, or for every rank its own rows, which
+     * it kept) */
+    size_t skip = 0;
+    for (int s = 0; s <= c->rank; s++)
+        skip += counts[c->size + s];
+    reuse_table(before, v->arity);
+    reuse_table(after, v->arity);
+    if (!rf_dist_unpack(im->recv, counts + c->size, c->rank, v->types, before) ||
+        !rf_dist_unpack(im->recv + skip, counts + c->size + c->rank + 1, c->size - c->rank - 1, v->types, after))
+        comm_failed(im, "internal error: a malformed exchange buffer");
+    free(counts);
+    if (!in->merge_rows(in, v->inner, before, after, v->sorted, &st))
+        comm_failed(im, st.message);
+}
+
 static void move_var(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
 {
     dist_impl *im = be->impl;
@@ -263,6 +422,12 @@ static void move_var(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
     rf_comm *c = im->comm;
     if ((to == TO_HASH && dist_is(v, PLACE_HASH, nkeys)) || (to == TO_ALL && v->d.kind == PLACE_REPLICATED))
         return;
+    if (in->split_rows && in->merge_rows) {
+        move_inside(im, v, to, nkeys);
+        v->d.kind = to == TO_HASH ? PLACE_HASH : to == TO_ALL ? PLACE_REPLICATED : PLACE_SPLIT;
+        v->d.nkeys = to == TO_HASH ? nkeys : 0;
+        return;
+    }
     rf_status st;
     rf_status_init(&st);
     rf_table t;
@@ -785,6 +950,12 @@ static void dist_destroy(rf_backend *be)
 {
     dist_impl *im = be->impl;
     im->inner->destroy(im->inner);
+    rf_table_free(&im->away);
+    rf_table_free(&im->before);
+    rf_table_free(&im->after);
+    free(im->dests);
+    free(im->send);
+    free(im->recv);
     free(im);
     free(be);
 }
@@ -795,6 +966,9 @@ rf_backend *rf_backend_dist_new(rf_backend *inner, rf_comm *comm)
     dist_impl *im = rf_calloc(1, sizeof *im);
     im->inner = inner;
     im->comm = comm;
+    rf_table_init(&im->away, 0);
+    rf_table_init(&im->before, 0);
+    rf_table_init(&im->after, 0);
     be->name = inner->name;   /* the kernels are the inner backend's */
     snprintf(be->device, sizeof be->device, "%.200s, rank %d of %d", inner->device, comm->rank, comm->size);
     be->var_new = dist_var_new;
