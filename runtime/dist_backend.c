@@ -732,6 +732,55 @@ static rf_run_result solo_run(dist_impl *im, const rf_hprogram *p, const rf_kern
     return im->inner->run(im->inner, p, k, inner_outs, inner_ins, stats, st);
 }
 
+/* A FUSED kernel: the semi-naive set gather `t := JOIN a, b; s := SORT t`
+ * runs fused when its JOIN's inputs can be brought together (both hashed
+ * on its keys): each rank joins its parts and deduplicates what it made
+ * in one pass, as one process does; a set made where the join key lives
+ * holds duplicates of other ranks' rows only when the JOIN's output is
+ * not hashed on a prefix it keeps, and then it moves (hashed on its first
+ * column, as the SORT member's input would) and is deduplicated again
+ * where it lands, which is the same set. Any other group, or one that
+ * the inner backend declines on any rank, runs as its members, each with
+ * its own placement. */
+static rf_run_result run_set_gather(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
+                                    rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
+{
+    dist_impl *im = be->impl;
+    rf_backend *in = im->inner;
+    const rf_fused *f = k->fused;
+    if (k->gather != RF_GATHER_SET || f->nmembers != 2 || f->nout != 1 || f->nin != 2)
+        return RF_RUN_MEMBERS;
+    const rf_kernel *join = &f->members[0], *sort = &f->members[1];
+    rf_dvar *a = ins[0], *b = ins[1], *out = outs[0];
+    if (join->op != RF_K_JOIN || sort->op != RF_K_SORT || sort->in[0] != join->out || join->nkeys < 1 ||
+        f->in[0] != join->in[0] || f->in[1] != join->in[1] || f->out[0] != sort->out || !a || !b ||
+        !out->sorted || kernel_rowid_use(join) != ROWID_NONE || a->d.kind == PLACE_REPLICATED ||
+        b->d.kind == PLACE_REPLICATED)
+        return RF_RUN_MEMBERS;
+    co_hash(be, a, b, join->nkeys);
+    dist rows = joined(join, a, b);
+    rf_dvar *inner_outs[1] = {out->inner}, *inner_ins[2] = {a->inner, b->inner};
+    rf_run_result res = in->run(in, p, k, inner_outs, inner_ins, stats, st);
+    /* declined on some rank: the members, on every rank (they overwrite
+     * whatever the group wrote; its inputs are as they were) */
+    char err[256];
+    uint64_t declined = res == RF_RUN_MEMBERS;
+    im->collectives++;
+    if (!im->comm->allreduce_u64(im->comm, &declined, 1, RF_COMM_MAX, err, sizeof err))
+        comm_failed(im, err);
+    if (declined)
+        return RF_RUN_MEMBERS;
+    if (!agree(im, res == RF_RUN_DONE, st))
+        return RF_RUN_FAILED;
+    if (rows.kind == PLACE_HASH) {
+        out->d = rows;
+    } else {
+        out->d = split();
+        move_var(be, out, TO_HASH, default_prefix(out->arity));
+    }
+    return RF_RUN_DONE;
+}
+
 static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
                               rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
@@ -740,8 +789,8 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
     in->time_kernels = be->time_kernels;
     if (im->solo)
         return solo_run(im, p, k, outs, ins, stats, st);
-    if (k->op == RF_K_FUSED)   /* members one by one: each gets its own placement */
-        return RF_RUN_MEMBERS;
+    if (k->op == RF_K_FUSED)
+        return run_set_gather(be, p, k, outs, ins, stats, st);
     int nin = k->op == RF_K_MULTIJOIN ? k->mj->nin : 2, nout = 1;
     rf_dvar *a = ins[0], *b = nin > 1 ? ins[1] : NULL;
     dist out = split();
