@@ -340,11 +340,8 @@ static bool inner_fail(rf_status *st, const char *fmt, ...)
     return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s", msg);
 }
 
-/* Replaces v's part by the rows the target placement gives this rank.
- * The relation (the union of the parts) stays the same, so a kernel's
- * input may be moved in place; it stays moved, which is what a loop wants
- * (an input joined every iteration moves once). From replicated, no
- * message is needed: each rank keeps its own rows of its copy. */
+/* A move's destinations, for the inner backend's split_rows: row i of t
+ * goes to row_dest(t, i, &how) (-1: every rank). */
 typedef struct dest_of {
     target_kind to;
     int nkeys;
@@ -415,6 +412,11 @@ static void move_inside(dist_impl *im, rf_dvar *v, target_kind to, int nkeys)
         comm_failed(im, st.message);
 }
 
+/* Replaces v's part by the rows the target placement gives this rank.
+ * The relation (the union of the parts) stays the same, so a kernel's
+ * input may be moved in place; it stays moved, which is what a loop wants
+ * (an input joined every iteration moves once). From replicated, no
+ * message is needed: each rank keeps its own rows of its copy. */
 static void move_var(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
 {
     dist_impl *im = be->impl;
