@@ -97,6 +97,22 @@ struct rf_backend {
      * overrides; join_choice.c says how
      * each default was measured). */
     double wcoj_auto_ratio;
+    /* Optional (NULL: the distribution layer downloads the rank's part,
+     * splits it on the host and uploads what stays): the two halves of
+     * moving a relation between ranks such that the rows that stay never
+     * leave the backend (dist_backend.c, move_var). split_rows: dest(t, i,
+     * ctx) names the rank row i of v goes to (-1: every rank), t being v's
+     * rows as a host table, read only; v keeps, in order, its rows for
+     * rank `keep` and for every rank; where away is not NULL (initialised
+     * with v's arity) the rows for other ranks are appended to it in order
+     * and *dests their ranks (*dests: NULL or a malloc'd buffer, which
+     * split_rows reallocs to fit; the caller frees it). merge_rows:
+     * v := before ++ v ++ after, or when set, that union sorted and
+     * deduplicated (v's rows may or may not be so already). */
+    bool (*split_rows)(rf_backend *be, rf_dvar *v, int (*dest)(const rf_table *t, size_t i, const void *ctx),
+                       const void *ctx, int keep, rf_table *away, int **dests, rf_status *st);
+    bool (*merge_rows)(rf_backend *be, rf_dvar *v, const rf_table *before, const rf_table *after, bool set,
+                       rf_status *st);
 };
 
 /* The backends' default wcoj_auto_ratio (how they were measured:

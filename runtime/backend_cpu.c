@@ -109,6 +109,8 @@ typedef struct cpu_impl {
     size_t in_use, peak;
     uint64_t stamps;  /* last stamp handed out */
     size_t set_dense, set_sorted; /* set gathers through a bitmap in one pass / written and sorted */
+    int *dest_scratch;  /* split_rows: each row's rank (kept, grown only) */
+    size_t dest_cap;
 } cpu_impl;
 
 static void add_bytes(rf_backend *be, size_t add, size_t sub)
@@ -1315,6 +1317,182 @@ static bool cpu_join_size(rf_backend *be, const rf_dvar *l, const rf_dvar *r, in
     return true;
 }
 
+/* ---- moving rows between ranks (the distribution layer, backend.h) ---- */
+
+/* v's one run when v may change it in place: rows held as a table no
+ * other variable shares (NULL otherwise). */
+static run *sole_run(rf_dvar *v)
+{
+    if (!v->has_runs || v->dense || v->nruns != 1 || v->runs[0]->refs != 1)
+        return NULL;
+    return v->runs[0];
+}
+
+/* Replaces v's contents with its run r, changed in place. */
+static void run_changed(rf_backend *be, rf_dvar *v, run *r)
+{
+    free(r->lo);
+    free(r->hi);
+    r->lo = r->hi = NULL;
+    r->has_range = false;
+    r->refs++;   /* set_runs_from drops v's reference */
+    run_written(be, r);
+    if (r->t.nrows == 0) {
+        set_runs_from(be, v, NULL, 0, NULL);
+        run_unref(be, r);
+        return;
+    }
+    set_runs_from(be, v, &r, 1, NULL);
+}
+
+static bool cpu_split_rows(rf_backend *be, rf_dvar *v, int (*dest)(const rf_table *t, size_t i, const void *ctx),
+                           const void *ctx, int keep, rf_table *away, int **dests, rf_status *st)
+{
+    (void)st;
+    cpu_impl *im = be->impl;
+    dense_resolve(be, v);
+    const rf_table *t = table_of(be, v);
+    size_t n = t->nrows, nkeep = 0, naway = 0;
+    if (n == 0)
+        return true;
+    if (n > im->dest_cap) {
+        free(im->dest_scratch);
+        im->dest_cap = n + n / 4;
+        im->dest_scratch = rf_malloc(im->dest_cap * sizeof *im->dest_scratch);
+    }
+    int *to = im->dest_scratch;
+    for (size_t i = 0; i < n; i++) {
+        to[i] = dest(t, i, ctx);
+        nkeep += to[i] < 0 || to[i] == keep;
+        naway += to[i] != keep;
+    }
+    int ar = v->arity;
+    if (away && naway) {
+        size_t at = away->nrows;
+        rf_table_resize(away, at + naway);
+        int *ds = *dests = rf_realloc(*dests, naway * sizeof *ds);
+        size_t j = 0;
+        for (size_t i = 0; i < n; i++)
+            if (to[i] != keep)
+                ds[j++] = to[i];
+        for (int c = 0; c < ar; c++) {
+            const rf_word *src = t->cols[c];
+            rf_word *out = away->cols[c] + at;
+            size_t k = 0;
+            for (size_t i = 0; i < n; i++)
+                if (to[i] != keep)
+                    out[k++] = src[i];
+        }
+    }
+    if (nkeep == n)
+        return true;
+    /* v keeps a subsequence of its rows (a set stays one): in place when
+     * its run is its own */
+    run *r = sole_run(v);
+    rf_table kept;
+    if (!r) {
+        rf_table_init(&kept, ar);
+        rf_table_resize(&kept, nkeep);
+    }
+    for (int c = 0; c < ar; c++) {
+        const rf_word *src = t->cols[c];
+        rf_word *out = r ? r->t.cols[c] : kept.cols[c];
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (to[i] < 0 || to[i] == keep)
+                out[k++] = src[i];
+    }
+    if (r) {
+        r->t.nrows = nkeep;
+        run_changed(be, v, r);
+    } else {
+        set_table(be, v, &kept);
+    }
+    return true;
+}
+
+/* Whether t's rows are strictly increasing (sorted, no duplicates). */
+static bool strictly_sorted(const rf_table *t)
+{
+    for (size_t i = 1; i < t->nrows; i++) {
+        int c = 0;
+        while (c < t->arity && t->cols[c][i - 1] == t->cols[c][i])
+            c++;
+        if (c == t->arity || t->cols[c][i - 1] > t->cols[c][i])
+            return false;
+    }
+    return true;
+}
+
+static void append_rows(rf_table *t, const rf_table *a)
+{
+    if (!a || a->nrows == 0)
+        return;
+    size_t at = t->nrows;
+    rf_table_resize(t, at + a->nrows);
+    for (int c = 0; c < t->arity; c++)
+        memcpy(t->cols[c] + at, a->cols[c], a->nrows * sizeof *a->cols[c]);
+}
+
+static bool cpu_merge_rows(rf_backend *be, rf_dvar *v, const rf_table *before, const rf_table *after, bool set,
+                           rf_status *st)
+{
+    (void)st;
+    dense_resolve(be, v);
+    size_t nb = before ? before->nrows : 0, na = after ? after->nrows : 0;
+    const rf_table *mine = table_of(be, v);
+    rf_table all;
+    rf_table_init(&all, v->arity);
+    if (!set) {
+        if (nb + na == 0) {
+            rf_table_free(&all);
+            return true;
+        }
+        run *r = sole_run(v);
+        if (r) {   /* in place: v's rows move up by nb */
+            rf_table_free(&all);
+            size_t nm = r->t.nrows;
+            rf_table_resize(&r->t, nb + nm + na);
+            for (int c = 0; c < v->arity; c++) {
+                rf_word *col = r->t.cols[c];
+                if (nb) {
+                    memmove(col + nb, col, nm * sizeof *col);
+                    memcpy(col, before->cols[c], nb * sizeof *col);
+                }
+                if (na)
+                    memcpy(col + nb + nm, after->cols[c], na * sizeof *col);
+            }
+            run_changed(be, v, r);
+            return true;
+        }
+        rf_table_reserve(&all, nb + mine->nrows + na);
+        append_rows(&all, before);
+        append_rows(&all, mine);
+        append_rows(&all, after);
+        set_table(be, v, &all);
+        return true;
+    }
+    bool mine_set = strictly_sorted(mine);
+    if (nb + na == 0 && mine_set) {
+        rf_table_free(&all);
+        return true;
+    }
+    rf_table_reserve(&all, nb + na + (mine_set ? 0 : mine->nrows));
+    append_rows(&all, before);
+    append_rows(&all, after);
+    if (!mine_set)
+        append_rows(&all, mine);
+    rf_prim_sort_unique(&all);
+    if (mine_set && mine->nrows > 0) {
+        rf_table u;
+        rf_prim_union(mine, &all, &u);
+        rf_table_free(&all);
+        all = u;
+    }
+    set_table(be, v, &all);
+    return true;
+}
+
 static size_t cpu_bytes_in_use(rf_backend *be) { return ((cpu_impl *)be->impl)->in_use; }
 static size_t cpu_bytes_peak(rf_backend *be) { return ((cpu_impl *)be->impl)->peak; }
 
@@ -1332,6 +1510,7 @@ static void cpu_destroy(rf_backend *be)
         return;
     cpu_impl *im = be->impl;
     clear_chains(im);
+    free(im->dest_scratch);
     for (int i = 0; i < im->nspare_runs; i++) {
         rf_table_free(&im->spare_runs[i]->t);
         free(im->spare_runs[i]);
@@ -1364,6 +1543,8 @@ rf_backend *rf_backend_cpu_new(int threads)
     be->print_stats = cpu_print_stats;
     be->program_begins = cpu_program_begins;
     be->join_size = cpu_join_size;
+    be->split_rows = cpu_split_rows;
+    be->merge_rows = cpu_merge_rows;
     be->wcoj_auto_ratio = RF_WCOJ_AUTO_RATIO_CPU;
     be->impl = rf_calloc(1, sizeof(cpu_impl));
     return be;

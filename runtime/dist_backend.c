@@ -6,8 +6,12 @@
  * rank's parts alone, gives the parts of the whole answer: both sides of a
  * join hashed on their keys (or one side everywhere), both sides of a set
  * operation hashed alike, an aggregate's input hashed on its group keys.
- * Moving a relation = downloading the rank's part, sending each row to
- * its rank(s), uploading what arrived.
+ * Moving a relation: the inner backend splits the rank's part by
+ * destination (split_rows), only the rows for other ranks are packed and
+ * sent, and what arrives joins the rows that stayed (merge_rows); a
+ * backend without those entries moves through host tables (download,
+ * send each row to its rank(s), upload what arrived). On one rank
+ * nothing ever moves: every call goes straight to the inner backend.
  *
  * Every rank runs the same interpreter over the same program, so every
  * collective call below is reached by every rank in the same order: no
@@ -51,10 +55,21 @@ struct rf_dvar {
 typedef struct dist_impl {
     rf_backend *inner;
     rf_comm *comm;
+    /* One rank: every relation is whole on it, nothing ever moves; the
+     * layer hands everything straight to the inner backend (fused groups
+     * included), with no collective call. */
+    bool solo;
     size_t exchanges;       /* relations moved */
     size_t rows_sent;       /* rows this rank sent to other ranks */
     size_t words_sent;
     size_t collectives;     /* every call into the communicator */
+    /* Kept from move to move (grown only), so that a loop's exchanges do
+     * not fault in fresh pages every iteration: the rows leaving this
+     * rank, their ranks, the words sent and received, the rows arriving. */
+    rf_table away, before, after;
+    int *dests;
+    uint64_t *send, *recv;
+    size_t send_cap, recv_cap;
 } dist_impl;
 
 /* ---- placement functions (also used by tests/runtime/test_dist.c) ---- */
@@ -109,12 +124,69 @@ static size_t put_row(uint64_t *out, const rf_table *t, size_t row, const rf_typ
     return n;
 }
 
-size_t rf_dist_pack(const rf_table *t, const rf_type *types, const int *dest, int size, uint64_t **buf,
-                    size_t *counts)
+/* *buf with room for n words: NULL or a malloc'd buffer of *cap words,
+ * replaced by a larger one (a quarter to spare) when too small. */
+static uint64_t *grow_words(uint64_t **buf, size_t *cap, size_t n)
+{
+    if (!*buf || *cap < n) {
+        free(*buf);
+        *cap = n + n / 4;
+        *buf = rf_malloc(rf_mul_size(*cap, sizeof **buf));
+    }
+    return *buf;
+}
+
+static bool has_strings(const rf_type *types, int arity)
+{
+    for (int c = 0; c < arity; c++)
+        if (is_string(types, c))
+            return true;
+    return false;
+}
+
+/* rf_dist_pack of rows of arity words each (no string column). */
+static size_t pack_fixed(const rf_table *t, const int *dest, int size, uint64_t **buf, size_t *cap,
+                         size_t *counts)
+{
+    int ar = t->arity;
+    size_t *rows = rf_calloc((size_t)size + 1, sizeof *rows);   /* rows[size]: to every rank */
+    for (size_t i = 0; i < t->nrows; i++)
+        rows[dest[i] < 0 ? size : dest[i]]++;
+    size_t total = 0;
+    size_t *at = rf_calloc((size_t)size, sizeof *at);
+    for (int d = 0; d < size; d++) {
+        rows[d] += rows[size];
+        counts[d] = 1 + rows[d] * (size_t)ar;
+        at[d] = total;
+        total += counts[d];
+    }
+    uint64_t *out = grow_words(buf, cap, total + 1);
+    for (int d = 0; d < size; d++)
+        out[at[d]++] = rows[d];
+    for (size_t i = 0; i < t->nrows; i++) {
+        int lo = dest[i] < 0 ? 0 : dest[i], hi = dest[i] < 0 ? size - 1 : dest[i];
+        for (int d = lo; d <= hi; d++) {
+            uint64_t *o = out + at[d];
+            for (int c = 0; c < ar; c++)
+                o[c] = t->cols[c][i];
+            at[d] += (size_t)ar;
+        }
+    }
+    free(at);
+    free(rows);
+    return total;
+}
+
+/* rf_dist_pack into *buf, NULL or a malloc'd buffer of *cap words
+ * (replaced by a larger one when too small). */
+static size_t pack_to(const rf_table *t, const rf_type *types, const int *dest, int size, uint64_t **buf,
+                      size_t *cap, size_t *counts)
 {
     /* Per destination: a row count, then the rows. dest[i] < 0: every rank. */
     for (int d = 0; d < size; d++)
         counts[d] = 1;
+    if (!has_strings(types, t->arity))
+        return pack_fixed(t, dest, size, buf, cap, counts);
     size_t *rows = rf_calloc((size_t)size, sizeof *rows);
     for (size_t i = 0; i < t->nrows; i++) {
         size_t w = row_words(t, i, types);
@@ -130,7 +202,7 @@ size_t rf_dist_pack(const rf_table *t, const rf_type *types, const int *dest, in
         at[d] = total;
         total += counts[d];
     }
-    uint64_t *out = rf_malloc(rf_mul_size(total + 1, sizeof *out));
+    uint64_t *out = grow_words(buf, cap, total + 1);
     for (int d = 0; d < size; d++)
         out[at[d]++] = rows[d];
     for (size_t i = 0; i < t->nrows; i++)
@@ -139,13 +211,37 @@ size_t rf_dist_pack(const rf_table *t, const rf_type *types, const int *dest, in
                 at[d] += put_row(out + at[d], t, i, types);
     free(at);
     free(rows);
-    *buf = out;
     return total;
+}
+
+size_t rf_dist_pack(const rf_table *t, const rf_type *types, const int *dest, int size, uint64_t **buf,
+                    size_t *counts)
+{
+    size_t cap = 0;
+    *buf = NULL;
+    return pack_to(t, types, dest, size, buf, &cap, counts);
 }
 
 bool rf_dist_unpack(const uint64_t *buf, const size_t *counts, int size, const rf_type *types, rf_table *t)
 {
     size_t at = 0;
+    if (t->arity > 0 && !has_strings(types, t->arity)) {   /* rows of arity words: column by column */
+        int ar = t->arity;
+        for (int s = 0; s < size; s++) {
+            if (counts[s] == 0 || (counts[s] - 1) / (size_t)ar != buf[at] || (counts[s] - 1) % (size_t)ar)
+                return false;
+            size_t n = (size_t)buf[at++], base = t->nrows;
+            rf_table_resize(t, base + n);
+            for (int c = 0; c < ar; c++) {
+                rf_word *col = t->cols[c] + base;
+                const uint64_t *src = buf + at + c;
+                for (size_t r = 0; r < n; r++)
+                    col[r] = src[r * (size_t)ar];
+            }
+            at += n * (size_t)ar;
+        }
+        return true;
+    }
     rf_word *row = rf_malloc(((size_t)t->arity + 1) * sizeof *row);
     bool ok = true;
     for (int s = 0; s < size && ok; s++) {
@@ -208,21 +304,18 @@ static void exchange_rows(dist_impl *im, const rf_table *t, const int *dest, con
 {
     rf_comm *c = im->comm;
     size_t *counts = rf_calloc((size_t)c->size * 2, sizeof *counts);
-    uint64_t *send = NULL, *recv = NULL;
-    rf_dist_pack(t, types, dest, c->size, &send, counts);
+    pack_to(t, types, dest, c->size, &im->send, &im->send_cap, counts);
     for (size_t i = 0; i < t->nrows; i++)
         im->rows_sent += dest[i] != c->rank;
     for (int d = 0; d < c->size; d++)
         im->words_sent += d == c->rank ? 0 : counts[d];
     char err[256];
     im->collectives += 2;
-    if (!c->alltoallv(c, send, counts, &recv, counts + c->size, err, sizeof err))
+    if (!c->alltoallv(c, im->send, counts, &im->recv, &im->recv_cap, counts + c->size, err, sizeof err))
         comm_failed(im, err);
-    free(send);
     rf_table_init(got, t->arity);
-    if (!rf_dist_unpack(recv, counts + c->size, c->size, types, got))
+    if (!rf_dist_unpack(im->recv, counts + c->size, c->size, types, got))
         comm_failed(im, "internal error: a malformed exchange buffer");
-    free(recv);
     free(counts);
     if (set)
         rf_prim_sort_unique(got);
@@ -247,6 +340,78 @@ static bool inner_fail(rf_status *st, const char *fmt, ...)
     return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s", msg);
 }
 
+/* A move's destinations, for the inner backend's split_rows: row i of t
+ * goes to row_dest(t, i, &how) (-1: every rank). */
+typedef struct dest_of {
+    target_kind to;
+    int nkeys;
+    const rf_type *types;
+    int size;
+} dest_of;
+
+static int row_dest(const rf_table *t, size_t i, const void *ctx)
+{
+    const dest_of *d = ctx;
+    return d->to == TO_ALL ? -1 : d->to == TO_ROOT ? 0 : rf_dist_row_rank(t, i, d->nkeys, d->types, d->size);
+}
+
+/* t emptied for rows of the arity (its storage kept when the arity is
+ * the same). */
+static void reuse_table(rf_table *t, int arity)
+{
+    if (t->arity == arity) {
+        rf_table_clear(t);
+        return;
+    }
+    rf_table_free(t);
+    rf_table_init(t, arity);
+}
+
+/* move_var through the inner backend's split_rows and merge_rows: the
+ * rows that stay on this rank never leave it; only the others are packed
+ * and sent, and what arrives from the ranks before this one goes before
+ * its own rows, from the ranks after it after them (the order a move
+ * through the host gives). */
+static void move_inside(dist_impl *im, rf_dvar *v, target_kind to, int nkeys)
+{
+    rf_backend *in = im->inner;
+    rf_comm *c = im->comm;
+    rf_status st;
+    rf_status_init(&st);
+    dest_of how = {to, nkeys, v->types, c->size};
+    bool from_all = v->d.kind == PLACE_REPLICATED;   /* keep this rank's rows, no messages */
+    rf_table *away = &im->away, *before = &im->before, *after = &im->after;
+    reuse_table(away, v->arity);
+    if (!in->split_rows(in, v->inner, row_dest, &how, c->rank, from_all ? NULL : away, &im->dests, &st))
+        comm_failed(im, st.message);
+    if (from_all)
+        return;
+    im->exchanges++;
+    size_t *counts = rf_calloc((size_t)c->size * 2, sizeof *counts);
+    pack_to(away, v->types, im->dests, c->size, &im->send, &im->send_cap, counts);
+    im->rows_sent += away->nrows;
+    for (int d = 0; d < c->size; d++)
+        im->words_sent += d == c->rank ? 0 : counts[d];
+    char err[256];
+    im->collectives += 2;
+    if (!c->alltoallv(c, im->send, counts, &im->recv, &im->recv_cap, counts + c->size, err, sizeof err))
+        comm_failed(im, err);
+    /* from the ranks before this one, and after it (its own word to
+     * itself is a row count of 0, or for every rank its own rows, which
+     * it kept) */
+    size_t skip = 0;
+    for (int s = 0; s <= c->rank; s++)
+        skip += counts[c->size + s];
+    reuse_table(before, v->arity);
+    reuse_table(after, v->arity);
+    if (!rf_dist_unpack(im->recv, counts + c->size, c->rank, v->types, before) ||
+        !rf_dist_unpack(im->recv + skip, counts + c->size + c->rank + 1, c->size - c->rank - 1, v->types, after))
+        comm_failed(im, "internal error: a malformed exchange buffer");
+    free(counts);
+    if (!in->merge_rows(in, v->inner, before, after, v->sorted, &st))
+        comm_failed(im, st.message);
+}
+
 /* Replaces v's part by the rows the target placement gives this rank.
  * The relation (the union of the parts) stays the same, so a kernel's
  * input may be moved in place; it stays moved, which is what a loop wants
@@ -259,6 +424,12 @@ static void move_var(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
     rf_comm *c = im->comm;
     if ((to == TO_HASH && dist_is(v, PLACE_HASH, nkeys)) || (to == TO_ALL && v->d.kind == PLACE_REPLICATED))
         return;
+    if (in->split_rows && in->merge_rows) {
+        move_inside(im, v, to, nkeys);
+        v->d.kind = to == TO_HASH ? PLACE_HASH : to == TO_ALL ? PLACE_REPLICATED : PLACE_SPLIT;
+        v->d.nkeys = to == TO_HASH ? nkeys : 0;
+        return;
+    }
     rf_status st;
     rf_status_init(&st);
     rf_table t;
@@ -342,7 +513,7 @@ static size_t dist_var_rows(rf_backend *be, const rf_dvar *v)
 {
     dist_impl *im = be->impl;
     size_t local = v ? im->inner->var_rows(im->inner, v->inner) : 0;
-    if (v && (v->d.kind == PLACE_REPLICATED || v->gathered))
+    if (im->solo || (v && (v->d.kind == PLACE_REPLICATED || v->gathered)))
         return local;
     return (size_t)global_sum(im, local);
 }
@@ -358,6 +529,9 @@ static bool dist_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status
     if (t->arity != v->arity)
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "upload: arity %d into a variable of arity %d", t->arity,
                        v->arity);
+    v->d = hashed(default_prefix(t->arity));
+    if (im->solo)
+        return im->inner->upload(im->inner, v->inner, t, st);
     rf_table part;
     rf_table_init(&part, t->arity);
     rf_word *row = rf_malloc(((size_t)t->arity + 1) * sizeof *row);
@@ -371,7 +545,6 @@ static bool dist_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status
     free(row);
     bool ok = im->inner->upload(im->inner, v->inner, &part, st);
     rf_table_free(&part);
-    v->d = hashed(default_prefix(t->arity));
     return ok;
 }
 
@@ -382,7 +555,7 @@ static bool dist_download(rf_backend *be, const rf_dvar *cv, rf_table *t, rf_sta
 {
     dist_impl *im = be->impl;
     rf_backend *in = im->inner;
-    if (cv->d.kind == PLACE_REPLICATED || cv->gathered)
+    if (im->solo || cv->d.kind == PLACE_REPLICATED || cv->gathered)
         return in->download(in, cv->inner, t, st);
     rf_table part;
     rf_table_init(&part, cv->arity);
@@ -546,14 +719,80 @@ static bool set_empty(rf_backend *in, rf_dvar *v, rf_status *st)
     return ok;
 }
 
+/* One rank: the kernel as it is (a fused group too: the inner backend
+ * runs it or declines it, RF_RUN_MEMBERS, as it would alone). */
+static rf_run_result solo_run(dist_impl *im, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
+                              rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
+{
+    int nout = k->op == RF_K_FUSED ? k->fused->nout : 1;
+    int nin = k->op == RF_K_FUSED ? k->fused->nin : k->op == RF_K_MULTIJOIN ? k->mj->nin : 2;
+    rf_dvar *inner_outs[RF_KERNEL_VARS_MAX], *inner_ins[RF_KERNEL_VARS_MAX];
+    for (int i = 0; i < nout; i++)
+        inner_outs[i] = outs[i] ? outs[i]->inner : NULL;
+    for (int i = 0; i < nin; i++)
+        inner_ins[i] = ins[i] ? ins[i]->inner : NULL;
+    return im->inner->run(im->inner, p, k, inner_outs, inner_ins, stats, st);
+}
+
+/* A FUSED kernel: the semi-naive set gather `t := JOIN a, b; s := SORT t`
+ * runs fused when its JOIN's inputs can be brought together (both hashed
+ * on its keys): each rank joins its parts and deduplicates what it made
+ * in one pass, as one process does; a set made where the join key lives
+ * holds duplicates of other ranks' rows only when the JOIN's output is
+ * not hashed on a prefix it keeps, and then it moves (hashed on its first
+ * column, as the SORT member's input would) and is deduplicated again
+ * where it lands, which is the same set. Any other group, or one that
+ * the inner backend declines on any rank, runs as its members, each with
+ * its own placement. */
+static rf_run_result run_set_gather(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
+                                    rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
+{
+    dist_impl *im = be->impl;
+    rf_backend *in = im->inner;
+    const rf_fused *f = k->fused;
+    if (k->gather != RF_GATHER_SET || f->nmembers != 2 || f->nout != 1 || f->nin != 2)
+        return RF_RUN_MEMBERS;
+    const rf_kernel *join = &f->members[0], *sort = &f->members[1];
+    rf_dvar *a = ins[0], *b = ins[1], *out = outs[0];
+    if (join->op != RF_K_JOIN || sort->op != RF_K_SORT || sort->in[0] != join->out || join->nkeys < 1 ||
+        f->in[0] != join->in[0] || f->in[1] != join->in[1] || f->out[0] != sort->out || !a || !b ||
+        !out->sorted || kernel_rowid_use(join) != ROWID_NONE || a->d.kind == PLACE_REPLICATED ||
+        b->d.kind == PLACE_REPLICATED)
+        return RF_RUN_MEMBERS;
+    co_hash(be, a, b, join->nkeys);
+    dist rows = joined(join, a, b);
+    rf_dvar *inner_outs[1] = {out->inner}, *inner_ins[2] = {a->inner, b->inner};
+    rf_run_result res = in->run(in, p, k, inner_outs, inner_ins, stats, st);
+    /* declined on some rank: the members, on every rank (they overwrite
+     * whatever the group wrote; its inputs are as they were) */
+    char err[256];
+    uint64_t declined = res == RF_RUN_MEMBERS;
+    im->collectives++;
+    if (!im->comm->allreduce_u64(im->comm, &declined, 1, RF_COMM_MAX, err, sizeof err))
+        comm_failed(im, err);
+    if (declined)
+        return RF_RUN_MEMBERS;
+    if (!agree(im, res == RF_RUN_DONE, st))
+        return RF_RUN_FAILED;
+    if (rows.kind == PLACE_HASH) {
+        out->d = rows;
+    } else {
+        out->d = split();
+        move_var(be, out, TO_HASH, default_prefix(out->arity));
+    }
+    return RF_RUN_DONE;
+}
+
 static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
                               rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
     dist_impl *im = be->impl;
     rf_backend *in = im->inner;
-    if (k->op == RF_K_FUSED)   /* members one by one: each gets its own placement */
-        return RF_RUN_MEMBERS;
     in->time_kernels = be->time_kernels;
+    if (im->solo)
+        return solo_run(im, p, k, outs, ins, stats, st);
+    if (k->op == RF_K_FUSED)
+        return run_set_gather(be, p, k, outs, ins, stats, st);
     int nin = k->op == RF_K_MULTIJOIN ? k->mj->nin : 2, nout = 1;
     rf_dvar *a = ins[0], *b = nin > 1 ? ins[1] : NULL;
     dist out = split();
@@ -695,6 +934,9 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
 /* The outputs to rank 0, in the order given (the same on every rank). */
 static void dist_outputs_ready(rf_backend *be, rf_dvar *const *vars, int n)
 {
+    dist_impl *im = be->impl;
+    if (im->solo)   /* already whole on rank 0 */
+        return;
     for (int i = 0; i < n; i++)
         if (vars[i] && !vars[i]->gathered) {
             move_var(be, vars[i], TO_ROOT, 0);
@@ -732,10 +974,39 @@ static void dist_program_begins(rf_backend *be, const rf_hprogram *p)
         im->inner->program_begins(im->inner, p);
 }
 
+/* One rank only (rf_backend_dist_new sets them then): the inner
+ * backend's optional entries. */
+static bool solo_column_sign_uniform(rf_backend *be, const rf_dvar *v, int col)
+{
+    dist_impl *im = be->impl;
+    return im->inner->column_sign_uniform(im->inner, v->inner, col);
+}
+
+static bool solo_upload_unsorted(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
+{
+    dist_impl *im = be->impl;
+    v->d = hashed(default_prefix(t->arity));
+    return im->inner->upload_unsorted(im->inner, v->inner, t, st);
+}
+
+static bool solo_join_size(rf_backend *be, const rf_dvar *l, const rf_dvar *r, int nkeys, const int *lkeys,
+                           const int *rkeys, uint64_t *rows, rf_status *st)
+{
+    dist_impl *im = be->impl;
+    return im->inner->join_size(im->inner, l ? l->inner : NULL, r ? r->inner : NULL, nkeys, lkeys, rkeys, rows,
+                                st);
+}
+
 static void dist_destroy(rf_backend *be)
 {
     dist_impl *im = be->impl;
     im->inner->destroy(im->inner);
+    rf_table_free(&im->away);
+    rf_table_free(&im->before);
+    rf_table_free(&im->after);
+    free(im->dests);
+    free(im->send);
+    free(im->recv);
     free(im);
     free(be);
 }
@@ -746,6 +1017,9 @@ rf_backend *rf_backend_dist_new(rf_backend *inner, rf_comm *comm)
     dist_impl *im = rf_calloc(1, sizeof *im);
     im->inner = inner;
     im->comm = comm;
+    rf_table_init(&im->away, 0);
+    rf_table_init(&im->before, 0);
+    rf_table_init(&im->after, 0);
     be->name = inner->name;   /* the kernels are the inner backend's */
     snprintf(be->device, sizeof be->device, "%.200s, rank %d of %d", inner->device, comm->rank, comm->size);
     be->var_new = dist_var_new;
@@ -766,5 +1040,11 @@ rf_backend *rf_backend_dist_new(rf_backend *inner, rf_comm *comm)
      * same count, so the same choice, on every rank), with the inner
      * backend's ratio */
     be->wcoj_auto_ratio = inner->wcoj_auto_ratio;
+    im->solo = comm->size == 1;
+    if (im->solo) {
+        be->column_sign_uniform = inner->column_sign_uniform ? solo_column_sign_uniform : NULL;
+        be->upload_unsorted = inner->upload_unsorted ? solo_upload_unsorted : NULL;
+        be->join_size = inner->join_size ? solo_join_size : NULL;
+    }
     return be;
 }

@@ -21,12 +21,15 @@ struct rf_comm {
     int rank, size;
     char name[64];           /* "mpi (Open MPI v4.1.4)" */
     /* All-to-all of 64-bit words: send holds the words for rank 0, then
-     * rank 1, ... (sendcounts[d] words for rank d). *recv gets a malloc'd
-     * buffer (caller frees) with the words from rank 0, then rank 1, ...;
-     * recvcounts[s] the words from rank s. False with a message in err
-     * (then the run cannot go on: the caller aborts). */
+     * rank 1, ... (sendcounts[d] words for rank d). *recv, NULL or a
+     * malloc'd buffer of *recvcap words from an earlier call (kept, so
+     * that a loop's exchanges do not fault in fresh pages every time),
+     * gets the words from rank 0, then rank 1, ..., replaced by a larger
+     * buffer when they do not fit (the caller frees it); recvcounts[s]
+     * the words from rank s. False with a message in err (then the run
+     * cannot go on: the caller aborts). */
     bool (*alltoallv)(rf_comm *c, const uint64_t *send, const size_t *sendcounts, uint64_t **recv,
-                      size_t *recvcounts, char *err, size_t errcap);
+                      size_t *recvcap, size_t *recvcounts, char *err, size_t errcap);
     /* vals[0..n) combined elementwise over all ranks, in place. */
     bool (*allreduce_u64)(rf_comm *c, uint64_t *vals, int n, rf_comm_op op, char *err, size_t errcap);
     /* len bytes of buf from rank root to every rank. */

@@ -37,7 +37,7 @@ static bool mpi_failed(int rc, const char *what, char *err, size_t cap)
 }
 
 static bool comm_alltoallv(rf_comm *c, const uint64_t *send, const size_t *sendcounts, uint64_t **recv,
-                           size_t *recvcounts, char *err, size_t cap)
+                           size_t *recvcap, size_t *recvcounts, char *err, size_t cap)
 {
     mpi_impl *im = c->impl;
     int n = c->size;
@@ -66,19 +66,26 @@ static bool comm_alltoallv(rf_comm *c, const uint64_t *send, const size_t *sendc
     }
     if (ok && (sent > INT32_MAX || got > INT32_MAX))
         ok = fail(err, cap, "an exchange of more than 2^31 words (16 GiB) per rank is not supported");
-    uint64_t *in = ok ? malloc((size_t)(got + 1) * sizeof *in) : NULL;
-    if (ok && !in)
-        ok = fail(err, cap, "out of memory receiving %llu words", (unsigned long long)got);
+    uint64_t *in = *recv;
+    if (ok && (!in || *recvcap < got + 1)) {   /* a larger buffer (a quarter to spare) */
+        size_t want = (size_t)(got + 1 + got / 4);
+        free(in);
+        *recv = NULL;
+        *recvcap = 0;
+        in = malloc(want * sizeof *in);
+        if (!in)
+            ok = fail(err, cap, "out of memory receiving %llu words", (unsigned long long)got);
+        else
+            *recvcap = want;
+    }
     if (ok)
         ok = !mpi_failed(MPI_Alltoallv(send, sc, sd, MPI_UINT64_T, in, rc, rd, MPI_UINT64_T, im->comm),
                          "all-to-all", err, cap);
     if (ok) {
         for (int s = 0; s < n; s++)
             recvcounts[s] = counts[n + s];
-        *recv = in;
-    } else {
-        free(in);
     }
+    *recv = in;
     free(counts);
     free(sc);
     return ok;
