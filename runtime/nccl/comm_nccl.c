@@ -75,7 +75,7 @@ static bool sync_stream(nccl_impl *im, const char *what, char *err, size_t cap)
 }
 
 static bool comm_alltoallv(rf_comm *c, const uint64_t *send, const size_t *sendcounts, uint64_t **recv,
-                           size_t *recvcounts, char *err, size_t cap)
+                           size_t *recvcap, size_t *recvcounts, char *err, size_t cap)
 {
     nccl_impl *im = c->impl;
     int n = c->size;
@@ -103,12 +103,24 @@ static bool comm_alltoallv(rf_comm *c, const uint64_t *send, const size_t *sendc
         sent += counts[(size_t)c->rank * (size_t)n + (size_t)d];
         got += counts[(size_t)d * (size_t)n + (size_t)c->rank];
     }
-    uint64_t *in = malloc((got + 1) * sizeof *in);
-    dev = in ? scratch(im, (sent + got + 1) * 8, err, cap) : NULL;
-    if (!in || !dev) {
-        free(counts);
+    uint64_t *in = *recv;   /* the caller's buffer from an earlier call, grown when too small */
+    if (!in || *recvcap < got + 1) {
+        size_t want = got + 1 + got / 4;
         free(in);
-        return in ? false : fail(err, cap, "out of memory receiving %zu words", got);
+        *recv = NULL;
+        *recvcap = 0;
+        in = malloc(want * sizeof *in);
+        if (!in) {
+            free(counts);
+            return fail(err, cap, "out of memory receiving %zu words", got);
+        }
+        *recv = in;
+        *recvcap = want;
+    }
+    dev = scratch(im, (sent + got + 1) * 8, err, cap);
+    if (!dev) {
+        free(counts);
+        return false;
     }
     uint64_t *dsend = dev, *drecv = dev + sent;
     ok = sent == 0 ||
@@ -132,12 +144,7 @@ static bool comm_alltoallv(rf_comm *c, const uint64_t *send, const size_t *sendc
                           err, cap);
     ok = ok && sync_stream(im, "all-to-all", err, cap);
     free(counts);
-    if (!ok) {
-        free(in);
-        return false;
-    }
-    *recv = in;
-    return true;
+    return ok;   /* (*recv stays the caller's to free either way) */
 }
 
 static bool comm_allreduce(rf_comm *c, uint64_t *vals, int n, rf_comm_op op, char *err, size_t cap)
