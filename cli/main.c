@@ -768,46 +768,13 @@ static rf_comm *open_gpus_rank(char *err, size_t cap)
     return ok ? rf_comm_nccl_open(rank, size, id, sizeof id, device, err, cap) : NULL;
 }
 
-static int cmd_run(int argc, char **argv)
+/* One rank's run over comm (NULL: it could not be opened, err says why;
+ * what names the kind of run in that message). Ranks other than 0 write
+ * nothing unless RF_DIST_VERBOSE=1: they would repeat rank 0's lines. */
+static int run_as_rank(int argc, char **argv, rf_comm *comm, const char *what, const char *err)
 {
-    for (int i = 2; i < argc; i++)
-        if (strcmp(argv[i], "--gpus") == 0 || strncmp(argv[i], "--gpus=", 7) == 0) {
-            if (getenv("RF_NCCL_RANK"))
-                break;   /* (run_program refuses it) */
-            if (strcmp(argv[i], "--gpus") == 0 && i + 1 >= argc)
-                return usage("--gpus expects a number of GPUs%s", "");
-            return launch_gpus(argc, argv, i, strcmp(argv[i], "--gpus") == 0 ? argv[i + 1] : argv[i] + 7);
-        }
-    if (getenv("RF_NCCL_RANK")) {
-        char err[512] = "";
-        rf_comm *comm = open_gpus_rank(err, sizeof err);
-        if (!comm) {
-            fprintf(stderr, "redfox: error: --gpus run: %s\n", err);
-            return RF_EXIT_RUNTIME_ERROR;
-        }
-        const char *verbose = getenv("RF_DIST_VERBOSE");
-        if (comm->rank != 0 && !(verbose && strcmp(verbose, "1") == 0)) {
-            if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
-                comm->abort(comm, RF_EXIT_RUNTIME_ERROR);
-        }
-        int rc = run_program(argc, argv, comm);
-        fflush(stdout);
-        fflush(stderr);
-        comm->close(comm);
-        return rc;
-    }
-    bool distribute = false;
-    for (int i = 2; i < argc; i++)
-        distribute |= strcmp(argv[i], "--distribute") == 0;
-    const char *env = getenv("RF_DISTRIBUTE");
-    if (!distribute && rf_comm_launched_by_mpi() && !(env && strcmp(env, "0") == 0))
-        distribute = true;
-    if (!distribute)
-        return run_program(argc, argv, NULL);
-    char err[512] = "";
-    rf_comm *comm = rf_comm_mpi_open(err, sizeof err);
     if (!comm) {
-        fprintf(stderr, "redfox: error: distributed run: %s\n", err);
+        fprintf(stderr, "redfox: error: %s: %s\n", what, err);
         return RF_EXIT_RUNTIME_ERROR;
     }
     const char *verbose = getenv("RF_DIST_VERBOSE");
@@ -820,6 +787,32 @@ static int cmd_run(int argc, char **argv)
     fflush(stderr);
     comm->close(comm);
     return rc;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], "--gpus") == 0 || strncmp(argv[i], "--gpus=", 7) == 0) {
+            if (getenv("RF_NCCL_RANK"))
+                break;   /* (run_program refuses it) */
+            if (strcmp(argv[i], "--gpus") == 0 && i + 1 >= argc)
+                return usage("--gpus expects a number of GPUs%s", "");
+            return launch_gpus(argc, argv, i, strcmp(argv[i], "--gpus") == 0 ? argv[i + 1] : argv[i] + 7);
+        }
+    if (getenv("RF_NCCL_RANK")) {
+        char err[512] = "";
+        return run_as_rank(argc, argv, open_gpus_rank(err, sizeof err), "--gpus run", err);
+    }
+    bool distribute = false;
+    for (int i = 2; i < argc; i++)
+        distribute |= strcmp(argv[i], "--distribute") == 0;
+    const char *env = getenv("RF_DISTRIBUTE");
+    if (!distribute && rf_comm_launched_by_mpi() && !(env && strcmp(env, "0") == 0))
+        distribute = true;
+    if (!distribute)
+        return run_program(argc, argv, NULL);
+    char err[512] = "";
+    return run_as_rank(argc, argv, rf_comm_mpi_open(err, sizeof err), "distributed run", err);
 }
 
 /* `explain --cuda`: the generated CUDA of each FUSED kernel, in program

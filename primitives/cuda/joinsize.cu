@@ -37,6 +37,21 @@ __device__ __forceinline__ uint64_t key_of(const rf_js_side &s, uint64_t i)
     return h;
 }
 
+// *total += the sum of every thread's `sum` in the block (part: kBlock words
+// of shared memory; every thread of the block calls it).
+__device__ void block_sum_into(unsigned long long *part, unsigned long long sum, unsigned long long *total)
+{
+    part[threadIdx.x] = sum;
+    __syncthreads();
+    for (int w = kBlock / 2; w > 0; w /= 2) {
+        if ((int)threadIdx.x < w)
+            part[threadIdx.x] += part[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0 && part[0])
+        atomicAdd(total, part[0]);
+}
+
 // A slot is free while its key is kNoKey (the table is filled with 0xff
 // bytes): a thread claims it by CAS-ing its key in, and a thread that finds
 // its own key there counts it too, so no thread ever waits for another.
@@ -81,15 +96,7 @@ __global__ void js_probe(rf_js_side side, const unsigned long long *keys, const 
             s = (s + 1) & mask;
         sum += counts[s];   // 0 on a free slot: the key is not there
     }
-    part[threadIdx.x] = sum;
-    __syncthreads();
-    for (int w = kBlock / 2; w > 0; w /= 2) {
-        if ((int)threadIdx.x < w)
-            part[threadIdx.x] += part[threadIdx.x + w];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0 && part[0])
-        atomicAdd(total, part[0]);
+    block_sum_into(part, sum, total);
 }
 
 // The sampled count: every block holds the m sampled rows' keys (with how
@@ -150,15 +157,7 @@ __global__ void js_sample(rf_js_side sampled, uint64_t m, uint64_t stride, rf_js
         sum += (unsigned long long)smult[q] * scount[q];
     if (threadIdx.x == 0)
         sum += (unsigned long long)nokey_mult * nokey_count;
-    part[threadIdx.x] = sum;
-    __syncthreads();
-    for (int w = kBlock / 2; w > 0; w /= 2) {
-        if ((int)threadIdx.x < w)
-            part[threadIdx.x] += part[threadIdx.x + w];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0 && part[0])
-        atomicAdd(total, part[0]);
+    block_sum_into(part, sum, total);
 }
 
 } // namespace
