@@ -364,9 +364,6 @@ static int run_program(int argc, char **argv, rf_comm *comm)
             fuse = false;
         } else if (strcmp(argv[i], "--distribute") == 0) {
             /* (cmd_run looked for it) */
-        } else if (strcmp(argv[i], "--gpus") == 0 || strncmp(argv[i], "--gpus=", 7) == 0) {
-            err = usage("--gpus is for the launching process; this one is rank %s of a --gpus run",
-                        getenv("RF_NCCL_RANK") ? getenv("RF_NCCL_RANK") : "?");
         } else if (argv[i][0] == '-' && argv[i][1]) {
             err = usage("unknown option '%s'", argv[i]);
         } else if (!prog_path) {
@@ -794,7 +791,8 @@ static int cmd_run(int argc, char **argv)
     for (int i = 2; i < argc; i++)
         if (strcmp(argv[i], "--gpus") == 0 || strncmp(argv[i], "--gpus=", 7) == 0) {
             if (getenv("RF_NCCL_RANK"))
-                break;   /* (run_program refuses it) */
+                return usage("--gpus is for the launching process; this one is rank %s of a --gpus run",
+                             getenv("RF_NCCL_RANK"));
             if (strcmp(argv[i], "--gpus") == 0 && i + 1 >= argc)
                 return usage("--gpus expects a number of GPUs%s", "");
             return launch_gpus(argc, argv, i, strcmp(argv[i], "--gpus") == 0 ? argv[i + 1] : argv[i] + 7);

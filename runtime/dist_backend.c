@@ -297,22 +297,32 @@ static uint64_t global_sum(dist_impl *im, uint64_t v)
     return v;
 }
 
-/* Sends each row of t to dest[row] (-1: to every rank) and returns what
- * this rank received, deduplicated when `set`. */
-static void exchange_rows(dist_impl *im, const rf_table *t, const int *dest, const rf_type *types, bool set,
-                          rf_table *got)
+/* Packs each row of t for rank dest[row] (-1: every rank) and exchanges
+ * the words with every rank: into im->recv; returns the counts (malloc'd,
+ * 2 x size: words sent to each rank, then words received from each). */
+static size_t *send_packed(dist_impl *im, const rf_table *t, const rf_type *types, const int *dest)
 {
     rf_comm *c = im->comm;
     size_t *counts = rf_calloc((size_t)c->size * 2, sizeof *counts);
     pack_to(t, types, dest, c->size, &im->send, &im->send_cap, counts);
-    for (size_t i = 0; i < t->nrows; i++)
-        im->rows_sent += dest[i] != c->rank;
     for (int d = 0; d < c->size; d++)
         im->words_sent += d == c->rank ? 0 : counts[d];
     char err[256];
     im->collectives += 2;
     if (!c->alltoallv(c, im->send, counts, &im->recv, &im->recv_cap, counts + c->size, err, sizeof err))
         comm_failed(im, err);
+    return counts;
+}
+
+/* Sends each row of t to dest[row] (-1: to every rank) and returns what
+ * this rank received, deduplicated when `set`. */
+static void exchange_rows(dist_impl *im, const rf_table *t, const int *dest, const rf_type *types, bool set,
+                          rf_table *got)
+{
+    rf_comm *c = im->comm;
+    for (size_t i = 0; i < t->nrows; i++)
+        im->rows_sent += dest[i] != c->rank;
+    size_t *counts = send_packed(im, t, types, dest);
     rf_table_init(got, t->arity);
     if (!rf_dist_unpack(im->recv, counts + c->size, c->size, types, got))
         comm_failed(im, "internal error: a malformed exchange buffer");
@@ -387,15 +397,8 @@ static void move_inside(dist_impl *im, rf_dvar *v, target_kind to, int nkeys)
     if (from_all)
         return;
     im->exchanges++;
-    size_t *counts = rf_calloc((size_t)c->size * 2, sizeof *counts);
-    pack_to(away, v->types, im->dests, c->size, &im->send, &im->send_cap, counts);
     im->rows_sent += away->nrows;
-    for (int d = 0; d < c->size; d++)
-        im->words_sent += d == c->rank ? 0 : counts[d];
-    char err[256];
-    im->collectives += 2;
-    if (!c->alltoallv(c, im->send, counts, &im->recv, &im->recv_cap, counts + c->size, err, sizeof err))
-        comm_failed(im, err);
+    size_t *counts = send_packed(im, away, v->types, im->dests);
     /* from the ranks before this one, and after it (its own word to
      * itself is a row count of 0, or for every rank its own rows, which
      * it kept) */
