@@ -436,6 +436,9 @@ static int run_program(int argc, char **argv, rf_comm *comm)
         rc = err;
         goto done;
     }
+    /* The host's worker threads are made now, while the program compiles
+     * and the device starts, not by the first kernel (reading the inputs). */
+    rf_par_prestart(threads);
     if (is_rfx(prog_path)) {
         if (!(hp = load_compiled(prog_path, &rc)))
             goto done;

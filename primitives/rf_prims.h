@@ -19,6 +19,10 @@ int rf_prims_threads(void);
  * dynamically. Also used by the GPU library for host-side copies. */
 typedef void (*rf_task_fn)(void *ctx, int piece);
 void rf_par_for(int n, rf_task_fn fn, void *ctx);
+/* Starts the pool's workers for `threads` threads (<= 0: one per core) now,
+ * so that the first rf_par_for (reading the inputs) does not pay for making
+ * them; the CLI calls it before the device's start-up. */
+void rf_par_prestart(int threads);
 /* Whether the calling thread is running pieces of an rf_par_for (as its
  * caller or as a pool worker). libredfox must not longjmp out of one: the
  * other threads would go on with the job's memory. */

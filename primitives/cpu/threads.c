@@ -122,36 +122,38 @@ int rf_par_activity_take(rf_par_activity *slots, int cap)
     return n;
 }
 
-/* The pool. Workers sleep on `wake` until `gen` changes; worker w helps
- * with the posted job when w < helpers; `outstanding` counts the workers
- * that have not yet finished with the current generation. */
+/* The pool. Workers sleep on `wake` until a job is posted that they are
+ * asked to help with (worker w helps when w < helpers). A worker that takes
+ * the job counts itself in `active` while it runs pieces; the poster, once
+ * its own run_pieces found no piece left, waits only until `active` is 0,
+ * then withdraws the job under the mutex, so a worker that wakes late finds
+ * no job and sleeps again. A descheduled worker that never took the job
+ * therefore stalls nobody (every worker used to acknowledge every job). */
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_wake = PTHREAD_COND_INITIALIZER, g_done = PTHREAD_COND_INITIALIZER;
 static atomic_flag g_busy = ATOMIC_FLAG_INIT;
 static int g_nworkers;
 static unsigned long g_gen;
 static par_job *g_job;
-static int g_helpers, g_outstanding;
-static unsigned long g_start_gen[MAX_THREADS]; /* g_gen when worker w started */
+static int g_helpers, g_active;
 
 static void *pool_worker(void *arg)
 {
     int id = (int)(intptr_t)arg;
     tl_slot = id + 1;
     tl_par_depth = 1;
+    unsigned long seen = 0;
     pthread_mutex_lock(&g_mu);
-    unsigned long seen = g_start_gen[id]; /* the job it was started for is newer */
     for (;;) {
-        while (g_gen == seen)
+        while (!g_job || g_gen == seen || id >= g_helpers)
             pthread_cond_wait(&g_wake, &g_mu);
         seen = g_gen;
         par_job *j = g_job;
-        bool help = id < g_helpers;
+        g_active++;
         pthread_mutex_unlock(&g_mu);
-        if (help)
-            run_pieces(j);
+        run_pieces(j);
         pthread_mutex_lock(&g_mu);
-        if (--g_outstanding == 0)
+        if (--g_active == 0)
             pthread_cond_signal(&g_done);
     }
     return NULL;
@@ -160,18 +162,30 @@ static void *pool_worker(void *arg)
 /* Starts workers until there are `want` (under g_mu). */
 static void grow_pool(int want)
 {
+    if (want > MAX_THREADS - 1)
+        want = MAX_THREADS - 1;
     while (g_nworkers < want) {
         pthread_t tid;
         pthread_attr_t at;
         pthread_attr_init(&at);
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        g_start_gen[g_nworkers] = g_gen;
         int rc = pthread_create(&tid, &at, pool_worker, (void *)(intptr_t)g_nworkers);
         pthread_attr_destroy(&at);
         if (rc != 0)
             break; /* fewer helpers */
         g_nworkers++;
     }
+}
+
+void rf_par_prestart(int threads)
+{
+    if (threads <= 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = c > 0 ? (int)c : 1;
+    }
+    pthread_mutex_lock(&g_mu);
+    grow_pool(threads - 1);
+    pthread_mutex_unlock(&g_mu);
 }
 
 void rf_par_for(int n, rf_task_fn fn, void *ctx)
@@ -189,13 +203,13 @@ void rf_par_for(int n, rf_task_fn fn, void *ctx)
     grow_pool(t - 1);
     g_job = &j;
     g_helpers = t - 1;
-    g_outstanding = g_nworkers;
     g_gen++;
     pthread_cond_broadcast(&g_wake);
     pthread_mutex_unlock(&g_mu);
     run_pieces(&j);
+    /* Every piece is taken; those still running belong to active workers. */
     pthread_mutex_lock(&g_mu);
-    while (g_outstanding > 0)
+    while (g_active > 0)
         pthread_cond_wait(&g_done, &g_mu);
     g_job = NULL;
     pthread_mutex_unlock(&g_mu);
