@@ -315,8 +315,9 @@ cudaError_t rf_k_gather(cudaStream_t s, rf_cols src, int ncols, const uint32_t *
                         rf_wcols dst);
 /* One block sorts and deduplicates the n rows of a small relation (n <=
  * RF_SMALL_SORT_ROWS, n rounded up to a power of two times arity <=
- * RF_SMALL_SORT_WORDS: shared memory) into out (room for n rows), in the
- * order of the general sort; *total := the rows written. */
+ * RF_SMALL_SORT_WORDS: shared memory, with a key and an index a row) into
+ * out (room for n rows), in the order of the general sort; *total := the
+ * rows written. */
 #define RF_SMALL_SORT_ROWS 8192
 #define RF_SMALL_SORT_WORDS 16384
 cudaError_t rf_k_small_sort_unique(cudaStream_t s, rf_cols in, int arity, size_t n, rf_wcols out,

@@ -716,19 +716,117 @@ __device__ __forceinline__ bool row_less(const uint64_t *rows, int a, int npad, 
     return x < y;   // equal rows: any fixed order
 }
 
+// Exclusive scan of each thread's `mine` over the block: within each warp
+// by shuffles, then the warps' totals by warp 0. Returns the thread's
+// offset; *total (thread 0's view is enough) gets the sum. `scan` holds a
+// word a warp.
+__device__ unsigned block_exclusive_scan(unsigned mine, unsigned *scan, unsigned long long *total)
+{
+    unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
+    unsigned incl = mine;
+    for (int d = 1; d < 32; d <<= 1) {
+        unsigned v = __shfl_up_sync(0xffffffffu, incl, d);
+        if ((int)lane >= d)
+            incl += v;
+    }
+    if (lane == 31)
+        scan[warp] = incl;
+    __syncthreads();
+    if (warp == 0) {
+        unsigned t = lane < nwarps ? scan[lane] : 0, ti = t;
+        for (int d = 1; d < 32; d <<= 1) {
+            unsigned v = __shfl_up_sync(0xffffffffu, ti, d);
+            if ((int)lane >= d)
+                ti += v;
+        }
+        if (lane < nwarps)
+            scan[lane] = ti - t;   // exclusive: the warps before
+        if (lane == nwarps - 1)
+            *total = ti;
+    }
+    __syncthreads();
+    return scan[warp] + incl - mine;
+}
+
+// When the columns' bits in use fit one word (graph relations: two columns
+// of node ids), each row becomes one key, column 0 in the high bits, and the
+// bitonic network compares keys instead of rows through an index: one
+// shared-memory read a side instead of up to 2 * arity. Padding keys are
+// all ones: they sort last, and a real key equal to them is the same value,
+// so the first n keys are the rows. Otherwise rows are compared through idx.
 __global__ void k_small_sort_unique(rf_cols in, int a, unsigned n, unsigned npad, rf_wcols out,
                                     unsigned long long *total)
 {
     extern __shared__ uint64_t sh[];
     uint64_t *rows = sh;                                             // [a][npad]
-    unsigned *idx = reinterpret_cast<unsigned *>(rows + (size_t)a * npad);   // [npad]
+    uint64_t *keys = rows + (size_t)a * npad;                        // [npad]
+    unsigned *idx = reinterpret_cast<unsigned *>(keys + npad);       // [npad]
     unsigned *scan = idx + npad;                                     // [32]: a word a warp
+    __shared__ unsigned long long colmax[RF_CUDA_MAX_COLS];
+    __shared__ int shift[RF_CUDA_MAX_COLS];
+    __shared__ bool packed;
+    if (threadIdx.x < (unsigned)a)
+        colmax[threadIdx.x] = 0;
+    __syncthreads();
     for (unsigned i = threadIdx.x; i < npad; i += blockDim.x) {
         idx[i] = i;
-        for (int k = 0; k < a; k++)
-            rows[(size_t)k * npad + i] = i < n ? in.c[k][i] : 0;
+        for (int k = 0; k < a; k++) {
+            uint64_t v = i < n ? in.c[k][i] : 0;
+            rows[(size_t)k * npad + i] = v;
+            if (i < n && v)
+                atomicMax(&colmax[k], (unsigned long long)v);
+        }
     }
     __syncthreads();
+    if (threadIdx.x == 0) {
+        int bits = 0;
+        for (int k = a - 1; k >= 0; k--) {
+            shift[k] = bits;
+            bits += colmax[k] ? 64 - __clzll((long long)colmax[k]) : 0;
+        }
+        packed = bits <= 64 && a > 0;
+    }
+    __syncthreads();
+    if (packed) {
+        for (unsigned i = threadIdx.x; i < npad; i += blockDim.x) {
+            uint64_t key = ~0ull;
+            if (i < n) {
+                key = 0;
+                for (int k = 0; k < a; k++)
+                    key |= shift[k] < 64 ? rows[(size_t)k * npad + i] << shift[k] : 0;
+            }
+            keys[i] = key;
+        }
+        __syncthreads();
+        for (unsigned size = 2; size <= npad; size <<= 1)
+            for (unsigned stride = size >> 1; stride > 0; stride >>= 1) {
+                for (unsigned t = threadIdx.x; t < npad / 2; t += blockDim.x) {
+                    // the pair's lower index: t with a zero bit inserted at `stride`
+                    unsigned i = ((t & ~(stride - 1)) << 1) | (t & (stride - 1)), j = i | stride;
+                    bool up = (i & size) == 0;
+                    uint64_t x = keys[i], y = keys[j];
+                    if ((y < x) == up) {
+                        keys[i] = y;
+                        keys[j] = x;
+                    }
+                }
+                __syncthreads();
+            }
+        unsigned per = (npad + blockDim.x - 1) / blockDim.x, first = threadIdx.x * per, mine = 0;
+        for (unsigned i = first; i < first + per && i < n; i++)
+            mine += i == 0 || keys[i] != keys[i - 1];
+        unsigned at = block_exclusive_scan(mine, scan, total);
+        for (unsigned i = first; i < first + per && i < n; i++)
+            if (i == 0 || keys[i] != keys[i - 1]) {
+                for (int k = 0; k < a; k++) {
+                    int width = (k == 0 ? 64 : shift[k - 1]) - shift[k];
+                    uint64_t v = shift[k] < 64 ? keys[i] >> shift[k] : 0;
+                    out.c[k][at] = width >= 64 ? v : v & ((1ull << width) - 1);
+                }
+                at++;
+            }
+        return;
+    }
     for (unsigned size = 2; size <= npad; size <<= 1)
         for (unsigned stride = size >> 1; stride > 0; stride >>= 1) {
             for (unsigned i = threadIdx.x; i < npad; i += blockDim.x) {
@@ -753,32 +851,7 @@ __global__ void k_small_sort_unique(rf_cols in, int a, unsigned n, unsigned npad
             head = rows[(size_t)k * npad + idx[i]] != rows[(size_t)k * npad + idx[i - 1]];
         mine += head;
     }
-    // Exclusive scan of `mine` over the block: within each warp by shuffles,
-    // then the warps' totals (scan[w]) by warp 0.
-    unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = (blockDim.x + 31) >> 5;
-    unsigned incl = mine;
-    for (int d = 1; d < 32; d <<= 1) {
-        unsigned v = __shfl_up_sync(0xffffffffu, incl, d);
-        if ((int)lane >= d)
-            incl += v;
-    }
-    if (lane == 31)
-        scan[warp] = incl;
-    __syncthreads();
-    if (warp == 0) {
-        unsigned t = lane < nwarps ? scan[lane] : 0, ti = t;
-        for (int d = 1; d < 32; d <<= 1) {
-            unsigned v = __shfl_up_sync(0xffffffffu, ti, d);
-            if ((int)lane >= d)
-                ti += v;
-        }
-        if (lane < nwarps)
-            scan[lane] = ti - t;   // exclusive: the warps before
-        if (lane == nwarps - 1)
-            *total = ti;
-    }
-    __syncthreads();
-    unsigned at = scan[warp] + incl - mine;
+    unsigned at = block_exclusive_scan(mine, scan, total);
     for (unsigned i = first; i < first + per && i < n; i++) {
         bool head = i == 0;
         for (int k = 0; !head && k < a; k++)
@@ -840,7 +913,7 @@ cudaError_t rf_k_small_sort_unique(cudaStream_t s, rf_cols in, int arity, size_t
     if (n == 0 || n > RF_SMALL_SORT_ROWS || (size_t)npad * (size_t)arity > RF_SMALL_SORT_WORDS)
         return cudaErrorInvalidValue;
     unsigned threads = npad < 1024 ? (npad < 32 ? 32 : npad) : 1024;
-    size_t shared = (size_t)npad * (size_t)arity * 8 + (size_t)npad * 4 + 32 * 4;
+    size_t shared = (size_t)npad * (size_t)arity * 8 + (size_t)npad * 8 + (size_t)npad * 4 + 32 * 4;
     if (shared > 48 * 1024) {   // beyond the default: ask for it (sm_90 allows 227 KB a block)
         static size_t granted;
         if (shared > granted) {

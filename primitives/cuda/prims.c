@@ -50,6 +50,68 @@ bool rf_cuda_check(rf_cuda_ctx *c, cudaError_t e, const char *where, rf_status *
     return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "CUDA error in %s: %s", where, cudaGetErrorString(e));
 }
 
+/* A rehearsal at start-up: the kernels that loading facts and a semi-naive
+ * step use (upload, both sorts, a merge join, difference, union, download)
+ * run once on a few thousand rows. CUDA loads a kernel's code when it is
+ * first launched (lazy module loading, the default since CUDA 12.2), about
+ * 0.1-0.2 ms each; a small recursive run met ~2.5 ms of that in its load and
+ * first iteration (TC on wing, 8-10 ms in all). Loading every kernel of the
+ * binary at start instead (CUDA_MODULE_LOADING=EAGER) cost the process more
+ * than it saved. The rehearsal's counters are taken back out of the stats;
+ * a failure here is ignored (the run meets it again, with its message).
+ * RF_CUDA_REHEARSE=off skips it. */
+static void rehearse(rf_cuda_ctx *c)
+{
+    const char *e = getenv("RF_CUDA_REHEARSE");
+    if (e && strcmp(e, "off") == 0)
+        return;
+    rf_cuda_io_stats io = c->io;
+    size_t peak = c->peak, hash_joins = c->hash_joins, merge_joins = c->merge_joins;
+    enum { BIG = 20000, SMALL = 100 };
+    rf_word *rows = rf_malloc(BIG * 2 * sizeof *rows);
+    for (size_t i = 0; i < BIG; i++) {   /* a graph of BIG edges on 4096 nodes */
+        rows[2 * i] = (rf_word)((i * 2654435761u) % 4096);
+        rows[2 * i + 1] = (rf_word)((i * 40503u + 7) % 4096);
+    }
+    rf_table big, small, back;
+    rf_table_from_rows(&big, 2, rows, BIG);
+    rf_table_from_rows(&small, 2, rows, SMALL);
+    rf_table_init(&back, 2);
+    free(rows);
+    rf_instr col0 = {RF_EX_COL, RF_TYPE_INT64, RF_TYPE_INT64, 0, 0, 0};
+    rf_instr col1 = {RF_EX_COL, RF_TYPE_INT64, RF_TYPE_INT64, 0, 1, 0};
+    rf_instr col3 = {RF_EX_COL, RF_TYPE_INT64, RF_TYPE_INT64, 0, 3, 0};
+    rf_code swap[2] = {{1, &col1}, {1, &col0}}, joined[2] = {{1, &col1}, {1, &col3}};
+    rf_drel r[9];
+    for (int i = 0; i < 9; i++)
+        rf_drel_init(&r[i], 2);
+    rf_status st;
+    rf_status_init(&st);
+    rf_dset plan;   /* (only planned: the bounds a semi-naive DIFF takes first) */
+    rf_dset_init(&plan);
+    bool fits;
+    const char *what = "the start-up rehearsal";
+    (void)(rf_drel_upload(c, &r[0], &big, what, &st) && rf_cuda_sort_unique(c, &r[0], &r[1], what, &st) &&
+           rf_drel_upload(c, &r[2], &small, what, &st) && rf_cuda_sort_unique(c, &r[2], &r[3], what, &st) &&
+           rf_cuda_map(c, &r[1], NULL, 2, swap, &r[4], what, &st) &&
+           rf_cuda_sort_unique(c, &r[4], &r[5], what, &st) &&
+           rf_cuda_join(c, &r[5], &r[1], 1, NULL, 2, joined, &r[6], what, &st) &&
+           rf_cuda_sort_unique(c, &r[6], &r[7], what, &st) &&
+           rf_cuda_difference(c, &r[7], &r[1], &r[8], what, &st) &&
+           rf_cuda_union(c, &r[1], &r[8], &r[2], what, &st) && rf_drel_download(c, &r[2], &back, &st) &&
+           rf_dset_plan(c, &r[1], &r[8], RF_DSET_MAX_BITS, &plan, &fits, &st) && rf_cuda_sync(c, &st));
+    for (int i = 0; i < 9; i++)
+        rf_drel_free(c, &r[i]);
+    rf_dset_free(c, &plan);
+    rf_table_free(&big);
+    rf_table_free(&small);
+    rf_table_free(&back);
+    c->io = io;
+    c->peak = peak;
+    c->hash_joins = hash_joins;
+    c->merge_joins = merge_joins;
+}
+
 rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
 {
     int n = rf_cuda_device_count();
@@ -95,6 +157,7 @@ rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
     c->trace = tr && *tr && strcmp(tr, "0") != 0;
     if (!stage_init(c, st))
         goto fail;
+    rehearse(c);
     c->io.init_seconds = rf_now() - t_init;
     return c;
 fail:
@@ -384,28 +447,6 @@ bool rf_drel_copy(rf_cuda_ctx *c, rf_drel *dst, const rf_drel *src, const char *
     return true;
 }
 
-bool rf_drel_upload(rf_cuda_ctx *c, rf_drel *r, const rf_table *t, const char *what, rf_status *st)
-{
-    double t0 = rf_now();
-    rf_drel tmp;
-    rf_drel_init(&tmp, t->arity);
-    if (!rf_drel_alloc(c, &tmp, t->nrows, what, st))
-        return false;
-    for (int k = 0; k < t->arity && t->nrows; k++)
-        if (!rf_cuda_check(c, cudaMemcpyAsync(tmp.data + (size_t)k * tmp.cap, t->cols[k], t->nrows * 8,
-                                              cudaMemcpyHostToDevice, c->stream), "upload", st)) {
-            rf_drel_free(c, &tmp);
-            return false;
-        }
-    rf_drel_move(c, r, &tmp);
-    /* Inputs are small next to what loops derive from them; waiting here
-     * makes the PCIe time visible in --stats. */
-    bool ok = rf_cuda_sync(c, st);
-    c->io.upload_bytes += t->nrows * (size_t)t->arity * 8;
-    c->io.upload_seconds += rf_now() - t0;
-    return ok;
-}
-
 /* ---- Downloads ----
  * Measured on the device host (H100, docs/performance.md): pinned
  * device-to-host DMA runs at 55 GB/s, pageable at 1-2 GB/s; copying out
@@ -556,6 +597,89 @@ bool rf_drel_download(rf_cuda_ctx *c, const rf_drel *r, rf_table *t, rf_status *
     c->io.download_bytes += col_bytes * (size_t)r->arity;
     c->io.download_seconds += rf_now() - t0;
     return ok;
+}
+
+/* Uploads through the same staging buffers: each thread copies a chunk of
+ * a column into its pinned buffer and DMAs it on its own stream. A copy
+ * from pageable memory is staged by the driver on one thread: 1.9 MB of
+ * wing's edges took 0.5 ms (4 GB/s). Small uploads stay plain. */
+#define RF_STAGED_UPLOAD_MIN ((size_t)1 << 20)
+
+typedef struct upload_job {
+    rf_cuda_ctx *c;
+    rf_drel *r;
+    const rf_table *t;
+    size_t col_bytes, chunk, chunks_per_col, nchunks;
+    atomic_size_t next;
+    atomic_int failed;       /* a cudaError_t, 0 while none */
+} upload_job;
+
+static void upload_worker(void *arg, int w)
+{
+    upload_job *j = arg;
+    rf_cuda_ctx *c = j->c;
+    char *buf = c->stage_region + (size_t)w * RF_STAGE_CHUNK;
+    cudaStream_t s = c->stage_stream[w];
+    cudaError_t e = cudaSetDevice(c->device);
+    size_t g;
+    while (e == cudaSuccess && !atomic_load(&j->failed) && (g = atomic_fetch_add(&j->next, 1)) < j->nchunks) {
+        size_t k = g / j->chunks_per_col, off = (g % j->chunks_per_col) * j->chunk;
+        size_t n = j->col_bytes - off < j->chunk ? j->col_bytes - off : j->chunk;
+        memcpy(buf, (const char *)j->t->cols[k] + off, n);
+        e = cudaMemcpyAsync((char *)(j->r->data + k * j->r->cap) + off, buf, n, cudaMemcpyHostToDevice, s);
+        if (e == cudaSuccess)
+            e = cudaStreamSynchronize(s);   /* before the buffer takes the next chunk */
+    }
+    if (e != cudaSuccess) {
+        int expected = 0;
+        atomic_compare_exchange_strong(&j->failed, &expected, (int)e);
+    }
+}
+
+bool rf_drel_upload(rf_cuda_ctx *c, rf_drel *r, const rf_table *t, const char *what, rf_status *st)
+{
+    double t0 = rf_now();
+    rf_drel tmp;
+    rf_drel_init(&tmp, t->arity);
+    if (!rf_drel_alloc(c, &tmp, t->nrows, what, st))
+        return false;
+    size_t col_bytes = t->nrows * 8, total = col_bytes * (size_t)t->arity;
+    bool ok = true;
+    if (total >= RF_STAGED_UPLOAD_MIN && c->nstage > 1) {
+        /* The allocation is ordered on c->stream; the staging streams
+         * write it only once that is done. */
+        ok = rf_cuda_sync(c, st);
+        upload_job j = {.c = c, .r = &tmp, .t = t, .col_bytes = col_bytes, .chunk = RF_STAGE_CHUNK};
+        size_t want = 2 * (size_t)c->nstage;
+        if (total / RF_STAGE_CHUNK < want) {
+            size_t piece = (total / want + 4095) / 4096 * 4096;
+            j.chunk = piece < ((size_t)128 << 10) ? ((size_t)128 << 10) : piece;
+        }
+        j.chunks_per_col = (col_bytes + j.chunk - 1) / j.chunk;
+        j.nchunks = j.chunks_per_col * (size_t)t->arity;
+        atomic_init(&j.next, 0);
+        atomic_init(&j.failed, 0);
+        int workers = (size_t)c->nstage < j.nchunks ? c->nstage : (int)j.nchunks;
+        if (ok)
+            rf_par_for(workers, upload_worker, &j);
+        if (ok && atomic_load(&j.failed))
+            ok = rf_cuda_check(c, (cudaError_t)atomic_load(&j.failed), "upload", st);
+    } else {
+        for (int k = 0; k < t->arity && t->nrows && ok; k++)
+            ok = rf_cuda_check(c, cudaMemcpyAsync(tmp.data + (size_t)k * tmp.cap, t->cols[k], col_bytes,
+                                                  cudaMemcpyHostToDevice, c->stream), "upload", st);
+        /* Inputs are small next to what loops derive from them; waiting
+         * here makes the PCIe time visible in --stats. */
+        ok = ok && rf_cuda_sync(c, st);
+    }
+    if (!ok) {
+        rf_drel_free(c, &tmp);
+        return false;
+    }
+    rf_drel_move(c, r, &tmp);
+    c->io.upload_bytes += total;
+    c->io.upload_seconds += rf_now() - t0;
+    return true;
 }
 
 bool rf_cuda_set_string_ranks(rf_cuda_ctx *c, const uint32_t *rank, size_t n, rf_status *st)
