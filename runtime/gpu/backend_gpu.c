@@ -58,6 +58,17 @@ struct rf_dvar {
      * projected in variable order. A SORT of them is a copy. Cleared
      * whenever the variable is written. */
     bool sorted_set;
+    /* rel's rows are distinct, in any order: the result of a SORT, UNION or
+     * DIFF, or of a MAP that keeps every column of distinct rows (the
+     * semi-naive delta re-keyed for the next join by swapping columns). */
+    bool distinct;
+    /* A SORT of distinct rows left undone ("pending sorts"): rel holds the
+     * rows, distinct but not in order. Only the probe side of a join reads
+     * rows in any order (each row searches the other side); every other
+     * reader sorts them first (sort_pending). The semi-naive step re-keys
+     * its delta with MAP and SORT only for the join: the sort (and its host
+     * waits) is saved every iteration. RF_CUDA_PENDING_SORT=off. */
+    bool pending_sort;
 };
 
 /* When to hold the full relation of a semi-naive UNION as runs
@@ -111,6 +122,8 @@ typedef struct gpu_impl {
     uint64_t last_stamp;
     size_t runs_unions, runs_merges, runs_diffs, runs_disjoint, runs_tables; /* --stats */
     size_t fused_generated, fused_library; /* reducing gathers run as one generated kernel, or not */
+    bool pending_sorts;      /* SORTs of distinct rows left for a join's probe side (RF_CUDA_PENDING_SORT) */
+    size_t sorts_left, sorts_done_later; /* --stats */
 } gpu_impl;
 
 static rf_cuda_ctx *ctx_of(rf_backend *be) { return ((gpu_impl *)be->impl)->ctx; }
@@ -259,6 +272,53 @@ static void becomes_table(rf_backend *be, rf_dvar *v)
     drop_runs(be, v);
     v->table_ok = true;
     v->sorted_set = false;
+    v->distinct = false;
+    v->pending_sort = false;
+}
+
+/* Sorts the rows of a SORT left pending (struct rf_dvar), in place. */
+static bool sort_pending(rf_backend *be, const rf_dvar *cv, rf_status *st)
+{
+    rf_dvar *v = (rf_dvar *)cv;
+    if (!v || !v->pending_sort)
+        return true;
+    if (!rf_cuda_sort_unique(ctx_of(be), &v->rel, &v->rel, "a relation sorted late", st))
+        return false;
+    v->pending_sort = false;
+    impl_of(be)->sorts_done_later++;
+    return true;
+}
+
+/* Whether MAP k keeps every column of its input as a plain column, so that
+ * distinct rows stay distinct. */
+static bool map_keeps_columns(const rf_kernel *k, int arity)
+{
+    bool seen[RF_CUDA_MAX_COLS] = {false};
+    int kept = 0;
+    if (arity > RF_CUDA_MAX_COLS)
+        return false;
+    for (int j = 0; j < k->nproj; j++) {
+        int c = rf_code_as_column(&k->proj[j]);
+        if (c >= 0 && c < arity && !seen[c]) {
+            seen[c] = true;
+            kept++;
+        }
+    }
+    return kept == arity;
+}
+
+/* Whether kernel k may read variable v's rows in any order: v is the probe
+ * (left) side of a JOIN, or of the JOIN that heads a set gather, and not
+ * also its other side. */
+static bool reads_in_any_order(const rf_kernel *k, int v)
+{
+    const rf_kernel *j = k;
+    if (k->op == RF_K_FUSED) {
+        if (k->gather != RF_GATHER_SET || k->fused->nmembers < 2)
+            return false;
+        j = &k->fused->members[0];
+    }
+    return j->op == RF_K_JOIN && j->in[0] == v && j->in[1] != v;
 }
 
 static bool gpu_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
@@ -291,13 +351,14 @@ static bool gpu_upload_unsorted(rf_backend *be, rf_dvar *v, const rf_table *t, r
     rf_drel_init(&raw, t->arity);
     bool ok = rf_drel_upload(c, &raw, t, "an input relation", st) &&
               rf_cuda_sort_unique(c, &raw, &v->rel, "an input relation", st);
+    v->distinct = ok;
     rf_drel_free(c, &raw);
     return ok;
 }
 
 static bool gpu_download(rf_backend *be, const rf_dvar *v, rf_table *t, rf_status *st)
 {
-    return ensure_table(be, v, st) && rf_drel_download(ctx_of(be), &v->rel, t, st);
+    return ensure_table(be, v, st) && sort_pending(be, v, st) && rf_drel_download(ctx_of(be), &v->rel, t, st);
 }
 
 /* ---- String order: ranks of dictionary ids by text, for typed compares ---- */
@@ -848,8 +909,21 @@ static bool gpu_run_plain(rf_backend *be, const rf_hprogram *p, const rf_kernel 
                 ok = rf_cuda_map(ctx, &in0->rel, &k->filter, k->nproj, k->proj, &out->rel, what, st);
                 break;
             case RF_K_SORT:
-                ok = in0 && in0->sorted_set ? rf_drel_copy(ctx, &out->rel, &in0->rel, what, st)
-                                            : rf_cuda_sort_unique(ctx, &in0->rel, &out->rel, what, st);
+                if (in0 && in0->sorted_set) {
+                    ok = rf_drel_copy(ctx, &out->rel, &in0->rel, what, st);
+                } else if (in0 && in0 != out && in0->distinct && !in0->pending_sort && !in0->rel_is_view &&
+                           impl_of(be)->pending_sorts) {
+                    /* Left pending (struct rf_dvar): the rows are taken as
+                     * they are, moved when the input is freed after this. */
+                    if (k->in[0] >= 0 && kernel_frees(k, k->in[0]))
+                        rf_drel_move(ctx, &out->rel, &in0->rel);
+                    else
+                        ok = rf_drel_copy(ctx, &out->rel, &in0->rel, what, st);
+                    out->pending_sort = ok;
+                    impl_of(be)->sorts_left += ok;
+                } else {
+                    ok = rf_cuda_sort_unique(ctx, &in0->rel, &out->rel, what, st);
+                }
                 break;
             case RF_K_JOIN:
                 ok = rf_cuda_join(ctx, &in0->rel, &in1->rel, k->nkeys, &k->filter, k->nproj, k->proj,
@@ -1029,6 +1103,8 @@ static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
     memset(stats, 0, sizeof *stats);
     bool done = false;
     bool ok = !needs_string_order(&chain) || refresh_string_order(ctx, &local);
+    if (ok && g->dense_mode == 2)
+        ok = sort_pending(be, in0, &local);   /* the dense join is not tested on rows out of order */
     if (ok && g->dense_mode == 2 && (ok = rf_cuda_timer_start(ctx, &local))) {
         const diff_frame *hint = find_frame(g, sortk->out);
         ok = dense_join(be, &chain, outs[0], in0, in1, hint ? &hint->frame : NULL, what, &done, stats, &local);
@@ -1492,7 +1568,7 @@ static void release_output(rf_backend *be, rf_dvar *out, rf_dvar *const *ins, in
 static bool gpu_join_size(rf_backend *be, const rf_dvar *l, const rf_dvar *r, int nkeys, const int *lkeys,
                           const int *rkeys, uint64_t *rows, rf_status *st)
 {
-    if (!ensure_table(be, l, st) || !ensure_table(be, r, st))
+    if (!ensure_table(be, l, st) || !ensure_table(be, r, st) || !sort_pending(be, l, st) || !sort_pending(be, r, st))
         return false;
     return rf_cuda_join_size(ctx_of(be), &l->rel, lkeys, &r->rel, rkeys, nkeys, rows, st);
 }
@@ -1573,6 +1649,16 @@ static rf_run_result gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kern
                              rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
     gpu_impl *g = impl_of(be);
+    {
+        /* Rows of a pending SORT are put in order first, unless this kernel
+         * reads them as a join's probe side. */
+        const int *in_vars = k->op == RF_K_FUSED ? k->fused->in : k->op == RF_K_MULTIJOIN ? NULL : k->in;
+        int nin = k->op == RF_K_FUSED ? k->fused->nin : k->op == RF_K_MULTIJOIN ? k->mj->nin : 2;
+        for (int i = 0; i < nin; i++)
+            if (ins[i] && ins[i]->pending_sort && !(in_vars && reads_in_any_order(k, in_vars[i])) &&
+                !sort_pending(be, ins[i], st))
+                return RF_RUN_FAILED;
+    }
     for (int i = 0; i < (k->op == RF_K_FUSED ? k->fused->nout : 1); i++)
         if (outs[i])
             outs[i]->sorted_set = false;
@@ -1600,6 +1686,7 @@ static rf_run_result gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kern
         if (r == RF_RUN_DONE)
             for (int i = 0; i < k->fused->nout; i++)
                 if (outs[i]) {
+                    outs[i]->distinct = k->gather == RF_GATHER_SET && !outs[i]->pending_sort;
                     outs[i]->stamp = ++g->last_stamp;
                     outs[i]->minus_stamp = 0;
                     outs[i]->set_never = false;
@@ -1612,6 +1699,11 @@ static rf_run_result gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kern
     if (!gpu_run_plain(be, p, k, out, in0, in1, stats, st))
         return RF_RUN_FAILED;
     if (out && !(k->op == RF_K_COPY && out == in0)) {
+        /* Distinct rows (struct rf_dvar): sets, subsets of them, and MAPs
+         * of them that keep every column. */
+        out->distinct = k->op == RF_K_SORT || k->op == RF_K_UNION || k->op == RF_K_DIFF ||
+                        ((k->op == RF_K_COPY || k->op == RF_K_ANTIJOIN) && in0 && in0->distinct) ||
+                        (k->op == RF_K_MAP && in0 && in0->distinct && map_keeps_columns(k, in0->rel.arity));
         /* Contents named (struct rf_dvar): a COPY keeps its source's
          * name, a DIFF remembers what it subtracted. */
         out->stamp = k->op == RF_K_COPY && in0 ? in0->stamp : ++g->last_stamp;
@@ -1660,6 +1752,9 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
                "runs, %zu tables made from runs\n",
             g->runs_mode == 0 ? "off" : g->runs_mode == 2 ? "always" : "auto", g->runs_unions, g->runs_disjoint,
             g->runs_merges, g->runs_diffs, g->runs_tables);
+    fprintf(f, "  gpu: pending sorts (%s): %zu sorts of distinct rows left to a join's probe side, %zu of them "
+               "sorted later for another reader\n",
+            g->pending_sorts ? "on" : "off", g->sorts_left, g->sorts_done_later);
     size_t ntab = 0, nent = 0;
     rf_cuda_string_table_stats(ctx, &ntab, &nent);
     fprintf(f, "  gpu: string functions: %zu tables (%zu ids tabulated on the host); %zu kernels ran on the host "
@@ -1729,6 +1824,8 @@ rf_backend *rf_backend_gpu_new(rf_status *st)
     g->dense_mode = dm && strcmp(dm, "off") == 0 ? 0 : dm && strcmp(dm, "always") == 0 ? 2 : 1;
     const char *rm = getenv("RF_CUDA_RUNS");
     g->runs_mode = rm && strcmp(rm, "off") == 0 ? 0 : rm && strcmp(rm, "always") == 0 ? 2 : 1;
+    const char *ps = getenv("RF_CUDA_PENDING_SORT");
+    g->pending_sorts = !(ps && strcmp(ps, "off") == 0);
     be->name = "gpu";
     snprintf(be->device, sizeof be->device, "%s", rf_cuda_device_name(ctx));
     be->var_new = gpu_var_new;
