@@ -510,18 +510,24 @@ static bool stage_init(rf_cuda_ctx *c, rf_status *st)
     return true;
 }
 
-typedef struct download_job {
+/* A copy between the columns of a device relation (column k at dev + k *
+ * cap) and those of a host table, chunk by chunk: each thread takes chunks
+ * in turn through its own staging buffer and stream (up: copies the host
+ * chunk in, then DMAs it to the device; down: DMAs, then copies out). */
+typedef struct stage_job {
     rf_cuda_ctx *c;
-    const rf_drel *r;
-    rf_table *t;
+    rf_word *dev;
+    size_t cap;
+    rf_word *const *host;
+    bool up;
     size_t col_bytes, chunk, chunks_per_col, nchunks;
     atomic_size_t next;
     atomic_int failed;       /* a cudaError_t, 0 while none */
-} download_job;
+} stage_job;
 
-static void download_worker(void *arg, int w)
+static void stage_worker(void *arg, int w)
 {
-    download_job *j = arg;
+    stage_job *j = arg;
     rf_cuda_ctx *c = j->c;
     char *buf = c->stage_region + (size_t)w * RF_STAGE_CHUNK;
     cudaStream_t s = c->stage_stream[w];
@@ -530,16 +536,48 @@ static void download_worker(void *arg, int w)
     while (e == cudaSuccess && !atomic_load(&j->failed) && (g = atomic_fetch_add(&j->next, 1)) < j->nchunks) {
         size_t k = g / j->chunks_per_col, off = (g % j->chunks_per_col) * j->chunk;
         size_t n = j->col_bytes - off < j->chunk ? j->col_bytes - off : j->chunk;
-        e = cudaMemcpyAsync(buf, (const char *)(j->r->data + k * j->r->cap) + off, n, cudaMemcpyDeviceToHost, s);
+        char *dev = (char *)(j->dev + k * j->cap) + off, *host = (char *)j->host[k] + off;
+        if (j->up) {
+            memcpy(buf, host, n);
+            e = cudaMemcpyAsync(dev, buf, n, cudaMemcpyHostToDevice, s);
+        } else {
+            e = cudaMemcpyAsync(buf, dev, n, cudaMemcpyDeviceToHost, s);
+        }
         if (e == cudaSuccess)
-            e = cudaStreamSynchronize(s);
-        if (e == cudaSuccess)
-            memcpy((char *)j->t->cols[k] + off, buf, n);
+            e = cudaStreamSynchronize(s);   /* (up: before the buffer takes the next chunk) */
+        if (e == cudaSuccess && !j->up)
+            memcpy(host, buf, n);
     }
     if (e != cudaSuccess) {
         int expected = 0;
         atomic_compare_exchange_strong(&j->failed, &expected, (int)e);
     }
+}
+
+/* Copies `arity` columns of col_bytes each, in chunks of a staging buffer,
+ * or smaller (at least min_chunk) where that would leave threads idle; the
+ * first failure's error, else cudaSuccess. The caller has synchronised
+ * c->stream (the relation's storage is ordered on it). */
+static cudaError_t stage_copy(rf_cuda_ctx *c, rf_word *dev, size_t cap, rf_word *const *host, int arity,
+                              size_t col_bytes, bool up, size_t min_chunk)
+{
+    stage_job j = {.c = c, .dev = dev, .cap = cap, .host = host, .up = up, .col_bytes = col_bytes,
+                   .chunk = RF_STAGE_CHUNK};
+    size_t total = col_bytes * (size_t)arity, want = 2 * (size_t)(c->nstage > 0 ? c->nstage : 1);
+    if (total / RF_STAGE_CHUNK < want) {
+        size_t piece = (total / want + 4095) / 4096 * 4096;
+        j.chunk = piece < min_chunk ? min_chunk : piece;
+    }
+    j.chunks_per_col = (col_bytes + j.chunk - 1) / j.chunk;
+    j.nchunks = j.chunks_per_col * (size_t)arity;
+    atomic_init(&j.next, 0);
+    atomic_init(&j.failed, 0);
+    int workers = (size_t)c->nstage < j.nchunks ? c->nstage : (int)j.nchunks;
+    if (workers > 1)
+        rf_par_for(workers, stage_worker, &j);
+    else
+        stage_worker(&j, 0);
+    return (cudaError_t)atomic_load(&j.failed);
 }
 
 /* Large fresh columns (64 MB and more: glibc maps each as a mapping of its
@@ -576,23 +614,9 @@ bool rf_drel_download(rf_cuda_ctx *c, const rf_drel *r, rf_table *t, rf_status *
          * threads idle: into fresh memory the copy out is page faults (~2.7
          * us a 4 KB page in the VM), which go as fast as threads take them
          * (5.3 MB of wing's TC in 2 chunks: 1.6 ms). */
-        download_job j = {.c = c, .r = r, .t = t, .col_bytes = col_bytes, .chunk = RF_STAGE_CHUNK};
-        size_t total = col_bytes * (size_t)r->arity, want = 2 * (size_t)(c->nstage > 0 ? c->nstage : 1);
-        if (total / RF_STAGE_CHUNK < want) {
-            size_t piece = (total / want + 4095) / 4096 * 4096;
-            j.chunk = piece < ((size_t)256 << 10) ? ((size_t)256 << 10) : piece;
-        }
-        j.chunks_per_col = (col_bytes + j.chunk - 1) / j.chunk;
-        j.nchunks = j.chunks_per_col * (size_t)r->arity;
-        atomic_init(&j.next, 0);
-        atomic_init(&j.failed, 0);
-        int workers = (size_t)c->nstage < j.nchunks ? c->nstage : (int)j.nchunks;
-        if (workers > 1)
-            rf_par_for(workers, download_worker, &j);
-        else
-            download_worker(&j, 0);
-        if (atomic_load(&j.failed))
-            ok = rf_cuda_check(c, (cudaError_t)atomic_load(&j.failed), "download", st);
+        cudaError_t e = stage_copy(c, r->data, r->cap, t->cols, r->arity, col_bytes, false, (size_t)256 << 10);
+        if (e != cudaSuccess)
+            ok = rf_cuda_check(c, e, "download", st);
     }
     c->io.download_bytes += col_bytes * (size_t)r->arity;
     c->io.download_seconds += rf_now() - t0;
@@ -604,37 +628,6 @@ bool rf_drel_download(rf_cuda_ctx *c, const rf_drel *r, rf_table *t, rf_status *
  * from pageable memory is staged by the driver on one thread: 1.9 MB of
  * wing's edges took 0.5 ms (4 GB/s). Small uploads stay plain. */
 #define RF_STAGED_UPLOAD_MIN ((size_t)1 << 20)
-
-typedef struct upload_job {
-    rf_cuda_ctx *c;
-    rf_drel *r;
-    const rf_table *t;
-    size_t col_bytes, chunk, chunks_per_col, nchunks;
-    atomic_size_t next;
-    atomic_int failed;       /* a cudaError_t, 0 while none */
-} upload_job;
-
-static void upload_worker(void *arg, int w)
-{
-    upload_job *j = arg;
-    rf_cuda_ctx *c = j->c;
-    char *buf = c->stage_region + (size_t)w * RF_STAGE_CHUNK;
-    cudaStream_t s = c->stage_stream[w];
-    cudaError_t e = cudaSetDevice(c->device);
-    size_t g;
-    while (e == cudaSuccess && !atomic_load(&j->failed) && (g = atomic_fetch_add(&j->next, 1)) < j->nchunks) {
-        size_t k = g / j->chunks_per_col, off = (g % j->chunks_per_col) * j->chunk;
-        size_t n = j->col_bytes - off < j->chunk ? j->col_bytes - off : j->chunk;
-        memcpy(buf, (const char *)j->t->cols[k] + off, n);
-        e = cudaMemcpyAsync((char *)(j->r->data + k * j->r->cap) + off, buf, n, cudaMemcpyHostToDevice, s);
-        if (e == cudaSuccess)
-            e = cudaStreamSynchronize(s);   /* before the buffer takes the next chunk */
-    }
-    if (e != cudaSuccess) {
-        int expected = 0;
-        atomic_compare_exchange_strong(&j->failed, &expected, (int)e);
-    }
-}
 
 bool rf_drel_upload(rf_cuda_ctx *c, rf_drel *r, const rf_table *t, const char *what, rf_status *st)
 {
@@ -649,21 +642,10 @@ bool rf_drel_upload(rf_cuda_ctx *c, rf_drel *r, const rf_table *t, const char *w
         /* The allocation is ordered on c->stream; the staging streams
          * write it only once that is done. */
         ok = rf_cuda_sync(c, st);
-        upload_job j = {.c = c, .r = &tmp, .t = t, .col_bytes = col_bytes, .chunk = RF_STAGE_CHUNK};
-        size_t want = 2 * (size_t)c->nstage;
-        if (total / RF_STAGE_CHUNK < want) {
-            size_t piece = (total / want + 4095) / 4096 * 4096;
-            j.chunk = piece < ((size_t)128 << 10) ? ((size_t)128 << 10) : piece;
-        }
-        j.chunks_per_col = (col_bytes + j.chunk - 1) / j.chunk;
-        j.nchunks = j.chunks_per_col * (size_t)t->arity;
-        atomic_init(&j.next, 0);
-        atomic_init(&j.failed, 0);
-        int workers = (size_t)c->nstage < j.nchunks ? c->nstage : (int)j.nchunks;
-        if (ok)
-            rf_par_for(workers, upload_worker, &j);
-        if (ok && atomic_load(&j.failed))
-            ok = rf_cuda_check(c, (cudaError_t)atomic_load(&j.failed), "upload", st);
+        cudaError_t e = ok ? stage_copy(c, tmp.data, tmp.cap, t->cols, t->arity, col_bytes, true, (size_t)128 << 10)
+                           : cudaSuccess;
+        if (e != cudaSuccess)
+            ok = rf_cuda_check(c, e, "upload", st);
     } else {
         for (int k = 0; k < t->arity && t->nrows && ok; k++)
             ok = rf_cuda_check(c, cudaMemcpyAsync(tmp.data + (size_t)k * tmp.cap, t->cols[k], col_bytes,
