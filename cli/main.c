@@ -2,7 +2,7 @@
  *   redfox run PROG.dl [-F FACT_DIR] [-D OUT_DIR|-] [-j N] [...]   (Soufflé dialect, docs/souffle.md)
  *   redfox run PROG.lql|PROG.rfx [--input PRED=FILE]... [--output DIR]
  *              [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]
- *              [--max-iterations N] [--progress] [--profile TRACE.json] [--no-fuse]
+ *              [--max-iterations N] [--device-memory SIZE] [--progress] [--profile TRACE.json] [--no-fuse]
  *              [--join=auto|binary|wcoj]
  *   redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse] [--dot] [-o FILE]
  *                  | --cuda PROG.lql|PROG.rfx | --select-plans PROG.lql|PROG.rfx
@@ -40,7 +40,7 @@ static const char usage_text[] =
     "usage: redfox run PROG.lql|PROG.rfx [--input PRED=FILE]... [--output DIR]\n"
     "       redfox run PROG.dl [-F FACT_DIR] [-D OUTPUT_DIR|-] [-j N] [run options]\n"
     "                  [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]\n"
-    "                  [--max-iterations N] [--progress] [--profile TRACE.json] [--no-fuse]\n"
+    "                  [--max-iterations N] [--device-memory SIZE] [--progress] [--profile TRACE.json] [--no-fuse]\n"
     "                  [--join=auto|binary|wcoj] [--distribute] [--gpus N]\n"
     "       redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse] [--join=J] [--dot] [-o FILE]\n"
     "       redfox explain --cuda PROG.lql|PROG.rfx | --select-plans PROG.lql|PROG.rfx\n"
@@ -89,6 +89,9 @@ static const char help_text[] =
     "                      input files with either backend (default: one per core)\n"
     "  --max-iterations N  fail (exit 2) when a recursive loop runs more than N\n"
     "                      iterations without reaching its fixpoint\n"
+    "  --device-memory SIZE keep the backend's relations under SIZE (bytes; K, M, G, T)\n"
+    "                      between kernels: the least recently used wait in host\n"
+    "                      memory until a kernel reads them again\n"
     "  --progress          print loop progress (a line a second after the first\n"
     "                      second) even when stderr is not a terminal\n"
     "  --profile FILE      write a Chrome/Perfetto trace of the run to FILE (JSON;\n"
@@ -306,10 +309,35 @@ static rf_backend *start_test_device(rf_status *st)
     return rf_backend_cpu_new(g_test_arrival_threads);
 }
 
+/* "8G", "256M", "1048576": bytes, K/M/G/T binary multiples; > 0. */
+static bool parse_size(const char *text, size_t *out)
+{
+    char *end;
+    errno = 0;
+    if (!*text || text[0] == '-')
+        return false;
+    unsigned long long n = strtoull(text, &end, 10);
+    int shift = 0;
+    if (*end == 'K' || *end == 'k')
+        shift = 10;
+    else if (*end == 'M' || *end == 'm')
+        shift = 20;
+    else if (*end == 'G' || *end == 'g')
+        shift = 30;
+    else if (*end == 'T' || *end == 't')
+        shift = 40;
+    if (shift)
+        end++;
+    if (errno || end == text || *end || n == 0 || n > (SIZE_MAX >> shift))
+        return false;
+    *out = (size_t)n << shift;
+    return true;
+}
+
 static int run_program(int argc, char **argv, rf_comm *comm)
 {
     const char *prog_path = NULL, *output_dir = NULL, *backend = "auto", *threads_s = NULL;
-    const char *max_iter_s = NULL, *profile_path = NULL, *fact_dir = NULL, *souffle_out_dir = NULL;
+    const char *max_iter_s = NULL, *device_memory_s = NULL, *profile_path = NULL, *fact_dir = NULL, *souffle_out_dir = NULL;
     RF_VEC(rf_input_override) inputs = {0};
     RF_VEC(rf_output_sink) sinks = {0};
     RF_VEC(const char *) prints = {0};
@@ -346,6 +374,8 @@ static int run_program(int argc, char **argv, rf_comm *comm)
             threads_s = v;
         } else if (opt_value(argc, argv, &i, "--max-iterations", &v, &err)) {
             max_iter_s = v;
+        } else if (opt_value(argc, argv, &i, "--device-memory", &v, &err)) {
+            device_memory_s = v;
         } else if (opt_value(argc, argv, &i, "--profile", &v, &err)) {
             profile_path = v;
         } else if (opt_value(argc, argv, &i, "--fact-dir", &v, &err) || short_opt(argc, argv, &i, "-F", &v, &err)) {
@@ -418,6 +448,12 @@ static int run_program(int argc, char **argv, rf_comm *comm)
             threads = ranks_here > 0 && cores / ranks_here > 1 ? (int)(cores / ranks_here) : 1;
         }
     }
+    size_t device_memory = 0;
+    if (!err && device_memory_s && !parse_size(device_memory_s, &device_memory))
+        err = usage("--device-memory expects a size in bytes, with K, M, G or T for binary multiples (256M, "
+                    "8G), not '%s'", device_memory_s);
+    if (!err && device_memory && comm)
+        err = usage("--device-memory is not supported in distributed runs yet (%s)", "docs/distributed.md");
     size_t max_iterations = 0;
     if (!err && max_iter_s) {
         char *end;
@@ -583,6 +619,7 @@ static int run_program(int argc, char **argv, rf_comm *comm)
         .progress = progress ? RF_PROGRESS_ALWAYS : comm ? RF_PROGRESS_NONE : RF_PROGRESS_TERMINAL,
         .discard_outputs = comm && comm->rank != 0,
         .max_iterations = max_iterations,
+        .device_memory = device_memory,
         .profile_path = profile_path,
         .program_name = prog_path,
         .nsinks = (int)sinks.len,

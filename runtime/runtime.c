@@ -53,6 +53,14 @@ typedef struct rt {
     size_t *chose_wcoj, *chose_binary;
     rf_join_choice *last_choice;
     double *choice_seconds;
+    /* --device-memory (spill.c's job, in this file): variables held in host
+     * memory between uses while the backend's relations would exceed the
+     * limit; spilled[v] non-NULL (and dv[v] NULL) while v is. */
+    size_t mem_limit;        /* 0: no limit */
+    rf_table **spilled;      /* [nvars] */
+    size_t *last_use;        /* [nvars] use_clock when last read or written */
+    size_t use_clock;
+    size_t spills, reloads, spill_bytes, reload_bytes;
 } rt;
 
 static bool kernel_frees(const rf_kernel *k, int var)
@@ -63,18 +71,120 @@ static bool kernel_frees(const rf_kernel *k, int var)
     return false;
 }
 
+static void drop_spilled(rt *r, int v)
+{
+    if (r->spilled && r->spilled[v]) {
+        rf_table_free(r->spilled[v]);
+        free(r->spilled[v]);
+        r->spilled[v] = NULL;
+    }
+}
+
 static void free_var(rt *r, int v)
 {
-    if (v < 0 || v >= r->p->nvars || r->keep[v] || !r->dv[v])
+    if (v < 0 || v >= r->p->nvars || r->keep[v])
+        return;
+    drop_spilled(r, v);
+    if (!r->dv[v])
         return;
     r->be->var_free(r->be, r->dv[v]);
     r->dv[v] = NULL;
+}
+
+/* ---- --device-memory: spilling ----
+ * After each kernel, while the backend holds more than the limit, the
+ * variable used longest ago is downloaded into host memory and freed in
+ * the backend; a kernel (or a test, a join choice) that reads a spilled
+ * variable uploads it again first. Rows keep their order both ways, so a
+ * reloaded variable reads as it was (what the backend knew of it beyond
+ * its rows, such as a dense set or a stamp, is made again or lost: only
+ * speed depends on it). A kernel whose own inputs and output exceed the
+ * limit still runs whole (out-of-core kernels are not built). */
+static size_t var_rows_of(rt *r, int v)
+{
+    if (r->spilled && r->spilled[v])
+        return r->spilled[v]->nrows;
+    return r->dv[v] ? r->be->var_rows(r->be, r->dv[v]) : 0;
+}
+
+static void touch(rt *r, int v)
+{
+    if (r->last_use && v >= 0)
+        r->last_use[v] = ++r->use_clock;
+}
+
+static bool unspill(rt *r, int v, rf_status *st)
+{
+    if (v < 0 || !r->spilled || !r->spilled[v])
+        return true;
+    rf_table *t = r->spilled[v];
+    r->spilled[v] = NULL;
+    r->dv[v] = r->be->var_new(r->be, r->p->vars[v].arity, st);
+    bool ok = r->dv[v] != NULL;
+    if (ok && r->be->var_describe)
+        r->be->var_describe(r->be, r->dv[v], &r->p->vars[v]);
+    ok = ok && r->be->upload(r->be, r->dv[v], t, st);
+    r->reloads++;
+    r->reload_bytes += t->nrows * (size_t)t->arity * sizeof(rf_word);
+    rf_table_free(t);
+    free(t);
+    touch(r, v);
+    return ok;
+}
+
+static bool spill_var(rt *r, int v, rf_status *st)
+{
+    rf_table *t = rf_calloc(1, sizeof *t);
+    rf_table_init(t, r->p->vars[v].arity);
+    if (!r->be->download(r->be, r->dv[v], t, st)) {
+        rf_table_free(t);
+        free(t);
+        return false;
+    }
+    r->be->var_free(r->be, r->dv[v]);
+    r->dv[v] = NULL;
+    r->spilled[v] = t;
+    r->spills++;
+    r->spill_bytes += t->nrows * (size_t)t->arity * sizeof(rf_word);
+    return true;
+}
+
+/* Whether v is among the nread variables in reads. */
+static bool among(const int *reads, int nread, int v)
+{
+    for (int i = 0; i < nread; i++)
+        if (reads[i] == v)
+            return true;
+    return false;
+}
+
+/* Spills least recently used variables until the backend holds at most
+ * the limit, or nothing with rows is left to spill; what the next kernel
+ * (or the block's test) reads goes last. */
+static bool keep_under_limit(rt *r, const int *next_reads, int nnext, rf_status *st)
+{
+    while (r->mem_limit && r->be->bytes_in_use(r->be) > r->mem_limit) {
+        int victim = -1;
+        for (int pass = 0; pass < 2 && victim < 0; pass++)
+            for (int v = 0; v < r->p->nvars; v++)
+                if (r->dv[v] && r->be->var_rows(r->be, r->dv[v]) > 0 &&
+                    (pass == 1 || !among(next_reads, nnext, v)) &&
+                    (victim < 0 || r->last_use[v] < r->last_use[victim]))
+                    victim = v;
+        if (victim < 0)
+            return true;
+        if (!spill_var(r, victim, st))
+            return false;
+    }
+    return true;
 }
 
 static const char *var_label(const rf_hvar *v) { return v->pred ? v->pred : v->name ? v->name : "?"; }
 
 static rf_dvar *ensure_var(rt *r, int v, rf_status *st)
 {
+    if (r->spilled && r->spilled[v] && !unspill(r, v, st))   /* (a LOAD appends) */
+        return NULL;
     if (!r->dv[v]) {
         r->dv[v] = r->be->var_new(r->be, r->p->vars[v].arity, st);
         if (r->dv[v] && r->be->var_describe)
@@ -219,6 +329,8 @@ static void append_values(char *buf, size_t cap, const rf_table *t, const rf_typ
 static bool run_check_keys(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_status *st)
 {
     const rf_hvar *hv = &r->p->vars[k->in[0]];
+    if (!unspill(r, k->in[0], st))
+        return false;
     const rf_dvar *dv = r->dv[k->in[0]];
     if (!dv || r->be->var_rows(r->be, dv) < 2)
         return true;
@@ -258,6 +370,17 @@ static bool run_compute(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_status
         ni = 2;
         ins_v[0] = k->in[0];
         ins_v[1] = k->in[1];
+    }
+    if (r->spilled) {
+        for (int i = 0; i < ni; i++)
+            if (!unspill(r, ins_v[i], st))
+                return false;
+        for (int i = 0; i < no; i++) {
+            drop_spilled(r, outs_v[i]);   /* overwritten (an output read too was reloaded above) */
+            touch(r, outs_v[i]);
+        }
+        for (int i = 0; i < ni; i++)
+            touch(r, ins_v[i]);
     }
     for (int i = 0; i < no; i++)
         if (!(outs[i] = ensure_var(r, outs_v[i], st)))
@@ -357,7 +480,10 @@ static void trace_kernel(rt *r, const rf_kernel *k, const rf_kernel_stats *s, do
     free(title);
 }
 
-static bool run_kernel(rt *r, const rf_kernel *k, kstat *ks, rf_status *st)
+/* Runs k; next: the kernel after it in its block, or NULL (then the
+ * block's test reads conds[0..nconds-1]). */
+static bool run_kernel(rt *r, const rf_kernel *k, const rf_kernel *next, const int *conds, int nconds, kstat *ks,
+                       rf_status *st)
 {
     if (r->trace)   /* forget the pool's work between kernels */
         rf_par_activity_take(r->activity, RF_PAR_ACTIVITY_SLOTS);
@@ -377,10 +503,15 @@ static bool run_kernel(rt *r, const rf_kernel *k, kstat *ks, rf_status *st)
     } else if (k->op == RF_K_LOAD) {
         if (!run_load(r, k->out, st))
             return false;
+        touch(r, k->out);
         s.rows_out = r->be->var_rows(r->be, r->dv[k->out]);
     } else if (k->op == RF_K_COPY && k->in[0] != k->out && kernel_frees(k, k->in[0]) &&
                !r->keep[k->in[0]]) {
         /* The source dies here: hand its storage over instead of copying. */
+        if (!unspill(r, k->in[0], st))
+            return false;
+        drop_spilled(r, k->out);
+        touch(r, k->out);
         if (!r->dv[k->in[0]] && !ensure_var(r, k->in[0], st))
             return false;
         if (r->dv[k->out])
@@ -406,14 +537,18 @@ static bool run_kernel(rt *r, const rf_kernel *k, kstat *ks, rf_status *st)
     ks->bytes += s.bytes_moved;
     for (int i = 0; i < k->nfree; i++)
         free_var(r, k->frees[i]);
-    return true;
+    if (!r->mem_limit)
+        return true;
+    int next_reads[RF_KERNEL_VARS_MAX];
+    int nnext = next ? rf_kernel_reads(next, next_reads) : 0;
+    return keep_under_limit(r, next ? next_reads : conds, next ? nnext : nconds, st);
 }
 
 static bool all_empty(rt *r, const rf_hblock *b)
 {
     for (int i = 0; i < b->nconds; i++) {
         int v = b->conds[i];
-        if (r->dv[v] && r->be->var_rows(r->be, r->dv[v]) > 0)
+        if (var_rows_of(r, v) > 0)
             return false;
     }
     return true;
@@ -429,8 +564,7 @@ static void show_progress(rt *r, const rf_hblock *b, int header, bool terminal)
             r->p->blocks[header].label ? r->p->blocks[header].label : "loop", r->loop_iter[header], el);
     for (int i = 0; i < b->nconds; i++) {
         int v = b->conds[i];
-        fprintf(r->err, " %s=%zu", r->p->vars[v].name ? r->p->vars[v].name : "?",
-                r->dv[v] ? r->be->var_rows(r->be, r->dv[v]) : (size_t)0);
+        fprintf(r->err, " %s=%zu", r->p->vars[v].name ? r->p->vars[v].name : "?", var_rows_of(r, v));
     }
     fputs(terminal ? "    " : "\n", r->err);
     fflush(r->err);
@@ -454,7 +588,7 @@ static void trace_iteration(rt *r, const rf_hblock *tail, int header, int next)
     size_t delta = 0;
     for (int i = 0; i < tail->nconds; i++) {
         int v = tail->conds[i];
-        delta += r->dv[v] ? r->be->var_rows(r->be, r->dv[v]) : 0;
+        delta += var_rows_of(r, v);
     }
     const char *label = p->blocks[header].label ? p->blocks[header].label : "loop";
     char *label_json = rf_json_string(label);
@@ -480,7 +614,8 @@ static int choose_join(rt *r, const rf_hblock *blk, int b, rf_status *st)
     const rf_hprogram *p = r->p;
     int l = blk->conds[0], rr = blk->conds[1];
     rf_join_choice jc;
-    if (!rf_join_choose(r->be, blk, r->dv[l], r->dv[rr], p->vars[l].arity, p->vars[rr].arity, &jc, st))
+    if (!unspill(r, l, st) || !unspill(r, rr, st) ||
+        !rf_join_choose(r->be, blk, r->dv[l], r->dv[rr], p->vars[l].arity, p->vars[rr].arity, &jc, st))
         return -2;
     (jc.wcoj ? r->chose_wcoj : r->chose_binary)[b]++;
     r->last_choice[b] = jc;
@@ -525,7 +660,8 @@ static bool interpret(rt *r, rf_status *st)
         for (int i = 0; i < blk->nfree_entry; i++)
             free_var(r, blk->free_entry[i]);
         for (int i = 0; i < blk->nkernels; i++)
-            if (!run_kernel(r, &blk->kernels[i], &r->ks[b][i], st))
+            if (!run_kernel(r, &blk->kernels[i], i + 1 < blk->nkernels ? &blk->kernels[i + 1] : NULL, blk->conds,
+                            blk->nconds, &r->ks[b][i], st))
                 return false;
         from = b;
         switch (blk->term) {
@@ -894,6 +1030,17 @@ static uint64_t answer_hash(const rf_table *t, const rf_type *types)
     return h;
 }
 
+/* An output's rows into t (initialised with its arity): downloaded, or
+ * taken over from host memory where --device-memory spilled it. */
+static bool fetch_output(rt *r, int v, rf_table *t, rf_status *st)
+{
+    if (r->spilled && r->spilled[v]) {   /* copied: two sinks may write one predicate */
+        rf_table_copy(t, r->spilled[v]);
+        return true;
+    }
+    return !r->dv[v] || r->be->download(r->be, r->dv[v], t, st);
+}
+
 /* Writes the outputs. With --output DIR, whole or not at all: every file
  * is opened (each path validated: a directory in the way fails here,
  * before anything is written), then written, then all are committed
@@ -919,8 +1066,7 @@ static bool write_outputs(rt *r, const int *outs, int nouts, rf_status *st)
         rf_table t;
         rf_table_init(&t, hv->arity);
         double d0 = rf_now();
-        if (r->dv[outs[i]])
-            ok = r->be->download(r->be, r->dv[outs[i]], &t, st);
+        ok = fetch_output(r, outs[i], &t, st);
         if (r->trace) {
             char *name = rf_sprintf("download %s", var_label(hv));
             rf_trace_slice(r->trace, RF_TRACK_MAIN, name, "download", d0, rf_now(),
@@ -1008,8 +1154,7 @@ static bool write_sinks(rt *r, const int *outs, int nouts, rf_status *st)
         const rf_hvar *hv = &p->vars[var_of[s]];
         rf_table t;
         rf_table_init(&t, hv->arity);
-        if (r->dv[var_of[s]])
-            ok = r->be->download(r->be, r->dv[var_of[s]], &t, st);
+        ok = fetch_output(r, var_of[s], &t, st);
         if (ok) {
             output_rows(r, var_of[s], &t, hv);
             double w0 = rf_now();
@@ -1054,8 +1199,7 @@ static bool give_results(rt *r, const int *outs, int nouts, rf_status *st)
         const rf_hvar *hv = &r->p->vars[outs[i]];
         rf_table t;
         rf_table_init(&t, hv->arity);
-        if (r->dv[outs[i]])
-            ok = r->be->download(r->be, r->dv[outs[i]], &t, st);
+        ok = fetch_output(r, outs[i], &t, st);
         if (ok) {
             output_rows(r, outs[i], &t, hv);
             ok = r->opt->result_callback(r->opt->result_ctx, var_label(hv), &t, hv->types, st);
@@ -1125,6 +1269,9 @@ static void print_stats(rt *r, double total)
         if (r->loop_header[b])
             fprintf(e, "  loop %s (block %d): %zu iterations\n",
                     p->blocks[b].label ? p->blocks[b].label : "?", b, r->entries[b]);
+    if (r->mem_limit)
+        fprintf(e, "  device memory limit %zu bytes: %zu variables spilled to host memory (%.1f MB), %zu reloaded (%.1f MB)\n",
+                r->mem_limit, r->spills, (double)r->spill_bytes / 1e6, r->reloads, (double)r->reload_bytes / 1e6);
     fprintf(e, "  output %.6f s (writing %.6f s); answers in host memory after %.6f s\n", r->output_seconds,
             r->write_seconds, total - r->write_seconds);
     /* The split benchmarks report (bench/tpch.py): input files to resident
@@ -1184,6 +1331,11 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
     r.positions = rf_calloc((size_t)p->nvars + 1, sizeof *r.positions);
     r.needed = rf_needed_columns(p, r.keep, r.positions);
     r.dv = rf_calloc((size_t)p->nvars + 1, sizeof *r.dv);
+    if (opt->device_memory) {
+        r.mem_limit = opt->device_memory;
+        r.spilled = rf_calloc((size_t)p->nvars + 1, sizeof *r.spilled);
+        r.last_use = rf_calloc((size_t)p->nvars + 1, sizeof *r.last_use);
+    }
     r.ks = rf_calloc((size_t)p->nblocks + 1, sizeof *r.ks);
     r.entries = rf_calloc((size_t)p->nblocks + 1, sizeof *r.entries);
     r.loop_header = rf_calloc((size_t)p->nblocks + 1, sizeof *r.loop_header);
@@ -1291,9 +1443,13 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
     }
     if (opt->stats)
         print_stats(&r, r.info.seconds);
-    for (int v = 0; v < p->nvars; v++)
+    for (int v = 0; v < p->nvars; v++) {
         if (r.dv[v])
             r.be->var_free(r.be, r.dv[v]);
+        drop_spilled(&r, v);
+    }
+    free(r.spilled);
+    free(r.last_use);
     for (int b = 0; b < p->nblocks; b++)
         free(r.ks[b]);
     free(r.ks);

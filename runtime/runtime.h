@@ -101,6 +101,11 @@ typedef struct rf_run_options {
      * result_callback): a distributed run's ranks other than 0, which
      * take part in every kernel while rank 0 alone writes the answers. */
     bool discard_outputs;
+    /* > 0 (--device-memory): the backend's relations are kept under this
+     * many bytes between kernels by holding the least recently used ones
+     * in host memory until a kernel reads them again (spilling; one
+     * kernel's own inputs and output may still exceed it). 0: no limit. */
+    size_t device_memory;
 } rf_run_options;
 
 /* Counters of one run (for tests and tools); all optional. */
