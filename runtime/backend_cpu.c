@@ -107,6 +107,11 @@ typedef struct cpu_impl {
     chain_entry chains[CHAIN_CACHE];
     int nchains;
     size_t in_use, peak;
+    /* Tests of --device-memory's rerun (RF_TEST_OOM_BYTES=N): a kernel
+     * started while variables other than its own hold more than N bytes
+     * fails as out of memory, as on a device full of them (the runtime
+     * then spills them and runs it again). 0: never. */
+    size_t oom_above;
     uint64_t stamps;  /* last stamp handed out */
     size_t set_dense, set_sorted; /* set gathers through a bitmap in one pass / written and sorted */
     int *dest_scratch;  /* split_rows: each row's rank (kept, grown only) */
@@ -1293,10 +1298,31 @@ static bool cpu_run_multijoin(rf_backend *be, const rf_hprogram *p, const rf_ker
     return true;
 }
 
+/* The bytes v holds (its runs whether shared or not, and its bitmap). */
+static size_t var_bytes(const rf_dvar *v)
+{
+    size_t n = v ? v->bytes : 0;
+    for (int i = 0; v && i < v->nruns; i++)
+        n += v->runs[i]->counted;
+    return n;
+}
+
 static rf_run_result cpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
                              rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
+    cpu_impl *im = be->impl;
     int nin = k->op == RF_K_FUSED ? k->fused->nin : k->op == RF_K_MULTIJOIN ? k->mj->nin : 2;
+    if (im->oom_above) {
+        size_t own = 0;
+        for (int i = 0; i < nin; i++)
+            own += var_bytes(ins[i]);
+        for (int i = 0; i < (k->op == RF_K_FUSED ? k->fused->nout : 1); i++)
+            own += var_bytes(outs[i]);
+        if (im->in_use > own && im->in_use - own > im->oom_above)
+            return rf_fail(st, RF_EXIT_OUT_OF_MEMORY, "out of memory (RF_TEST_OOM_BYTES: %zu bytes of other variables)",
+                           im->in_use - own),
+                   RF_RUN_FAILED;
+    }
     for (int i = 0; i < nin; i++)
         dense_resolve(be, ins[i]);
     if (k->op == RF_K_MULTIJOIN)
@@ -1546,6 +1572,9 @@ rf_backend *rf_backend_cpu_new(int threads)
     be->split_rows = cpu_split_rows;
     be->merge_rows = cpu_merge_rows;
     be->wcoj_auto_ratio = RF_WCOJ_AUTO_RATIO_CPU;
-    be->impl = rf_calloc(1, sizeof(cpu_impl));
+    cpu_impl *im = rf_calloc(1, sizeof(cpu_impl));
+    const char *oom = getenv("RF_TEST_OOM_BYTES");
+    im->oom_above = oom ? (size_t)strtoull(oom, NULL, 10) : 0;
+    be->impl = im;
     return be;
 }

@@ -60,7 +60,7 @@ typedef struct rt {
     rf_table **spilled;      /* [nvars] */
     size_t *last_use;        /* [nvars] use_clock when last read or written */
     size_t use_clock;
-    size_t spills, reloads, spill_bytes, reload_bytes;
+    size_t spills, reloads, spill_bytes, reload_bytes, oom_reruns;
 } rt;
 
 static bool kernel_frees(const rf_kernel *k, int var)
@@ -359,6 +359,35 @@ static bool run_check_keys(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_sta
  * declines (or could not finish: it wrote nothing anyone sees) runs as its
  * members, one by one, exactly as unfused, with its internal variables
  * allocated for the while; so its errors are the ones `--no-fuse` gives. */
+/* After kernel k failed for want of memory, with a limit given: spills
+ * every variable k neither reads nor writes and clears st, so that the
+ * backend runs k once more; false (st kept) when there was nothing to
+ * spill. */
+static bool spill_for_rerun(rt *r, const rf_kernel *k, rf_status *st)
+{
+    if (!r->mem_limit || st->code != RF_EXIT_OUT_OF_MEMORY)
+        return false;
+    int reads[2 * RF_KERNEL_VARS_MAX];
+    int nreads = rf_kernel_reads(k, reads);
+    nreads += rf_kernel_writes(k, reads + nreads);
+    size_t spilled = 0;
+    rf_status local;
+    rf_status_init(&local);
+    for (int v = 0; v < r->p->nvars; v++)
+        if (r->dv[v] && !among(reads, nreads, v) && r->be->var_rows(r->be, r->dv[v]) > 0) {
+            if (!spill_var(r, v, &local)) {
+                *st = local;
+                return false;
+            }
+            spilled++;
+        }
+    if (!spilled)
+        return false;
+    rf_status_init(st);
+    r->oom_reruns++;
+    return true;
+}
+
 static bool run_compute(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_status *st)
 {
     int outs_v[RF_KERNEL_VARS_MAX], ins_v[RF_KERNEL_VARS_MAX];
@@ -388,6 +417,10 @@ static bool run_compute(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_status
     for (int i = 0; i < ni; i++)
         ins[i] = ins_v[i] >= 0 ? r->dv[ins_v[i]] : NULL;
     rf_run_result res = r->be->run(r->be, r->p, k, outs, ins, s, st);
+    if (res == RF_RUN_FAILED && spill_for_rerun(r, k, st)) {
+        memset(s, 0, sizeof *s);   /* (k's own variables stay: outs and ins hold) */
+        res = r->be->run(r->be, r->p, k, outs, ins, s, st);
+    }
     if (res == RF_RUN_DONE)
         return true;
     if (res == RF_RUN_FAILED || k->op != RF_K_FUSED) {
@@ -1270,8 +1303,11 @@ static void print_stats(rt *r, double total)
             fprintf(e, "  loop %s (block %d): %zu iterations\n",
                     p->blocks[b].label ? p->blocks[b].label : "?", b, r->entries[b]);
     if (r->mem_limit)
-        fprintf(e, "  device memory limit %zu bytes: %zu variables spilled to host memory (%.1f MB), %zu reloaded (%.1f MB)\n",
-                r->mem_limit, r->spills, (double)r->spill_bytes / 1e6, r->reloads, (double)r->reload_bytes / 1e6);
+        fprintf(e,
+                "  device memory limit %zu bytes: %zu variables spilled to host memory (%.1f MB), %zu reloaded "
+                "(%.1f MB); %zu kernels run again after running out of memory\n",
+                r->mem_limit, r->spills, (double)r->spill_bytes / 1e6, r->reloads, (double)r->reload_bytes / 1e6,
+                r->oom_reruns);
     fprintf(e, "  output %.6f s (writing %.6f s); answers in host memory after %.6f s\n", r->output_seconds,
             r->write_seconds, total - r->write_seconds);
     /* The split benchmarks report (bench/tpch.py): input files to resident

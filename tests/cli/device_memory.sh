@@ -37,6 +37,28 @@ for prog in tc same_generation; do
         fail=1
     fi
 done
+# A device full of other variables (RF_TEST_OOM_BYTES, a CPU backend test
+# hook): out of memory (exit 3) without a limit; with one, the kernels run
+# again after spilling the others, and the answer is the same.
+want=$(timeout 120 "$redfox" run "$root/programs/same_generation.lql" --input "edge=$work/g.tsv" --count --backend=cpu)
+RF_TEST_OOM_BYTES=1 timeout 120 "$redfox" run "$root/programs/same_generation.lql" --input "edge=$work/g.tsv" \
+    --count --backend=cpu >"$work/out" 2>"$work/err"
+rc=$?
+if [ "$rc" = 3 ] && grep -q "out of memory" "$work/err"; then
+    echo "ok   a full device without --device-memory: exit 3"
+else
+    echo "FAIL a full device without --device-memory: exit $rc, $(head -1 "$work/err")"
+    fail=1
+fi
+got=$(RF_TEST_OOM_BYTES=1 timeout 120 "$redfox" run "$root/programs/same_generation.lql" --input "edge=$work/g.tsv" \
+      --count --backend=cpu --device-memory 1G --stats 2>"$work/stats")
+reruns=$(sed -n 's/.*; \([0-9]*\) kernels run again after running out of memory.*/\1/p' "$work/stats")
+if [ "$got" = "$want" ] && [ "${reruns:-0}" -gt 0 ]; then
+    echo "ok   a full device with --device-memory: $reruns kernels run again, $got"
+else
+    echo "FAIL a full device with --device-memory: '$got' (want '$want'), reruns '$reruns'"
+    fail=1
+fi
 for size in 4K 2M 1G; do
     got=$(timeout 120 "$redfox" run "$root/programs/tc.lql" --input "edge=$work/g.tsv" --count --backend=cpu \
           --device-memory $size)
