@@ -621,6 +621,8 @@ static int run_program(int argc, char **argv, rf_comm *comm)
         .discard_outputs = comm && comm->rank != 0,
         .max_iterations = max_iterations,
         .device_memory = device_memory,
+        /* A device's memory is not the host's: spilling to it can help. */
+        .spill_on_oom = strcmp(be->name, "gpu") == 0 && !comm,
         .profile_path = profile_path,
         .program_name = prog_path,
         .nsinks = (int)sinks.len,

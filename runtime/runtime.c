@@ -359,13 +359,14 @@ static bool run_check_keys(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_sta
  * declines (or could not finish: it wrote nothing anyone sees) runs as its
  * members, one by one, exactly as unfused, with its internal variables
  * allocated for the while; so its errors are the ones `--no-fuse` gives. */
-/* After kernel k failed for want of memory, with a limit given: spills
+/* After kernel k failed for want of memory, spilling on (a limit given,
+ * or a device: rf_run_options.spill_on_oom): spills
  * every variable k neither reads nor writes and clears st, so that the
  * backend runs k once more; false (st kept) when there was nothing to
  * spill. */
 static bool spill_for_rerun(rt *r, const rf_kernel *k, rf_status *st)
 {
-    if (!r->mem_limit || st->code != RF_EXIT_OUT_OF_MEMORY)
+    if (!r->spilled || st->code != RF_EXIT_OUT_OF_MEMORY)
         return false;
     int reads[2 * RF_KERNEL_VARS_MAX];
     int nreads = rf_kernel_reads(k, reads);
@@ -1302,12 +1303,15 @@ static void print_stats(rt *r, double total)
         if (r->loop_header[b])
             fprintf(e, "  loop %s (block %d): %zu iterations\n",
                     p->blocks[b].label ? p->blocks[b].label : "?", b, r->entries[b]);
-    if (r->mem_limit)
-        fprintf(e,
-                "  device memory limit %zu bytes: %zu variables spilled to host memory (%.1f MB), %zu reloaded "
-                "(%.1f MB); %zu kernels run again after running out of memory\n",
-                r->mem_limit, r->spills, (double)r->spill_bytes / 1e6, r->reloads, (double)r->reload_bytes / 1e6,
-                r->oom_reruns);
+    if (r->mem_limit || r->spills) {
+        if (r->mem_limit)
+            fprintf(e, "  device memory limit %zu bytes:", r->mem_limit);
+        else
+            fprintf(e, "  device memory (no limit given):");
+        fprintf(e, " %zu variables spilled to host memory (%.1f MB), %zu reloaded (%.1f MB); %zu kernels run again "
+                   "after running out of memory\n",
+                r->spills, (double)r->spill_bytes / 1e6, r->reloads, (double)r->reload_bytes / 1e6, r->oom_reruns);
+    }
     fprintf(e, "  output %.6f s (writing %.6f s); answers in host memory after %.6f s\n", r->output_seconds,
             r->write_seconds, total - r->write_seconds);
     /* The split benchmarks report (bench/tpch.py): input files to resident
@@ -1367,7 +1371,7 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
     r.positions = rf_calloc((size_t)p->nvars + 1, sizeof *r.positions);
     r.needed = rf_needed_columns(p, r.keep, r.positions);
     r.dv = rf_calloc((size_t)p->nvars + 1, sizeof *r.dv);
-    if (opt->device_memory) {
+    if (opt->device_memory || opt->spill_on_oom) {
         r.mem_limit = opt->device_memory;
         r.spilled = rf_calloc((size_t)p->nvars + 1, sizeof *r.spilled);
         r.last_use = rf_calloc((size_t)p->nvars + 1, sizeof *r.last_use);

@@ -106,6 +106,10 @@ typedef struct rf_run_options {
      * in host memory until a kernel reads them again (spilling; one
      * kernel's own inputs and output may still exceed it). 0: no limit. */
     size_t device_memory;
+    /* With a device (the CLI sets it for the GPU): a kernel that runs out
+     * of memory runs once more after every variable it neither reads nor
+     * writes has been spilled to host memory, also without device_memory. */
+    bool spill_on_oom;
 } rf_run_options;
 
 /* Counters of one run (for tests and tools); all optional. */
