@@ -4,8 +4,11 @@
  * identical tables. Plus the evaluator's short-circuit and division by
  * zero, and aggregate edge cases. */
 #include <CUnit/Basic.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "rf_prims.h"
 #include "rf_agg_ops.h"
@@ -1254,6 +1257,70 @@ static void test_outputs_reused(void)
         rf_table_free(&runs[q]);
 }
 
+/* ---- The worker pool (primitives/cpu/threads.c) ----
+ * Every piece of every job runs exactly once, whatever the helpers asked
+ * for, workers started beyond them (rf_par_prestart), pieces of uneven
+ * length (workers that take a job late find it done or gone), and a second
+ * thread posting jobs at the same time (its jobs run in the caller). */
+enum { POOL_MAX_PIECES = 16 };
+
+typedef struct pool_job {
+    atomic_int ran[POOL_MAX_PIECES];
+    int slow_piece;
+} pool_job;
+
+static void pool_piece(void *ctx, int p)
+{
+    pool_job *j = ctx;
+    if (p == j->slow_piece) {
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
+    }
+    atomic_fetch_add(&j->ran[p], 1);
+}
+
+static int pool_jobs(int njobs, unsigned seed)
+{
+    int bad = 0;
+    for (int i = 0; i < njobs; i++) {
+        seed = seed * 1103515245u + 12345u;
+        int n = 1 + (int)((seed >> 8) % POOL_MAX_PIECES);
+        pool_job j;
+        for (int p = 0; p < POOL_MAX_PIECES; p++)
+            atomic_init(&j.ran[p], 0);
+        j.slow_piece = i % 7 == 0 ? (int)((seed >> 16) % (unsigned)n) : -1;
+        rf_par_for(n, pool_piece, &j);
+        for (int p = 0; p < POOL_MAX_PIECES; p++)
+            bad += atomic_load(&j.ran[p]) != (p < n ? 1 : 0);
+    }
+    return bad;
+}
+
+static void *pool_other_thread(void *arg)
+{
+    *(int *)arg = pool_jobs(3000, 77);
+    return NULL;
+}
+
+static void test_pool(void)
+{
+    rf_par_prestart(8);
+    int bad = 0;
+    for (int t = 1; t <= 6; t++) {   /* helpers from none to more than the cores */
+        rf_prims_set_threads(t);
+        bad += pool_jobs(1500, (unsigned)t);
+    }
+    rf_prims_set_threads(4);
+    int other_bad = -1;
+    pthread_t th;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, pool_other_thread, &other_bad), 0);
+    bad += pool_jobs(3000, 5);
+    pthread_join(th, NULL);
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_EQUAL(other_bad, 0);
+    rf_prims_set_threads(1);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -1277,6 +1344,7 @@ int main(void)
     CU_add_test(s, "join: one search walk by key groups", test_join_groups);
     CU_add_test(s, "sort: tiny inputs in place", test_sort_unique_tiny);
     CU_add_test(s, "outputs reused: antijoin of runs, union, bitmap difference", test_outputs_reused);
+    CU_add_test(s, "worker pool: every piece once, late and extra workers, two posting threads", test_pool);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures();
