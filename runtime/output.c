@@ -75,7 +75,8 @@ void rf_sort_typed(rf_table *t, const rf_type *types)
     free(rank);
 }
 
-/* A big output buffer: values are formatted straight into it. */
+/* A big output buffer: values are formatted straight into it. With a file
+ * it is written out whenever full; without one (f NULL) it grows. */
 typedef struct wbuf {
     FILE *f;
     char *b;
@@ -92,11 +93,11 @@ static void wflush(wbuf *w)
 
 static char *wreserve(wbuf *w, size_t n)
 {
-    if (w->len + n > w->cap)
+    if (w->len + n > w->cap && w->f)
         wflush(w);
-    if (n > w->cap) {
-        w->cap = n;
-        w->b = rf_realloc(w->b, n);
+    if (w->len + n > w->cap) {
+        w->cap = w->len + n > 2 * w->cap ? w->len + n : 2 * w->cap;
+        w->b = rf_realloc(w->b, w->cap);
     }
     return w->b + w->len;
 }
@@ -132,26 +133,72 @@ static void put_value(wbuf *w, rf_type t, rf_word v)
     w->len += n > 0 && n < 64 ? (size_t)n : 0;
 }
 
-static bool write_rows(FILE *f, const rf_table *t, const rf_type *types, char delimiter, bool souffle)
+static void format_rows(wbuf *w, const rf_table *t, const rf_type *types, char delimiter, bool souffle, size_t from,
+                        size_t to)
 {
-    wbuf w = {.f = f, .cap = 1 << 20};
-    w.b = rf_malloc(w.cap);
-    for (size_t r = 0; r < t->nrows; r++) {
+    for (size_t r = from; r < to; r++) {
         if (souffle && t->arity == 0) {
-            memcpy(wreserve(&w, 2), "()", 2);
-            w.len += 2;
+            memcpy(wreserve(w, 2), "()", 2);
+            w->len += 2;
         }
         for (int c = 0; c < t->arity; c++) {
             if (c)
-                *wreserve(&w, 1) = delimiter, w.len++;
-            put_value(&w, types[c], t->cols[c][r]);
+                *wreserve(w, 1) = delimiter, w->len++;
+            put_value(w, types[c], t->cols[c][r]);
         }
-        *wreserve(&w, 1) = '\n';
-        w.len++;
+        *wreserve(w, 1) = '\n';
+        w->len++;
     }
-    wflush(&w);
-    free(w.b);
-    return !w.err;
+}
+
+/* Big outputs are formatted in blocks of WRITE_BLOCK_ROWS rows, a round of
+ * blocks at a time on the worker threads, each into a buffer of its own,
+ * and written in order: the bytes are those of one thread formatting
+ * them all (TC on p2p-Gnutella09, 207 MB: 0.63 s on one thread). */
+#define WRITE_BLOCK_ROWS ((size_t)1 << 16)
+
+typedef struct write_job {
+    const rf_table *t;
+    const rf_type *types;
+    char delimiter;
+    bool souffle;
+    size_t first;            /* the round's first block */
+    wbuf *bufs;              /* one per block of the round */
+} write_job;
+
+static void format_block(void *ctx, int i)
+{
+    write_job *j = ctx;
+    size_t from = (j->first + (size_t)i) * WRITE_BLOCK_ROWS, to = from + WRITE_BLOCK_ROWS;
+    j->bufs[i].len = 0;
+    format_rows(&j->bufs[i], j->t, j->types, j->delimiter, j->souffle, from, to < j->t->nrows ? to : j->t->nrows);
+}
+
+static bool write_rows(FILE *f, const rf_table *t, const rf_type *types, char delimiter, bool souffle)
+{
+    size_t nblocks = (t->nrows + WRITE_BLOCK_ROWS - 1) / WRITE_BLOCK_ROWS;
+    int round = 2 * rf_prims_threads();
+    if (nblocks < 2 || round < 4) {
+        wbuf w = {.f = f, .cap = 1 << 20};
+        w.b = rf_malloc(w.cap);
+        format_rows(&w, t, types, delimiter, souffle, 0, t->nrows);
+        wflush(&w);
+        free(w.b);
+        return !w.err;
+    }
+    write_job j = {.t = t, .types = types, .delimiter = delimiter, .souffle = souffle};
+    j.bufs = rf_calloc((size_t)round, sizeof *j.bufs);
+    bool err = false;
+    for (j.first = 0; j.first < nblocks && !err; j.first += (size_t)round) {
+        int n = nblocks - j.first < (size_t)round ? (int)(nblocks - j.first) : round;
+        rf_par_for(n, format_block, &j);
+        for (int i = 0; i < n && !err; i++)
+            err = j.bufs[i].len && fwrite(j.bufs[i].b, 1, j.bufs[i].len, f) != j.bufs[i].len;
+    }
+    for (int i = 0; i < round; i++)
+        free(j.bufs[i].b);
+    free(j.bufs);
+    return !err;
 }
 
 bool rf_write_tsv(FILE *f, const rf_table *t, const rf_type *types)
