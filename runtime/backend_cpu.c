@@ -112,6 +112,10 @@ typedef struct cpu_impl {
      * fails as out of memory, as on a device full of them (the runtime
      * then spills them and runs it again). 0: never. */
     size_t oom_above;
+    /* Tests of out-of-core kernels (RF_TEST_OOM_ROWS=N): a kernel whose
+     * first output has more than N rows fails as out of memory after it
+     * ran, as one whose result does not fit a device would. 0: never. */
+    size_t oom_rows;
     uint64_t stamps;  /* last stamp handed out */
     size_t set_dense, set_sorted; /* set gathers through a bitmap in one pass / written and sorted */
     int *dest_scratch;  /* split_rows: each row's rank (kept, grown only) */
@@ -1325,11 +1329,19 @@ static rf_run_result cpu_run(rf_backend *be, const rf_hprogram *p, const rf_kern
     }
     for (int i = 0; i < nin; i++)
         dense_resolve(be, ins[i]);
+    rf_run_result res;
     if (k->op == RF_K_MULTIJOIN)
-        return cpu_run_multijoin(be, p, k, outs[0], ins, stats, st) ? RF_RUN_DONE : RF_RUN_FAILED;
-    if (k->op == RF_K_FUSED)
-        return cpu_run_fused(be, p, k, outs, ins, stats, st);
-    return cpu_run_plain(be, p, k, outs[0], ins[0], ins[1], stats, st) ? RF_RUN_DONE : RF_RUN_FAILED;
+        res = cpu_run_multijoin(be, p, k, outs[0], ins, stats, st) ? RF_RUN_DONE : RF_RUN_FAILED;
+    else if (k->op == RF_K_FUSED)
+        res = cpu_run_fused(be, p, k, outs, ins, stats, st);
+    else
+        res = cpu_run_plain(be, p, k, outs[0], ins[0], ins[1], stats, st) ? RF_RUN_DONE : RF_RUN_FAILED;
+    if (res == RF_RUN_DONE && im->oom_rows && k->op != RF_K_COPY && k->op != RF_K_CLEAR &&
+        cpu_var_rows(be, outs[0]) > im->oom_rows)
+        return rf_fail(st, RF_EXIT_OUT_OF_MEMORY, "out of memory (RF_TEST_OOM_ROWS: a result of %zu rows)",
+                       cpu_var_rows(be, outs[0])),
+               RF_RUN_FAILED;
+    return res;
 }
 
 /* --join=auto's statistic: the size of the binary plan's first join. */
@@ -1575,6 +1587,8 @@ rf_backend *rf_backend_cpu_new(int threads)
     cpu_impl *im = rf_calloc(1, sizeof(cpu_impl));
     const char *oom = getenv("RF_TEST_OOM_BYTES");
     im->oom_above = oom ? (size_t)strtoull(oom, NULL, 10) : 0;
+    const char *oom_rows = getenv("RF_TEST_OOM_ROWS");
+    im->oom_rows = oom_rows ? (size_t)strtoull(oom_rows, NULL, 10) : 0;
     be->impl = im;
     return be;
 }

@@ -4,6 +4,7 @@
  * kernel to the backend; then writes the outputs. See runtime.h. */
 #include "runtime.h"
 #include "rf_outfile.h"
+#include "ooc.h"
 #include "rf_prims.h"
 #include "trace.h"
 
@@ -61,6 +62,15 @@ typedef struct rt {
     size_t *last_use;        /* [nvars] use_clock when last read or written */
     size_t use_clock;
     size_t spills, reloads, spill_bytes, reload_bytes, oom_reruns;
+    /* Out-of-core kernels (ooc.h): run in parts after running out of
+     * memory (or always in ooc_force parts: RF_TEST_OOC_PARTS, tests) */
+    int in_parts;            /* a part is running: no parts inside it */
+    const rf_kernel *part_kernel; /* a plain kernel or MULTIJOIN running in parts: */
+    rf_dvar **part_in;       /* its inputs by position (NULL: as usual) */
+    int ooc_force;
+    size_t ooc_kernels, ooc_parts, ooc_splits;
+    struct ooc_hint { const rf_kernel *k; size_t parts, rows; } *ooc_hints;
+    int nooc_hints;
 } rt;
 
 static bool kernel_frees(const rf_kernel *k, int var)
@@ -124,12 +134,19 @@ static bool unspill(rt *r, int v, rf_status *st)
     if (ok && r->be->var_describe)
         r->be->var_describe(r->be, r->dv[v], &r->p->vars[v]);
     ok = ok && r->be->upload(r->be, r->dv[v], t, st);
+    if (!ok) {   /* (out of memory: the rows stay in host memory) */
+        if (r->dv[v])
+            r->be->var_free(r->be, r->dv[v]);
+        r->dv[v] = NULL;
+        r->spilled[v] = t;
+        return false;
+    }
     r->reloads++;
     r->reload_bytes += t->nrows * (size_t)t->arity * sizeof(rf_word);
     rf_table_free(t);
     free(t);
     touch(r, v);
-    return ok;
+    return true;
 }
 
 static bool spill_var(rt *r, int v, rf_status *st)
@@ -389,7 +406,10 @@ static bool spill_for_rerun(rt *r, const rf_kernel *k, rf_status *st)
     return true;
 }
 
-static bool run_compute(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_status *st)
+static bool run_compute(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_status *st);
+static bool run_members(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_status *st);
+
+static bool run_compute_whole(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_status *st)
 {
     int outs_v[RF_KERNEL_VARS_MAX], ins_v[RF_KERNEL_VARS_MAX];
     rf_dvar *outs[RF_KERNEL_VARS_MAX], *ins[RF_KERNEL_VARS_MAX];
@@ -401,9 +421,11 @@ static bool run_compute(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_status
         ins_v[0] = k->in[0];
         ins_v[1] = k->in[1];
     }
+    /* A plain kernel running in parts reads its parts by position. */
+    rf_dvar *const *over = r->part_kernel == k ? r->part_in : NULL;
     if (r->spilled) {
         for (int i = 0; i < ni; i++)
-            if (!unspill(r, ins_v[i], st))
+            if (!(over && over[i]) && !unspill(r, ins_v[i], st))
                 return false;
         for (int i = 0; i < no; i++) {
             drop_spilled(r, outs_v[i]);   /* overwritten (an output read too was reloaded above) */
@@ -416,7 +438,7 @@ static bool run_compute(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_status
         if (!(outs[i] = ensure_var(r, outs_v[i], st)))
             return false;
     for (int i = 0; i < ni; i++)
-        ins[i] = ins_v[i] >= 0 ? r->dv[ins_v[i]] : NULL;
+        ins[i] = over && over[i] ? over[i] : ins_v[i] >= 0 ? r->dv[ins_v[i]] : NULL;
     rf_run_result res = r->be->run(r->be, r->p, k, outs, ins, s, st);
     if (res == RF_RUN_FAILED && spill_for_rerun(r, k, st)) {
         memset(s, 0, sizeof *s);   /* (k's own variables stay: outs and ins hold) */
@@ -430,6 +452,12 @@ static bool run_compute(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_status
         locate_error(st, k->origin.where, k->origin.what ? k->origin.what : k->comment);
         return false;
     }
+    return run_members(r, k, s, st);
+}
+
+/* FUSED kernel k as its members, one by one, exactly as unfused. */
+static bool run_members(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_status *st)
+{
     const rf_fused *f = k->fused;
     bool ok = true;
     r->info.fused_run_as_members++;
@@ -456,6 +484,428 @@ static bool run_compute(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_status
     for (int e = 0; e < f->nedges; e++)   /* after an error */
         free_var(r, f->edges[e].var);
     return ok;
+}
+
+/* ---- Out-of-core kernels (ooc.h) ----
+ * A kernel that ran out of memory with every other variable spilled runs
+ * in parts: the variables that bound its first output column (ooc.h) are
+ * cut into key ranges in host memory, and for each range, in increasing
+ * order, the runtime uploads their rows, runs the kernel as usual (its
+ * other inputs whole), and appends what it made to the output, which is
+ * left in host memory (spilled) for its readers. A part that runs out of
+ * memory too is cut in two, down to a single key value. A kernel that
+ * needed parts starts in parts the next time (in as many as its inputs'
+ * growth calls for), without trying whole first. */
+static struct ooc_hint *ooc_hint_of(rt *r, const rf_kernel *k)
+{
+    for (int i = 0; i < r->nooc_hints; i++)
+        if (r->ooc_hints[i].k == k)
+            return &r->ooc_hints[i];
+    return NULL;
+}
+
+/* Parts a kernel starts in: as many as last time, scaled by the rows of
+ * its largest bounded input since (1: try whole). */
+static size_t ooc_start_parts(rt *r, const rf_kernel *k, size_t rows)
+{
+    if (r->ooc_force)
+        return (size_t)r->ooc_force;
+    struct ooc_hint *h = ooc_hint_of(r, k);
+    if (!h || !h->rows)
+        return 1;
+    double n = (double)h->parts * (double)rows / (double)h->rows;
+    return n <= 1.0 ? 1 : n >= 4096.0 ? 4096 : (size_t)(n + 0.999);
+}
+
+static void ooc_remember(rt *r, const rf_kernel *k, size_t parts, size_t rows)
+{
+    struct ooc_hint *h = ooc_hint_of(r, k);
+    if (!h) {
+        r->ooc_hints = rf_realloc(r->ooc_hints, (size_t)(r->nooc_hints + 1) * sizeof *r->ooc_hints);
+        h = &r->ooc_hints[r->nooc_hints++];
+        h->k = k;
+    }
+    h->parts = parts;
+    h->rows = rows;
+}
+
+/* --device-memory: the parts a kernel should run in so that each part's
+ * bounded inputs and output (bytes, as rows x columns x 8) fit the limit
+ * beside its whole inputs (whole: their bytes). 1: whole. */
+static size_t parts_for_limit(rt *r, double own, double whole)
+{
+    double room = (double)r->mem_limit - whole;
+    if (room < (double)r->mem_limit / 4)
+        room = (double)r->mem_limit / 4;
+    double n = own / room;
+    return n <= 1.0 ? 1 : n >= 4096.0 ? 4096 : (size_t)n + 1;
+}
+
+static double var_bytes_of(rt *r, int v)
+{
+    return v < 0 ? 0.0 : (double)var_rows_of(r, v) * (double)r->p->vars[v].arity * 8.0;
+}
+
+static void append_table(rf_table *to, const rf_table *t)
+{
+    if (!t->nrows)
+        return;
+    size_t at = to->nrows;
+    rf_table_resize(to, at + t->nrows);
+    for (int c = 0; c < t->arity; c++)
+        memcpy(to->cols[c] + at, t->cols[c], t->nrows * sizeof(rf_word));
+}
+
+/* One part: a key range and each bounded input position's rows in it. */
+typedef struct ooc_part {
+    rf_ooc_range range;
+    rf_table rows[RF_KERNEL_VARS_MAX];
+    bool views[RF_KERNEL_VARS_MAX];   /* rows[i] is a view into a table not its own */
+} ooc_part;
+
+static bool bounded_pos(const rf_ooc_split *sp, int i) { return sp->var[i] >= 0 && sp->col[i] >= 0; }
+
+static void ooc_part_free(ooc_part *pt, const rf_ooc_split *sp)
+{
+    for (int i = 0; i < sp->npos; i++)
+        if (bounded_pos(sp, i))
+            rf_ooc_parts_free(&pt->rows[i], 1, pt->views[i]);
+}
+
+/* Cuts each bounded position's rows of whole[i] (the whole tables, or a
+ * part's) into n parts by ranges. */
+static void ooc_cut(rt *r, const rf_ooc_split *sp, rf_table *const *whole, const rf_ooc_range *ranges, int n,
+                    ooc_part *parts)
+{
+    rf_table *cut = rf_calloc((size_t)n, sizeof *cut);
+    for (int i = 0; i < sp->npos; i++) {
+        if (!bounded_pos(sp, i))
+            continue;
+        bool views;
+        rf_ooc_cut(whole[i], sp->col[i], r->p->vars[sp->var[i]].sorted, ranges, n, cut, &views);
+        for (int j = 0; j < n; j++) {
+            parts[j].rows[i] = cut[j];
+            parts[j].views[i] = views;
+        }
+    }
+    for (int j = 0; j < n; j++)
+        parts[j].range = ranges[j];
+    free(cut);
+}
+
+/* Sets st's message to its own plus a note. */
+static void add_note(rf_status *st, const char *note)
+{
+    size_t n = strlen(st->message);
+    snprintf(st->message + n, sizeof st->message - n, " (%s)", note);
+}
+
+static rf_dvar *upload_new(rt *r, int v, const rf_table *t, rf_status *st)
+{
+    rf_dvar *d = r->be->var_new(r->be, r->p->vars[v].arity, st);
+    if (d && r->be->var_describe)
+        r->be->var_describe(r->be, d, &r->p->vars[v]);
+    if (d && !r->be->upload(r->be, d, t, st)) {
+        r->be->var_free(r->be, d);
+        d = NULL;
+    }
+    return d;
+}
+
+static void free_handles(rt *r, rf_dvar **h, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (h[i]) {
+            r->be->var_free(r->be, h[i]);
+            h[i] = NULL;
+        }
+}
+
+static bool run_in_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats *s, rf_status *st)
+{
+    rf_ooc_split sp;
+    const char *why = NULL;
+    if (!rf_ooc_split_of(r->p, k, &sp, &why)) {
+        char note[256];
+        snprintf(note, sizeof note, "it cannot run in parts: %s", why ? why : "?");
+        add_note(st, note);
+        return false;
+    }
+    rf_status first = *st;   /* the failure that brought it here, if any */
+    rf_status_init(st);
+    /* Every bounded variable's rows to host memory, held here (full) while
+     * parts of them stand in for them. */
+    int nv = r->p->nvars;
+    rf_table **full = rf_calloc((size_t)nv + 1, sizeof *full);
+    bool *owned = rf_calloc((size_t)nv + 1, sizeof *owned);   /* made here: never written, empty */
+    rf_table *whole[RF_KERNEL_VARS_MAX] = {0};
+    int pivot = -1;
+    bool ok = true;
+    for (int i = 0; ok && i < sp.npos; i++) {
+        int v = sp.var[i];
+        if (!bounded_pos(&sp, i))
+            continue;
+        if (!full[v]) {
+            if (r->dv[v] && !(ok = spill_var(r, v, st)))
+                break;
+            if (r->spilled[v]) {
+                full[v] = r->spilled[v];
+                r->spilled[v] = NULL;
+            } else {
+                full[v] = rf_calloc(1, sizeof *full[v]);
+                rf_table_init(full[v], r->p->vars[v].arity);
+                owned[v] = true;
+            }
+        }
+        whole[i] = full[v];
+        if (pivot < 0 || full[v]->nrows > whole[pivot]->nrows)
+            pivot = i;
+    }
+    /* A plain kernel or a MULTIJOIN gets its parts by position (one
+     * variable may be bounded at one and whole at another: uploaded whole
+     * once, for all parts); a FUSED group's members read by variable. */
+    bool by_var = k->op == RF_K_FUSED;
+    rf_dvar *over[RF_KERNEL_VARS_MAX] = {0}, *whole_dv[RF_KERNEL_VARS_MAX] = {0};
+    for (int i = 0; ok && !by_var && i < sp.npos; i++)
+        if (sp.var[i] >= 0 && !bounded_pos(&sp, i) && full[sp.var[i]])
+            ok = (whole_dv[i] = upload_new(r, sp.var[i], full[sp.var[i]], st)) != NULL;
+    int out = k->out;
+    if (ok) {
+        drop_spilled(r, out);
+        if (r->dv[out]) {
+            r->be->var_free(r->be, r->dv[out]);
+            r->dv[out] = NULL;
+        }
+    }
+    /* The parts still to run, in increasing range order. */
+    size_t cap = 0, nq = 0, head = 0, pivot_rows = 0;
+    bool one_value = false;  /* a part of a single key value ran out of memory */
+    ooc_part *q = NULL;
+    if (ok) {
+        if (nparts > 4096)
+            nparts = 4096;
+        rf_ooc_range *ranges = rf_malloc((nparts + 3) * sizeof *ranges);
+        int n = rf_ooc_ranges(whole[pivot], sp.col[pivot], (rf_ooc_range){0, UINT64_MAX}, (int)nparts, ranges);
+        cap = (size_t)n + 16;
+        q = rf_calloc(cap, sizeof *q);
+        ooc_cut(r, &sp, whole, ranges, n, q);
+        nq = (size_t)n;
+        free(ranges);
+        pivot_rows = whole[pivot]->nrows;
+        /* A variable that dies here and was cut into copies is not needed
+         * whole again: host memory holds it once, not twice. */
+        for (int i = 0; i < sp.npos; i++) {
+            int v = sp.var[i];
+            bool copies = bounded_pos(&sp, i) && full[v] && !owned[v] && kernel_frees(k, v) && !r->keep[v];
+            for (int j = 0; copies && j < sp.npos; j++)
+                copies = sp.var[j] != v || !bounded_pos(&sp, j) || !q[0].views[j];
+            if (copies) {
+                rf_table_free(full[v]);
+                free(full[v]);
+                full[v] = NULL;
+            }
+        }
+    }
+    rf_table *acc = rf_calloc(1, sizeof *acc);
+    rf_table_init(acc, r->p->vars[out].arity);
+    size_t ran = 0;
+    double own_bytes = 0, whole_bytes = 0;
+    for (int i = 0; i < sp.npos; i++)
+        if (!bounded_pos(&sp, i) && sp.var[i] >= 0)
+            whole_bytes += var_bytes_of(r, sp.var[i]);
+    r->ooc_kernels++;
+    while (ok && head < nq) {
+        ooc_part *pt = &q[head];
+        for (int i = 0; ok && i < sp.npos; i++) {
+            over[i] = whole_dv[i];
+            if (bounded_pos(&sp, i))
+                ok = (over[i] = upload_new(r, sp.var[i], &pt->rows[i], st)) != NULL;
+            if (ok && by_var && bounded_pos(&sp, i))
+                r->dv[sp.var[i]] = over[i];
+        }
+        rf_kernel_stats ps;
+        memset(&ps, 0, sizeof ps);
+        r->in_parts++;
+        const rf_kernel *was = r->part_kernel;
+        r->part_kernel = by_var ? NULL : k;
+        r->part_in = over;
+        ok = ok && run_compute(r, k, &ps, st);
+        r->part_kernel = was;
+        r->in_parts--;
+        if (ok) {
+            for (int i = 0; i < sp.npos; i++)
+                if (bounded_pos(&sp, i))
+                    own_bytes += (double)pt->rows[i].nrows * (double)pt->rows[i].arity * 8.0;
+            own_bytes += var_bytes_of(r, out);
+        }
+        if (ok && r->dv[out]) {
+            rf_table t;
+            rf_table_init(&t, r->p->vars[out].arity);
+            ok = r->be->download(r->be, r->dv[out], &t, st);
+            if (ok && !acc->nrows)
+                rf_table_move(acc, &t);   /* (the first part's rows need no copy) */
+            else if (ok)
+                append_table(acc, &t);
+            rf_table_free(&t);
+        }
+        if (r->dv[out]) {
+            r->be->var_free(r->be, r->dv[out]);
+            r->dv[out] = NULL;
+        }
+        for (int i = 0; i < sp.npos; i++)
+            if (bounded_pos(&sp, i)) {
+                if (by_var)
+                    r->dv[sp.var[i]] = NULL;
+                if (over[i])
+                    r->be->var_free(r->be, over[i]);
+                over[i] = NULL;
+            }
+        if (ok) {
+            ran++;
+            s->rows_in[0] += ps.rows_in[0];
+            s->rows_in[1] += ps.rows_in[1];
+            s->rows_out += ps.rows_out;
+            s->seconds += ps.seconds;
+            s->bytes_moved += ps.bytes_moved;
+            ooc_part_free(pt, &sp);
+            head++;
+            continue;
+        }
+        if (st->code != RF_EXIT_OUT_OF_MEMORY)
+            break;
+        /* Too large still: cut the part in two (by its own rows). */
+        rf_ooc_range sub[3];
+        int n = rf_ooc_ranges(&pt->rows[pivot], sp.col[pivot], pt->range, 2, sub);
+        if (n < 2) {
+            one_value = true;
+            break;
+        }
+        rf_status_init(st);
+        ok = true;
+        r->ooc_splits++;
+        if (nq + (size_t)n > cap) {
+            cap = 2 * cap + (size_t)n;
+            q = rf_realloc(q, cap * sizeof *q);
+            pt = &q[head];
+        }
+        ooc_part parent = *pt;
+        rf_table *from[RF_KERNEL_VARS_MAX];
+        for (int i = 0; i < sp.npos; i++)
+            from[i] = &parent.rows[i];
+        memmove(&q[head + (size_t)n], &q[head + 1], (nq - head - 1) * sizeof *q);
+        memset(&q[head], 0, (size_t)n * sizeof *q);
+        ooc_cut(r, &sp, from, sub, n, &q[head]);
+        /* Views of a view still point into the whole table; copies cut
+         * from a copy leave it to be freed. */
+        ooc_part_free(&parent, &sp);
+        nq += (size_t)n - 1;
+    }
+    r->part_in = NULL;
+    for (size_t j = head; j < nq; j++)
+        ooc_part_free(&q[j], &sp);
+    free(q);
+    free_handles(r, whole_dv, sp.npos);
+    r->ooc_parts += ran;
+    for (int v = 0; v < nv; v++) {
+        if (!full[v])
+            continue;
+        if (owned[v]) {
+            rf_table_free(full[v]);
+            free(full[v]);
+        } else {
+            r->spilled[v] = full[v];   /* the inputs stay in host memory */
+        }
+    }
+    free(full);
+    free(owned);
+    if (!ok) {
+        rf_table_free(acc);
+        free(acc);
+        if (one_value) {
+            if (first.code)
+                *st = first;
+            add_note(st, "nor in parts: the rows of one key value alone do not fit");
+        }
+        return false;
+    }
+    r->spilled[out] = acc;
+    touch(r, out);
+    size_t want = r->mem_limit ? parts_for_limit(r, own_bytes, whole_bytes) : 0;
+    ooc_remember(r, k, want > ran ? want : ran, pivot_rows);
+    return true;
+}
+
+/* A compute kernel: whole, or in parts where it ran out of memory (the
+ * last time, or now with everything else spilled). A COPY of rows in host
+ * memory copies them there. */
+static bool run_compute(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_status *st)
+{
+    if (r->spilled && k->op == RF_K_COPY && k->in[0] >= 0 && k->in[0] != k->out) {
+        if (!r->spilled[k->in[0]]) {
+            if (run_compute_whole(r, k, s, st))
+                return true;
+            if (st->code != RF_EXIT_OUT_OF_MEMORY || r->in_parts || !r->dv[k->in[0]])
+                return false;
+            rf_status_init(st);   /* copy it in host memory instead */
+            if (!spill_var(r, k->in[0], st))
+                return false;
+        }
+        if (r->dv[k->out]) {
+            r->be->var_free(r->be, r->dv[k->out]);
+            r->dv[k->out] = NULL;
+        }
+        rf_table *t = rf_calloc(1, sizeof *t);
+        rf_table_init(t, r->p->vars[k->out].arity);
+        rf_table_copy(t, r->spilled[k->in[0]]);
+        drop_spilled(r, k->out);
+        r->spilled[k->out] = t;
+        s->rows_in[0] = s->rows_out = t->nrows;
+        touch(r, k->out);
+        return true;
+    }
+    bool splits = r->spilled && !r->in_parts && k->op != RF_K_COPY && k->op != RF_K_CLEAR;
+    if (splits) {
+        rf_ooc_split sp;
+        size_t rows = 0;
+        if (rf_ooc_split_of(r->p, k, &sp, NULL))
+            for (int i = 0; i < sp.npos; i++)
+                if (bounded_pos(&sp, i) && var_rows_of(r, sp.var[i]) > rows)
+                    rows = var_rows_of(r, sp.var[i]);
+        size_t n = rows ? ooc_start_parts(r, k, rows) : 1;
+        if (n > 1)
+            return run_in_parts(r, k, n, s, st);
+    }
+    if (run_compute_whole(r, k, s, st)) {
+        /* Under --device-memory, a kernel whose own rows exceeded the limit
+         * runs in parts from its next run on. */
+        rf_ooc_split sp;
+        if (splits && r->mem_limit && rf_ooc_split_of(r->p, k, &sp, NULL)) {
+            double own = var_bytes_of(r, k->out), whole = 0;
+            size_t rows = 0;
+            for (int i = 0; i < sp.npos; i++) {
+                if (bounded_pos(&sp, i)) {
+                    own += var_bytes_of(r, sp.var[i]);
+                    rows = var_rows_of(r, sp.var[i]) > rows ? var_rows_of(r, sp.var[i]) : rows;
+                } else {
+                    whole += var_bytes_of(r, sp.var[i]);
+                }
+            }
+            size_t n = parts_for_limit(r, own, whole);
+            if (n > 1 && rows)
+                ooc_remember(r, k, n, rows);
+        }
+        return true;
+    }
+    if (!splits || st->code != RF_EXIT_OUT_OF_MEMORY)
+        return false;
+    memset(s, 0, sizeof *s);
+    rf_ooc_split sp;
+    if (k->op == RF_K_FUSED && !rf_ooc_split_of(r->p, k, &sp, NULL)) {
+        /* A group that does not split as one: its members may. */
+        rf_status_init(st);
+        return run_members(r, k, s, st);
+    }
+    return run_in_parts(r, k, 4, s, st);
 }
 
 /* "JOIN t2", "CHECK_KEYS p": a kernel's name in the trace. */
@@ -541,11 +991,20 @@ static bool run_kernel(rt *r, const rf_kernel *k, const rf_kernel *next, const i
         s.rows_out = r->be->var_rows(r->be, r->dv[k->out]);
     } else if (k->op == RF_K_COPY && k->in[0] != k->out && kernel_frees(k, k->in[0]) &&
                !r->keep[k->in[0]]) {
-        /* The source dies here: hand its storage over instead of copying. */
-        if (!unspill(r, k->in[0], st))
-            return false;
+        /* The source dies here: hand its storage over instead of copying
+         * (rows in host memory stay there). */
         drop_spilled(r, k->out);
         touch(r, k->out);
+        if (r->spilled && r->spilled[k->in[0]]) {
+            if (r->dv[k->out])
+                r->be->var_free(r->be, r->dv[k->out]);
+            r->dv[k->out] = NULL;
+            r->spilled[k->out] = r->spilled[k->in[0]];
+            r->spilled[k->in[0]] = NULL;
+            s.rows_in[0] = s.rows_out = r->spilled[k->out]->nrows;
+            r->info.copies_moved++;
+            goto ran;
+        }
         if (!r->dv[k->in[0]] && !ensure_var(r, k->in[0], st))
             return false;
         if (r->dv[k->out])
@@ -557,6 +1016,7 @@ static bool run_kernel(rt *r, const rf_kernel *k, const rf_kernel *next, const i
     } else if (!run_compute(r, k, &s, st)) {
         return false;
     }
+ran:;
     double t1 = timed || k->op == RF_K_LOAD ? rf_now() : 0.0;
     if (r->trace)
         trace_kernel(r, k, &s, t0, t1, r->info.fused_run_as_members > as_members, r->info.copies_moved > moved);
@@ -1311,6 +1771,10 @@ static void print_stats(rt *r, double total)
         fprintf(e, " %zu variables spilled to host memory (%.1f MB), %zu reloaded (%.1f MB); %zu kernels run again "
                    "after running out of memory\n",
                 r->spills, (double)r->spill_bytes / 1e6, r->reloads, (double)r->reload_bytes / 1e6, r->oom_reruns);
+        if (r->ooc_kernels)
+            fprintf(e, "  out of core: %zu kernel runs in key-range parts, %zu parts (%zu cut in two after running out "
+                       "of memory)\n",
+                    r->ooc_kernels, r->ooc_parts, r->ooc_splits);
     }
     fprintf(e, "  output %.6f s (writing %.6f s); answers in host memory after %.6f s\n", r->output_seconds,
             r->write_seconds, total - r->write_seconds);
@@ -1375,6 +1839,10 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
         r.mem_limit = opt->device_memory;
         r.spilled = rf_calloc((size_t)p->nvars + 1, sizeof *r.spilled);
         r.last_use = rf_calloc((size_t)p->nvars + 1, sizeof *r.last_use);
+        /* Tests: every kernel that splits runs in this many parts. */
+        const char *force = getenv("RF_TEST_OOC_PARTS");
+        if (force && atoi(force) > 1)
+            r.ooc_force = atoi(force) > 4096 ? 4096 : atoi(force);
     }
     r.ks = rf_calloc((size_t)p->nblocks + 1, sizeof *r.ks);
     r.entries = rf_calloc((size_t)p->nblocks + 1, sizeof *r.entries);
@@ -1489,6 +1957,7 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
         drop_spilled(&r, v);
     }
     free(r.spilled);
+    free(r.ooc_hints);
     free(r.last_use);
     for (int b = 0; b < p->nblocks; b++)
         free(r.ks[b]);

@@ -370,8 +370,38 @@ static bool gpu_upload_unsorted(rf_backend *be, rf_dvar *v, const rf_table *t, r
     return ok;
 }
 
+/* A relation held as runs too large to merge on the device (out-of-core
+ * runs spill such relations): its runs downloaded one by one and merged
+ * on the host (disjoint and sorted, so the union is their merge). */
+static bool download_runs(rf_backend *be, const rf_dvar *v, rf_table *t, rf_status *st)
+{
+    rf_table acc, run, merged;
+    rf_table_init(&acc, t->arity);
+    bool ok = true;
+    for (int i = v->nruns; ok && i-- > 0;) {   /* smallest first */
+        rf_table_init(&run, t->arity);
+        ok = rf_drel_download(ctx_of(be), &v->runs[i]->rel, &run, st);
+        if (ok) {
+            rf_prim_union(&acc, &run, &merged);
+            rf_table_free(&acc);
+            acc = merged;
+        }
+        rf_table_free(&run);
+    }
+    if (ok)
+        rf_table_move(t, &acc);
+    rf_table_free(&acc);
+    return ok;
+}
+
 static bool gpu_download(rf_backend *be, const rf_dvar *v, rf_table *t, rf_status *st)
 {
+    if (!v->table_ok && v->nruns > 1 && !ensure_table(be, v, st)) {
+        if (st->code != RF_EXIT_OUT_OF_MEMORY)
+            return false;
+        rf_status_init(st);
+        return download_runs(be, v, t, st);
+    }
     return ensure_table(be, v, st) && sort_pending(be, v, st) && rf_drel_download(ctx_of(be), &v->rel, t, st);
 }
 

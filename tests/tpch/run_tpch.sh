@@ -3,6 +3,7 @@
 # and compares the answers with DuckDB's on the same data.
 #
 #   tests/tpch/run_tpch.sh REDFOX SF [--backend cpu|gpu] [--queries 1,3,..] [--no-fuse]
+#                          [--run-arg=ARG ...]
 #
 # 1. the venv of the TPC-H tools (tools/tpch_env.sh; PyPI on first use),
 # 2. the data at scale factor SF (tools/tpch_data.sh SF -> .data/tpch/sfSF/),
@@ -21,7 +22,7 @@ export LC_ALL=C
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 usage() {
-  echo "usage: tests/tpch/run_tpch.sh REDFOX SF [--backend cpu|gpu] [--queries 1,3,..] [--no-fuse]" >&2
+  echo "usage: tests/tpch/run_tpch.sh REDFOX SF [--backend cpu|gpu] [--queries 1,3,..] [--no-fuse] [--run-arg=ARG ...]" >&2
   exit 64
 }
 [ $# -ge 2 ] || usage
@@ -37,6 +38,7 @@ while [ $# -gt 0 ]; do
     --queries) [ $# -ge 2 ] || usage; queries="$2"; shift 2 ;;
     --queries=*) queries="${1#--queries=}"; shift ;;
     --no-fuse) backend+=("--no-fuse"); shift ;;
+    --run-arg=*) backend+=("${1#--run-arg=}"); shift ;;   # passed to every `redfox run`
     *) usage ;;
   esac
 done
