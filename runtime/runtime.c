@@ -877,9 +877,13 @@ static bool run_compute(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_status
     }
     if (run_compute_whole(r, k, s, st)) {
         /* Under --device-memory, a kernel whose own rows exceeded the limit
-         * runs in parts from its next run on. */
+         * runs in parts from its next run on: when the backend holds more
+         * than the limit after it (what its output shares with an input,
+         * as a union into a relation held as runs does, is not counted
+         * twice there) and its inputs and output, counted as rows, do too. */
         rf_ooc_split sp;
-        if (splits && r->mem_limit && rf_ooc_split_of(r->p, k, &sp, NULL)) {
+        if (splits && r->mem_limit && r->be->bytes_in_use(r->be) > r->mem_limit &&
+            rf_ooc_split_of(r->p, k, &sp, NULL)) {
             double own = var_bytes_of(r, k->out), whole = 0;
             size_t rows = 0;
             for (int i = 0; i < sp.npos; i++) {
