@@ -106,9 +106,20 @@ typedef struct diff_frame {
     rf_dset frame;           /* words NULL: the frame only */
 } diff_frame;
 
+/* What a set gather made the last time it wrote its rows: the JOIN's rows
+ * and the distinct rows the SORT kept (keyed by the gather's output). */
+typedef struct set_history {
+    int var;
+    size_t join_rows, set_rows;
+} set_history;
+
 typedef struct gpu_impl {
     rf_cuda_ctx *ctx;
     int dense_mode;          /* 0 off, 1 auto, 2 always */
+    double dense_dup_ratio;  /* auto: a set gather whose JOIN made this many rows per
+                                distinct row last time goes into a dense set (RF_CUDA_SET_DUP; 0: never) */
+    set_history *set_hist;
+    int nset_hist;
     dense_refusal *refused;
     int nrefused, caprefused;
     diff_frame *frames;
@@ -1124,6 +1135,40 @@ static rf_run_result gpu_run_branches(rf_backend *be, const rf_hprogram *p, cons
  * (the expansions are paid elsewhere), and even planning the set's frame
  * costs a host wait per iteration. Any error is left to the members, which
  * give the one --no-fuse gives. */
+static set_history *set_history_of(gpu_impl *g, int var)
+{
+    for (int i = 0; i < g->nset_hist; i++)
+        if (g->set_hist[i].var == var)
+            return &g->set_hist[i];
+    g->set_hist = rf_realloc(g->set_hist, (size_t)(g->nset_hist + 1) * sizeof *g->set_hist);
+    g->set_hist[g->nset_hist] = (set_history){.var = var};
+    return &g->set_hist[g->nset_hist++];
+}
+
+/* Auto: whether a set gather goes into a dense set. Writing and sorting
+ * costs about a row's bytes for every row the JOIN makes, the set an
+ * atomic OR per row and then expansions; where the JOIN makes many rows
+ * per distinct one (dense social graphs: same generation on ego-Facebook,
+ * 9.6 GB of rows written at its peak), the set wins. Judged from the
+ * gather's last written call, so the first call writes. The default
+ * ratio, 8, was measured on the H100 (docs/performance.md, 2026-11-27
+ * third session): sg ego-Facebook 0.134 -> 0.080 s, tc wiki-Vote 0.058 ->
+ * 0.042 s; at 8 no other shared graph's TC or SG took the set (16 missed
+ * ego's largest iterations; 4 helped loc-Brightkite more but was not
+ * measured on the large graphs). RF_DENSE_DUP_MIN_ROWS: small joins keep
+ * writing (no host wait to plan a frame). */
+#define RF_DENSE_DUP_MIN_ROWS (1u << 22)
+static bool set_gather_dense(gpu_impl *g, int var)
+{
+    if (g->dense_mode == 2)
+        return true;
+    if (g->dense_mode == 0 || g->dense_dup_ratio <= 0)
+        return false;
+    const set_history *h = set_history_of(g, var);
+    return h->join_rows >= RF_DENSE_DUP_MIN_ROWS &&
+           (double)h->join_rows >= g->dense_dup_ratio * (double)(h->set_rows ? h->set_rows : 1);
+}
+
 static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_kernel *fk, rf_dvar *const *outs,
                                  rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
@@ -1147,9 +1192,10 @@ static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
     memset(stats, 0, sizeof *stats);
     bool done = false;
     bool ok = !needs_string_order(&chain) || refresh_string_order(ctx, &local);
-    if (ok && g->dense_mode == 2)
+    bool dense = set_gather_dense(g, sortk->out);
+    if (ok && dense)
         ok = sort_pending(be, in0, &local);   /* the dense join is not tested on rows out of order */
-    if (ok && g->dense_mode == 2 && (ok = rf_cuda_timer_start(ctx, &local))) {
+    if (ok && dense && (ok = rf_cuda_timer_start(ctx, &local))) {
         const diff_frame *hint = find_frame(g, sortk->out);
         ok = dense_join(be, &chain, outs[0], in0, in1, hint ? &hint->frame : NULL, what, &done, stats, &local);
         double secs = 0;
@@ -1174,6 +1220,11 @@ static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
         stats->seconds += rs.seconds + ss.seconds;
         stats->bytes_moved = rs.bytes_moved + ss.bytes_moved;
         g->set_gathers_sorted += ok;
+        if (ok) {
+            set_history *h = set_history_of(g, sortk->out);
+            h->join_rows = rs.rows_out;
+            h->set_rows = gpu_var_rows(be, outs[0]);
+        }
     }
     stats->rows_out = ok ? gpu_var_rows(be, outs[0]) : 0;
     rf_kernel_free(&chain);
@@ -1829,6 +1880,7 @@ static void gpu_destroy(rf_backend *be)
         rf_cuda_ctx_free(g->ctx);
         free(g->refused);
         free(g->frames);
+        free(g->set_hist);
         free(g);
     }
     free(be);
@@ -1866,6 +1918,8 @@ rf_backend *rf_backend_gpu_new(rf_status *st)
     g->fuse_codegen = !(fcg && strcmp(fcg, "0") == 0);
     const char *dm = getenv("RF_CUDA_DENSE");
     g->dense_mode = dm && strcmp(dm, "off") == 0 ? 0 : dm && strcmp(dm, "always") == 0 ? 2 : 1;
+    const char *dup = getenv("RF_CUDA_SET_DUP");
+    g->dense_dup_ratio = dup ? atof(dup) : 8.0;
     const char *rm = getenv("RF_CUDA_RUNS");
     g->runs_mode = rm && strcmp(rm, "off") == 0 ? 0 : rm && strcmp(rm, "always") == 0 ? 2 : 1;
     const char *ps = getenv("RF_CUDA_PENDING_SORT");
