@@ -1710,7 +1710,8 @@ static void compile_rule(builder *b, int ri, int delta_lit, int dst)
     free(final_types);
     free(aggvars);
     free(c.comment);
-    rf_origin_release(&b->origin);
+    /* (the origin stays set for the caller's union of the rule's rows
+     * into its head: end_rule releases it) */
     free_unified(unified, head->arity);
     free(c.done);
     free(c.bound);
@@ -1803,6 +1804,10 @@ static void emit_stratum_checks(builder *b, const rf_stratum *s)
             emit_key_check(b, s->preds[k]);
 }
 
+/* After a rule's commands and the union of its rows into the head: what
+ * is emitted next comes from no rule. */
+static void end_rule(builder *b) { rf_origin_release(&b->origin); }
+
 static void build_plain_stratum(builder *b, int si)
 {
     const rf_stratum *s = &b->prog->strata[si];
@@ -1814,6 +1819,7 @@ static void build_plain_stratum(builder *b, int si)
         int t = new_temp(b, h->arity, h->types);
         compile_rule(b, ri, -1, t);
         union_into(b, b->full[head], t, NULL);
+        end_rule(b);
     }
     emit_stratum_checks(b, s);
 }
@@ -1851,6 +1857,7 @@ static void build_recursive_stratum(builder *b, int si)
         int t = new_temp(b, h->arity, h->types);
         compile_rule(b, ri, -1, t);
         union_into(b, b->full[r->head], t, NULL);
+        end_rule(b);
     }
     for (int k = 0; k < s->npreds; k++) {
         int pr = s->preds[k];
@@ -1880,6 +1887,7 @@ static void build_recursive_stratum(builder *b, int si)
                 compile_rule(b, ri, i, t);
                 union_into(b, nrel, t, NULL);
             }
+            end_rule(b);
         }
     }
     for (int k = 0; k < s->npreds; k++) {
@@ -1891,10 +1899,13 @@ static void build_recursive_stratum(builder *b, int si)
     for (int k = 0; k < s->npreds; k++) {
         int pr = s->preds[k];
         int full = b->full[pr], fresh = b->fresh[pr], delta = b->delta[pr];
+        /* (their run-time errors, out of memory, point at the predicate) */
+        set_origin(b, p->preds[pr].loc, rf_sprintf("the semi-naive step of recursive predicate %s", p->preds[pr].name));
         emit(b, RF_CMD_DIFFERENCE, fresh, fresh, full)->comment =
             rf_strdup("semi-naive: keep only tuples not known before");
         union_into(b, full, fresh, NULL);
         emit(b, RF_CMD_COPY, delta, fresh, -1);
+        end_rule(b);
     }
     rf_plan_cmd *br = emit(b, RF_CMD_BRANCH_EMPTY, -1, -1, -1);
     br->nconds = s->npreds;

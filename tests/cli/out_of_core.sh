@@ -6,7 +6,8 @@
 # parts, cut in two while a part is still too large: the answers (hash and
 # output files) are those of a run without the limit, and --stats counts
 # the parts. Without spilling, or where even one key value's rows are too
-# many, the run fails with the out-of-memory message naming the rule (exit 3).
+# many, the run fails with the out-of-memory message at the rule (FILE:LINE:COL,
+# exit 3).
 # (The golden, random and TPC-H suites run every program in parts too:
 # golden_ooc, differential_ooc*, tpch_sf0.01_ooc.)
 # Usage: out_of_core.sh REDFOX
@@ -67,7 +68,7 @@ fi
 RF_TEST_OOM_ROWS=3 timeout 120 "$redfox" run "$root/programs/tc.lql" --input "edge=$work/g.tsv" \
     --count --backend=cpu --device-memory 1G >"$work/out" 2>"$work/err"
 rc=$?
-if [ "$rc" = 3 ] && grep -q "error: out of memory" "$work/err" && [ ! -s "$work/out" ] &&
+if [ "$rc" = 3 ] && grep -q "tc.lql:[0-9]*:[0-9]*: error: out of memory" "$work/err" && [ ! -s "$work/out" ] &&
    grep -q "the rows of one key value alone do not fit\|cannot run in parts" "$work/err"; then
     echo "ok   too large in every part: exit 3, $(tr '\n' ' ' < "$work/err" | cut -c1-160)"
 else
