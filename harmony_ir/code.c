@@ -141,3 +141,11 @@ const char *rf_kop_name(rf_kop op)
     };
     return (unsigned)op < RF_K_COUNT_ ? names[op] : "?";
 }
+
+bool rf_code_reads_rowid(const rf_code *c)
+{
+    for (int i = 0; c && i < c->n; i++)
+        if (c->ins[i].op == RF_EX_ROWID)
+            return true;
+    return false;
+}

@@ -41,6 +41,8 @@ int rf_code_as_column(const rf_code *c);
  * is not thread-safe and numbers strings in the order they come, so the
  * backends evaluate such code on one thread. */
 bool rf_code_interns(const rf_code *c);
+/* Whether the code reads a row's position (RF_EX_ROWID). */
+bool rf_code_reads_rowid(const rf_code *c);
 /* For instruction k of c: whether it is `substr(...) = CONST` or
  * `CONST = substr(...)` (or !=) over strings; *sub and *cst get the two
  * operands' instructions. */

@@ -585,24 +585,16 @@ static bool dist_download(rf_backend *be, const rf_dvar *cv, rf_table *t, rf_sta
  * aggregate) runs on rank 0 alone, over all of its inputs. */
 typedef enum rowid_use { ROWID_NONE, ROWID_PROJECTED, ROWID_OTHER } rowid_use;
 
-static bool code_reads_rowid(const rf_code *c)
-{
-    for (int i = 0; i < c->n; i++)
-        if (c->ins[i].op == RF_EX_ROWID)
-            return true;
-    return false;
-}
-
 static rowid_use kernel_rowid_use(const rf_kernel *k)
 {
-    if (code_reads_rowid(&k->filter))
+    if (rf_code_reads_rowid(&k->filter))
         return ROWID_OTHER;
     for (int i = 0; k->agg_arg && i < k->naggs; i++)
-        if (code_reads_rowid(&k->agg_arg[i]))
+        if (rf_code_reads_rowid(&k->agg_arg[i]))
             return ROWID_OTHER;
     rowid_use use = ROWID_NONE;
     for (int i = 0; i < k->nproj; i++) {
-        if (!code_reads_rowid(&k->proj[i]))
+        if (!rf_code_reads_rowid(&k->proj[i]))
             continue;
         if (k->proj[i].n != 1 || k->proj[i].ins[0].index < 0 || k->proj[i].ins[0].index > 1)
             return ROWID_OTHER;
@@ -640,7 +632,7 @@ static bool shift_rowids(dist_impl *im, const rf_kernel *k, rf_dvar *out, const 
     rf_table_init(&t, out->arity);
     bool ok = in->download(in, out->inner, &t, st);
     for (int c = 0; ok && c < k->nproj && c < out->arity; c++) {
-        if (!code_reads_rowid(&k->proj[c]))
+        if (!rf_code_reads_rowid(&k->proj[c]))
             continue;
         uint64_t add = offset[k->proj[c].ins[0].index];
         for (size_t i = 0; i < t.nrows; i++)

@@ -27,23 +27,15 @@ static bool fail_why(split_walk *w, const char *why)
     return false;
 }
 
-static bool code_reads_rowid(const rf_code *c)
-{
-    for (int i = 0; i < c->n; i++)
-        if (c->ins[i].op == RF_EX_ROWID)
-            return true;
-    return false;
-}
-
 static bool kernel_reads_rowid(const rf_kernel *k)
 {
-    if (code_reads_rowid(&k->filter))
+    if (rf_code_reads_rowid(&k->filter))
         return true;
     for (int i = 0; k->proj && i < k->nproj; i++)
-        if (code_reads_rowid(&k->proj[i]))
+        if (rf_code_reads_rowid(&k->proj[i]))
             return true;
     for (int i = 0; k->agg_arg && i < k->naggs; i++)
-        if (code_reads_rowid(&k->agg_arg[i]))
+        if (rf_code_reads_rowid(&k->agg_arg[i]))
             return true;
     return false;
 }

@@ -864,7 +864,7 @@ static bool run_compute(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_status
         return true;
     }
     bool splits = r->spilled && !r->in_parts && k->op != RF_K_COPY && k->op != RF_K_CLEAR;
-    if (splits) {
+    if (splits && (r->ooc_force || ooc_hint_of(r, k))) {   /* (no walk for kernels never split) */
         rf_ooc_split sp;
         size_t rows = 0;
         if (rf_ooc_split_of(r->p, k, &sp, NULL))
