@@ -600,6 +600,8 @@ static int run_program(int argc, char **argv, rf_comm *comm)
     }
     if (comm) {
         be = rf_backend_dist_new(be, comm);
+        if (!threads_s)   /* the cores were shared among the ranks on this host: rank 0 writes with all */
+            rf_backend_dist_set_output_threads(be, 0);
         snprintf(auto_note, sizeof auto_note, "distributed: %d ranks over %s, %d threads each", comm->size,
                  comm->name, threads);
     }
@@ -806,7 +808,12 @@ static rf_comm *open_gpus_rank(char *err, size_t cap)
     }
     if (fd >= 0)
         close(fd);
-    return ok ? rf_comm_nccl_open(rank, size, id, sizeof id, device, err, cap) : NULL;
+    double t0 = rf_now();
+    rf_comm *c = ok ? rf_comm_nccl_open(rank, size, id, sizeof id, device, err, cap) : NULL;
+    const char *trace = getenv("RF_DIST_TRACE");
+    if (c && trace && *trace && strcmp(trace, "0") != 0)
+        fprintf(stderr, "redfox: rank %d: NCCL communicator opened in %.3f s\n", rank, rf_now() - t0);
+    return c;
 }
 
 /* One rank's run over comm (NULL: it could not be opened, err says why;

@@ -27,6 +27,29 @@ typedef struct rf_kernel_stats {
  * gives the same rows, and for a failing group the error --no-fuse gives. */
 typedef enum rf_run_result { RF_RUN_FAILED = 0, RF_RUN_DONE = 1, RF_RUN_MEMBERS = 2 } rf_run_result;
 
+/* A move of a relation between ranks (move_rows below; dist_backend.c
+ * says which moves a kernel needs). Afterwards this rank's part is, in
+ * order, the rows from ranks 0..rank-1, its own rows that stay, the rows
+ * from ranks rank+1..size-1 (each rank's in their order there), or when
+ * `set` that union sorted and deduplicated: what a move through host
+ * tables gives. */
+struct rf_comm;
+typedef enum rf_move_to {
+    RF_MOVE_HASH,            /* row to rank rf_dist_row_rank(its first nkeys columns) */
+    RF_MOVE_ALL,             /* every row to every rank */
+    RF_MOVE_ROOT             /* every row to rank 0 */
+} rf_move_to;
+typedef struct rf_move_rows {
+    rf_move_to to;
+    int nkeys;               /* RF_MOVE_HASH: the hashed prefix (>= 1) */
+    bool from_all;           /* every rank holds every row now: keep this rank's, send nothing */
+    bool set;
+    struct rf_comm *comm;
+    /* Filled by the move (this rank's): rows and words sent to other
+     * ranks, and communicator calls made. */
+    size_t rows_sent, words_sent, collectives;
+} rf_move_rows;
+
 typedef struct rf_backend rf_backend;
 struct rf_backend {
     const char *name;        /* "cpu", "gpu" */
@@ -113,6 +136,23 @@ struct rf_backend {
                        const void *ctx, int keep, rf_table *away, int **dests, rf_status *st);
     bool (*merge_rows)(rf_backend *be, rf_dvar *v, const rf_table *before, const rf_table *after, bool set,
                        rf_status *st);
+    /* Optional (NULL: split_rows/merge_rows, else host tables): the whole
+     * move of a relation between ranks inside the backend, the rows
+     * crossing between the ranks' device memories through the
+     * communicator's alltoallv_device (the distribution layer calls it
+     * only for a communicator that has one, and for relations of at least
+     * one column and no string column). Every rank calls it together. */
+    bool (*move_rows)(rf_backend *be, rf_dvar *v, rf_move_rows *how, rf_status *st);
+    /* Optional (NULL: the runtime downloads and hashes): --count's
+     * fingerprint computed where v's rows are, so that they need not
+     * cross to the host: (*hashes)[b] := the chain from seed over the
+     * words of rows [b * block_rows, (b + 1) * block_rows) of v in its
+     * order, for b below ceil(*nrows / block_rows) (*hashes malloc'd; NULL
+     * for no rows). The runtime asks only for sorted variables whose typed
+     * order is their word order (column_sign_uniform) and that hold no
+     * strings. False with st clear: not here (the runtime downloads). */
+    bool (*block_hashes)(rf_backend *be, const rf_dvar *v, size_t block_rows, uint64_t seed, uint64_t **hashes,
+                         size_t *nrows, rf_status *st);
 };
 
 /* The backends' default wcoj_auto_ratio (how they were measured:

@@ -284,6 +284,16 @@ static bool hy_column_sign_uniform(rf_backend *be, const rf_dvar *v, int col)
     return b && b->column_sign_uniform && b->column_sign_uniform(b, v->side[s], col);
 }
 
+static bool hy_block_hashes(rf_backend *be, const rf_dvar *v, size_t block_rows, uint64_t seed, uint64_t **hashes,
+                            size_t *nrows, rf_status *st)
+{
+    int s = held_on(v);
+    rf_backend *b = s < 0 ? NULL : impl_of(be)->be[s];
+    if (!b || !b->block_hashes)   /* on the host already: downloading is a copy */
+        return false;
+    return b->block_hashes(b, v->side[s], block_rows, seed, hashes, nrows, st);
+}
+
 static bool has_member(const rf_kernel *k, rf_kop op)
 {
     for (int i = 0; k->op == RF_K_FUSED && i < k->fused->nmembers; i++)
@@ -583,6 +593,7 @@ static rf_backend *hybrid_over(rf_backend *device, rf_backend *host, arrival *ar
     be->destroy = hy_destroy;
     be->print_stats = hy_print_stats;
     be->column_sign_uniform = hy_column_sign_uniform;
+    be->block_hashes = hy_block_hashes;
     be->upload_unsorted = !device || device->upload_unsorted ? hy_upload_unsorted : NULL;
     be->program_begins = hy_program_begins;
     be->join_size = (!device || device->join_size) && host->join_size ? hy_join_size : NULL;

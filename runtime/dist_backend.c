@@ -63,6 +63,8 @@ typedef struct dist_impl {
     size_t rows_sent;       /* rows this rank sent to other ranks */
     size_t words_sent;
     size_t collectives;     /* every call into the communicator */
+    double move_seconds;    /* wall time of the moves (--stats) */
+    int output_threads;     /* rank 0, after the gather (-1: leave as is) */
     /* Kept from move to move (grown only), so that a loop's exchanges do
      * not fault in fresh pages every iteration: the rows leaving this
      * rank, their ranks, the words sent and received, the rows arriving. */
@@ -415,18 +417,60 @@ static void move_inside(dist_impl *im, rf_dvar *v, target_kind to, int nkeys)
         comm_failed(im, st.message);
 }
 
+/* move_var through the inner backend's move_rows: the rows go from
+ * device memory to device memory (the NCCL communicator), as many words
+ * as through the host, none of them through it. */
+static void move_on_device(dist_impl *im, rf_dvar *v, target_kind to, int nkeys)
+{
+    rf_backend *in = im->inner;
+    rf_status st;
+    rf_status_init(&st);
+    rf_move_rows how = {
+        .to = to == TO_HASH ? RF_MOVE_HASH : to == TO_ALL ? RF_MOVE_ALL : RF_MOVE_ROOT,
+        .nkeys = nkeys,
+        .from_all = v->d.kind == PLACE_REPLICATED,
+        .set = v->sorted,
+        .comm = im->comm,
+    };
+    bool ok = in->move_rows(in, v->inner, &how, &st);
+    im->collectives += how.collectives;
+    if (!ok)
+        comm_failed(im, st.message);
+    if (how.from_all)
+        return;
+    im->exchanges++;
+    im->rows_sent += how.rows_sent;
+    im->words_sent += how.words_sent;
+}
+
 /* Replaces v's part by the rows the target placement gives this rank.
  * The relation (the union of the parts) stays the same, so a kernel's
  * input may be moved in place; it stays moved, which is what a loop wants
  * (an input joined every iteration moves once). From replicated, no
  * message is needed: each rank keeps its own rows of its copy. */
+static void move_var_now(rf_backend *be, rf_dvar *v, target_kind to, int nkeys);
+
 static void move_var(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
+{
+    dist_impl *im = be->impl;
+    if ((to == TO_HASH && dist_is(v, PLACE_HASH, nkeys)) || (to == TO_ALL && v->d.kind == PLACE_REPLICATED))
+        return;
+    double t0 = rf_now();
+    move_var_now(be, v, to, nkeys);
+    im->move_seconds += rf_now() - t0;
+}
+
+static void move_var_now(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
 {
     dist_impl *im = be->impl;
     rf_backend *in = im->inner;
     rf_comm *c = im->comm;
-    if ((to == TO_HASH && dist_is(v, PLACE_HASH, nkeys)) || (to == TO_ALL && v->d.kind == PLACE_REPLICATED))
+    if (in->move_rows && c->alltoallv_device && v->arity >= 1 && !has_strings(v->types, v->arity)) {
+        move_on_device(im, v, to, nkeys);
+        v->d.kind = to == TO_HASH ? PLACE_HASH : to == TO_ALL ? PLACE_REPLICATED : PLACE_SPLIT;
+        v->d.nkeys = to == TO_HASH ? nkeys : 0;
         return;
+    }
     if (in->split_rows && in->merge_rows) {
         move_inside(im, v, to, nkeys);
         v->d.kind = to == TO_HASH ? PLACE_HASH : to == TO_ALL ? PLACE_REPLICATED : PLACE_SPLIT;
@@ -937,6 +981,15 @@ static void dist_outputs_ready(rf_backend *be, rf_dvar *const *vars, int n)
             move_var(be, vars[i], TO_ROOT, 0);
             vars[i]->gathered = true;
         }
+    /* Rank 0 alone works from here on (writing, --count's hash) */
+    if (im->comm->rank == 0 && im->output_threads >= 0)
+        rf_prims_set_threads(im->output_threads);
+}
+
+void rf_backend_dist_set_output_threads(rf_backend *be, int threads)
+{
+    dist_impl *im = be->impl;
+    im->output_threads = threads < 0 ? -1 : threads;
 }
 
 static size_t dist_bytes_in_use(rf_backend *be)
@@ -954,9 +1007,9 @@ static size_t dist_bytes_peak(rf_backend *be)
 static void dist_print_stats(rf_backend *be, FILE *f)
 {
     dist_impl *im = be->impl;
-    fprintf(f, "  distributed: %d ranks over %s; rank %d moved %zu relations, sent %zu rows (%.1f MB), "
+    fprintf(f, "  distributed: %d ranks over %s; rank %d moved %zu relations in %.3f s, sent %zu rows (%.1f MB), "
             "%zu collective calls\n", im->comm->size, im->comm->name, im->comm->rank, im->exchanges,
-            im->rows_sent, (double)im->words_sent * 8 / 1e6, im->collectives);
+            im->move_seconds, im->rows_sent, (double)im->words_sent * 8 / 1e6, im->collectives);
     if (im->inner->print_stats)
         im->inner->print_stats(im->inner, f);
 }
@@ -969,13 +1022,29 @@ static void dist_program_begins(rf_backend *be, const rf_hprogram *p)
         im->inner->program_begins(im->inner, p);
 }
 
-/* One rank only (rf_backend_dist_new sets them then): the inner
- * backend's optional entries. */
-static bool solo_column_sign_uniform(rf_backend *be, const rf_dvar *v, int col)
+/* The inner backend's answer where this rank's part is the relation: one
+ * rank, a replicated relation, an output gathered to rank 0 (the rank
+ * that writes it; the others' parts are empty). Else unknown, and the
+ * runtime scans what it downloaded. */
+static bool dist_column_sign_uniform(rf_backend *be, const rf_dvar *v, int col)
 {
     dist_impl *im = be->impl;
-    return im->inner->column_sign_uniform(im->inner, v->inner, col);
+    return (im->solo || v->gathered || v->d.kind == PLACE_REPLICATED) &&
+           im->inner->column_sign_uniform(im->inner, v->inner, col);
 }
+
+/* --count's hash where this rank's part is the relation (as above). */
+static bool dist_block_hashes(rf_backend *be, const rf_dvar *v, size_t block_rows, uint64_t seed, uint64_t **hashes,
+                              size_t *nrows, rf_status *st)
+{
+    dist_impl *im = be->impl;
+    if (!(im->solo || v->gathered || v->d.kind == PLACE_REPLICATED))
+        return false;
+    return im->inner->block_hashes(im->inner, v->inner, block_rows, seed, hashes, nrows, st);
+}
+
+/* One rank only (rf_backend_dist_new sets them then): the inner
+ * backend's optional entries. */
 
 static bool solo_upload_unsorted(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
 {
@@ -1012,6 +1081,7 @@ rf_backend *rf_backend_dist_new(rf_backend *inner, rf_comm *comm)
     dist_impl *im = rf_calloc(1, sizeof *im);
     im->inner = inner;
     im->comm = comm;
+    im->output_threads = -1;
     rf_table_init(&im->away, 0);
     rf_table_init(&im->before, 0);
     rf_table_init(&im->after, 0);
@@ -1036,8 +1106,9 @@ rf_backend *rf_backend_dist_new(rf_backend *inner, rf_comm *comm)
      * backend's ratio */
     be->wcoj_auto_ratio = inner->wcoj_auto_ratio;
     im->solo = comm->size == 1;
+    be->column_sign_uniform = inner->column_sign_uniform ? dist_column_sign_uniform : NULL;
+    be->block_hashes = inner->block_hashes ? dist_block_hashes : NULL;
     if (im->solo) {
-        be->column_sign_uniform = inner->column_sign_uniform ? solo_column_sign_uniform : NULL;
         be->upload_unsorted = inner->upload_unsorted ? solo_upload_unsorted : NULL;
         be->join_size = inner->join_size ? solo_join_size : NULL;
     }

@@ -11,6 +11,10 @@
 /* Takes over inner (destroyed with the result); comm stays the caller's
  * (close it after destroying the backend). */
 rf_backend *rf_backend_dist_new(rf_backend *inner, rf_comm *comm);
+/* Host threads rank 0 uses once the outputs are gathered to it (the
+ * other ranks are done then; 0: one per core): the CLI sets it when the
+ * ranks share a host's cores only because no --threads was given. */
+void rf_backend_dist_set_output_threads(rf_backend *be, int threads);
 
 /* The pieces the layer is made of, exposed for tests/runtime/test_dist.c. */
 

@@ -30,6 +30,15 @@ struct rf_comm {
      * cannot go on: the caller aborts). */
     bool (*alltoallv)(rf_comm *c, const uint64_t *send, const size_t *sendcounts, uint64_t **recv,
                       size_t *recvcap, size_t *recvcounts, char *err, size_t errcap);
+    /* Optional (NULL: host words only; the NCCL communicator has it): an
+     * all-to-all of 64-bit words in the memory of the CUDA device the
+     * communicator was opened on. send[d] holds sendcounts[d] words for
+     * rank d, recv[s] gets recvcounts[s] words from rank s (the caller
+     * knows them: an allreduce_u64 of the count matrix); a rank's own
+     * entries are ignored. The device work that wrote send must be
+     * complete; returns when every receive has landed. */
+    bool (*alltoallv_device)(rf_comm *c, const uint64_t *const *send, const size_t *sendcounts,
+                             uint64_t *const *recv, const size_t *recvcounts, char *err, size_t errcap);
     /* vals[0..n) combined elementwise over all ranks, in place. */
     bool (*allreduce_u64)(rf_comm *c, uint64_t *vals, int n, rf_comm_op op, char *err, size_t errcap);
     /* len bytes of buf from rank root to every rank. */

@@ -291,6 +291,34 @@ bool rf_dset_plan_join(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int n
  * bitmap and row count. */
 bool rf_cuda_join_to_set(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys, const rf_code *filter,
                          const int *src, rf_dset *s, const char *what, rf_status *st);
+/* ---- Moving rows between ranks (the distribution layer, ranksplit.c) ---- */
+#define RF_CUDA_MAX_RANKS 64
+/* r's rows regrouped by rank into packed (room for r->nrows * arity
+ * words): the rank of a row is rf_dist_row_rank's hash (runtime/
+ * dist_backend.c) of its first nkeys columns as words, so no column of
+ * them may hold strings; rank d's rows, in r's order, make the section at
+ * packed + arity * (rows[0] + ... + rows[d-1]), column c of it at
+ * c * rows[d] from there. rows: size entries. size <= RF_CUDA_MAX_RANKS,
+ * arity >= 1. */
+bool rf_cuda_rank_split(rf_cuda_ctx *c, const rf_drel *r, int nkeys, int size, uint64_t *packed, size_t *rows,
+                        rf_status *st);
+/* Rows of device memory: column c at data + c * stride. */
+typedef struct rf_row_section {
+    const uint64_t *data;
+    size_t rows, stride;
+} rf_row_section;
+/* out (its arity set) := the n sections' rows, one after the other. */
+bool rf_cuda_concat_sections(rf_cuda_ctx *c, int n, const rf_row_section *sec, rf_drel *out, const char *what,
+                             rf_status *st);
+/* packed (room for r->nrows * arity words) := r's rows, column c at
+ * c * r->nrows. */
+bool rf_cuda_pack_rows(rf_cuda_ctx *c, const rf_drel *r, uint64_t *packed, rf_status *st);
+/* --count's fingerprint where the rows are: hashes[b] := the chain from
+ * seed over the words of rows [b * block_rows, (b + 1) * block_rows) of r,
+ * row by row, column by column (runtime.c, answer_hash), for b below
+ * ceil(nrows / block_rows). */
+bool rf_cuda_block_hashes(rf_cuda_ctx *c, const rf_drel *r, size_t block_rows, uint64_t seed, uint64_t *hashes,
+                          rf_status *st);
 /* ---- Run-time code generation (NVRTC) for compute stages ----
  * Off by default; rf_cuda_set_codegen(c, true) makes MAP and JOIN compute
  * stages run generated kernels (cached on disk by content hash in

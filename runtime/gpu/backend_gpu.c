@@ -14,6 +14,7 @@
 #include "selplan.h"
 #include "../../primitives/rf_prims.h"
 #include "weaver.h"
+#include "../dist_comm.h"
 
 /* A sorted, deduplicated piece of a relation held as runs: immutable once
  * made, shared (counted) by every variable whose rows include it. */
@@ -1871,6 +1872,255 @@ static bool gpu_column_sign_uniform(rf_backend *be, const rf_dvar *v, int col)
     return ensure_table(be, v, &ignored) && rf_drel_column_sign_uniform(ctx_of(be), &v->rel, col);
 }
 
+/* ---- Moving a relation between ranks (the distribution layer over
+ * NCCL, `redfox run --gpus N`): rows regrouped by rank on the device,
+ * sent and received device to device, the part laid out again; nothing
+ * crosses to the host but counts ---- */
+
+/* rows_of[s * size + d]: the rows rank s sends rank d, every rank's row
+ * of the matrix summed over all ranks (one all-reduce). */
+static bool move_counts(rf_move_rows *how, uint64_t *rows_of, rf_status *st)
+{
+    rf_comm *c = how->comm;
+    char err[256];
+    how->collectives++;
+    if (!c->allreduce_u64(c, rows_of, c->size * c->size, RF_COMM_SUM, err, sizeof err))
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s", err);
+    return true;
+}
+
+/* out := the union of the sections, each sorted and deduplicated (as
+ * sets; a merge per section, where sorting their concatenation would
+ * redo the work each rank did). */
+static bool merge_sections(rf_cuda_ctx *ctx, int n, const rf_row_section *sec, rf_drel *out, rf_status *st)
+{
+    int ar = out->arity;
+    rf_drel cur;
+    rf_drel_init(&cur, ar);
+    bool owned = false, ok = true;
+    for (int s = 0; ok && s < n; s++) {
+        if (sec[s].rows == 0)
+            continue;
+        rf_drel view = {ar, sec[s].rows, sec[s].stride, (rf_word *)sec[s].data};
+        if (!cur.data) {
+            cur = view;
+            continue;
+        }
+        rf_drel next;
+        rf_drel_init(&next, ar);
+        ok = rf_cuda_union(ctx, &cur, &view, &next, "a relation moved between ranks", st);
+        if (owned)
+            rf_drel_free(ctx, &cur);
+        cur = next;
+        owned = true;
+        if (!ok)
+            break;
+    }
+    if (ok && !owned)   /* one section or none: a copy of it */
+        return cur.data ? rf_drel_copy(ctx, out, &cur, "a relation moved between ranks", st)
+                        : rf_drel_alloc(ctx, out, 0, "a relation moved between ranks", st);
+    if (ok) {
+        rf_drel_free(ctx, out);
+        rf_drel_move(ctx, out, &cur);
+    } else if (owned) {
+        rf_drel_free(ctx, &cur);
+    }
+    return ok;
+}
+
+static bool gpu_move_rows(rf_backend *be, rf_dvar *v, rf_move_rows *how, rf_status *st)
+{
+    rf_cuda_ctx *ctx = ctx_of(be);
+    rf_comm *c = how->comm;
+    int size = c->size, me = c->rank, ar = v->rel.arity;
+    const char *trace_env = getenv("RF_DIST_TRACE");
+    bool trace = trace_env && *trace_env && strcmp(trace_env, "0") != 0;
+    double t_start = trace ? rf_now() : 0, t_split = 0, t_counts = 0, t_sent = 0;
+    if (size > RF_CUDA_MAX_RANKS || ar < 1)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "internal error: a device move of %d columns over %d ranks", ar,
+                       size);
+    /* (a failure below still joins the count all-reduce: every rank must) */
+    bool ok = ensure_table(be, v, st);
+    size_t n = ok ? v->rel.nrows : 0;
+    bool was_pending = v->pending_sort, was_distinct = v->distinct;
+    /* The rows for each rank: sections of packed (a hash move), or the
+     * whole part for every other rank (to all, to rank 0). */
+    size_t *rows = rf_calloc((size_t)size, sizeof *rows);
+    uint64_t *rows_of = rf_calloc((size_t)size * (size_t)size, sizeof *rows_of);
+    const uint64_t **send = rf_calloc((size_t)size, sizeof *send);
+    uint64_t **recv = rf_calloc((size_t)size, sizeof *recv);
+    size_t *sendw = rf_calloc((size_t)size, sizeof *sendw), *recvw = rf_calloc((size_t)size, sizeof *recvw);
+    rf_row_section *sec = rf_calloc((size_t)size, sizeof *sec);
+    uint64_t *packed = NULL, *inbox = NULL;
+    size_t packed_bytes = 0, inbox_bytes = 0;
+    rf_drel out;
+    rf_drel_init(&out, ar);
+    rf_row_section own = {v->rel.data, n, v->rel.cap};   /* the rows that stay */
+    bool unsorted = how->set && was_pending, merged = false;
+    /* Rows distinct on every rank are distinct overall (a variable's parts
+     * are disjoint unless it is replicated, and a replicated one only
+     * keeps its own rows here), so they stay distinct wherever they go:
+     * the semi-naive delta re-keyed for its join keeps its SORT pending. */
+    bool all_distinct = was_distinct;
+    if (how->to == RF_MOVE_HASH) {
+        packed_bytes = rf_mul_size(rf_mul_size(n, (size_t)ar), 8);
+        packed = n ? rf_cuda_alloc(ctx, packed_bytes, "rows moving between ranks", st) : NULL;
+        ok = ok && (!n || packed) && rf_cuda_rank_split(ctx, &v->rel, how->nkeys, size, packed, rows, st);
+        size_t at = 0;
+        for (int d = 0; ok && d < size; d++) {
+            if (d == me)
+                own = (rf_row_section){packed + at * (size_t)ar, rows[d], rows[d]};
+            else
+                send[d] = packed + at * (size_t)ar;
+            at += rows[d];
+        }
+    } else if (!how->from_all) {
+        bool sends = how->to == RF_MOVE_ALL || me != 0;
+        if (sends && n && v->rel.cap != n) {   /* the part packed once, sent to each */
+            packed_bytes = rf_mul_size(rf_mul_size(n, (size_t)ar), 8);
+            packed = rf_cuda_alloc(ctx, packed_bytes, "rows moving between ranks", st);
+            ok = ok && packed && rf_cuda_pack_rows(ctx, &v->rel, packed, st);
+        }
+        for (int d = 0; d < size; d++)
+            if (d != me && (how->to == RF_MOVE_ALL || d == 0)) {
+                rows[d] = n;
+                send[d] = packed ? packed : v->rel.data;
+            }
+        if (how->to == RF_MOVE_ROOT && me != 0)
+            own.rows = 0;
+    }
+    if (how->from_all) {   /* a copy of every row is here: keep ours, send nothing */
+        if (how->to == RF_MOVE_ROOT && me != 0)
+            own.rows = 0;
+        ok = ok && rf_cuda_concat_sections(ctx, 1, &own, &out, "a relation's rows for this rank", st);
+    } else {
+        for (int d = 0; d < size; d++)
+            if (d != me)
+                rows_of[(size_t)me * size + d] = rows[d];
+        /* every rank reaches this all-reduce, failed or not, so that none
+         * waits for another: a failed one sends nothing (its error ends
+         * the run after the exchange) */
+        /* the diagonal: 1 this rank failed, 2 its part of a set is not
+         * sorted (a SORT left pending), 4 its rows are not known distinct */
+        rows_of[(size_t)me * size + me] =
+            (uint64_t)!ok | (uint64_t)(how->set && was_pending) << 1 | (uint64_t)!was_distinct << 2;
+        if (trace && rf_cuda_sync(ctx, st))
+            t_split = rf_now();
+        rf_status mine = *st;
+        rf_status_init(st);
+        ok = move_counts(how, rows_of, st) && ok;
+        t_counts = trace ? rf_now() : 0;
+        uint64_t any_failed = 0;
+        for (int s = 0; s < size; s++) {
+            any_failed |= rows_of[(size_t)s * size + s] & 1;
+            unsorted |= (rows_of[(size_t)s * size + s] & 2) != 0;
+            all_distinct &= (rows_of[(size_t)s * size + s] & 4) == 0;
+        }
+        if (!ok || any_failed) {
+            if (mine.code)
+                *st = mine;
+            else if (!st->code)
+                rf_fail(st, RF_EXIT_RUNTIME_ERROR, "another rank failed to move a relation");
+            ok = false;
+        }
+        size_t got = 0;
+        for (int s = 0; ok && s < size; s++)
+            if (s != me)
+                got += rows_of[(size_t)s * size + me];
+        if (ok && got) {
+            inbox_bytes = rf_mul_size(rf_mul_size(got, (size_t)ar), 8);
+            inbox = rf_cuda_alloc(ctx, inbox_bytes, "rows arriving from other ranks", st);
+            ok = inbox != NULL;
+        }
+        /* the sends' rows must be written before NCCL reads them */
+        ok = ok && rf_cuda_sync(ctx, st);
+        size_t at = 0;
+        for (int s = 0; ok && s < size; s++) {
+            size_t k = s == me ? 0 : rows_of[(size_t)s * size + me];
+            sendw[s] = s == me ? 0 : rows[s] * (size_t)ar;
+            recvw[s] = k * (size_t)ar;
+            recv[s] = inbox ? inbox + at * (size_t)ar : NULL;
+            sec[s] = s == me ? own : (rf_row_section){recv[s], k, k};
+            at += k;
+            how->rows_sent += s == me ? 0 : rows[s];
+            how->words_sent += sendw[s];
+        }
+        /* Whether an exchange happens at all is the same on every rank (it
+         * follows the count matrix every rank holds). */
+        size_t moving = 0;
+        for (size_t i = 0; ok && i < (size_t)size * size; i++)
+            moving += i % ((size_t)size + 1) ? rows_of[i] : 0;
+        if (ok && moving) {
+            char err[256];
+            how->collectives++;
+            if (!c->alltoallv_device(c, send, sendw, recv, recvw, err, sizeof err))
+                ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "%s", err);
+        }
+        t_sent = trace ? rf_now() : 0;
+        /* A set whose parts were sorted everywhere: the sections merged
+         * (each is a sorted subsequence of a sorted part) */
+        merged = ok && how->set && !unsorted;
+        ok = ok && (merged ? merge_sections(ctx, size, sec, &out, st)
+                           : rf_cuda_concat_sections(ctx, size, sec, &out, "a relation's rows for this rank", st));
+    }
+    /* Else a set is sorted and deduplicated again, unless it is this
+     * rank's own sorted rows alone (a subsequence of sorted rows). */
+    bool resort = how->set && !merged && (out.nrows != own.rows || was_pending);
+    ok = ok && (!resort || rf_cuda_sort_unique(ctx, &out, &out, "a relation moved between ranks", st));
+    if (packed)
+        rf_cuda_free(ctx, packed, packed_bytes);
+    if (inbox)
+        rf_cuda_free(ctx, inbox, inbox_bytes);
+    if (trace && ok && rf_cuda_sync(ctx, st)) {   /* RF_DIST_TRACE=1: each move's phases */
+        double end = rf_now();
+        static const char *const to_name[] = {"hash", "all", "root"};
+        fprintf(stderr, "redfox: rank %d move (%s%s%s): %zu rows -> %zu, sent %zu; split %.2f ms, counts %.2f ms, "
+                "exchange %.2f ms, %s %.2f ms\n", me, to_name[how->to], how->from_all ? ", from all" : "",
+                how->set ? ", set" : "", n, out.nrows, how->rows_sent, (t_split - t_start) * 1e3,
+                (t_counts - t_split) * 1e3, (t_sent - t_counts) * 1e3,
+                merged ? "merge" : resort ? "concat+sort" : "concat", (end - (t_sent ? t_sent : t_start)) * 1e3);
+    }
+    if (ok) {
+        becomes_table(be, v);
+        rf_drel_free(ctx, &v->rel);
+        v->rel = out;
+        v->distinct = how->set || all_distinct;
+        v->stamp = ++impl_of(be)->last_stamp;
+        v->minus_stamp = 0;
+        v->set_never = false;
+        v->set_retry = 0;
+    } else {
+        rf_drel_free(ctx, &out);
+    }
+    free(rows);
+    free(rows_of);
+    free(send);
+    free(recv);
+    free(sendw);
+    free(recvw);
+    free(sec);
+    return ok;
+}
+
+static bool gpu_block_hashes(rf_backend *be, const rf_dvar *v, size_t block_rows, uint64_t seed, uint64_t **hashes,
+                             size_t *nrows, rf_status *st)
+{
+    *hashes = NULL;
+    *nrows = 0;
+    if (!ensure_table(be, v, st) || !sort_pending(be, v, st))
+        return false;
+    size_t n = v->rel.nrows, nblocks = n ? (n + block_rows - 1) / block_rows : 0;
+    *nrows = n;
+    if (!nblocks)
+        return true;
+    *hashes = rf_malloc(nblocks * sizeof **hashes);
+    if (rf_cuda_block_hashes(ctx_of(be), &v->rel, block_rows, seed, *hashes, st))
+        return true;
+    free(*hashes);
+    *hashes = NULL;
+    return false;
+}
+
 static void gpu_destroy(rf_backend *be)
 {
     if (!be)
@@ -1941,6 +2191,8 @@ rf_backend *rf_backend_gpu_new(rf_status *st)
     be->join_size = gpu_join_size;
     be->wcoj_auto_ratio = RF_WCOJ_AUTO_RATIO_GPU;
     be->column_sign_uniform = gpu_column_sign_uniform;
+    be->move_rows = gpu_move_rows;
+    be->block_hashes = gpu_block_hashes;
     be->impl = g;
     return be;
 }

@@ -13,6 +13,7 @@
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,18 @@ typedef struct nccl_impl {
     int device;
     void *buf;               /* device scratch: send then receive words */
     size_t buf_bytes;
+    /* ncclCommInitRank and the first connection to each peer take about
+     * 0.8 s (NCCL loads its kernels, then sets up its channels at the
+     * first send): they run on a thread of their own while the rank
+     * compiles the program and loads its inputs; every call waits for it
+     * first (ready). */
+    pthread_t init_thread;
+    bool init_pending;
+    bool init_tried;
+    bool init_ok;
+    char init_err[256];
+    ncclUniqueId id;
+    int rank, size;
 } nccl_impl;
 
 static bool fail(char *err, size_t cap, const char *fmt, ...)
@@ -74,10 +87,53 @@ static bool sync_stream(nccl_impl *im, const char *what, char *err, size_t cap)
     return !cuda_failed(cudaStreamSynchronize(im->stream), what, err, cap);
 }
 
+/* The communicator made and every peer connected (one word each way, so
+ * that NCCL sets up its channels now rather than in the first real
+ * exchange). Runs on the init thread. */
+static void *init_main(void *arg)
+{
+    nccl_impl *im = arg;
+    im->init_tried = true;
+    char *err = im->init_err;
+    size_t cap = sizeof im->init_err;
+    im->init_ok = !cuda_failed(cudaSetDevice(im->device), "cudaSetDevice", err, cap) &&
+                  !nccl_failed(ncclCommInitRank(&im->comm, im->size, im->id, im->rank), "communicator", err, cap);
+    if (!im->init_ok || im->size < 2)
+        return NULL;
+    uint64_t *dev = scratch(im, (size_t)im->size * 16, err, cap);
+    bool ok = dev && !cuda_failed(cudaMemsetAsync(dev, 0, (size_t)im->size * 16, im->stream), "warm-up", err, cap) &&
+              !nccl_failed(ncclGroupStart(), "group start", err, cap);
+    for (int p = 0; ok && p < im->size; p++)
+        if (p != im->rank)
+            ok = !nccl_failed(ncclSend(dev + p, 1, ncclUint64, p, im->comm, im->stream), "send", err, cap) &&
+                 !nccl_failed(ncclRecv(dev + im->size + p, 1, ncclUint64, p, im->comm, im->stream), "receive", err,
+                              cap);
+    if (dev)
+        ok = !nccl_failed(ncclGroupEnd(), "group end", err, cap) && ok;
+    im->init_ok = ok && sync_stream(im, "warm-up", err, cap);
+    return NULL;
+}
+
+/* Waits for the init thread (once); false with its message when it failed. */
+static bool ready(nccl_impl *im, char *err, size_t cap)
+{
+    if (im->init_pending) {
+        pthread_join(im->init_thread, NULL);
+        im->init_pending = false;
+    } else if (!im->init_tried) {   /* one rank: made on first use (a run of one rank never uses it) */
+        init_main(im);
+    }
+    if (!im->init_ok)
+        return fail(err, cap, "%s", im->init_err);
+    return true;
+}
+
 static bool comm_alltoallv(rf_comm *c, const uint64_t *send, const size_t *sendcounts, uint64_t **recv,
                            size_t *recvcap, size_t *recvcounts, char *err, size_t cap)
 {
     nccl_impl *im = c->impl;
+    if (!ready(im, err, cap))
+        return false;
     int n = c->size;
     /* The counts first: every rank's row of the count matrix, gathered. */
     uint64_t *counts = calloc((size_t)n * (size_t)n + (size_t)n, sizeof *counts);
@@ -147,9 +203,35 @@ static bool comm_alltoallv(rf_comm *c, const uint64_t *send, const size_t *sendc
     return ok;   /* (*recv stays the caller's to free either way) */
 }
 
+/* Device buffers both ways (rf_comm.alltoallv_device): one group of
+ * sends and receives straight between the ranks' device memory, no host
+ * copy; returns when every receive has landed. */
+static bool comm_alltoallv_device(rf_comm *c, const uint64_t *const *send, const size_t *sendcounts,
+                                  uint64_t *const *recv, const size_t *recvcounts, char *err, size_t cap)
+{
+    nccl_impl *im = c->impl;
+    if (!ready(im, err, cap))
+        return false;
+    bool ok = !nccl_failed(ncclGroupStart(), "group start", err, cap);
+    for (int p = 0; ok && p < c->size; p++) {
+        if (p == c->rank)
+            continue;
+        if (sendcounts[p])
+            ok = !nccl_failed(ncclSend(send[p], sendcounts[p], ncclUint64, p, im->comm, im->stream), "send", err,
+                              cap);
+        if (ok && recvcounts[p])
+            ok = !nccl_failed(ncclRecv(recv[p], recvcounts[p], ncclUint64, p, im->comm, im->stream), "receive",
+                              err, cap);
+    }
+    ok = !nccl_failed(ncclGroupEnd(), "group end", err, cap) && ok;
+    return ok && sync_stream(im, "device all-to-all", err, cap);
+}
+
 static bool comm_allreduce(rf_comm *c, uint64_t *vals, int n, rf_comm_op op, char *err, size_t cap)
 {
     nccl_impl *im = c->impl;
+    if (!ready(im, err, cap))
+        return false;
     if (n <= 0)
         return true;
     ncclRedOp_t rop = op == RF_COMM_SUM ? ncclSum : op == RF_COMM_MAX ? ncclMax : ncclMin;
@@ -167,6 +249,8 @@ static bool comm_allreduce(rf_comm *c, uint64_t *vals, int n, rf_comm_op op, cha
 static bool comm_bcast(rf_comm *c, void *buf, size_t len, int root, char *err, size_t cap)
 {
     nccl_impl *im = c->impl;
+    if (!ready(im, err, cap))
+        return false;
     if (len == 0)
         return true;
     void *dev = scratch(im, len, err, cap);
@@ -186,13 +270,25 @@ static void comm_abort(rf_comm *c, int code)
     nccl_impl *im = c->impl;
     fflush(stdout);
     fflush(stderr);
-    ncclCommAbort(im->comm);
+    if (!im->init_pending && im->init_ok)   /* (an init still running: the exit ends it) */
+        ncclCommAbort(im->comm);
     _exit(code);
 }
 
 static void comm_close(rf_comm *c)
 {
     nccl_impl *im = c->impl;
+    char err[256];
+    if (!im->init_pending && !im->init_tried)   /* one rank, never used: nothing to make or destroy */
+        im->init_ok = false, im->init_tried = true;
+    if (!ready(im, err, sizeof err)) {   /* nothing to destroy but the stream */
+        cudaStreamDestroy(im->stream);
+        if (im->buf)
+            cudaFree(im->buf);
+        free(im);
+        free(c);
+        return;
+    }
     cudaStreamSynchronize(im->stream);
     ncclCommDestroy(im->comm);
     if (im->buf)
@@ -246,12 +342,28 @@ rf_comm *rf_comm_nccl_module_open(int rank, int size, const void *id, size_t len
         free(im);
         return NULL;
     }
+    im->id = u;
+    im->rank = rank;
+    im->size = size;
     if (cuda_failed(cudaSetDevice(device), "cudaSetDevice", err, cap) ||
-        cuda_failed(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking), "stream", err, cap) ||
-        nccl_failed(ncclCommInitRank(&im->comm, size, u, rank), "communicator", err, cap)) {
+        cuda_failed(cudaStreamCreateWithFlags(&im->stream, cudaStreamNonBlocking), "stream", err, cap)) {
         free(c);
         free(im);
         return NULL;
+    }
+    if (size == 1) {
+        /* (made by ready() if ever used) */
+    } else if (pthread_create(&im->init_thread, NULL, init_main, im) == 0) {
+        im->init_pending = true;
+    } else {   /* no thread: here and now */
+        init_main(im);
+        if (!im->init_ok) {
+            fail(err, cap, "%s", im->init_err);
+            cudaStreamDestroy(im->stream);
+            free(c);
+            free(im);
+            return NULL;
+        }
     }
     int version = 0;
     ncclGetVersion(&version);
@@ -260,6 +372,7 @@ rf_comm *rf_comm_nccl_module_open(int rank, int size, const void *id, size_t len
     snprintf(c->name, sizeof c->name, "nccl %d.%d.%d (GPU %d)", version / 10000, version / 100 % 100,
              version % 100, device);
     c->alltoallv = comm_alltoallv;
+    c->alltoallv_device = comm_alltoallv_device;
     c->allreduce_u64 = comm_allreduce;
     c->bcast = comm_bcast;
     c->abort = comm_abort;

@@ -18,6 +18,7 @@
 #include "joinsize.h" /* RF_JS_SAMPLE_ROWS */
 #include "../../primitives/rf_prims.h" /* host references */
 #include "rf_cuda_prims.h"
+#include "../../runtime/dist_backend.h" /* rf_dist_row_rank: the reference of rank splits */
 #include "../../primitives/rf_prims.h"
 
 
@@ -2345,6 +2346,148 @@ static void test_reduce_keyless(rf_cuda_ctx *c)
     rf_expr_free(pe);
 }
 
+/* rf_cuda_rank_split against rf_dist_row_rank: every rank's section holds
+ * exactly the rows the host sends there, in their order (uniform, skewed
+ * and duplicate keys; 1 and 2 hashed columns; 2 to 64 ranks; sizes around
+ * the block and tile boundaries), and the sections laid end to end again
+ * give a permutation of the input. */
+static void test_rank_split(rf_cuda_ctx *c)
+{
+    static const size_t sizes[] = {1, 255, 256, 257, 5000, 300001};
+    static const int ranks[] = {2, 3, 5, 64};
+    int cases = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
+        for (int shape = 0; shape < 3; shape++) {
+            size_t n = sizes[si];
+            int arity = 1 + shape;
+            rf_table t;
+            rf_table_init(&t, arity);
+            rf_table_resize(&t, n);
+            for (size_t i = 0; i < n; i++)
+                for (int col = 0; col < arity; col++) {
+                    uint64_t r = rnd();
+                    /* shape 0 uniform, 1 skewed (most rows one key), 2 few keys */
+                    t.cols[col][i] = shape == 0 ? r : shape == 1 ? (r % 10 < 8 ? 7 : r % 1000) : r % 5;
+                }
+            rf_drel d;
+            upload(c, &d, &t);
+            for (size_t ri = 0; ri < sizeof ranks / sizeof *ranks; ri++)
+                for (int nkeys = 1; nkeys <= arity && nkeys <= 2; nkeys++) {
+                    int size = ranks[ri];
+                    rf_status st;
+                    rf_status_init(&st);
+                    size_t rows[RF_CUDA_MAX_RANKS];
+                    uint64_t *packed = rf_cuda_alloc(c, n * (size_t)arity * 8, "test", &st);
+                    bool ok = packed && rf_cuda_rank_split(c, &d, nkeys, size, packed, rows, &st);
+                    CHECK(ok, "rank split n %zu ranks %d: %s", n, size, st.message);
+                    if (!ok)
+                        continue;
+                    uint64_t *got = malloc(n * (size_t)arity * 8);
+                    CHECK(rf_cuda_read_back(c, packed, got, n * (size_t)arity * 8, &st), "read back");
+                    size_t at = 0, bad = 0;
+                    for (int r = 0; r < size; r++) {
+                        size_t k = 0;
+                        for (size_t i = 0; i < n; i++) {
+                            if (rf_dist_row_rank(&t, i, nkeys, NULL, size) != r)
+                                continue;
+                            for (int col = 0; col < arity && k < rows[r]; col++)
+                                bad += got[at * (size_t)arity + (size_t)col * rows[r] + k] != t.cols[col][i];
+                            k++;
+                        }
+                        bad += k != rows[r];
+                        at += rows[r];
+                    }
+                    CHECK(bad == 0 && at == n, "rank split n %zu arity %d keys %d ranks %d: %zu wrong, %zu rows", n,
+                          arity, nkeys, size, bad, at);
+                    /* laid end to end again: the sections as rows */
+                    rf_row_section sec[RF_CUDA_MAX_RANKS];
+                    size_t off = 0;
+                    for (int r = 0; r < size; r++) {
+                        sec[r] = (rf_row_section){packed + off * (size_t)arity, rows[r], rows[r]};
+                        off += rows[r];
+                    }
+                    rf_drel back;
+                    rf_drel_init(&back, arity);
+                    rf_table tb, ts;
+                    rf_table_init(&tb, arity);
+                    rf_table_init(&ts, arity);
+                    ok = rf_cuda_concat_sections(c, size, sec, &back, "test", &st) && rf_drel_download(c, &back, &tb, &st);
+                    CHECK(ok && tb.nrows == n, "concat sections: %s", st.message);
+                    if (ok) {
+                        rf_table_copy(&ts, &t);
+                        rf_prim_sort_unique(&ts);
+                        rf_prim_sort_unique(&tb);
+                        size_t diff = ts.nrows != tb.nrows;
+                        for (int col = 0; !diff && col < arity; col++)
+                            diff += memcmp(ts.cols[col], tb.cols[col], ts.nrows * sizeof(rf_word)) != 0;
+                        CHECK(diff == 0, "concat sections: another set of rows");
+                    }
+                    rf_table_free(&tb);
+                    rf_table_free(&ts);
+                    rf_drel_free(c, &back);
+                    rf_cuda_free(c, packed, n * (size_t)arity * 8);
+                    free(got);
+                    cases++;
+                }
+            rf_drel_free(c, &d);
+            rf_table_free(&t);
+        }
+    printf("rank split: %d cases\n", cases);
+}
+
+static uint64_t ref_mix64(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 31);
+}
+
+/* rf_cuda_block_hashes (--count's hash on the device) against the chain
+ * written out here: block sizes 1, 7 and 65,536, row counts around them. */
+static void test_block_hashes(rf_cuda_ctx *c)
+{
+    static const size_t sizes[] = {1, 6, 7, 8, 65535, 65536, 65537, 300000};
+    static const size_t blocks[] = {1, 7, 65536};
+    int cases = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
+        for (int arity = 1; arity <= 3; arity++) {
+            size_t n = sizes[si];
+            rf_table t;
+            rf_table_init(&t, arity);
+            rf_table_resize(&t, n);
+            for (size_t i = 0; i < n; i++)
+                for (int col = 0; col < arity; col++)
+                    t.cols[col][i] = rnd();
+            rf_drel d;
+            upload(c, &d, &t);
+            for (size_t bi = 0; bi < sizeof blocks / sizeof *blocks; bi++) {
+                size_t br = blocks[bi], nb = (n + br - 1) / br;
+                if (nb > 100000)
+                    continue;
+                uint64_t seed = 0x243f6a8885a308d3ull ^ (uint64_t)arity;
+                uint64_t *got = calloc(nb, sizeof *got);
+                rf_status st;
+                rf_status_init(&st);
+                bool ok = rf_cuda_block_hashes(c, &d, br, seed, got, &st);
+                size_t bad = 0;
+                for (size_t b = 0; ok && b < nb; b++) {
+                    uint64_t h = seed;
+                    for (size_t i = b * br; i < (b + 1) * br && i < n; i++)
+                        for (int col = 0; col < arity; col++)
+                            h = ref_mix64(h, t.cols[col][i]);
+                    bad += h != got[b];
+                }
+                CHECK(ok && bad == 0, "block hashes: %zu rows, arity %d, blocks of %zu: %zu wrong (%s)", n, arity, br,
+                      bad, st.message);
+                free(got);
+                cases++;
+            }
+            rf_drel_free(c, &d);
+            rf_table_free(&t);
+        }
+    printf("block hashes: %d cases\n", cases);
+}
+
 int main(int argc, char **argv)
 {
     size_t bench_n = 0;
@@ -2399,6 +2542,8 @@ int main(int argc, char **argv)
         test_selplan_device(c);
         test_reduce_keyless(c);
         test_join_size(c);
+        test_rank_split(c);
+        test_block_hashes(c);
         if (!getenv("RF_GPU_TEST_SKIP_OOM")) /* sanitizers report the planted OOM */
             test_oom(c);
     }

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Several GPUs (issue 10, docs/distributed.md): `redfox run --gpus 2` (one
+# process per GPU, the distribution layer over the GPU backend, rows moved
+# device to device through NCCL) must answer exactly as one process does:
+# the golden programs of run_dist.sh against their expected stdout, and
+# random programs of both generators byte-identical to one process
+# (dist_diff.py). Exits 77 (ctest: skipped) with a message on a machine
+# with fewer than 2 GPUs or without the NCCL module.
+# Usage: run_gpus.sh REDFOX
+set -uo pipefail
+redfox="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+tests="$(dirname "$here")"
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+if [ "${gpus:-0}" -lt 2 ]; then
+  echo "skipped: $gpus CUDA devices here; --gpus 2 needs two"
+  exit 77
+fi
+if [ ! -f "$(dirname "$redfox")/librf_comm_nccl.so" ]; then
+  echo "skipped: redfox was built without NCCL (no librf_comm_nccl.so beside it)"
+  exit 77
+fi
+export NCCL_NVLS_ENABLE=0
+fail=0
+golden=(aggregation bag_identities count_strings dates decimals equality_joins functional_ok
+        if_and_logic input_override multi_aggregates negation_strings order_limit_top recursion
+        string_conversions string_functions strings substr_compare total_exact weaver_shared_input
+        tc same_generation four_cliques points_to even_odd
+        division_by_zero fd_rule_violation fd_recursive_violation int_overflow_add missing_input
+        bad_row tbl_bad_field)
+python3 "$tests/golden/run_golden.py" --redfox "$redfox" --extra-arg=--gpus --extra-arg=2 "${golden[@]}" |
+  tail -n 40 || fail=1
+python3 "$here/dist_diff.py" --redfox "$redfox" --mpirun '' --dist-arg=--gpus --dist-arg=2 --count 12 --seed 31 ||
+  fail=1
+python3 "$here/dist_diff.py" --redfox "$redfox" --mpirun '' --dist-arg=--gpus --dist-arg=2 --lang biz --count 8 \
+  --seed 31 || fail=1
+if [ $fail = 0 ]; then echo "--gpus 2: all passed"; fi
+exit $fail
