@@ -2528,6 +2528,16 @@ int main(int argc, char **argv)
     }
     printf("device: %s (seed %" PRIu64 ")\n", rf_cuda_device_name(c), g_rng);
 
+    /* RF_GPU_TEST_ONLY=moves: the distribution layer's kernels alone (rank
+     * split, block hashes), for compute-sanitizer runs */
+    const char *only = getenv("RF_GPU_TEST_ONLY");
+    if (only && strcmp(only, "moves") == 0) {
+        test_rank_split(c);
+        test_block_hashes(c);
+        rf_cuda_ctx_free(c);
+        printf("%d checks, %d failures\n", g_checks, g_fail);
+        return g_fail ? 1 : 0;
+    }
     if (bench_n) {
         bench(c, bench_n);
     } else {
