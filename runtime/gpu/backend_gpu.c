@@ -2107,17 +2107,22 @@ static bool gpu_block_hashes(rf_backend *be, const rf_dvar *v, size_t block_rows
 {
     *hashes = NULL;
     *nrows = 0;
-    if (!ensure_table(be, v, st) || !sort_pending(be, v, st))
-        return false;
-    size_t n = v->rel.nrows, nblocks = n ? (n + block_rows - 1) / block_rows : 0;
-    *nrows = n;
-    if (!nblocks)
+    bool ok = ensure_table(be, v, st) && sort_pending(be, v, st);
+    size_t n = ok ? v->rel.nrows : 0, nblocks = n ? (n + block_rows - 1) / block_rows : 0;
+    if (ok && nblocks) {
+        *hashes = rf_malloc(nblocks * sizeof **hashes);
+        ok = rf_cuda_block_hashes(ctx_of(be), &v->rel, block_rows, seed, *hashes, st);
+    }
+    if (ok) {
+        *nrows = n;
         return true;
-    *hashes = rf_malloc(nblocks * sizeof **hashes);
-    if (rf_cuda_block_hashes(ctx_of(be), &v->rel, block_rows, seed, *hashes, st))
-        return true;
+    }
     free(*hashes);
     *hashes = NULL;
+    /* Out of memory (runs too large to merge here, say): not here; the
+     * runtime downloads, which merges such runs on the host. */
+    if (st->code == RF_EXIT_OUT_OF_MEMORY)
+        rf_status_init(st);
     return false;
 }
 
