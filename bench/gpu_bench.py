@@ -18,7 +18,8 @@ tuples sorted / sort rate, and how far the GPU's kernel time is from them;
 the download of the answers against answer bytes / PCIe bandwidth. Last,
 the three largest runs (by result size) that both backends finished.
 --count-only runs `redfox run --count` (no TSV files; the backends'
-answers are compared by the hash it prints).
+answers are compared by the hash it prints; where the GPU can hash an
+answer in place it is not downloaded at all, and `download s` is 0).
 
 Times are "facts loaded to answers in host memory": from before reading the
 input file to the result rows downloaded and in typed order in host memory,
