@@ -2444,15 +2444,14 @@ static uint64_t ref_mix64(uint64_t h, uint64_t v)
 
 /* rf_cuda_block_hashes (--count's hash on the device) against the chain
  * written out here: block sizes 1, 7 and 65,536, row counts around them,
- * 1 to 5 columns (the tiled kernel takes up to 4; RF_CUDA_HASH_TILED=0
- * forces the other one). */
+ * 1, 2, 3 and 5 columns. */
 static void test_block_hashes(rf_cuda_ctx *c)
 {
     static const size_t sizes[] = {1, 6, 7, 8, 65535, 65536, 65537, 300000};
     static const size_t blocks[] = {1, 7, 65536};
     int cases = 0;
     for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
-        for (int arity = 1; arity <= 5; arity += arity == 3 ? 2 : 1) {   /* 5: beyond the tiled kernel's 4 */
+        for (int arity = 1; arity <= 5; arity += arity == 3 ? 2 : 1) {
             size_t n = sizes[si];
             rf_table t;
             rf_table_init(&t, arity);
