@@ -319,14 +319,6 @@ static bool map_keeps_columns(const rf_kernel *k, int arity)
     return kept == arity;
 }
 
-static bool code_reads_rowid(const rf_code *c)
-{
-    for (int i = 0; i < c->n; i++)
-        if (c->ins[i].op == RF_EX_ROWID)
-            return true;
-    return false;
-}
-
 /* Whether kernel k may read variable v's rows in any order: v is the probe
  * (left) side of a JOIN, or of the JOIN that heads a set gather, and not
  * also its other side, and no code of the JOIN reads row numbers (which
@@ -339,10 +331,10 @@ static bool reads_in_any_order(const rf_kernel *k, int v)
             return false;
         j = &k->fused->members[0];
     }
-    if (j->op != RF_K_JOIN || j->in[0] != v || j->in[1] == v || code_reads_rowid(&j->filter))
+    if (j->op != RF_K_JOIN || j->in[0] != v || j->in[1] == v || rf_code_reads_rowid(&j->filter))
         return false;
     for (int q = 0; q < j->nproj; q++)
-        if (code_reads_rowid(&j->proj[q]))
+        if (rf_code_reads_rowid(&j->proj[q]))
             return false;
     return true;
 }
