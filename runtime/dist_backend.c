@@ -37,9 +37,20 @@ typedef enum placement {
     PLACE_SPLIT        /* each row on exactly one rank, no known function */
 } placement;
 
+/* Hashed columns a placement that is not a prefix lists (a projection
+ * that moves hashed columns elsewhere keeps the hash this way); more than
+ * this many: split. */
+#define DIST_MAX_LISTED 8
+
 typedef struct dist {
     placement kind;
-    int nkeys;         /* PLACE_HASH: the hashed prefix (1..arity; 0 for arity 0) */
+    int nkeys;         /* PLACE_HASH: the hashed columns (1..arity; 0 for arity 0) */
+    /* PLACE_HASH: hashed on cols[0..nkeys), in that order, rather than on
+     * the prefix 0..nkeys-1. Only projections make such placements (a
+     * row's rank is that of the input row it came from); every move hashes
+     * a prefix. */
+    bool listed;
+    int cols[DIST_MAX_LISTED];
 } dist;
 
 struct rf_dvar {
@@ -63,6 +74,7 @@ typedef struct dist_impl {
     size_t rows_sent;       /* rows this rank sent to other ranks */
     size_t words_sent;
     size_t collectives;     /* every call into the communicator */
+    size_t replicate_rows;  /* join_inputs: the smaller side everywhere up to this many rows (0: never) */
     double move_seconds;    /* wall time of the moves (--stats) */
     int output_threads;     /* rank 0, after the gather (-1: leave as is) */
     /* Kept from move to move (grown only), so that a loop's exchanges do
@@ -337,9 +349,34 @@ static void exchange_rows(dist_impl *im, const rf_table *t, const int *dest, con
 
 typedef enum target_kind { TO_HASH, TO_ALL, TO_ROOT } target_kind;
 
+/* The placement a move to `to` leaves. */
+static dist placed(target_kind to, int nkeys)
+{
+    dist d = {to == TO_HASH ? PLACE_HASH : to == TO_ALL ? PLACE_REPLICATED : PLACE_SPLIT, to == TO_HASH ? nkeys : 0,
+              false, {0}};
+    return d;
+}
+
 static bool dist_is(const rf_dvar *v, placement kind, int nkeys)
 {
-    return v->d.kind == kind && (kind != PLACE_HASH || v->d.nkeys == nkeys);
+    return v->d.kind == kind && (kind != PLACE_HASH || (!v->d.listed && v->d.nkeys == nkeys));
+}
+
+/* d hashes the prefix of some length (returned; 0: it does not). */
+static int hash_prefix(dist d) { return d.kind == PLACE_HASH && !d.listed ? d.nkeys : 0; }
+
+static bool same_dist(dist a, dist b)
+{
+    if (a.kind != b.kind)
+        return false;
+    if (a.kind != PLACE_HASH)
+        return true;
+    if (a.nkeys != b.nkeys || a.listed != b.listed)
+        return false;
+    for (int i = 0; a.listed && i < a.nkeys; i++)
+        if (a.cols[i] != b.cols[i])
+            return false;
+    return true;
 }
 
 static bool inner_fail(rf_status *st, const char *fmt, ...)
@@ -467,14 +504,12 @@ static void move_var_now(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
     rf_comm *c = im->comm;
     if (in->move_rows && c->alltoallv_device && v->arity >= 1 && !has_strings(v->types, v->arity)) {
         move_on_device(im, v, to, nkeys);
-        v->d.kind = to == TO_HASH ? PLACE_HASH : to == TO_ALL ? PLACE_REPLICATED : PLACE_SPLIT;
-        v->d.nkeys = to == TO_HASH ? nkeys : 0;
+        v->d = placed(to, nkeys);
         return;
     }
     if (in->split_rows && in->merge_rows) {
         move_inside(im, v, to, nkeys);
-        v->d.kind = to == TO_HASH ? PLACE_HASH : to == TO_ALL ? PLACE_REPLICATED : PLACE_SPLIT;
-        v->d.nkeys = to == TO_HASH ? nkeys : 0;
+        v->d = placed(to, nkeys);
         return;
     }
     rf_status st;
@@ -507,22 +542,21 @@ static void move_var_now(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
     if (!in->upload(in, v->inner, &part, &st))
         comm_failed(im, st.message);
     rf_table_free(&part);
-    v->d.kind = to == TO_HASH ? PLACE_HASH : to == TO_ALL ? PLACE_REPLICATED : PLACE_SPLIT;
-    v->d.nkeys = to == TO_HASH ? nkeys : 0;
+    v->d = placed(to, nkeys);
 }
 
-static dist hashed(int nkeys) { return (dist){PLACE_HASH, nkeys}; }
+static dist hashed(int nkeys) { return (dist){PLACE_HASH, nkeys, false, {0}}; }
 
 /* The placement a relation gets when nothing asks for another (loaded,
  * deduplicated, cleared): hashed on its first column. Keys come first
  * (the planner sorts join inputs keys first), so the sets of a loop then
- * mostly meet their joins and set operations without moving: in tc only
- * the join's output moves, once per iteration. The price: a first column
+ * mostly meet their joins and set operations without moving (in tc, once
+ * its edge is replicated by join_inputs, nothing moves). The price: a first column
  * with few distinct values spreads badly (hashing on every column would
  * spread evenly but move the join inputs every iteration). */
 static int default_prefix(int arity) { return arity > 0 ? 1 : 0; }
-static dist replicated(void) { return (dist){PLACE_REPLICATED, 0}; }
-static dist split(void) { return (dist){PLACE_SPLIT, 0}; }
+static dist replicated(void) { return (dist){PLACE_REPLICATED, 0, false, {0}}; }
+static dist split(void) { return (dist){PLACE_SPLIT, 0, false, {0}}; }
 
 /* ---- the backend table ---- */
 
@@ -687,19 +721,40 @@ static bool shift_rowids(dist_impl *im, const rf_kernel *k, rf_dvar *out, const 
     return ok;
 }
 
-/* The placement a projection keeps: when output columns 0..j-1 are the
- * hashed columns 0..j-1 of one input (first_col: where that input's
+/* The placement a projection keeps: when the output has every hashed
+ * column of one input as a plain column (first_col: where that input's
  * columns start among the kernel's, l ++ r for a JOIN), each output row
- * is on the rank of the input row it came from, which is its own hash
- * rank. Else split. */
+ * is on the rank of the input row it came from, which is the hash of
+ * those columns of its own: hashed on the prefix where they stay in
+ * place, else on the list of where they went (tc's delta re-keyed for its
+ * join, `(y, x)` from `(x, y)` hashed on x, is hashed on column 1, so
+ * neither its SORT nor the join's output moves). Else split. */
 static dist projected(const rf_kernel *k, const rf_dvar *side, int first_col)
 {
-    if (side->d.kind != PLACE_HASH || side->d.nkeys < 1 || k->nproj < side->d.nkeys)
+    const dist *sd = &side->d;
+    if (sd->kind != PLACE_HASH || sd->nkeys < 1)
         return split();
-    for (int c = 0; c < side->d.nkeys; c++)
-        if (rf_code_as_column(&k->proj[c]) != first_col + c)
+    dist d = {PLACE_HASH, sd->nkeys, false, {0}};
+    bool prefix = true;
+    for (int i = 0; i < sd->nkeys; i++) {
+        int in_col = first_col + (sd->listed ? sd->cols[i] : i), out = -1;
+        if (i < k->nproj && rf_code_as_column(&k->proj[i]) == in_col)
+            out = i;   /* in place first: a prefix stays a prefix */
+        for (int j = 0; out < 0 && j < k->nproj; j++)
+            if (rf_code_as_column(&k->proj[j]) == in_col)
+                out = j;
+        if (out < 0)
             return split();
-    return side->d;
+        if (i < DIST_MAX_LISTED)
+            d.cols[i] = out;
+        prefix = prefix && out == i;
+    }
+    if (prefix)
+        return d;
+    if (sd->nkeys > DIST_MAX_LISTED)
+        return split();
+    d.listed = true;
+    return d;
 }
 
 /* A JOIN's output placement: where the rows of its left side are, or of
@@ -717,13 +772,40 @@ static dist joined(const rf_kernel *k, const rf_dvar *a, const rf_dvar *b)
  * replicated side moves for free. */
 static void co_hash(rf_backend *be, rf_dvar *a, rf_dvar *b, int nkeys)
 {
-    int j = nkeys;
-    if (a->d.kind == PLACE_HASH && a->d.nkeys >= 1 && a->d.nkeys <= nkeys)
-        j = a->d.nkeys;
-    else if (b->d.kind == PLACE_HASH && b->d.nkeys >= 1 && b->d.nkeys <= nkeys)
-        j = b->d.nkeys;
+    int j = nkeys, pa = hash_prefix(a->d), pb = hash_prefix(b->d);
+    if (pa >= 1 && pa <= nkeys)
+        j = pa;
+    else if (pb >= 1 && pb <= nkeys)
+        j = pb;
     move_var(be, a, TO_HASH, j);
     move_var(be, b, TO_HASH, j);
+}
+
+/* Rows up to which the smaller side of a JOIN that would move is
+ * replicated instead (RF_DIST_REPLICATE_ROWS; 0: never). */
+#define DIST_REPLICATE_ROWS_DEFAULT ((size_t)1 << 22)
+
+/* Brings a JOIN's sides (neither replicated) together: nothing where they
+ * are hashed alike on a prefix of its keys already; else the smaller side
+ * everywhere when it has at most im->replicate_rows rows (a copy per
+ * rank, which stays: a loop's invariant side, tc's edge, moves once, and
+ * the side that changes every iteration never moves for this join); else
+ * both hashed alike (co_hash). Decided on global counts: alike on every
+ * rank. */
+static void join_inputs(rf_backend *be, rf_dvar *a, rf_dvar *b, int nkeys)
+{
+    dist_impl *im = be->impl;
+    int pa = hash_prefix(a->d), pb = hash_prefix(b->d);
+    if (pa >= 1 && pa <= nkeys && pa == pb)
+        return;
+    if (im->replicate_rows) {
+        size_t ra = dist_var_rows(be, a), rb = dist_var_rows(be, b);
+        if ((ra < rb ? ra : rb) <= im->replicate_rows) {
+            move_var(be, rb <= ra ? b : a, TO_ALL, 0);
+            return;
+        }
+    }
+    co_hash(be, a, b, nkeys);
 }
 
 /* Agrees on a kernel's outcome: false on every rank when it failed on
@@ -795,11 +877,13 @@ static rf_run_result run_set_gather(rf_backend *be, const rf_hprogram *p, const 
     rf_dvar *a = ins[0], *b = ins[1], *out = outs[0];
     if (join->op != RF_K_JOIN || sort->op != RF_K_SORT || sort->in[0] != join->out || join->nkeys < 1 ||
         f->in[0] != join->in[0] || f->in[1] != join->in[1] || f->out[0] != sort->out || !a || !b ||
-        !out->sorted || kernel_rowid_use(join) != ROWID_NONE || a->d.kind == PLACE_REPLICATED ||
-        b->d.kind == PLACE_REPLICATED)
+        !out->sorted || kernel_rowid_use(join) != ROWID_NONE ||
+        (a->d.kind == PLACE_REPLICATED && b->d.kind == PLACE_REPLICATED))
         return RF_RUN_MEMBERS;
-    co_hash(be, a, b, join->nkeys);
-    dist rows = joined(join, a, b);
+    if (a->d.kind != PLACE_REPLICATED && b->d.kind != PLACE_REPLICATED)
+        join_inputs(be, a, b, join->nkeys);
+    /* (a self-join replicated: every rank makes the whole set) */
+    dist rows = a->d.kind == PLACE_REPLICATED && b->d.kind == PLACE_REPLICATED ? replicated() : joined(join, a, b);
     rf_dvar *inner_outs[1] = {out->inner}, *inner_ins[2] = {a->inner, b->inner};
     rf_run_result res = in->run(in, p, k, inner_outs, inner_ins, stats, st);
     /* declined on some rank: the members, on every rank (they overwrite
@@ -813,7 +897,7 @@ static rf_run_result run_set_gather(rf_backend *be, const rf_hprogram *p, const 
         return RF_RUN_MEMBERS;
     if (!agree(im, res == RF_RUN_DONE, st))
         return RF_RUN_FAILED;
-    if (rows.kind == PLACE_HASH) {
+    if (rows.kind == PLACE_HASH || rows.kind == PLACE_REPLICATED) {
         out->d = rows;
     } else {
         out->d = split();
@@ -874,13 +958,16 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
             out = replicated();
         } else if (a->d.kind == PLACE_REPLICATED || b->d.kind == PLACE_REPLICATED) {
             out = joined(k, a, b);
-        } else if (k->nkeys == 0) {   /* cross product: the smaller side everywhere */
-            size_t ra = dist_var_rows(be, a), rb = dist_var_rows(be, b);
-            move_var(be, rb <= ra ? b : a, TO_ALL, 0);
-            out = joined(k, a, b);
         } else {
-            co_hash(be, a, b, k->nkeys);
-            out = joined(k, a, b);
+            if (k->nkeys == 0) {   /* cross product: the smaller side everywhere */
+                size_t ra = dist_var_rows(be, a), rb = dist_var_rows(be, b);
+                move_var(be, rb <= ra ? b : a, TO_ALL, 0);
+            } else {
+                join_inputs(be, a, b, k->nkeys);
+            }
+            /* (a self-join whose side went everywhere: every rank makes
+             * the whole answer) */
+            out = a->d.kind == PLACE_REPLICATED && b->d.kind == PLACE_REPLICATED ? replicated() : joined(k, a, b);
         }
         break;
     case RF_K_ANTIJOIN:
@@ -897,9 +984,9 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
     case RF_K_DIFF:
         if (a && b && !(k->op == RF_K_DIFF && b->d.kind == PLACE_REPLICATED) &&
             !(a->d.kind == PLACE_REPLICATED && b->d.kind == PLACE_REPLICATED) &&
-            !(a->d.kind == PLACE_HASH && dist_is(b, PLACE_HASH, a->d.nkeys))) {
-            int j = a->d.kind == PLACE_HASH ? a->d.nkeys
-                    : b->d.kind == PLACE_HASH ? b->d.nkeys : default_prefix(a->arity);
+            !(a->d.kind == PLACE_HASH && same_dist(a->d, b->d))) {
+            int j = hash_prefix(a->d) ? hash_prefix(a->d)
+                    : hash_prefix(b->d) ? hash_prefix(b->d) : default_prefix(a->arity);
             move_var(be, a, TO_HASH, j);
             move_var(be, b, TO_HASH, j);
         }
@@ -915,8 +1002,7 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
         } else if (!a) {
             out = hashed(k->nkeys);
         } else {
-            if (!(a->d.kind == PLACE_REPLICATED || (a->d.kind == PLACE_HASH && a->d.nkeys >= 1 &&
-                                                     a->d.nkeys <= k->nkeys)))
+            if (!(a->d.kind == PLACE_REPLICATED || (hash_prefix(a->d) >= 1 && hash_prefix(a->d) <= k->nkeys)))
                 move_var(be, a, TO_HASH, k->nkeys);
             out = a->d;
         }
@@ -1082,6 +1168,8 @@ rf_backend *rf_backend_dist_new(rf_backend *inner, rf_comm *comm)
     im->inner = inner;
     im->comm = comm;
     im->output_threads = -1;
+    const char *rep = getenv("RF_DIST_REPLICATE_ROWS");
+    im->replicate_rows = rep && *rep ? (size_t)strtoull(rep, NULL, 10) : DIST_REPLICATE_ROWS_DEFAULT;
     rf_table_init(&im->away, 0);
     rf_table_init(&im->before, 0);
     rf_table_init(&im->after, 0);

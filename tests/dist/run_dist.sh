@@ -53,6 +53,11 @@ python3 "$tests/golden/run_golden.py" --redfox "$mpi $redfox" "${golden[@]}" | t
 
 python3 "$here/dist_diff.py" --redfox "$redfox" --mpirun "$mpi" --count $classic --seed 21 || fail=1
 python3 "$here/dist_diff.py" --redfox "$redfox" --mpirun "$mpi" --lang biz --count $biz --seed 21 || fail=1
+# Joins hash both sides alike instead of replicating the smaller one (the
+# default for relations of up to 4M rows, so every join above replicates).
+RF_DIST_REPLICATE_ROWS=0 python3 "$here/dist_diff.py" --redfox "$redfox" --mpirun "$mpi" --count 4 --seed 23 || fail=1
+RF_DIST_REPLICATE_ROWS=0 python3 "$here/dist_diff.py" --redfox "$redfox" --mpirun "$mpi" --lang biz --count 3 --seed 23 ||
+  fail=1
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
