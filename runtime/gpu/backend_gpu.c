@@ -112,6 +112,7 @@ typedef struct diff_frame {
 typedef struct set_history {
     int var;
     size_t join_rows, set_rows;
+    bool rows_too_many;      /* its rows once ran out of memory: a dense set from then on */
 } set_history;
 
 typedef struct gpu_impl {
@@ -128,6 +129,7 @@ typedef struct gpu_impl {
     size_t dense_diffs, dense_unions, dense_expands, dense_fallbacks;
     size_t dense_joins, dense_set_diffs;
     size_t set_gathers_sorted; /* set gathers that wrote their rows and sorted them instead */
+    size_t dense_after_oom;    /* set gathers whose rows ran out of memory, made a dense set instead */
     bool codegen;            /* RF_CUDA_CODEGEN: every MAP/JOIN stage NVRTC-generated */
     bool fuse_codegen;       /* fused groups generated (RF_CUDA_FUSE_CODEGEN, default on) */
     int runs_mode;           /* 0 off, 1 auto, 2 always (RF_CUDA_RUNS) */
@@ -641,7 +643,8 @@ static bool kernel_frees(const rf_kernel *k, int var)
  * bitmaps. Declining is never an error: *done stays false and the caller
  * writes the rows and sorts them. */
 static bool dense_join(rf_backend *be, const rf_kernel *k, rf_dvar *out, rf_dvar *l, rf_dvar *r,
-                       const rf_dset *hint, const char *what, bool *done, rf_kernel_stats *stats, rf_status *st)
+                       const rf_dset *hint, bool any_size, const char *what, bool *done, rf_kernel_stats *stats,
+                       rf_status *st)
 {
     *done = false;
     gpu_impl *g = impl_of(be);
@@ -664,7 +667,7 @@ static bool dense_join(rf_backend *be, const rf_kernel *k, rf_dvar *out, rf_dvar
     if (!rf_dset_plan_join(ctx_of(be), &l->rel, &r->rel, k->nproj, src, hint, RF_DSET_MAX_BITS, &plan, &fits, st))
         return false;
     size_t bitmap = rf_dset_bytes(&plan);
-    if (!fits || (g->dense_mode != 2 && bitmap > RF_DENSE_SMALL && bitmap / 16 > l->rel.nrows))
+    if (!fits || (g->dense_mode != 2 && !any_size && bitmap > RF_DENSE_SMALL && bitmap / 16 > l->rel.nrows))
         return true;
     rf_status quiet = {0};
     if (!rf_cuda_join_to_set(ctx_of(be), &l->rel, &r->rel, k->nkeys, &k->filter, src, &plan, what, &quiet)) {
@@ -1158,6 +1161,8 @@ static bool set_gather_dense(gpu_impl *g, int var)
     if (g->dense_mode == 0 || g->dense_dup_ratio <= 0)
         return false;
     const set_history *h = set_history_of(g, var);
+    if (h->rows_too_many)
+        return true;
     return h->join_rows >= RF_DENSE_DUP_MIN_ROWS &&
            (double)h->join_rows >= g->dense_dup_ratio * (double)(h->set_rows ? h->set_rows : 1);
 }
@@ -1190,7 +1195,8 @@ static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
         ok = sort_pending(be, in0, &local);   /* the dense join is not tested on rows out of order */
     if (ok && dense && (ok = rf_cuda_timer_start(ctx, &local))) {
         const diff_frame *hint = find_frame(g, sortk->out);
-        ok = dense_join(be, &chain, outs[0], in0, in1, hint ? &hint->frame : NULL, what, &done, stats, &local);
+        ok = dense_join(be, &chain, outs[0], in0, in1, hint ? &hint->frame : NULL, false, what, &done, stats,
+                        &local);
         double secs = 0;
         bool timed = rf_cuda_timer_stop(ctx, &secs, ok ? &local : &(rf_status){0});
         ok = ok && timed;
@@ -1212,11 +1218,39 @@ static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
         stats->rows_in[1] = rs.rows_in[1];
         stats->seconds += rs.seconds + ss.seconds;
         stats->bytes_moved = rs.bytes_moved + ss.bytes_moved;
+        /* RF_TEST_GPU_SET_ROWS=N (a test hook): a set gather whose JOIN
+         * made more than N rows fails as if they had not fit, so that small
+         * data reaches the dense fallback below */
+        const char *cap = getenv("RF_TEST_GPU_SET_ROWS");
+        if (ok && cap && *cap && rs.rows_out > (size_t)strtoull(cap, NULL, 10)) {
+            ok = false;
+            rf_fail(&local, RF_EXIT_OUT_OF_MEMORY, "GPU out of memory (RF_TEST_GPU_SET_ROWS): %zu rows of %s",
+                    rs.rows_out, what);
+        }
         g->set_gathers_sorted += ok;
         if (ok) {
             set_history *h = set_history_of(g, sortk->out);
             h->join_rows = rs.rows_out;
             h->set_rows = gpu_var_rows(be, outs[0]);
+        }
+        /* The JOIN's rows did not fit the device: a dense set holds each
+         * distinct row as one bit and never makes them (same generation on
+         * p2p-Gnutella31: tens of GB of rows a step, a 512 MB bitmap), at
+         * whatever size its frame fits; this gather stays a set from then
+         * on. (Where no frame fits, the members run, and the runtime's
+         * out-of-memory path takes over.) */
+        if (!ok && local.code == RF_EXIT_OUT_OF_MEMORY && g->dense_mode != 0) {
+            rf_status dense_st;
+            rf_status_init(&dense_st);
+            const diff_frame *hint = find_frame(g, sortk->out);
+            bool dok = sort_pending(be, in0, &dense_st) &&
+                       dense_join(be, &chain, outs[0], in0, in1, hint ? &hint->frame : NULL, true, what, &done, stats,
+                                  &dense_st);
+            if (dok && done) {
+                ok = true;
+                set_history_of(g, sortk->out)->rows_too_many = true;
+                g->dense_after_oom++;
+            }
         }
     }
     stats->rows_out = ok ? gpu_var_rows(be, outs[0]) : 0;
@@ -1833,9 +1867,11 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
     fprintf(f, "  gpu: joins with keys: %zu merge (binary search), %zu hash\n", nmerge, nhash);
     gpu_impl *g = impl_of(be);
     fprintf(f, "  gpu: dense sets (%s): %zu differences (%zu of two sets), %zu unions, %zu joins into a set, "
-               "%zu expansions, %zu unions fell back; %zu set gathers written and sorted instead\n",
+               "%zu expansions, %zu unions fell back; %zu set gathers written and sorted instead, %zu into a set "
+               "after their rows ran out of memory\n",
             g->dense_mode == 0 ? "off" : g->dense_mode == 2 ? "always" : "auto", g->dense_diffs, g->dense_set_diffs,
-            g->dense_unions, g->dense_joins, g->dense_expands, g->dense_fallbacks, g->set_gathers_sorted);
+            g->dense_unions, g->dense_joins, g->dense_expands, g->dense_fallbacks, g->set_gathers_sorted,
+            g->dense_after_oom);
     fprintf(f, "  gpu: runs (%s): %zu unions added a run (%zu known disjoint), %zu merges, %zu differences over "
                "runs, %zu tables made from runs\n",
             g->runs_mode == 0 ? "off" : g->runs_mode == 2 ? "always" : "auto", g->runs_unions, g->runs_disjoint,
