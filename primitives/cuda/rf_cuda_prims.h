@@ -251,6 +251,15 @@ void rf_dset_free(rf_cuda_ctx *c, rf_dset *s);
 bool rf_dset_plan(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *b, int max_bits, rf_dset *s,
                   bool *fits, rf_status *st);
 size_t rf_dset_bytes(const rf_dset *s);
+/* The frame of a set holding the rows of every relation in rels (a
+ * relation held as sorted runs) and, when cover is given, every row of
+ * cover's frame too (so that a set planned in cover's frame compares with
+ * it word by word). */
+bool rf_dset_plan_runs(rf_cuda_ctx *c, const rf_drel *const *rels, int n, const rf_dset *cover, int max_bits,
+                       rf_dset *s, bool *fits, rf_status *st);
+/* s (planned) := the rows of every relation in rels; they must lie in the frame. */
+bool rf_dset_build_runs(rf_cuda_ctx *c, const rf_drel *const *rels, int n, rf_dset *s, const char *what,
+                        rf_status *st);
 /* s (planned) := the rows of r; r's rows must lie in the frame. */
 bool rf_dset_build(rf_cuda_ctx *c, const rf_drel *r, rf_dset *s, const char *what, rf_status *st);
 /* out := rows of a (sorted) not in s, sorted. */

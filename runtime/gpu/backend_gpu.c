@@ -130,6 +130,8 @@ typedef struct gpu_impl {
     size_t dense_joins, dense_set_diffs;
     size_t set_gathers_sorted; /* set gathers that wrote their rows and sorted them instead */
     size_t dense_after_oom;    /* set gathers whose rows ran out of memory, made a dense set instead */
+    bool memory_short;         /* the device ran out of memory once: relations held as runs may become sets */
+    size_t sets_of_runs;       /* relations held as runs given a dense set (memory_short) */
     bool codegen;            /* RF_CUDA_CODEGEN: every MAP/JOIN stage NVRTC-generated */
     bool fuse_codegen;       /* fused groups generated (RF_CUDA_FUSE_CODEGEN, default on) */
     int runs_mode;           /* 0 off, 1 auto, 2 always (RF_CUDA_RUNS) */
@@ -472,12 +474,53 @@ static void refuse(gpu_impl *g, const rf_kernel *k, size_t retry_rows)
  * next UNION will add, so that the set need not be rebuilt. Failing to
  * make one (a frame too wide, no memory for the bitmap) is not an error:
  * the merge path runs instead. */
+static const rf_drel **run_rels(const rf_dvar *v);
+
+/* Once the device has run out of memory, a relation held as runs (a
+ * loop's full relation) is given a dense set when the set is much smaller
+ * than its rows (same generation on p2p-Gnutella31: 3.7G rows, 30 GB of
+ * runs, a 512 MB bitmap): the DIFF then probes bits, and the UNION into
+ * it makes a set alone, so the runs go. Its frame covers the incoming
+ * set's, so that the DIFF compares the two bitmaps word by word. Only
+ * under memory pressure: where everything fits, runs measured faster
+ * (docs/performance.md). Declining is never an error. */
+static bool set_of_runs(rf_backend *be, rf_dvar *full, const rf_dvar *incoming, rf_status *st)
+{
+    gpu_impl *g = impl_of(be);
+    if (full->set_never || full->nruns < 1)
+        return true;
+    const rf_drel **rr = run_rels(full);
+    rf_dset plan;
+    bool fits = false;
+    const rf_dset *cover = incoming && incoming->has_set ? &incoming->set : NULL;
+    bool ok = rf_dset_plan_runs(ctx_of(be), rr, full->nruns, cover, RF_DSET_MAX_BITS, &plan, &fits, st);
+    size_t rows_bytes = runs_rows(full) * (size_t)full->rel.arity * 8;
+    if (ok && !fits) {
+        full->set_never = true;
+    } else if (ok && rf_dset_bytes(&plan) * RF_DENSE_RATIO <= rows_bytes) {
+        rf_status quiet;
+        rf_status_init(&quiet);
+        if (rf_dset_build_runs(ctx_of(be), rr, full->nruns, &plan, "a dense set", &quiet)) {
+            full->set = plan;
+            full->has_set = true;
+            g->sets_of_runs++;
+        } else if (quiet.code != RF_EXIT_OUT_OF_MEMORY) {
+            ok = rf_fail(st, quiet.code, "%s", quiet.message);
+        }
+    }
+    free(rr);
+    return ok;
+}
+
 static bool maybe_make_set(rf_backend *be, const rf_kernel *k, rf_dvar *full, const rf_dvar *incoming,
                            rf_status *st)
 {
     gpu_impl *g = impl_of(be);
-    if (g->dense_mode == 0 || full->has_set || full->nruns > 0 || !full->table_ok || full->rel.arity < 1 ||
-        full->rel.nrows == 0)
+    if (g->dense_mode == 0 || full->has_set)
+        return true;
+    if (full->nruns > 0)
+        return g->memory_short ? set_of_runs(be, full, incoming, st) : true;
+    if (!full->table_ok || full->rel.arity < 1 || full->rel.nrows == 0)
         return true;
     bool always = g->dense_mode == 2;
     if (!always) {
@@ -549,6 +592,10 @@ static bool dense_diff(rf_backend *be, const rf_kernel *k, rf_dvar *out, rf_dvar
 {
     *done = false;
     gpu_impl *g = impl_of(be);
+    /* Short of memory, a set a and b held as runs: b's set first, in a
+     * frame covering a's, so that a is never expanded. */
+    if (g->memory_short && a->has_set && !a->table_ok && b->nruns > 0 && !maybe_make_set(be, k, b, a, st))
+        return false;
     /* Both sides bitmaps in one frame (a from a join into a set planned in
      * b's frame): expand the bits of a that b lacks, nothing else. */
     if (a->has_set && !a->table_ok && b->has_set && rf_dset_same_frame(&a->set, &b->set)) {
@@ -588,10 +635,16 @@ static bool dense_union(rf_backend *be, rf_dvar *out, rf_dvar *a, rf_dvar *b, co
                         rf_kernel_stats *stats, rf_status *st)
 {
     *done = false;
-    rf_dvar *s = a->has_set ? a : b->has_set ? b : NULL;
+    /* The set of the larger side (the full relation) takes the other's
+     * rows: never the full relation made rows to go into the small one. */
+    rf_dvar *s = a->has_set && (!b->has_set || gpu_var_rows(be, a) >= gpu_var_rows(be, b)) ? a
+                 : b->has_set                                                              ? b
+                                                                                            : NULL;
     if (!s || impl_of(be)->dense_mode == 0)
         return true;
     rf_dvar *o = s == a ? b : a;
+    if (o->nruns > 0 && !o->table_ok && !o->has_set && impl_of(be)->memory_short)
+        return true; /* no merging of a large relation's runs when short of memory: the runs union */
     if (!ensure_table(be, o, st))
         return false;
     rf_dset res;
@@ -780,7 +833,7 @@ static bool runs_union(rf_backend *be, const rf_kernel *k, rf_dvar *out, rf_dvar
                     : na >= nb ? a : b;
     rf_dvar *news = full == a ? b : a;
     int news_var = full == a ? k->in[1] : k->in[0];
-    if (full->has_set || news->has_set)
+    if (full->has_set || (news->has_set && full->nruns == 0))
         return true; /* the dense set's business (it declined: the merge below) */
     if (full->nruns == 0 && g->dense_mode != 0 &&
         ((full->set_retry > 0 && !full->set_never) || (news->set_retry > 0 && !news->set_never)))
@@ -1250,6 +1303,7 @@ static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
                 ok = true;
                 set_history_of(g, sortk->out)->rows_too_many = true;
                 g->dense_after_oom++;
+                g->memory_short = true;
             }
         }
     }
@@ -1767,8 +1821,8 @@ static bool gpu_run_multijoin(rf_backend *be, const rf_hprogram *p, const rf_ker
     return true;
 }
 
-static rf_run_result gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
-                             rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
+static rf_run_result gpu_run_kernel(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
+                                    rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
     gpu_impl *g = impl_of(be);
     {
@@ -1846,6 +1900,17 @@ static rf_run_result gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kern
     return RF_RUN_DONE;
 }
 
+/* A kernel that ran out of memory (the runtime spills and runs it again,
+ * or in parts) marks the device short of memory from then on. */
+static rf_run_result gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
+                             rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
+{
+    rf_run_result r = gpu_run_kernel(be, p, k, outs, ins, stats, st);
+    if (r == RF_RUN_FAILED && st->code == RF_EXIT_OUT_OF_MEMORY)
+        impl_of(be)->memory_short = true;
+    return r;
+}
+
 static size_t gpu_bytes_in_use(rf_backend *be) { return rf_cuda_bytes_in_use(ctx_of(be)); }
 static size_t gpu_bytes_peak(rf_backend *be) { return rf_cuda_bytes_peak(ctx_of(be)); }
 
@@ -1868,10 +1933,10 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
     gpu_impl *g = impl_of(be);
     fprintf(f, "  gpu: dense sets (%s): %zu differences (%zu of two sets), %zu unions, %zu joins into a set, "
                "%zu expansions, %zu unions fell back; %zu set gathers written and sorted instead, %zu into a set "
-               "after their rows ran out of memory\n",
+               "after their rows ran out of memory, %zu relations held as runs given a set\n",
             g->dense_mode == 0 ? "off" : g->dense_mode == 2 ? "always" : "auto", g->dense_diffs, g->dense_set_diffs,
             g->dense_unions, g->dense_joins, g->dense_expands, g->dense_fallbacks, g->set_gathers_sorted,
-            g->dense_after_oom);
+            g->dense_after_oom, g->sets_of_runs);
     fprintf(f, "  gpu: runs (%s): %zu unions added a run (%zu known disjoint), %zu merges, %zu differences over "
                "runs, %zu tables made from runs\n",
             g->runs_mode == 0 ? "off" : g->runs_mode == 2 ? "always" : "auto", g->runs_unions, g->runs_disjoint,

@@ -491,7 +491,7 @@ static size_t ref_minus(const rf_word *a, size_t na, const rf_word *b, size_t nb
  * wide. */
 static void test_dense_sets(rf_cuda_ctx *c)
 {
-    int runs = 0, outside = 0, too_wide = 0;
+    int runs = 0, outside = 0, too_wide = 0, runs_sets = 0;
     for (int iter = 0; iter < 200; iter++) {
         int ar = 1 + (int)(rnd() % 3);
         int bits = 1 + (int)(rnd() % (ar == 1 ? 20 : ar == 2 ? 12 : 8));
@@ -555,6 +555,31 @@ static void test_dense_sets(rf_cuda_ctx *c)
                 outside++;
                 CHECK(u.words == NULL, "dense union that did not fit left a result");
             }
+            /* The same rows as two runs (a relation held as runs): one
+             * set of their union, in a frame that covers s's; where s was
+             * planned for both, the same frame. */
+            const rf_drel *rr[2] = {&df, &dn};
+            rf_dset r2;
+            bool rfits = false;
+            ok = rf_dset_plan_runs(c, rr, 2, &s, RF_DSET_MAX_BITS, &r2, &rfits, &st);
+            CHECK(ok, "dense plan of runs: %s", st.message);
+            if (ok && rfits) {
+                if (!plant_outside)
+                    CHECK(rf_dset_same_frame(&r2, &s), "the runs' frame differs from the frame planned for both");
+                ok = rf_dset_build_runs(c, rr, 2, &r2, "dense runs", &st);
+                CHECK(ok, "dense build of runs: %s", st.message);
+                size_t n = tf.nrows + tn.nrows;
+                rf_word *all = rf_malloc(rf_mul_size(n + 1, (size_t)ar * 8));
+                memcpy(all, rf_, tf.nrows * (size_t)ar * 8);
+                memcpy(all + tf.nrows * ar, rn, tn.nrows * (size_t)ar * 8);
+                size_t nu = ref_sort_unique(all, n, ar);
+                CHECK(!ok || r2.nrows == nu, "dense runs: %zu rows counted, expected %zu", r2.nrows, nu);
+                if (ok && rf_dset_expand(c, &r2, &out, "dense runs expand", &st))
+                    expect_rel(c, &out, all, nu, ar, false, "dense runs");
+                free(all);
+                runs_sets++;
+            }
+            rf_dset_free(c, &r2);
             free(d);
             free(rf_);
             free(rn);
@@ -584,9 +609,10 @@ static void test_dense_sets(rf_cuda_ctx *c)
         too_wide++;
     rf_drel_free(c, &dw);
     rf_table_free(&w);
-    CHECK(runs > 100 && outside > 0 && too_wide > 0, "dense sets: %d cases, %d outside, %d too wide", runs, outside,
-          too_wide);
-    printf("dense sets: %d cases (%d unions outside the frame, %d frames too wide)\n", runs, outside, too_wide);
+    CHECK(runs > 100 && outside > 0 && too_wide > 0 && runs_sets > 100,
+          "dense sets: %d cases, %d outside, %d too wide, %d of runs", runs, outside, too_wide, runs_sets);
+    printf("dense sets: %d cases (%d unions outside the frame, %d frames too wide, %d sets of two runs)\n", runs,
+           outside, too_wide, runs_sets);
 }
 
 /* rf_cuda_join_to_set against the reference rows of the same join, made
