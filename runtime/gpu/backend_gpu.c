@@ -137,6 +137,7 @@ typedef struct gpu_impl {
     int runs_mode;           /* 0 off, 1 auto, 2 always (RF_CUDA_RUNS) */
     uint64_t last_stamp;
     size_t runs_unions, runs_merges, runs_diffs, runs_disjoint, runs_tables; /* --stats */
+    size_t runs_kept_gathered; /* sets gathered to rank 0 kept as runs: too large to merge there */
     size_t fused_generated, fused_library; /* reducing gathers run as one generated kernel, or not */
     bool pending_sorts;      /* SORTs of distinct rows left for a join's probe side (RF_CUDA_PENDING_SORT) */
     size_t sorts_left, sorts_done_later; /* --stats */
@@ -1938,9 +1939,9 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
             g->dense_unions, g->dense_joins, g->dense_expands, g->dense_fallbacks, g->set_gathers_sorted,
             g->dense_after_oom, g->sets_of_runs);
     fprintf(f, "  gpu: runs (%s): %zu unions added a run (%zu known disjoint), %zu merges, %zu differences over "
-               "runs, %zu tables made from runs\n",
+               "runs, %zu tables made from runs, %zu sets gathered to rank 0 kept as runs\n",
             g->runs_mode == 0 ? "off" : g->runs_mode == 2 ? "always" : "auto", g->runs_unions, g->runs_disjoint,
-            g->runs_merges, g->runs_diffs, g->runs_tables);
+            g->runs_merges, g->runs_diffs, g->runs_tables, g->runs_kept_gathered);
     fprintf(f, "  gpu: pending sorts (%s): %zu sorts of distinct rows left to a join's probe side, %zu of them "
                "sorted later for another reader\n",
             g->pending_sorts ? "on" : "off", g->sorts_left, g->sorts_done_later);
@@ -2049,7 +2050,7 @@ static bool gpu_move_rows(rf_backend *be, rf_dvar *v, rf_move_rows *how, rf_stat
     rf_drel out;
     rf_drel_init(&out, ar);
     rf_row_section own = {v->rel.data, n, v->rel.cap};   /* the rows that stay */
-    bool unsorted = how->set && was_pending, merged = false;
+    bool unsorted = how->set && was_pending, merged = false, kept_as_runs = false;
     /* Rows distinct on every rank are distinct overall (a variable's parts
      * are disjoint unless it is replicated, and a replicated one only
      * keeps its own rows here), so they stay distinct wherever they go:
@@ -2153,8 +2154,24 @@ static bool gpu_move_rows(rf_backend *be, rf_dvar *v, rf_move_rows *how, rf_stat
         /* A set whose parts were sorted everywhere: the sections merged
          * (each is a sorted subsequence of a sorted part) */
         merged = ok && how->set && !unsorted;
-        ok = ok && (merged ? merge_sections(ctx, size, sec, &out, st)
-                           : rf_cuda_concat_sections(ctx, size, sec, &out, "a relation's rows for this rank", st));
+        if (merged) {
+            ok = merge_sections(ctx, size, sec, &out, st);
+            /* Rank 0 gathering a set too large to merge beside its parts
+             * (same generation on p2p-Gnutella31 over two H200s: two 30 GB
+             * parts, a 59 GB union): the parts stay two runs, sorted and
+             * disjoint (a hash-placed set's parts share no row), merged
+             * where they are read (a download merges them on the host). */
+            int arriving = 0;
+            for (int s = 0; s < size; s++)
+                arriving += s != me && sec[s].rows > 0;
+            if (!ok && st->code == RF_EXIT_OUT_OF_MEMORY && how->to == RF_MOVE_ROOT && arriving == 1 &&
+                own.data == v->rel.data && own.rows == v->rel.nrows) {
+                rf_status_init(st);
+                ok = kept_as_runs = true;
+            }
+        } else {
+            ok = ok && rf_cuda_concat_sections(ctx, size, sec, &out, "a relation's rows for this rank", st);
+        }
     }
     /* Else a set is sorted and deduplicated again, unless it is this
      * rank's own sorted rows alone (a subsequence of sorted rows). */
@@ -2162,7 +2179,7 @@ static bool gpu_move_rows(rf_backend *be, rf_dvar *v, rf_move_rows *how, rf_stat
     ok = ok && (!resort || rf_cuda_sort_unique(ctx, &out, &out, "a relation moved between ranks", st));
     if (packed)
         rf_cuda_free(ctx, packed, packed_bytes);
-    if (inbox)
+    if (inbox && !kept_as_runs)   /* (else it becomes a run of v, below) */
         rf_cuda_free(ctx, inbox, inbox_bytes);
     if (trace && ok && rf_cuda_sync(ctx, st)) {   /* RF_DIST_TRACE=1: each move's phases */
         double end = rf_now();
@@ -2173,10 +2190,29 @@ static bool gpu_move_rows(rf_backend *be, rf_dvar *v, rf_move_rows *how, rf_stat
                 (t_counts - t_split) * 1e3, (t_sent - t_counts) * 1e3,
                 merged ? "merge" : resort ? "concat+sort" : "concat", (end - (t_sent ? t_sent : t_start)) * 1e3);
     }
+    if (!ok && kept_as_runs && inbox)
+        rf_cuda_free(ctx, inbox, inbox_bytes);
+    if (ok && kept_as_runs) {
+        /* v's own rows become its first run (they are one already when
+         * v was held as runs), the arrived ones its second */
+        if (v->nruns == 0)
+            runs_push(v, run_take(be, &v->rel));
+        if (v->rel_is_view) {
+            rf_drel_init(&v->rel, ar);
+            v->rel_is_view = false;
+        }
+        rf_drel arrived = {ar, inbox_bytes / ((size_t)ar * 8), inbox_bytes / ((size_t)ar * 8), (rf_word *)inbox};
+        inbox = NULL;
+        runs_push(v, run_take(be, &arrived));
+        v->table_ok = false;
+        impl_of(be)->runs_kept_gathered++;
+    }
     if (ok) {
-        becomes_table(be, v);
-        rf_drel_free(ctx, &v->rel);
-        v->rel = out;
+        if (!kept_as_runs) {
+            becomes_table(be, v);
+            rf_drel_free(ctx, &v->rel);
+            v->rel = out;
+        }
         v->distinct = how->set || all_distinct;
         v->stamp = ++impl_of(be)->last_stamp;
         v->minus_stamp = 0;
