@@ -138,6 +138,7 @@ typedef struct gpu_impl {
     uint64_t last_stamp;
     size_t runs_unions, runs_merges, runs_diffs, runs_disjoint, runs_tables; /* --stats */
     size_t runs_kept_gathered; /* sets gathered to rank 0 kept as runs: too large to merge there */
+    size_t runs_merges_put_off; /* merges of runs that ran out of memory: the runs stayed */
     size_t fused_generated, fused_library; /* reducing gathers run as one generated kernel, or not */
     bool pending_sorts;      /* SORTs of distinct rows left for a join's probe side (RF_CUDA_PENDING_SORT) */
     size_t sorts_left, sorts_done_later; /* --stats */
@@ -887,9 +888,19 @@ static bool runs_union(rf_backend *be, const rf_kernel *k, rf_dvar *out, rf_dvar
      * one run to the next: O(log n) runs). */
     size_t merged_rows = 0;
     while (out->nruns >= 2 && out->runs[out->nruns - 2]->rel.nrows <= 2 * out->runs[out->nruns - 1]->rel.nrows) {
-        merged_rows += out->runs[out->nruns - 2]->rel.nrows + out->runs[out->nruns - 1]->rel.nrows;
-        if (!merge_last_runs(be, out, st))
-            return false;
+        size_t both = out->runs[out->nruns - 2]->rel.nrows + out->runs[out->nruns - 1]->rel.nrows;
+        if (!merge_last_runs(be, out, st)) {
+            if (st->code != RF_EXIT_OUT_OF_MEMORY)
+                return false;
+            /* No room to merge beside them (same generation on usroads on
+             * an 80 GB card): the runs stay as they are, one more for the
+             * DIFF to probe; they merge when there is room again. */
+            rf_status_init(st);
+            g->memory_short = true;
+            g->runs_merges_put_off++;
+            break;
+        }
+        merged_rows += both;
     }
     out->table_ok = out->nruns == 0;
     if (out->nruns == 1) {
@@ -1939,9 +1950,10 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
             g->dense_unions, g->dense_joins, g->dense_expands, g->dense_fallbacks, g->set_gathers_sorted,
             g->dense_after_oom, g->sets_of_runs);
     fprintf(f, "  gpu: runs (%s): %zu unions added a run (%zu known disjoint), %zu merges, %zu differences over "
-               "runs, %zu tables made from runs, %zu sets gathered to rank 0 kept as runs\n",
+               "runs, %zu tables made from runs, %zu sets gathered to rank 0 kept as runs, %zu merges put off "
+               "(out of memory)\n",
             g->runs_mode == 0 ? "off" : g->runs_mode == 2 ? "always" : "auto", g->runs_unions, g->runs_disjoint,
-            g->runs_merges, g->runs_diffs, g->runs_tables, g->runs_kept_gathered);
+            g->runs_merges, g->runs_diffs, g->runs_tables, g->runs_kept_gathered, g->runs_merges_put_off);
     fprintf(f, "  gpu: pending sorts (%s): %zu sorts of distinct rows left to a join's probe side, %zu of them "
                "sorted later for another reader\n",
             g->pending_sorts ? "on" : "off", g->sorts_left, g->sorts_done_later);
