@@ -391,7 +391,11 @@ static bool download_runs(rf_backend *be, const rf_dvar *v, rf_table *t, rf_stat
     for (int i = v->nruns; ok && i-- > 0;) {   /* smallest first */
         rf_table_init(&run, t->arity);
         ok = rf_drel_download(ctx_of(be), &v->runs[i]->rel, &run, st);
-        if (ok) {
+        if (ok && acc.nrows == 0) {   /* the first run is the merge so far: no copy */
+            rf_table_free(&acc);
+            acc = run;
+            rf_table_init(&run, t->arity);
+        } else if (ok) {
             rf_prim_union(&acc, &run, &merged);
             rf_table_free(&acc);
             acc = merged;
