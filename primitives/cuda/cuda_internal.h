@@ -51,6 +51,9 @@ typedef struct rf_dframe {
 } rf_dframe;
 /* The frame of a planned set (dense_set.c). */
 rf_dframe rf_dset_frame(const rf_dset *s);
+/* s (planned, without words) gets its words, all clear; nothing is left
+ * allocated on failure. */
+bool rf_dset_alloc_clear(rf_cuda_ctx *c, rf_dset *s, const char *what, rf_status *st);
 
 /* One compute-code instruction on the device. sc marks the first
  * instruction of the right operand of && (1) or || (2): when the left value

@@ -148,37 +148,8 @@ fail:
 bool rf_dset_plan(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *b, int max_bits, rf_dset *s,
                   bool *fits, rf_status *st)
 {
-    rf_dset_init(s);
-    *fits = false;
-    int ar = a->arity;
-    if (ar < 1 || ar > RF_CUDA_MAX_COLS || (b && b->arity != ar) || (a->nrows == 0 && (!b || b->nrows == 0)))
-        return true;
-    uint64_t host[2 * RF_CUDA_MAX_COLS];
-    uint64_t *mm = rf_cuda_alloc(c, (size_t)ar * 16, "dense-set frame", st);
-    if (!mm)
-        return false;
-    CK(rf_k_fill(c->stream, mm, (size_t)ar, ~(uint64_t)0), "dense-set frame");
-    CK(cudaMemsetAsync(mm + ar, 0, (size_t)ar * 8, c->stream), "dense-set frame");
-    CK(rf_k_col_minmax(c->stream, rf_cols_of(a), ar, a->nrows, mm), "dense-set frame");
-    if (b)
-        CK(rf_k_col_minmax(c->stream, rf_cols_of(b), ar, b->nrows, mm), "dense-set frame");
-    if (!rf_cuda_read_back(c, mm, host, (size_t)ar * 16, st))
-        goto fail;
-    rf_cuda_free(c, mm, (size_t)ar * 16);
-    s->arity = ar;
-    int total = 0;
-    for (int j = 0; j < ar; j++) {
-        frame_column(s, j, host[j], host[ar + j]);
-        total += s->bits[j];
-    }
-    if (total > max_bits)
-        return true;
-    s->total_bits = total;
-    *fits = true;
-    return true;
-fail:
-    rf_cuda_free(c, mm, (size_t)ar * 16);
-    return false;
+    const rf_drel *rels[2] = {a, b};
+    return rf_dset_plan_runs(c, rels, b ? 2 : 1, NULL, max_bits, s, fits, st);
 }
 
 bool rf_dset_plan_runs(rf_cuda_ctx *c, const rf_drel *const *rels, int n, const rf_dset *cover, int max_bits,
@@ -253,28 +224,24 @@ fail:
     return false;
 }
 
-bool rf_dset_build(rf_cuda_ctx *c, const rf_drel *r, rf_dset *s, const char *what, rf_status *st)
+bool rf_dset_alloc_clear(rf_cuda_ctx *c, rf_dset *s, const char *what, rf_status *st)
 {
-    if (s->total_bits < 0 || r->arity != s->arity)
-        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "dense set for %s built without a frame", what ? what : "?");
     size_t bytes = rf_dset_bytes(s);
     s->words = rf_cuda_alloc(c, bytes, what, st);
     if (!s->words)
         return false;
     s->nwords = bytes / 8;
-    uint64_t counts[2];
-    if (!rf_cuda_check(c, cudaMemsetAsync(s->words, 0, bytes, c->stream), "dense-set build", st) ||
-        !insert_rows(c, s, s->words, r, counts, st)) {
+    s->nrows = 0;
+    if (!rf_cuda_check(c, cudaMemsetAsync(s->words, 0, bytes, c->stream), "dense-set clear", st)) {
         rf_dset_free(c, s);
         return false;
     }
-    if (counts[1] != 0) {
-        rf_dset_free(c, s);
-        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "dense set for %s: %llu rows outside its frame", what ? what : "?",
-                       (unsigned long long)counts[1]);
-    }
-    s->nrows = (size_t)counts[0];
     return true;
+}
+
+bool rf_dset_build(rf_cuda_ctx *c, const rf_drel *r, rf_dset *s, const char *what, rf_status *st)
+{
+    return rf_dset_build_runs(c, &r, 1, s, what, st);
 }
 
 bool rf_dset_build_runs(rf_cuda_ctx *c, const rf_drel *const *rels, int n, rf_dset *s, const char *what,
@@ -286,16 +253,8 @@ bool rf_dset_build_runs(rf_cuda_ctx *c, const rf_drel *const *rels, int n, rf_ds
         if (rels[i]->arity != s->arity)
             return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "dense set for %s: arities %d and %d", what ? what : "?",
                            rels[i]->arity, s->arity);
-    size_t bytes = rf_dset_bytes(s);
-    s->words = rf_cuda_alloc(c, bytes, what, st);
-    if (!s->words)
+    if (!rf_dset_alloc_clear(c, s, what, st))
         return false;
-    s->nwords = bytes / 8;
-    s->nrows = 0;
-    if (!rf_cuda_check(c, cudaMemsetAsync(s->words, 0, bytes, c->stream), "dense-set build", st)) {
-        rf_dset_free(c, s);
-        return false;
-    }
     for (int i = 0; i < n; i++) {
         uint64_t counts[2];
         if (!insert_rows(c, s, s->words, rels[i], counts, st)) {

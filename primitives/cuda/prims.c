@@ -1896,13 +1896,8 @@ bool rf_cuda_join_to_set(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int
         if (src[p] < 0 || src[p] >= l->arity + r->arity)
             return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "join projection reads column %d of %d", src[p],
                            l->arity + r->arity);
-    size_t bytes = rf_dset_bytes(s);
-    s->words = rf_cuda_alloc(c, bytes, what, st);
-    if (!s->words)
+    if (!rf_dset_alloc_clear(c, s, what, st))
         return false;
-    s->nwords = bytes / 8;
-    s->nrows = 0;
-    CK(cudaMemsetAsync(s->words, 0, bytes, c->stream), "join into a dense set");
     uint64_t total = 0, kept;
     if (l->nrows == 0 || r->nrows == 0)
         goto done;
