@@ -77,3 +77,30 @@ void rf_kernel_free(rf_kernel *k)
     rf_multijoin_free(k->mj);
     k->mj = NULL;
 }
+
+static bool reads_rowid_of(const rf_code *c, int side)
+{
+    for (int i = 0; i < c->n; i++)
+        if (c->ins[i].op == RF_EX_ROWID && c->ins[i].index == side)
+            return true;
+    return false;
+}
+
+bool rf_fused_probe_sort(const rf_fused *f)
+{
+    if (!f || f->nmembers < 3 || !f->members)
+        return false;
+    const rf_kernel *sort = &f->members[0], *join = &f->members[1], *last = &f->members[f->nmembers - 1];
+    if (sort->op != RF_K_SORT || join->op != RF_K_JOIN || last->op != RF_K_SORT || join->in[0] != sort->out ||
+        join->in[1] == sort->out || join->nkeys < 1)
+        return false;
+    for (int m = 2; m < f->nmembers; m++)
+        if (f->members[m].in[0] == sort->out || f->members[m].in[1] == sort->out)
+            return false;
+    if (reads_rowid_of(&join->filter, 0))
+        return false;
+    for (int j = 0; j < join->nproj; j++)
+        if (reads_rowid_of(&join->proj[j], 0))
+            return false;
+    return true;
+}

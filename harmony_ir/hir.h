@@ -275,6 +275,14 @@ rf_hprogram *rf_hir_lower(const rf_plan *plan);
 void rf_hir_liveness(rf_hprogram *p);   /* fills frees / free_entry */
 void rf_hir_free(rf_hprogram *p);
 
+/* Whether group f begins with a SORT that only orders the probe side of
+ * the JOIN after it and ends in a set gather (`s := SORT x; t := JOIN s,
+ * y; ...; o := SORT t'`, s internal and read only as that JOIN's first
+ * input, whose code reads no row position of it): a backend may join x's
+ * rows as they come, looking each one up in y, and skip the SORT; the
+ * set gather sorts and deduplicates the result, so it is the same. */
+bool rf_fused_probe_sort(const rf_fused *f);
+
 /* Whether group f may end in RF_GATHER_REDUCE (the verifier's rule). */
 bool rf_fused_reduce_legal(const rf_hprogram *p, const rf_fused *f);
 

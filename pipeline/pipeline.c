@@ -4,6 +4,9 @@
 #include "../queryplan/plan.h"
 #include "../weaver/weaver.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 void rf_pipeline_default_outputs(rf_program *prog)
 {
     if (prog->souffle)
@@ -19,7 +22,10 @@ void rf_pipeline_default_outputs(rf_program *prog)
 bool rf_pipeline_weave(rf_hprogram *hp, bool fuse, rf_status *st)
 {
     if (fuse) {
-        rf_weave_opts wo = {.reduce = true, .set = true};
+        /* RF_WEAVE_PROBE=0: no probe-side SORT in set gathers (for
+         * measuring them; docs/weaver.md s. 4.1) */
+        const char *probe = getenv("RF_WEAVE_PROBE");
+        rf_weave_opts wo = {.reduce = true, .set = true, .probe = !(probe && strcmp(probe, "0") == 0)};
         rf_weave(hp, &wo, NULL);
     } else {
         rf_unweave(hp);

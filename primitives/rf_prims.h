@@ -71,6 +71,12 @@ void rf_prim_sort_unique(rf_table *t);
 bool rf_prim_join(const rf_table *l, const rf_table *r, int nkeys,
                   const rf_code *filter, int nproj, const rf_code *proj,
                   rf_table *out, rf_status *st);
+/* The same rows as rf_prim_join with l in any order (r sorted): each row
+ * of l is looked up in r (Kernel Weaver's probe edge, the SORT of l
+ * skipped); the output comes in l's order, a row position of l is its
+ * place in l as given. */
+bool rf_prim_join_probe(const rf_table *l, const rf_table *r, int nkeys, const rf_code *filter, int nproj,
+                        const rf_code *proj, rf_table *out, rf_status *st);
 void rf_prim_antijoin(const rf_table *l, const rf_table *r, int nkeys, rf_table *out);
 /* out := rows of a whose first nkeys columns match no row of any of
  * runs[0..nruns) (a and each run sorted; nkeys = arity: the difference

@@ -147,15 +147,17 @@ static bool is_chain_link(const rf_hprogram *p, const rf_kernel *prev, const rf_
     return true;
 }
 
-int rf_fused_chain_end(const rf_hprogram *p, const rf_kernel *fk)
+int rf_fused_chain_end(const rf_hprogram *p, const rf_kernel *fk) { return rf_fused_chain_end_from(p, fk, 0); }
+
+int rf_fused_chain_end_from(const rf_hprogram *p, const rf_kernel *fk, int first)
 {
     const rf_fused *f = fk->fused;
-    if (!f || f->nmembers < 1)
+    if (!f || first < 0 || f->nmembers <= first)
         return -1;
-    const rf_kernel *head = &f->members[0];
+    const rf_kernel *head = &f->members[first];
     if (head->op != RF_K_MAP && head->op != RF_K_JOIN)
         return -1;
-    int last = 0;
+    int last = first;
     while (last + 1 < f->nmembers &&
            is_chain_link(p, &f->members[last], &f->members[last + 1], head->op == RF_K_MAP))
         last++;

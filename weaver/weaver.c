@@ -334,8 +334,90 @@ static int grow(const wctx *w, const seq *s, int h, const rf_weave_opts *o, int 
     return n;
 }
 
-/* The chains (groups of one output) of s. */
-static void weave_chains(const wctx *w, seq *s, const rf_weave_opts *o, rf_weave_info *info)
+/* c's column reads of a JOIN's `l ++ r` rewritten for `r ++ l`, and its
+ * row positions of either side for the other's (a0, a1: the arities). */
+static void swap_code_sides(rf_code *c, int a0, int a1)
+{
+    for (int i = 0; i < c->n; i++) {
+        rf_instr *in = &c->ins[i];
+        if (in->op == RF_EX_COL)
+            in->index = in->index < a0 ? in->index + a1 : in->index - a0;
+        else if (in->op == RF_EX_ROWID)
+            in->index = 1 - in->index;
+    }
+}
+
+/* k := JOIN in1, in0 with the same output: both sides' first nkeys
+ * columns are the keys, so only the code's column indices move. */
+static void swap_join(const rf_hprogram *p, rf_kernel *k)
+{
+    int a0 = p->vars[k->in[0]].arity, a1 = p->vars[k->in[1]].arity;
+    swap_code_sides(&k->filter, a0, a1);
+    for (int j = 0; j < k->nproj; j++)
+        swap_code_sides(&k->proj[j], a0, a1);
+    int t = k->in[0];
+    k->in[0] = k->in[1];
+    k->in[1] = t;
+}
+
+static bool code_reads_rowid_of(const rf_code *c, int side)
+{
+    for (int i = 0; i < c->n; i++)
+        if (c->ins[i].op == RF_EX_ROWID && c->ins[i].index == side)
+            return true;
+    return false;
+}
+
+static bool join_reads_rowid_of(const rf_kernel *k, int side)
+{
+    if (code_reads_rowid_of(&k->filter, side))
+        return true;
+    for (int j = 0; j < k->nproj; j++)
+        if (code_reads_rowid_of(&k->proj[j], side))
+            return true;
+    return false;
+}
+
+/* A set gather headed by JOIN idx[0] (milestone 6 of docs/weaver.md:
+ * probe edges): the SORT that makes one of the JOIN's inputs and that
+ * nothing else reads joins the group in front, the JOIN's operands
+ * swapped when it fed the second input, so that it is the probe side
+ * (rf_fused_probe_sort: a backend may then join the SORT's input as it
+ * comes). The second input's SORT is preferred: the lowering puts the
+ * larger, streamed relation there (q03's filtered lineitem). Returns the
+ * new size, n when no SORT qualifies or the group could not move. */
+static int add_probe_sort(const wctx *w, seq *s, int *idx, int n)
+{
+    rf_kernel *join = &s->kernels[idx[0]];
+    if (join->op != RF_K_JOIN || join->nkeys < 1 || n + 1 > RF_FUSED_MAX)
+        return n;
+    for (int side = 1; side >= 0; side--) {
+        int v = join->in[side];
+        if (v < 0 || v == join->in[1 - side] || !can_be_internal(w, v) || join_reads_rowid_of(join, side))
+            continue;
+        int q = -1;
+        for (int i = idx[0] - 1; i >= 0 && q < 0; i--)
+            if (s->kernels[i].op != RF_K_FUSED && s->kernels[i].out == v)
+                q = i;
+        if (q < 0 || s->kernels[q].op != RF_K_SORT)
+            continue;
+        if (side == 1)
+            swap_join(w->p, join);
+        int grown[RF_FUSED_MAX];
+        grown[0] = q;
+        memcpy(grown + 1, idx, (size_t)n * sizeof *idx);
+        if (can_move(s, grown, n + 1)) {
+            memcpy(idx, grown, (size_t)(n + 1) * sizeof *idx);
+            return n + 1;
+        }
+        if (side == 1)
+            swap_join(w->p, join);   /* back as it was */
+    }
+    return n;
+}
+
+/* The chains (groups of one output) of s; in_loop: s is a loop's body. */
+static void weave_chains(const wctx *w, seq *s, const rf_weave_opts *o, bool in_loop, rf_weave_info *info)
 {
     rf_hprogram *p = w->p;
     for (int h = 0; h < s->nkernels; h++) {
@@ -364,11 +446,23 @@ static void weave_chains(const wctx *w, seq *s, const rf_weave_opts *o, rf_weave
         }
         if (n < 2)
             continue;
+        /* Outside loops only for now: in a loop body the GPU's set
+         * gather (its join into a dense set, pending sorts) works on the
+         * two-member group, and runs a longer one as its members. */
+        int probe = 0;
+        if (gather == RF_GATHER_SET && o->probe && !in_loop) {
+            int grown = add_probe_sort(w, s, idx, n);
+            probe = grown > n;
+            n = grown;
+        }
         make_group(p, s, idx, n, gather);
         info->groups++;
         info->members += n;
         info->reduces += gather == RF_GATHER_REDUCE;
         info->sets += gather == RF_GATHER_SET;
+        info->probes += probe;
+        if (probe)
+            h--;   /* the SORT before the head left s too */
         /* h now holds the kernel that followed the head (or the group) */
         h--;
     }
@@ -490,7 +584,7 @@ static int successors(const rf_hprogram *p, int b, int s[2])
 /* Splits the CFG into runs: run_next[b] is the block that continues b's
  * run (control always goes there next, and only from b; neither lies on
  * a cycle), else -1; starts[b] whether a run begins at b. */
-static void find_runs(const rf_hprogram *p, int *run_next, bool *starts)
+static void find_runs(const rf_hprogram *p, int *run_next, bool *starts, bool *cyclic)
 {
     int nb = p->nblocks;
     int *npred = rf_calloc((size_t)nb + 1, sizeof *npred), *stack = rf_calloc((size_t)nb + 1, sizeof *stack);
@@ -528,6 +622,7 @@ static void find_runs(const rf_hprogram *p, int *run_next, bool *starts)
         if (run_next[b] >= 0)
             starts[t] = false;
     }
+    memcpy(cyclic, on_cycle, (size_t)nb);
     free(npred);
     free(stack);
     free(on_cycle);
@@ -542,8 +637,8 @@ void rf_weave(rf_hprogram *p, const rf_weave_opts *o, rf_weave_info *info)
     count_uses(&w);
     int nb = p->nblocks;
     int *run_next = rf_calloc((size_t)nb + 1, sizeof *run_next);
-    bool *starts = rf_calloc((size_t)nb + 1, 1);
-    find_runs(p, run_next, starts);
+    bool *starts = rf_calloc((size_t)nb + 1, 1), *cyclic = rf_calloc((size_t)nb + 1, 1);
+    find_runs(p, run_next, starts, cyclic);
     for (int b0 = 0; b0 < nb; b0++) {
         if (!starts[b0])
             continue;
@@ -562,7 +657,7 @@ void rf_weave(rf_hprogram *p, const rf_weave_opts *o, rf_weave_info *info)
             }
             hb->nkernels = 0;
         }
-        weave_chains(&w, &s, o, &local);
+        weave_chains(&w, &s, o, cyclic[b0], &local);
         weave_branches(&w, &s, &local);
         /* back into their blocks, in order: a group stands in its last
          * member's block, so no block gets more kernels than it had */
@@ -575,6 +670,7 @@ void rf_weave(rf_hprogram *p, const rf_weave_opts *o, rf_weave_info *info)
     }
     free(run_next);
     free(starts);
+    free(cyclic);
     free(w.reads);
     free(w.writes);
     rf_hir_liveness(p);

@@ -21,6 +21,10 @@ typedef struct rf_weave_opts {
     bool set;                /* end JOIN chains whose rows only a SORT reads
                                 in a set gather (JOIN -> SORT, the
                                 semi-naive step's join and dedup) */
+    bool probe;              /* outside loops, a set gather also takes the
+                                SORT that only orders its JOIN's probe side
+                                (rf_fused_probe_sort; operands swapped when
+                                that SORT feeds the second input) */
 } rf_weave_opts;
 
 typedef struct rf_weave_info {
@@ -29,6 +33,7 @@ typedef struct rf_weave_info {
     int reduces;             /* of which end in a reducing gather */
     int shared;              /* of which have several outputs (MAPs of one input) */
     int sets;                /* of which end in a set gather */
+    int probes;              /* of which begin with a probe side's SORT */
 } rf_weave_info;
 
 /* Rewrites p in place (after rf_hir_lower; recomputes liveness).
@@ -39,7 +44,8 @@ void rf_weave(rf_hprogram *p, const rf_weave_opts *o, rf_weave_info *info);
  * their order) and recomputes liveness: the program rf_weave was given,
  * up to where the members stand (a group that took members from earlier
  * kernels or blocks returns them all at its own place, which runs them in
- * the same order with the same inputs). */
+ * the same order with the same inputs; a JOIN whose operands a probe
+ * side's SORT swapped stays swapped, which makes the same rows). */
 void rf_unweave(rf_hprogram *p);
 
 /* The members first..last of FUSED kernel fk, a thread chain (a MAP or
@@ -54,6 +60,8 @@ bool rf_fused_compose(const rf_hprogram *p, const rf_kernel *fk, int first, int 
 /* The longest prefix of fk's members that forms a thread chain (index of
  * its last member), or -1 when member 0 cannot head one. */
 int rf_fused_chain_end(const rf_hprogram *p, const rf_kernel *fk);
+/* The same from member first (1 after a probe side's SORT). */
+int rf_fused_chain_end_from(const rf_hprogram *p, const rf_kernel *fk, int first);
 
 /* An aggregate's argument over the columns a composed chain makes (the
  * reducing gather's rows), rewritten over the chain's inputs, so that one

@@ -169,6 +169,7 @@ typedef struct join_job {
     int nproj, npieces;
     size_t *ls, *rs;
     bool cross;
+    bool probe;              /* l unsorted: each row looked up in r (rf_prim_join_probe) */
     size_t pairs_hint;       /* known output rows (0: unknown), to size the pair buffers */
     rf_table *pieces;
     rf_status *sts;
@@ -310,6 +311,24 @@ static void join_piece(void *ctx, int p)
         size_t n = l->nrows;
         join_groups(s, n * (size_t)p / (size_t)j->npieces, n * (size_t)(p + 1) / (size_t)j->npieces,
                     0, r->nrows);
+    } else if (j->probe) {
+        /* l's rows in their order, each looked up in r: from the last
+         * match onward by galloping (rows that come nearly in key order,
+         * a scan of a sorted table, cost a step each), else from r's
+         * start; a run of equal keys in l is one group. */
+        size_t n = l->nrows, i = n * (size_t)p / (size_t)j->npieces, i1 = n * (size_t)(p + 1) / (size_t)j->npieces;
+        size_t x = 0, nr = r->nrows;
+        while (i < i1 && !s->failed) {
+            size_t xl = x < nr && rf_rowcmp(l, i, r, x, k) >= 0 ? rf_gallop_lower(r, x, nr, l, i, k)
+                                                                 : rf_gallop_lower(r, 0, x, l, i, k);
+            size_t ie = i + 1;
+            while (ie < i1 && rf_rowcmp(l, ie, l, i, k) == 0)
+                ie++;
+            if (xl < nr && rf_rowcmp(l, i, r, xl, k) == 0)
+                join_groups(s, i, ie, xl, rf_gallop_upper(r, xl + 1, nr, r, xl, k));
+            i = ie;
+            x = xl;
+        }
     } else {
         size_t i = j->ls[p], i1 = j->ls[p + 1], x = j->rs[p], x1 = j->rs[p + 1];
         while (i < i1 && x < x1 && !s->failed) {
@@ -700,6 +719,28 @@ void rf_prim_union_into(const rf_table *a, const rf_table *b, rf_table *out)
 void rf_prim_difference(const rf_table *a, const rf_table *b, rf_table *out)
 {
     merge_op(M_ANTI, a, b, a->arity, out);
+}
+
+bool rf_prim_join_probe(const rf_table *l, const rf_table *r, int nkeys, const rf_code *filter, int nproj,
+                        const rf_code *proj, rf_table *out, rf_status *st)
+{
+    join_job j = {.l = l, .r = r, .nkeys = nkeys, .filter = filter, .proj = proj, .nproj = nproj, .probe = true};
+    j.pairs_hint = PAIRS;
+    j.npieces = rf_codes_intern(filter, nproj, proj) || nkeys < 1 ? 1 : rf_pieces_for(l->nrows, 4);
+    j.pieces = rf_calloc((size_t)j.npieces, sizeof *j.pieces);
+    j.sts = rf_calloc((size_t)j.npieces, sizeof *j.sts);
+    if (nkeys < 1) {   /* (not a probe: every pair) */
+        j.probe = false;
+        j.cross = true;
+    }
+    rf_par_for(j.npieces, join_piece, &j);
+    bool ok = rf_pieces_status(j.sts, j.npieces, st);
+    rf_concat_pieces(j.pieces, j.npieces, out);
+    if (!ok)
+        rf_table_clear(out);
+    free(j.pieces);
+    free(j.sts);
+    return ok;
 }
 
 void rf_prim_antijoin(const rf_table *l, const rf_table *r, int nkeys, rf_table *out)

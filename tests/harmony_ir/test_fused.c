@@ -721,6 +721,104 @@ static void test_recursive_set(void)
 /* Same generation: the first rule's JOIN (with a filter, projecting its
  * key away: its rows may repeat, which a set gather does not mind) and
  * both JOINs of the loop body, each with the SORT of its rows. */
+/* A probe side's SORT (docs/weaver.md milestone 6): outside loops, a set
+ * gather takes the SORT that only orders its JOIN's probe side, swapping
+ * the JOIN's operands when that SORT fed the second input (q03's second
+ * join: lineitem's filtered rows probe the first join's result); never in
+ * a loop's body; rf_fused_probe_sort says which groups are such. */
+static const char *probe_src = "o(k, c, d) -> int32(k), int32(c), int32(d).\n"
+                               "l(k, p, s) -> int32(k), int32(p), int32(s).\n"
+                               "c(c, m) -> int32(c), int32(m).\n"
+                               "o(1, 7, 3). o(2, 8, 4). o(3, 7, 5).\n"
+                               "l(1, 10, 9). l(1, 11, 2). l(3, 12, 9). l(4, 13, 9).\n"
+                               "c(7, 1). c(8, 2).\n"
+                               "r(k, d, p) -> int32(k), int32(d), int32(p).\n"
+                               "@output(r).\n"
+                               "r(k, d, p) <- c(c, 1), o(k, c, d), l(k, p, s), s > 5.\n";
+
+static void test_probe_sort(void)
+{
+    rf_status st;
+    rf_status_init(&st);
+    rf_weave_info info;
+    rf_weave_opts with = {.reduce = true, .set = true, .probe = true}, without = {.reduce = true, .set = true};
+    rf_hprogram *h = lower_text(probe_src), *plain = lower_text(probe_src);
+    rf_weave(h, &with, &info);
+    rf_weave(plain, &without, NULL);
+    CU_ASSERT_TRUE_FATAL(rf_hir_verify(h, &st));
+    CU_ASSERT_TRUE(info.probes >= 1);
+    int probes = 0;
+    for (int g = 0; find_fused(h, g, NULL); g++) {
+        const rf_kernel *fk = find_fused(h, g, NULL);
+        const rf_fused *f = fk->fused;
+        if (!rf_fused_probe_sort(f))
+            continue;
+        probes++;
+        CU_ASSERT_EQUAL(fk->gather, RF_GATHER_SET);
+        CU_ASSERT_EQUAL(f->members[0].op, RF_K_SORT);
+        CU_ASSERT_EQUAL(f->members[1].op, RF_K_JOIN);
+        CU_ASSERT_EQUAL(f->members[1].in[0], f->members[0].out);
+        CU_ASSERT_TRUE(h->vars[f->members[0].out].internal);
+        /* the SORT's input is the group's; what it sorted never leaves it */
+        CU_ASSERT_TRUE(f->in[0] == f->members[0].in[0] || f->in[1] == f->members[0].in[0]);
+    }
+    CU_ASSERT_EQUAL(probes, info.probes);
+    char *text = dump(h);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "| probe: "));
+    /* the binary form keeps the group; unwoven it verifies and has the
+     * kernels of the plain program (the JOIN maybe with its operands swapped) */
+    size_t len;
+    uint8_t *bytes = rf_hir_serialize(h, &len);
+    rf_hprogram *back = rf_hir_deserialize(bytes, len, &st);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    char *text2 = dump(back);
+    CU_ASSERT_STRING_EQUAL(text, text2);
+    rf_unweave(back);
+    CU_ASSERT_TRUE(rf_hir_verify(back, &st));
+    rf_unweave(plain);
+    int nk = 0, nplain = 0;
+    for (int b = 0; b < back->nblocks; b++)
+        nk += back->blocks[b].nkernels;
+    for (int b = 0; b < plain->nblocks; b++)
+        nplain += plain->blocks[b].nkernels;
+    CU_ASSERT_EQUAL(nk, nplain);
+    free(text);
+    free(text2);
+    free(bytes);
+    rf_hir_free(back);
+    rf_hir_free(plain);
+    rf_hir_free(h);
+
+    /* never in a loop's body (tc's step keeps its two members) */
+    h = lower_text(tc_src);
+    rf_weave(h, &with, &info);
+    CU_ASSERT_EQUAL(info.probes, 0);
+    CU_ASSERT_EQUAL(info.sets, 1);
+    rf_hir_free(h);
+
+    /* the predicate itself: a SORT, the JOIN probing with its rows, the
+     * gather's SORT; not when the JOIN reads a position of the probe side
+     * (it would be the row's place in the unsorted input) */
+    rf_kernel m[3];
+    memset(m, 0, sizeof m);
+    rf_instr rowid0 = {.op = RF_EX_ROWID, .index = 0}, rowid1 = {.op = RF_EX_ROWID, .index = 1};
+    rf_code proj = {1, &rowid1};
+    m[0].op = RF_K_SORT, m[0].out = 5, m[0].in[0] = 1, m[0].in[1] = -1;
+    m[1].op = RF_K_JOIN, m[1].out = 6, m[1].in[0] = 5, m[1].in[1] = 2, m[1].nkeys = 1, m[1].nproj = 1;
+    m[1].proj = &proj;
+    m[2].op = RF_K_SORT, m[2].out = 7, m[2].in[0] = 6, m[2].in[1] = -1;
+    rf_fused f = {3, m, 0, NULL, 0, NULL, 0, NULL};
+    CU_ASSERT_TRUE(rf_fused_probe_sort(&f));
+    proj.ins = &rowid0;
+    CU_ASSERT_FALSE(rf_fused_probe_sort(&f));
+    proj.ins = &rowid1;
+    m[1].in[0] = 2, m[1].in[1] = 5;   /* the SORT feeds the second input */
+    CU_ASSERT_FALSE(rf_fused_probe_sort(&f));
+    m[1].in[0] = 5, m[1].in[1] = 2;
+    m[2].op = RF_K_AGG;                 /* no set gather after it */
+    CU_ASSERT_FALSE(rf_fused_probe_sort(&f));
+}
+
 static void test_recursive_sg(void)
 {
     rf_hprogram *h = lower_text("edge(x, y) -> int32(x), int32(y).\n"
@@ -864,6 +962,7 @@ int main(void)
     CU_add_test(s, "a set gather in a fixpoint loop (tc)", test_recursive_set);
     CU_add_test(s, "set gathers in and before a loop (sg)", test_recursive_sg);
     CU_add_test(s, "malformed set gathers and recursive groups rejected", test_recursive_rejected);
+    CU_add_test(s, "a probe side's SORT in a set gather", test_probe_sort);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();

@@ -990,6 +990,86 @@ static void test_join_tiny_vs_big(void)
     rf_table_free(&big);
 }
 
+/* rf_prim_join_probe (Kernel Weaver's probe edge: the left side in any
+ * order, each row looked up in the sorted right side) makes the rows
+ * rf_prim_join makes of the sorted left side: compared as sets (its rows
+ * come in the left side's order), for left sides shuffled, sorted,
+ * reversed and with runs of equal keys, against a right side with a hot
+ * key, with and without a filter, on 1 and 4 threads; the reference is
+ * the merge join of the sorted left side. */
+static void test_join_probe(void)
+{
+    const size_t sizes[] = {0, 1, 50, 5000, 40000};
+    rf_table big;
+    skewed_sorted(&big, 2, 150000, 60000, 777);
+    int cases = 0;
+    for (size_t si = 0; si < 5; si++)
+        for (int order = 0; order < 3; order++)
+            for (int variant = 0; variant < 2; variant++) {
+                rf_table t0, sorted;
+                rand_table(&t0, 2, sizes[si], 61000);
+                for (size_t i = 0; i + 1 < t0.nrows; i += 4) {
+                    if (i < 64)
+                        t0.cols[0][i] = 777;   /* the hot key, a few times */
+                    rf_word key = big.cols[0][(i * 7919) % big.nrows];   /* keys that match */
+                    t0.cols[0][i + 1] = key == 777 ? 778 : key;
+                }
+                rf_prim_sort(&t0, &sorted);
+                rf_table probe;   /* sorted's rows in another order */
+                rf_table_init(&probe, 2);
+                rf_table_resize(&probe, sorted.nrows);
+                for (size_t i = 0; i < sorted.nrows; i++) {
+                    size_t from = order == 0 ? i : sorted.nrows - 1 - i;
+                    for (int c = 0; c < 2; c++)
+                        probe.cols[c][i] = sorted.cols[c][from];
+                }
+                for (size_t i = sorted.nrows; order == 2 && i > 1; i--) {   /* shuffled */
+                    size_t j = rnd() % i;
+                    for (int c = 0; c < 2; c++) {
+                        rf_word w = probe.cols[c][i - 1];
+                        probe.cols[c][i - 1] = probe.cols[c][j];
+                        probe.cols[c][j] = w;
+                    }
+                }
+                rf_expr *f = variant ? bin(RF_EX_LT, col(1), col(3)) : NULL;
+                rf_expr *p[3] = {col(0), col(1), col(3)};
+                rf_table ref, g1, g4;
+                codeset cs;
+                to_code(&cs, f, 3, p);
+                rf_status st;
+                rf_status_init(&st);
+                /* the merge join of the sorted rows (itself checked against
+                 * the nested-loop reference above) */
+                CU_ASSERT_TRUE(rf_prim_join(&sorted, &big, 1, &cs.filter, 3, cs.proj, &ref, &st));
+                rf_prims_set_threads(1);
+                CU_ASSERT_TRUE(rf_prim_join_probe(&probe, &big, 1, &cs.filter, 3, cs.proj, &g1, &st));
+                rf_prims_set_threads(4);
+                CU_ASSERT_TRUE(rf_prim_join_probe(&probe, &big, 1, &cs.filter, 3, cs.proj, &g4, &st));
+                CU_ASSERT_EQUAL(g1.nrows, ref.nrows);   /* every pair once, duplicates of l included */
+                CU_ASSERT_EQUAL(g4.nrows, ref.nrows);
+                rf_prim_sort_unique(&ref);
+                rf_prim_sort_unique(&g1);
+                rf_prim_sort_unique(&g4);
+                CU_ASSERT_TRUE(tables_equal(&ref, &g1));
+                CU_ASSERT_TRUE(tables_equal(&ref, &g4));
+                if (sizes[si] >= 50)
+                    CU_ASSERT_TRUE(ref.nrows > 0);
+                cases++;
+                free_code(&cs, 3);
+                rf_expr_free(f);
+                for (int q = 0; q < 3; q++)
+                    rf_expr_free(p[q]);
+                rf_table_free(&ref);
+                rf_table_free(&g1);
+                rf_table_free(&g4);
+                rf_table_free(&t0);
+                rf_table_free(&sorted);
+                rf_table_free(&probe);
+            }
+    rf_table_free(&big);
+    CU_ASSERT_EQUAL(cases, 30);
+}
+
 /* rf_prim_antijoin_runs: a small a probed into several runs (and a big a
  * merged run by run) equals the naive a − ∪ runs, on the whole row and on
  * the first column, with empty runs, duplicates across runs and skew. */
@@ -1340,6 +1420,7 @@ int main(void)
     CU_add_test(s, "sort: tiny inputs", test_sort_tiny);
     CU_add_test(s, "join: tiny side against a big skewed one", test_join_tiny_vs_big);
     CU_add_test(s, "antijoin against several runs", test_antijoin_runs);
+    CU_add_test(s, "join probing with an unsorted left side", test_join_probe);
     CU_add_test(s, "dense sets: erase", test_dense_erase);
     CU_add_test(s, "join: one search walk by key groups", test_join_groups);
     CU_add_test(s, "sort: tiny inputs in place", test_sort_unique_tiny);

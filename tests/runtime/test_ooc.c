@@ -26,7 +26,7 @@ static rf_hprogram *lower_text(const char *text, bool weave)
     rf_plan_free(plan);
     rf_program_free(prog);
     if (weave) {
-        rf_weave_opts o = {.reduce = true, .set = true};   /* as `redfox run` */
+        rf_weave_opts o = {.reduce = true, .set = true, .probe = true};   /* as `redfox run` */
         rf_weave_info wi;
         rf_weave(h, &o, &wi);
     }
