@@ -856,7 +856,8 @@ static rf_run_result solo_run(dist_impl *im, const rf_hprogram *p, const rf_kern
 }
 
 /* A FUSED kernel: the semi-naive set gather `t := JOIN a, b; s := SORT t`
- * runs fused when its JOIN's inputs can be brought together (both hashed
+ * (also with a probe side's SORT of a first: rf_fused_probe_sort) runs
+ * fused when its JOIN's inputs can be brought together (both hashed
  * on its keys): each rank joins its parts and deduplicates what it made
  * in one pass, as one process does; a set made where the join key lives
  * holds duplicates of other ranks' rows only when the JOIN's output is
@@ -871,12 +872,16 @@ static rf_run_result run_set_gather(rf_backend *be, const rf_hprogram *p, const 
     dist_impl *im = be->impl;
     rf_backend *in = im->inner;
     const rf_fused *f = k->fused;
-    if (k->gather != RF_GATHER_SET || f->nmembers != 2 || f->nout != 1 || f->nin != 2)
+    /* (a probe side's SORT first: its input is the JOIN's left side, as
+     * it comes; the inner backend probes with it or sorts it) */
+    int probe = rf_fused_probe_sort(f) ? 1 : 0;
+    if (k->gather != RF_GATHER_SET || f->nmembers != 2 + probe || f->nout != 1 || f->nin != 2)
         return RF_RUN_MEMBERS;
-    const rf_kernel *join = &f->members[0], *sort = &f->members[1];
+    const rf_kernel *join = &f->members[probe], *sort = &f->members[probe + 1];
+    int left = probe ? f->members[0].in[0] : join->in[0];
     rf_dvar *a = ins[0], *b = ins[1], *out = outs[0];
     if (join->op != RF_K_JOIN || sort->op != RF_K_SORT || sort->in[0] != join->out || join->nkeys < 1 ||
-        f->in[0] != join->in[0] || f->in[1] != join->in[1] || f->out[0] != sort->out || !a || !b ||
+        f->in[0] != left || f->in[1] != join->in[1] || f->out[0] != sort->out || !a || !b ||
         !out->sorted || kernel_rowid_use(join) != ROWID_NONE ||
         (a->d.kind == PLACE_REPLICATED && b->d.kind == PLACE_REPLICATED))
         return RF_RUN_MEMBERS;
