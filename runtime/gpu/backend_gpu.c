@@ -475,11 +475,6 @@ static void refuse(gpu_impl *g, const rf_kernel *k, size_t retry_rows)
     r->retry_rows = retry_rows;
 }
 
-/* Gives `full` (the right side of DIFF kernel k, a table) a dense set when
- * the rule above says so. The frame covers `incoming` too, the rows the
- * next UNION will add, so that the set need not be rebuilt. Failing to
- * make one (a frame too wide, no memory for the bitmap) is not an error:
- * the merge path runs instead. */
 static const rf_drel **run_rels(const rf_dvar *v);
 
 /* Once the device has run out of memory, a relation held as runs (a
@@ -518,6 +513,12 @@ static bool set_of_runs(rf_backend *be, rf_dvar *full, const rf_dvar *incoming, 
     return ok;
 }
 
+/* Gives `full` (the right side of DIFF kernel k: a table, or runs once
+ * the device is short of memory, set_of_runs) a dense set when the size
+ * rule (RF_DENSE_RATIO, RF_DENSE_SMALL) says so. The frame covers `incoming` too, the rows the
+ * next UNION will add, so that the set need not be rebuilt. Failing to
+ * make one (a frame too wide, no memory for the bitmap) is not an error:
+ * the merge path runs instead. */
 static bool maybe_make_set(rf_backend *be, const rf_kernel *k, rf_dvar *full, const rf_dvar *incoming,
                            rf_status *st)
 {
