@@ -23,5 +23,8 @@ bool rf_emit_batch(rf_emitter *em, rf_word *const *cols, size_t base, int n, rf_
                    rf_status *st);
 /* First failed piece status (in piece order, so errors are deterministic). */
 bool rf_pieces_status(rf_status *sts, int n, rf_status *st);
+/* After a parallel pass: out := the n pieces concatenated in order
+ * (cleared when one failed, st then its status); frees pieces and sts. */
+bool rf_pieces_finish(rf_table *pieces, rf_status *sts, int n, rf_table *out, rf_status *st);
 
 #endif

@@ -242,14 +242,8 @@ bool rf_prim_multijoin(int nin, const rf_table *const *ins, const int *in_first,
     j.nproj = nproj;
     lftj_prepare(&j, nin, ins, in_first, in_vars, nvars, rf_codes_intern(filter, nproj, proj));
     rf_par_for(j.npieces, lftj_piece, &j);
-    bool ok = rf_pieces_status(j.sts, j.npieces, st);
-    rf_concat_pieces(j.pieces, j.npieces, out);
-    if (!ok)
-        rf_table_clear(out);
-    free(j.pieces);
-    free(j.sts);
     free(j.bound);
-    return ok;
+    return rf_pieces_finish(j.pieces, j.sts, j.npieces, out, st);
 }
 
 size_t rf_prim_multijoin_count(int nin, const rf_table *const *ins, const int *in_first, const int *in_vars,

@@ -127,6 +127,17 @@ bool rf_pieces_status(rf_status *sts, int n, rf_status *st)
     return true;
 }
 
+bool rf_pieces_finish(rf_table *pieces, rf_status *sts, int n, rf_table *out, rf_status *st)
+{
+    bool ok = rf_pieces_status(sts, n, st);
+    rf_concat_pieces(pieces, n, out);
+    if (!ok)
+        rf_table_clear(out);
+    free(pieces);
+    free(sts);
+    return ok;
+}
+
 bool rf_prim_map(const rf_table *in, const rf_code *filter, int nproj, const rf_code *proj,
                  rf_table *out, rf_status *st)
 {
@@ -135,13 +146,7 @@ bool rf_prim_map(const rf_table *in, const rf_code *filter, int nproj, const rf_
     j.pieces = rf_calloc((size_t)j.npieces, sizeof *j.pieces);
     j.sts = rf_calloc((size_t)j.npieces, sizeof *j.sts);
     rf_par_for(j.npieces, map_piece, &j);
-    bool ok = rf_pieces_status(j.sts, j.npieces, st);
-    rf_concat_pieces(j.pieces, j.npieces, out);
-    if (!ok)
-        rf_table_clear(out);
-    free(j.pieces);
-    free(j.sts);
-    return ok;
+    return rf_pieces_finish(j.pieces, j.sts, j.npieces, out, st);
 }
 
 typedef struct map_many_job {

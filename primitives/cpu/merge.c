@@ -544,15 +544,9 @@ bool rf_prim_join(const rf_table *l, const rf_table *r, int nkeys, const rf_code
     j.pieces = rf_calloc((size_t)j.npieces, sizeof *j.pieces);
     j.sts = rf_calloc((size_t)j.npieces, sizeof *j.sts);
     rf_par_for(j.npieces, join_piece, &j);
-    bool ok = rf_pieces_status(j.sts, j.npieces, st);
-    rf_concat_pieces(j.pieces, j.npieces, out);
-    if (!ok)
-        rf_table_clear(out);
     free(j.ls);
     free(j.rs);
-    free(j.pieces);
-    free(j.sts);
-    return ok;
+    return rf_pieces_finish(j.pieces, j.sts, j.npieces, out, st);
 }
 
 /* ---- UNION, DIFFERENCE, ANTIJOIN ---- */
@@ -734,13 +728,7 @@ bool rf_prim_join_probe(const rf_table *l, const rf_table *r, int nkeys, const r
         j.cross = true;
     }
     rf_par_for(j.npieces, join_piece, &j);
-    bool ok = rf_pieces_status(j.sts, j.npieces, st);
-    rf_concat_pieces(j.pieces, j.npieces, out);
-    if (!ok)
-        rf_table_clear(out);
-    free(j.pieces);
-    free(j.sts);
-    return ok;
+    return rf_pieces_finish(j.pieces, j.sts, j.npieces, out, st);
 }
 
 void rf_prim_antijoin(const rf_table *l, const rf_table *r, int nkeys, rf_table *out)
