@@ -49,6 +49,23 @@ static const char *src =
     "c[] = x -> int64(x).\n"
     "c[] = x <- agg<<x = count()>> r(k, _, _), s(k, _).\n";
 
+/* h written to the binary form and read back: the copy, which must print
+ * as `text` (h's dump) does. */
+static rf_hprogram *round_trip(const rf_hprogram *h, const char *text)
+{
+    rf_status st;
+    rf_status_init(&st);
+    size_t len;
+    uint8_t *bytes = rf_hir_serialize(h, &len);
+    rf_hprogram *back = rf_hir_deserialize(bytes, len, &st);
+    free(bytes);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+    char *text2 = dump(back);
+    CU_ASSERT_STRING_EQUAL(text, text2);
+    free(text2);
+    return back;
+}
+
 static rf_kernel *find_fused(rf_hprogram *h, int nth, int *block)
 {
     for (int b = 0; b < h->nblocks; b++)
@@ -767,12 +784,7 @@ static void test_probe_sort(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "| probe: "));
     /* the binary form keeps the group; unwoven it verifies and has the
      * kernels of the plain program (the JOIN maybe with its operands swapped) */
-    size_t len;
-    uint8_t *bytes = rf_hir_serialize(h, &len);
-    rf_hprogram *back = rf_hir_deserialize(bytes, len, &st);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(back);
-    char *text2 = dump(back);
-    CU_ASSERT_STRING_EQUAL(text, text2);
+    rf_hprogram *back = round_trip(h, text);
     rf_unweave(back);
     CU_ASSERT_TRUE(rf_hir_verify(back, &st));
     rf_unweave(plain);
@@ -783,8 +795,6 @@ static void test_probe_sort(void)
         nplain += plain->blocks[b].nkernels;
     CU_ASSERT_EQUAL(nk, nplain);
     free(text);
-    free(text2);
-    free(bytes);
     rf_hir_free(back);
     rf_hir_free(plain);
     rf_hir_free(h);
