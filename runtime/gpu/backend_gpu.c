@@ -129,6 +129,7 @@ typedef struct gpu_impl {
     size_t dense_diffs, dense_unions, dense_expands, dense_fallbacks;
     size_t dense_joins, dense_set_diffs;
     size_t set_gathers_sorted; /* set gathers that wrote their rows and sorted them instead */
+    size_t set_gathers_probed; /* of those, probing with their JOIN's first input unsorted */
     size_t dense_after_oom;    /* set gathers whose rows ran out of memory, made a dense set instead */
     bool memory_short;         /* the device ran out of memory once: relations held as runs may become sets */
     size_t sets_of_runs;       /* relations held as runs given a dense set (memory_short) */
@@ -326,16 +327,26 @@ static bool map_keeps_columns(const rf_kernel *k, int arity)
 }
 
 /* Whether kernel k may read variable v's rows in any order: v is the probe
- * (left) side of a JOIN, or of the JOIN that heads a set gather, and not
- * also its other side, and no code of the JOIN reads row numbers (which
- * follow the order). */
+ * (left) side of a JOIN, or of the JOIN that heads a set gather (or of the
+ * probe-side SORT before it, which gpu_run_set leaves out), and not also
+ * its other side, and no code of the JOIN reads row numbers (which follow
+ * the order). */
 static bool reads_in_any_order(const rf_kernel *k, int v)
 {
     const rf_kernel *j = k;
     if (k->op == RF_K_FUSED) {
-        if (k->gather != RF_GATHER_SET || k->fused->nmembers < 2)
+        const rf_fused *f = k->fused;
+        if (k->gather != RF_GATHER_SET || f->nmembers < 2)
             return false;
-        j = &k->fused->members[0];
+        if (rf_fused_probe_sort(f)) {   /* rowids of the sorted side: none (rf_fused_probe_sort) */
+            if (f->members[0].in[0] != v)
+                return false;
+            for (int m = 1; m < f->nmembers; m++)
+                if (f->members[m].in[0] == v || f->members[m].in[1] == v)
+                    return false;
+            return true;
+        }
+        j = &f->members[0];
     }
     if (j->op != RF_K_JOIN || j->in[0] != v || j->in[1] == v || rf_code_reads_rowid(&j->filter))
         return false;
@@ -1237,17 +1248,50 @@ static bool set_gather_dense(gpu_impl *g, int var)
            (double)h->join_rows >= g->dense_dup_ratio * (double)(h->set_rows ? h->set_rows : 1);
 }
 
+/* The member a set gather's row chain starts at: 1 after its JOIN's
+ * probe-side SORT (rf_fused_probe_sort), which the GPU does not run: its
+ * join searches the other side for each probe row, in any order
+ * (join_candidates), and the gather's SORT orders and deduplicates the
+ * rows made. */
+static int set_gather_first(const rf_fused *f)
+{
+    return rf_fused_probe_sort(f) ? 1 : 0;
+}
+
+/* The set gather's probe side in key order, for the dense join (which is
+ * not tested on rows out of order): a pending SORT done, or, after a
+ * probe-side SORT left out, that SORT (member 0) run into *sorted (the
+ * caller frees it). */
+static bool probe_side_in_order(rf_backend *be, const rf_hprogram *p, const rf_kernel *fk, int first, rf_dvar **in0,
+                                rf_dvar **sorted, rf_status *st)
+{
+    if (first == 0)
+        return sort_pending(be, *in0, st);
+    if (*sorted)
+        return true;
+    const rf_kernel *sortk = &fk->fused->members[0];
+    rf_kernel_stats ss;
+    memset(&ss, 0, sizeof ss);
+    *sorted = gpu_var_new(be, p->vars[sortk->out].arity, st);
+    if (!*sorted || !sort_pending(be, *in0, st) || !gpu_run_plain(be, p, sortk, *sorted, *in0, NULL, &ss, st))
+        return false;
+    *in0 = *sorted;
+    return true;
+}
+
 static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_kernel *fk, rf_dvar *const *outs,
                                  rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
     gpu_impl *g = impl_of(be);
     rf_cuda_ctx *ctx = ctx_of(be);
     const rf_fused *f = fk->fused;
+    int first = set_gather_first(f);
     int last = f->nmembers - 2;   /* the rows' chain ends here; the SORT follows */
     rf_kernel chain;
-    if (f->nout != 1 || last < 0 || rf_fused_chain_end(p, fk) < last || !rf_fused_compose(p, fk, 0, last, &chain))
+    if (f->nout != 1 || last < first || rf_fused_chain_end_from(p, fk, first) < last ||
+        !rf_fused_compose(p, fk, first, last, &chain))
         return RF_RUN_MEMBERS;
-    if (last > 0 && !rf_selplan_env_check(&chain.filter, st)) {   /* as gpu_run_fused: a composed chain */
+    if (last > first && !rf_selplan_env_check(&chain.filter, st)) {   /* as gpu_run_fused: a composed chain */
         rf_kernel_free(&chain);
         return RF_RUN_FAILED;
     }
@@ -1255,14 +1299,21 @@ static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
     const char *what = p->vars[sortk->out].name ? p->vars[sortk->out].name : "?";
     rf_status local;
     rf_status_init(&local);
-    rf_dvar *in0 = chain.in[0] >= 0 ? group_input(fk, ins, chain.in[0]) : NULL;
+    /* after a probe-side SORT left out, the JOIN probes with that SORT's input */
+    int probe_var = first ? f->members[0].in[0] : chain.in[0];
+    rf_dvar *in0 = probe_var >= 0 ? group_input(fk, ins, probe_var) : NULL;
     rf_dvar *in1 = chain.in[1] >= 0 ? group_input(fk, ins, chain.in[1]) : NULL;
+    rf_dvar *sorted_probe = NULL;
+    if (first && (!in0 || !in1 || chain.op != RF_K_JOIN)) {
+        rf_kernel_free(&chain);
+        return RF_RUN_MEMBERS;
+    }
     memset(stats, 0, sizeof *stats);
     bool done = false;
     bool ok = !needs_string_order(&chain) || refresh_string_order(ctx, &local);
     bool dense = set_gather_dense(g, sortk->out);
     if (ok && dense)
-        ok = sort_pending(be, in0, &local);   /* the dense join is not tested on rows out of order */
+        ok = probe_side_in_order(be, p, fk, first, &in0, &sorted_probe, &local);
     if (ok && dense && (ok = rf_cuda_timer_start(ctx, &local))) {
         const diff_frame *hint = find_frame(g, sortk->out);
         ok = dense_join(be, &chain, outs[0], in0, in1, hint ? &hint->frame : NULL, false, what, &done, stats,
@@ -1279,7 +1330,7 @@ static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
         rf_dvar *rows = gpu_var_new(be, p->vars[chain.out].arity, &local);
         /* a chain of several members as its generated kernel (as any thread
          * chain); a lone JOIN as the unfused one runs */
-        rf_cuda_set_codegen(ctx, g->codegen || (last > 0 && g->fuse_codegen));
+        rf_cuda_set_codegen(ctx, g->codegen || (last > first && g->fuse_codegen));
         ok = rows && gpu_run_plain(be, p, &chain, rows, in0, in1, &rs, &local);
         rf_cuda_set_codegen(ctx, g->codegen);
         ok = ok && gpu_run_plain(be, p, sortk, outs[0], rows, NULL, &ss, &local);
@@ -1298,6 +1349,7 @@ static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
                     rs.rows_out, what);
         }
         g->set_gathers_sorted += ok;
+        g->set_gathers_probed += ok && first;
         if (ok) {
             set_history *h = set_history_of(g, sortk->out);
             h->join_rows = rs.rows_out;
@@ -1313,7 +1365,7 @@ static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
             rf_status dense_st;
             rf_status_init(&dense_st);
             const diff_frame *hint = find_frame(g, sortk->out);
-            bool dok = sort_pending(be, in0, &dense_st) &&
+            bool dok = probe_side_in_order(be, p, fk, first, &in0, &sorted_probe, &dense_st) &&
                        dense_join(be, &chain, outs[0], in0, in1, hint ? &hint->frame : NULL, true, what, &done, stats,
                                   &dense_st);
             if (dok && done) {
@@ -1325,6 +1377,8 @@ static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
         }
     }
     stats->rows_out = ok ? gpu_var_rows(be, outs[0]) : 0;
+    if (sorted_probe)
+        gpu_var_free(be, sorted_probe);
     rf_kernel_free(&chain);
     return ok ? RF_RUN_DONE : RF_RUN_MEMBERS;
 }
@@ -1540,11 +1594,13 @@ static fused_code fused_source(const rf_hprogram *p, const rf_kernel *fk, char *
         return *src ? FUSED_SELECT_MANY : FUSED_MEMBERS;
     }
     bool reduce = fk->gather == RF_GATHER_REDUCE, set = fk->gather == RF_GATHER_SET;
+    int first = set ? set_gather_first(f) : 0;
     int last = reduce ? f->nmembers - 3 : set ? f->nmembers - 2 : f->nmembers - 1;
     rf_kernel chain;
-    if (!(last >= 0 && rf_fused_chain_end(p, fk) >= last && rf_fused_compose(p, fk, 0, last, &chain)))
+    if (!(last >= first && rf_fused_chain_end_from(p, fk, first) >= last &&
+          rf_fused_compose(p, fk, first, last, &chain)))
         return FUSED_MEMBERS;
-    if (set && last == 0) {   /* gpu_run_set: the JOIN as unfused, no generated code */
+    if (set && last == first) {   /* gpu_run_set: the JOIN as unfused, no generated code */
         rf_kernel_free(&chain);
         return FUSED_SET_LIBRARY;
     }
@@ -1617,7 +1673,13 @@ char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk)
     fputc('\n', out);
     char *plan_line = NULL;
     fused_code how = fused_source(p, fk, &src, &strings, &plan_line, NULL, NULL);
-    const char *chain_op = f->nmembers > 0 ? rf_kop_name(f->members[0].op) : "?";
+    int first = set ? set_gather_first(f) : 0;
+    const char *chain_op = f->nmembers > first ? rf_kop_name(f->members[first].op) : "?";
+    if (first && how != FUSED_MEMBERS)
+        fputs("// probe side: member 0, the SORT that orders the JOIN's first input, is left out; the JOIN\n"
+              "// searches its second input for each of that SORT's input rows as they come, and the\n"
+              "// gather's SORT orders and deduplicates what it makes (the dense set sorts them first)\n",
+              out);
     if (set && how != FUSED_MEMBERS && how != FUSED_SET_LIBRARY)
         fprintf(out, "// set gather: the composed JOIN's pairs set bits of a dense set, the SORT's result (library\n"
                      "// kernel rf_cuda_join_to_set), when its projections are plain columns and the frame fits;\n"
@@ -1648,14 +1710,14 @@ char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk)
                 last, f->members[f->nmembers - 1].nkeys);
         break;
     case FUSED_SELECT:
-        fprintf(out, "// members 0..%d: one %s, their code composed over the group's inputs, as one kernel,\n"
+        fprintf(out, "// members %d..%d: one %s, their code composed over the group's inputs, as one kernel,\n"
                      "// rf_select: each row (candidate pair) made once, intermediates in registers, the kept\n"
                      "// rows written in order (a decoupled look-back over tiles gives each tile its place)\n",
-                last, chain_op);
+                first, last, chain_op);
         break;
     case FUSED_STAGES:
-        fprintf(out, "// members 0..%d: one %s kernel, their code composed over the group's inputs%s\n", last,
-                chain_op,
+        fprintf(out, "// members %d..%d: one %s kernel, their code composed over the group's inputs%s\n", first,
+                last, chain_op,
                 reduce ? ";\n// then the reducing gather: its rows fold into per-group accumulators by hashing the\n"
                          "// keys (library kernels k_hash_groups, k_hash_fold: an aggregate is beyond the\n"
                          "// generated kernel), sorted once per group"
@@ -1949,11 +2011,12 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
     fprintf(f, "  gpu: joins with keys: %zu merge (binary search), %zu hash\n", nmerge, nhash);
     gpu_impl *g = impl_of(be);
     fprintf(f, "  gpu: dense sets (%s): %zu differences (%zu of two sets), %zu unions, %zu joins into a set, "
-               "%zu expansions, %zu unions fell back; %zu set gathers written and sorted instead, %zu into a set "
-               "after their rows ran out of memory, %zu relations held as runs given a set\n",
+               "%zu expansions, %zu unions fell back; %zu set gathers written and sorted instead (%zu probing with "
+               "their first input unsorted), %zu into a set after their rows ran out of memory, %zu relations held "
+               "as runs given a set\n",
             g->dense_mode == 0 ? "off" : g->dense_mode == 2 ? "always" : "auto", g->dense_diffs, g->dense_set_diffs,
             g->dense_unions, g->dense_joins, g->dense_expands, g->dense_fallbacks, g->set_gathers_sorted,
-            g->dense_after_oom, g->sets_of_runs);
+            g->set_gathers_probed, g->dense_after_oom, g->sets_of_runs);
     fprintf(f, "  gpu: runs (%s): %zu unions added a run (%zu known disjoint), %zu merges, %zu differences over "
                "runs, %zu tables made from runs, %zu sets gathered to rank 0 kept as runs, %zu merges put off "
                "(out of memory)\n",
