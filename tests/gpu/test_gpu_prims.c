@@ -1627,6 +1627,53 @@ static rf_expr *sgen(rf_type t, int depth, bool one_string_col)
     }
 }
 
+/* Tabulates e over in (rf_cuda_test_tabulate) and checks each row of the
+ * device form, run by the model, against the host's evaluation: the same
+ * value or the same fault. *host when it went to the host; *ntab the
+ * words of its tables. */
+static void compare_tabulated(const rf_expr *e, const rf_table *in, bool *host, size_t *ntab, int *faults)
+{
+    rf_code code = to_code(e);
+    rf_code dev;
+    rf_word *tab = NULL;
+    *ntab = 0;
+    *host = false;
+    rf_status st;
+    rf_status_init(&st);
+    bool ok = rf_cuda_test_tabulate(&code, in, &dev, &tab, ntab, host, &st);
+    CHECK(ok, "tabulate: %s", st.message);
+    CHECK(*host || rf_cuda_code_on_device(&code), "tabulated code the device cannot run");
+    if (!ok || *host)
+        goto done;
+    for (int i = 0; i < dev.n; i++)
+        CHECK(dev.ins[i].op == RF_DOP_LOOKUP || dev.ins[i].op >= RF_EX_COUNT_ ||
+                  !rf_exop_is_string_op((rf_exop)dev.ins[i].op),
+              "a string function left for the device");
+    rf_dins *ins = rf_calloc((size_t)(dev.n ? dev.n : 1), sizeof *ins);
+    CHECK(rf_cuda_test_assemble(&dev, 4, ins, &st), "assemble: %s", st.message);
+    for (size_t r = 0; r < in->nrows; r++) {
+        rf_word row[4] = {in->cols[0][r], in->cols[1][r], in->cols[2][r], in->cols[3][r]}, want = 0, got = 0;
+        rf_status s1, s2;
+        rf_status_init(&s1);
+        rf_status_init(&s2);
+        bool ok1 = rf_expr_eval(e, row, &want, &s1);
+        bool ok2 = model_eval(ins, dev.n, tab, row, &got, &s2);
+        *faults += !ok1;
+        if (ok1 != ok2 || (ok1 && want != got) || (!ok1 && strcmp(s1.message, s2.message) != 0)) {
+            CHECK(false, "device model differs on row %zu: %s %" PRIx64 " '%s' vs %s %" PRIx64 " '%s'", r,
+                  ok1 ? "ok" : "fault", want, s1.message, ok2 ? "ok" : "fault", got, s2.message);
+            rf_expr_print(e, stderr, NULL);
+            fputc('\n', stderr);
+            break;
+        }
+    }
+    free(ins);
+    rf_code_free(&dev);
+done:
+    free(tab);
+    free(code.ins);
+}
+
 static void test_device_model(void)
 {
     static const char *words[] = {"apple", "banana", "pear", "", "an", "Pa", "papaya", "e", "mango"};
@@ -1644,53 +1691,77 @@ static void test_device_model(void)
     for (int it = 0; it < 3000; it++) {
         static const rf_type ts[] = {RF_TYPE_INT64, RF_TYPE_BOOL, RF_TYPE_STRING};
         rf_expr *e = sgen(ts[rnd() % 3], 1 + (int)(rnd() % 4), rnd() % 3 != 0);
-        rf_code code = to_code(e);
-        rf_code dev;
-        rf_word *tab = NULL;
-        size_t ntab = 0;
         bool host = false;
-        rf_status st;
-        rf_status_init(&st);
-        bool ok = rf_cuda_test_tabulate(&code, &in, &dev, &tab, &ntab, &host, &st);
-        CHECK(ok, "tabulate: %s", st.message);
-        CHECK(host || rf_cuda_code_on_device(&code), "tabulated code the device cannot run");
-        if (!ok || host) {
-            to_host += host;
-            goto next;
-        }
-        on_device++;
-        tabulated += ntab > 0;
-        for (int i = 0; i < dev.n; i++)
-            CHECK(dev.ins[i].op == RF_DOP_LOOKUP || dev.ins[i].op >= RF_EX_COUNT_ ||
-                      !rf_exop_is_string_op((rf_exop)dev.ins[i].op),
-                  "a string function left for the device");
-        rf_dins *ins = rf_calloc((size_t)(dev.n ? dev.n : 1), sizeof *ins);
-        CHECK(rf_cuda_test_assemble(&dev, 4, ins, &st), "assemble: %s", st.message);
-        for (size_t r = 0; r < in.nrows; r++) {
-            rf_word row[4] = {in.cols[0][r], in.cols[1][r], in.cols[2][r], in.cols[3][r]}, want = 0, got = 0;
-            rf_status s1, s2;
-            rf_status_init(&s1);
-            rf_status_init(&s2);
-            bool ok1 = rf_expr_eval(e, row, &want, &s1);
-            bool ok2 = model_eval(ins, dev.n, tab, row, &got, &s2);
-            faults += !ok1;
-            if (ok1 != ok2 || (ok1 && want != got) || (!ok1 && strcmp(s1.message, s2.message) != 0)) {
-                CHECK(false, "device model differs on row %zu: %s %" PRIx64 " '%s' vs %s %" PRIx64 " '%s'", r,
-                      ok1 ? "ok" : "fault", want, s1.message, ok2 ? "ok" : "fault", got, s2.message);
-                rf_expr_print(e, stderr, NULL);
-                fputc('\n', stderr);
-                break;
-            }
-        }
-        free(ins);
-        rf_code_free(&dev);
-    next:
-        free(tab);
-        free(code.ins);
+        size_t ntab = 0;
+        compare_tabulated(e, &in, &host, &ntab, &faults);
+        to_host += host;
+        on_device += !host;
+        tabulated += !host && ntab > 0;
         rf_expr_free(e);
     }
     printf("device model: %d expressions on the device (%d with string tables), %d to the host; %d row faults "
            "agreed\n", on_device, tabulated, to_host, faults);
+    rf_table_free(&in);
+}
+
+/* Columns of many rows whose ids cover most of the dictionary get a table
+ * over every interned id (tabulate_id_range), the others one over their
+ * distinct ids: both give each row the host's value or fault. */
+static void test_tabulate_id_range(void)
+{
+    enum { ROWS = 100000, DISTINCT = 70000 };
+    rf_word *ids = rf_malloc(DISTINCT * sizeof *ids);
+    char buf[64];
+    rf_str_intern("", 0);   /* in the dictionary, in no row */
+    for (int i = 0; i < DISTINCT; i++) {
+        int n = i % 3 == 0   ? snprintf(buf, sizeof buf, "%d", i - DISTINCT / 2)
+                : i % 3 == 1 ? snprintf(buf, sizeof buf, "pending special r%d requests", i)
+                             : snprintf(buf, sizeof buf, "w%dx", i);
+        ids[i] = rf_str_intern(buf, (size_t)n);
+    }
+    for (int i = 0; i < 10; i++) {   /* the dictionary's last ids: in no row */
+        int n = snprintf(buf, sizeof buf, "not in a row %d", i);
+        rf_str_intern(buf, (size_t)n);
+    }
+    rf_table in;
+    rf_table_init(&in, 4);
+    rf_table_resize(&in, ROWS);
+    for (size_t r = 0; r < in.nrows; r++) {
+        in.cols[0][r] = rf_word_from_int((int64_t)(rnd() % 7));
+        in.cols[1][r] = ids[r < DISTINCT ? r : rnd() % DISTINCT];
+        in.cols[2][r] = ids[rnd() % 16];   /* few distinct: their own table */
+        in.cols[3][r] = rf_word_from_int(0);
+    }
+    rf_type L = RF_TYPE_INT64, B = RF_TYPE_BOOL;
+    rf_expr *es[] = {
+        e2(RF_EX_LIKE, B, ecol(RF_TYPE_STRING, 1), estr("%special%requests%")),
+        e1(RF_EX_STRLEN, L, ecol(RF_TYPE_STRING, 1)),
+        e2(RF_EX_AND, B, e2(RF_EX_CONTAINS, B, ecol(RF_TYPE_STRING, 1), estr("7")),
+           e2(RF_EX_STARTS_WITH, B, ecol(RF_TYPE_STRING, 2), estr("w"))),
+        e2(RF_EX_DIV, L, ecst(L, 100), e1(RF_EX_STRLEN, L, ecol(RF_TYPE_STRING, 1))),
+        e2(RF_EX_DIV, L, ecst(L, 1000), e2(RF_EX_SUB, L, e1(RF_EX_STRLEN, L, ecol(RF_TYPE_STRING, 1)), ecst(L, 4))),
+    };
+    int faults = 0;
+    for (size_t k = 0; k < sizeof es / sizeof *es; k++) {
+        bool host = false;
+        size_t ntab = 0;
+        compare_tabulated(es[k], &in, &host, &ntab, &faults);
+        /* 0-2 cover every interned id; 3 faults on the empty string,
+         * which column 1 does not hold (a table of its distinct ids
+         * then, up to its largest: the last 10 ids are in no row); 4
+         * faults on some of column 1's ids (the host runs it) */
+        if (k < 3)
+            CHECK(!host && ntab >= rf_str_count(), "expression %zu: %s, a table of %zu words for %zu strings", k,
+                  host ? "host" : "device", ntab, rf_str_count());
+        else if (k == 3)
+            CHECK(!host && ntab > 0 && ntab < rf_str_count(), "expression 3: %s, a table of %zu words",
+                  host ? "host" : "device", ntab);
+        else
+            CHECK(host, "expression 4 faults on rows of column 1 but did not go to the host");
+        rf_expr_free(es[k]);
+    }
+    printf("id-range tables: %zu interned strings, %d row faults agreed\n", rf_str_count(), faults);
+    free(ids);
     rf_table_free(&in);
 }
 
@@ -2527,6 +2598,7 @@ int main(int argc, char **argv)
     test_codegen_compiles(); /* NVRTC only: no device needed */
     test_selplan_codegen();
     test_device_model();
+    test_tabulate_id_range();
     if (rf_cuda_device_count() <= 0) {
         printf("skipped: no CUDA device\n");
         if (g_fail)
