@@ -328,6 +328,8 @@ cudaError_t rf_k_small_sort_unique(cudaStream_t s, rf_cols in, int arity, size_t
 /* flags[i] = first row or row i differs from row i-1 on the first k cols. */
 cudaError_t rf_k_row_heads(cudaStream_t s, rf_cols cols, int k, size_t n, uint8_t *flags);
 /* For flagged i (flags NULL: all), dst row pos[i] (pos NULL: i) := src row i. */
+cudaError_t rf_k_semi_flags(cudaStream_t s, const uint64_t *lo, const uint64_t *off, size_t nl,
+                            const uint8_t *flags, int side, uint8_t *keep);
 cudaError_t rf_k_compact(cudaStream_t s, rf_cols src, int ncols, const uint8_t *flags,
                          const uint64_t *pos, size_t n, rf_wcols dst);
 /* lo[i], cnt[i]: the range of r rows matching l row i on the first k cols. */

@@ -221,6 +221,30 @@ __global__ void k_row_heads(rf_cols cols, int k, uint64_t n, uint8_t *flags)
     RF_GRID_LOOP(i, n) flags[i] = i == 0 || cmp_rows(cols, i, cols, i - 1, k) != 0;
 }
 
+/* A semi-join's rows: keep[i] := some candidate pair of row i passes
+ * (flags[pair], or every pair where flags is NULL). side 0: i is a row of
+ * l, keep has nl entries; side 1: i is a row of r (lo[row] + j for the
+ * row's pair j), keep cleared by the caller and only set here (every
+ * writer writes 1). */
+__global__ void k_semi_flags(const uint64_t *lo, const uint64_t *off, uint64_t nl, const uint8_t *flags, int side,
+                             uint8_t *keep)
+{
+    RF_GRID_LOOP(i, nl)
+    {
+        uint64_t b = off[i], e = off[i + 1];
+        if (side == 0) {
+            uint8_t any = 0;
+            for (uint64_t o = b; o < e && !any; o++)
+                any = flags ? flags[o] : 1;
+            keep[i] = any;
+        } else {
+            for (uint64_t o = b; o < e; o++)
+                if (!flags || flags[o])
+                    keep[lo[i] + (o - b)] = 1;
+        }
+    }
+}
+
 __global__ void k_compact(rf_cols src, int ncols, const uint8_t *flags, const uint64_t *pos,
                           uint64_t n, rf_wcols dst)
 {
@@ -931,6 +955,12 @@ cudaError_t rf_k_small_sort_unique(cudaStream_t s, rf_cols in, int arity, size_t
 cudaError_t rf_k_row_heads(cudaStream_t s, rf_cols cols, int k, size_t n, uint8_t *flags)
 {
     LAUNCH(k_row_heads, n, s, cols, k, n, flags);
+}
+
+cudaError_t rf_k_semi_flags(cudaStream_t s, const uint64_t *lo, const uint64_t *off, size_t nl,
+                            const uint8_t *flags, int side, uint8_t *keep)
+{
+    LAUNCH(k_semi_flags, nl, s, lo, off, nl, flags, side, keep);
 }
 
 cudaError_t rf_k_compact(cudaStream_t s, rf_cols src, int ncols, const uint8_t *flags,

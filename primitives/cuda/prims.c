@@ -2067,6 +2067,67 @@ fail:
     return false;
 }
 
+/* ---- SEMI-JOIN: a set gather of a join that keeps one side's rows ---- */
+
+bool rf_cuda_semijoin(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys, const rf_code *filter,
+                      int side, rf_drel *out, const char *what, rf_status *st)
+{
+    rf_dprog prog;
+    tmpbuf lo = {0}, off = {0}, flags = {0}, pos = {0}, keep = {0}, kpos = {0};
+    const rf_drel *from = side ? r : l;
+    rf_drel res;
+    rf_drel_init(&res, from->arity);
+    if (code_has_string_op(filter))
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "semi-join for %s: string functions in its filter",
+                       what ? what : "?");
+    if (!check_join(l, r, nkeys, what, st) || !upload_prog(c, filter, 0, NULL, l->arity + r->arity, &prog, st))
+        return false;
+    size_t n = from->nrows;
+    uint64_t total = 0, pairs, kept = 0;
+    if (l->nrows == 0 || r->nrows == 0)
+        goto done;
+    if (!join_candidates(c, l, r, nkeys, &lo, &off, &total, st))
+        goto fail;
+    pairs = total;
+    if (total == 0)
+        goto done;
+    bool has_filter = filter && filter->n > 0;
+    void *gf = NULL, *ge = NULL;
+    bool gen = has_filter && try_codegen(c, true, l->arity, filter, 0, NULL, &gf, &ge);
+    if (has_filter && !join_filter(c, gen, gf, l, r, &lo, &off, total, prog, &flags, &pos, &pairs, st))
+        goto fail;
+    tmp_put(c, &pos);
+    if (pairs == 0)
+        goto done;
+    if (!tmp_get(c, &keep, n, "semi-join flags", st) || !tmp_get(c, &kpos, (n + 1) * 8, "semi-join positions", st))
+        goto fail;
+    if (side)
+        CK(cudaMemsetAsync(keep.p, 0, n, c->stream), "semi-join");
+    CK(rf_k_semi_flags(c->stream, lo.p, off.p, l->nrows, has_filter ? flags.p : NULL, side, keep.p), "semi-join");
+    if (!rf_cub_flag_scan(c, keep.p, kpos.p, n, st) || !read_word(c, (uint64_t *)kpos.p + n, &kept, st) ||
+        !rf_drel_alloc(c, &res, (size_t)kept, what, st))
+        goto fail;
+    CK(rf_k_compact(c->stream, rf_cols_of(from), from->arity, keep.p, kpos.p, n, rf_wcols_of(&res)), "semi-join");
+done:
+    tmp_put(c, &lo);
+    tmp_put(c, &off);
+    tmp_put(c, &flags);
+    tmp_put(c, &keep);
+    tmp_put(c, &kpos);
+    rf_drel_move(c, out, &res);
+    out->arity = from->arity;
+    return true;
+fail:
+    tmp_put(c, &lo);
+    tmp_put(c, &off);
+    tmp_put(c, &flags);
+    tmp_put(c, &pos);
+    tmp_put(c, &keep);
+    tmp_put(c, &kpos);
+    rf_drel_free(c, &res);
+    return false;
+}
+
 /* ---- ANTIJOIN, DIFFERENCE ---- */
 
 bool rf_cuda_antijoin(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,

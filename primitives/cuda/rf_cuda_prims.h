@@ -152,6 +152,13 @@ bool rf_cuda_join(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,
 void rf_cuda_set_join_mode(rf_cuda_ctx *c, int mode);
 /* How many joins with keys ran each way on c. */
 void rf_cuda_join_counts(const rf_cuda_ctx *c, size_t *merge, size_t *hash);
+/* The rows of one side (side 0: l, 1: r) that have a key match on the
+ * other side for which filter (over l's columns then r's) holds, each
+ * once, in that side's order: the set gather of a JOIN whose rows are
+ * that side's rows whole (l sorted for side 0; r is always). No string
+ * functions in filter. */
+bool rf_cuda_semijoin(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys, const rf_code *filter,
+                      int side, rf_drel *out, const char *what, rf_status *st);
 /* l, r sorted; rows of l whose first nkeys columns match no row of r. */
 bool rf_cuda_antijoin(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,
                       rf_drel *out, const char *what, rf_status *st);

@@ -130,6 +130,8 @@ typedef struct gpu_impl {
     size_t dense_joins, dense_set_diffs;
     size_t set_gathers_sorted; /* set gathers that wrote their rows and sorted them instead */
     size_t set_gathers_probed; /* of those, probing with their JOIN's first input unsorted */
+    bool semijoins;            /* set gathers keeping one side's rows whole run as semi-joins (RF_CUDA_SEMIJOIN) */
+    size_t semijoins_run;
     size_t dense_after_oom;    /* set gathers whose rows ran out of memory, made a dense set instead */
     bool memory_short;         /* the device ran out of memory once: relations held as runs may become sets */
     size_t sets_of_runs;       /* relations held as runs given a dense set (memory_short) */
@@ -1279,6 +1281,61 @@ static bool probe_side_in_order(rf_backend *be, const rf_hprogram *p, const rf_k
     return true;
 }
 
+/* The side whose rows a set gather's JOIN chain keeps whole (0: its first
+ * input, 1: its second), or -1: the chain projects exactly that side's
+ * columns in their order, so its set is those of the side's rows (a
+ * sorted set) that have a passing match, in the side's order, each once
+ * (rf_cuda_semijoin: no pair written, nothing sorted). Q21's
+ * other_supplier and other_late (SF 10: 240M pairs made and sorted for
+ * 58M rows). String functions in the filter: not here. */
+static int semijoin_side(const rf_hprogram *p, const rf_kernel *chain, int in0_var, int in1_var)
+{
+    if (chain->op != RF_K_JOIN || chain->nkeys < 1 || in0_var < 0 || in1_var < 0 ||
+        filter_has_string_function(&chain->filter))
+        return -1;
+    int al = p->vars[in0_var].arity, ar = p->vars[in1_var].arity;
+    for (int side = 0; side < 2; side++) {
+        int base = side ? al : 0, arity = side ? ar : al;
+        bool whole = chain->nproj == arity && arity > 0;
+        for (int j = 0; whole && j < chain->nproj; j++)
+            whole = rf_code_as_column(&chain->proj[j]) == base + j;
+        if (whole)
+            return side;
+    }
+    return -1;
+}
+
+/* The set gather as a semi-join (semijoin_side), where it applies:
+ * *done. The first input's rows must be in key order when they are the
+ * ones kept (not a probe side left unsorted, not a pending SORT). */
+static bool semijoin_set(rf_backend *be, const rf_hprogram *p, const rf_kernel *chain, int first, int probe_var,
+                         rf_dvar *out, rf_dvar *in0, rf_dvar *in1, const char *what, bool *done,
+                         rf_kernel_stats *stats, rf_status *st)
+{
+    *done = false;
+    if (!impl_of(be)->semijoins)
+        return true;
+    int side = semijoin_side(p, chain, probe_var, chain->in[1]);
+    if (side < 0 || !in0 || !in1 || out == in0 || out == in1 || (side == 0 && (first || in0->pending_sort)))
+        return true;
+    rf_cuda_ctx *ctx = ctx_of(be);
+    if (!ensure_table(be, in0, st) || !ensure_table(be, in1, st) || !rf_cuda_timer_start(ctx, st))
+        return false;
+    becomes_table(be, out);
+    bool ok = rf_cuda_semijoin(ctx, &in0->rel, &in1->rel, chain->nkeys, &chain->filter, side, &out->rel, what, st);
+    double secs = 0;
+    bool timed = rf_cuda_timer_stop(ctx, &secs, ok ? st : &(rf_status){0});
+    if (!ok || !timed)
+        return false;
+    stats->seconds = secs;
+    stats->rows_in[0] = gpu_var_rows(be, in0);
+    stats->rows_in[1] = gpu_var_rows(be, in1);
+    stats->bytes_moved = rel_bytes(in0) + rel_bytes(in1) + rel_bytes(out);
+    impl_of(be)->semijoins_run++;
+    *done = true;
+    return true;
+}
+
 static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_kernel *fk, rf_dvar *const *outs,
                                  rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
@@ -1311,7 +1368,9 @@ static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
     memset(stats, 0, sizeof *stats);
     bool done = false;
     bool ok = !needs_string_order(&chain) || refresh_string_order(ctx, &local);
-    bool dense = set_gather_dense(g, sortk->out);
+    if (ok)
+        ok = semijoin_set(be, p, &chain, first, probe_var, outs[0], in0, in1, what, &done, stats, &local);
+    bool dense = !done && set_gather_dense(g, sortk->out);
     if (ok && dense)
         ok = probe_side_in_order(be, p, fk, first, &in0, &sorted_probe, &local);
     if (ok && dense && (ok = rf_cuda_timer_start(ctx, &local))) {
@@ -1675,6 +1734,16 @@ char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk)
     fused_code how = fused_source(p, fk, &src, &strings, &plan_line, NULL, NULL);
     int first = set ? set_gather_first(f) : 0;
     const char *chain_op = f->nmembers > first ? rf_kop_name(f->members[first].op) : "?";
+    rf_kernel semi_chain;
+    if (set && last >= first && rf_fused_compose(p, fk, first, last, &semi_chain)) {
+        int side = semijoin_side(p, &semi_chain, first ? f->members[0].in[0] : semi_chain.in[0], semi_chain.in[1]);
+        if (side >= 0 && !(side == 0 && first))
+            fprintf(out, "// semi-join: the JOIN's rows are its %s input's rows whole, so the set is the rows of\n"
+                         "// that input with a passing match, in its order (library kernels k_semi_flags, k_compact:\n"
+                         "// no pair written, nothing sorted; RF_CUDA_SEMIJOIN=off writes and sorts)\n",
+                    side ? "second" : "first");
+        rf_kernel_free(&semi_chain);
+    }
     if (first && how != FUSED_MEMBERS)
         fputs("// probe side: member 0, the SORT that orders the JOIN's first input, is left out; the JOIN\n"
               "// searches its second input for each of that SORT's input rows as they come, and the\n"
@@ -2012,11 +2081,11 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
     gpu_impl *g = impl_of(be);
     fprintf(f, "  gpu: dense sets (%s): %zu differences (%zu of two sets), %zu unions, %zu joins into a set, "
                "%zu expansions, %zu unions fell back; %zu set gathers written and sorted instead (%zu probing with "
-               "their first input unsorted), %zu into a set after their rows ran out of memory, %zu relations held "
-               "as runs given a set\n",
+               "their first input unsorted), %zu as semi-joins, %zu into a set after their rows ran out of memory, "
+               "%zu relations held as runs given a set\n",
             g->dense_mode == 0 ? "off" : g->dense_mode == 2 ? "always" : "auto", g->dense_diffs, g->dense_set_diffs,
             g->dense_unions, g->dense_joins, g->dense_expands, g->dense_fallbacks, g->set_gathers_sorted,
-            g->set_gathers_probed, g->dense_after_oom, g->sets_of_runs);
+            g->set_gathers_probed, g->semijoins_run, g->dense_after_oom, g->sets_of_runs);
     fprintf(f, "  gpu: runs (%s): %zu unions added a run (%zu known disjoint), %zu merges, %zu differences over "
                "runs, %zu tables made from runs, %zu sets gathered to rank 0 kept as runs, %zu merges put off "
                "(out of memory)\n",
@@ -2388,6 +2457,8 @@ rf_backend *rf_backend_gpu_new(rf_status *st)
     g->runs_mode = rm && strcmp(rm, "off") == 0 ? 0 : rm && strcmp(rm, "always") == 0 ? 2 : 1;
     const char *ps = getenv("RF_CUDA_PENDING_SORT");
     g->pending_sorts = !(ps && strcmp(ps, "off") == 0);
+    const char *sj = getenv("RF_CUDA_SEMIJOIN");
+    g->semijoins = !(sj && strcmp(sj, "off") == 0);
     be->name = "gpu";
     snprintf(be->device, sizeof be->device, "%s", rf_cuda_device_name(ctx));
     be->var_new = gpu_var_new;

@@ -712,9 +712,64 @@ static void join_to_set_case(rf_cuda_ctx *c, int iter, const rf_drel *dl, const 
     rf_drel_free(c, &half);
 }
 
+/* rf_cuda_semijoin for both sides against nested loops: each side's rows
+ * (sorted sets) with a key match passing the filter, in order (any_order
+ * false: the order is part of the contract); a filter that faults on some
+ * pair fails both. */
+static void semijoin_case(rf_cuda_ctx *c, int iter, const rf_table *tl, const rf_table *tr, const rf_drel *dl,
+                          const rf_drel *dr, int nk, const rf_expr *filter, const rf_code *fc, int *cases)
+{
+    uint8_t *keep[2] = {rf_calloc(tl->nrows + 1, 1), rf_calloc(tr->nrows + 1, 1)};
+    rf_status st_ref;
+    rf_status_init(&st_ref);
+    bool ref_ok = true;
+    rf_word row[8];
+    for (size_t i = 0; i < tl->nrows && ref_ok; i++)
+        for (size_t j = 0; j < tr->nrows && ref_ok; j++) {
+            bool eq = true;
+            for (int k = 0; k < nk; k++)
+                eq = eq && tl->cols[k][i] == tr->cols[k][j];
+            if (!eq)
+                continue;
+            for (int k = 0; k < tl->arity; k++)
+                row[k] = tl->cols[k][i];
+            for (int k = 0; k < tr->arity; k++)
+                row[tl->arity + k] = tr->cols[k][j];
+            rf_word pass = 1;
+            ref_ok = !filter || rf_expr_eval(filter, row, &pass, &st_ref);
+            if (ref_ok && pass)
+                keep[0][i] = keep[1][j] = 1;
+        }
+    for (int side = 0; side < 2; side++) {
+        const rf_table *t = side ? tr : tl;
+        rf_word *exp = rf_malloc((t->nrows + 1) * (size_t)t->arity * 8);
+        size_t m = 0;
+        for (size_t i = 0; i < t->nrows; i++)
+            if (keep[side][i]) {
+                for (int k = 0; k < t->arity; k++)
+                    exp[m * (size_t)t->arity + (size_t)k] = t->cols[k][i];
+                m++;
+            }
+        rf_drel out;
+        rf_drel_init(&out, 0);
+        rf_status st;
+        rf_status_init(&st);
+        bool ok = rf_cuda_semijoin(c, dl, dr, nk, fc, side, &out, "semi-join", &st);
+        CHECK(ok == ref_ok, "semi-join %d side %d: reference %s, GPU %s (%s)", iter, side, ref_ok ? "ok" : "failed",
+              ok ? "ok" : "failed", st.message);
+        if (ok && ref_ok)
+            expect_rel(c, &out, exp, m, t->arity, false, side ? "semi-join (second side)" : "semi-join (first side)");
+        rf_drel_free(c, &out);
+        free(exp);
+        (*cases)++;
+    }
+    free(keep[0]);
+    free(keep[1]);
+}
+
 static void test_join(rf_cuda_ctx *c, int iters)
 {
-    int runs = 0, set_runs = 0, hinted_runs = 0;
+    int runs = 0, set_runs = 0, hinted_runs = 0, semi_runs = 0;
     for (int iter = 0; iter < iters; iter++) {
         int al = 1 + (int)(rnd() % 3), ar = 1 + (int)(rnd() % 3);
         int nk = (int)(rnd() % (unsigned)((al < ar ? al : ar) + 1));
@@ -788,6 +843,11 @@ static void test_join(rf_cuda_ctx *c, int iters)
             if (ref_ok && gpu_ok)
                 expect_rel(c, &out, exp, m, nproj, true, mode == 1 ? "merge join" : "hash join");
         }
+        /* both algorithms again for the semi-join's candidate pairs */
+        if (nk > 0) {
+            rf_cuda_set_join_mode(c, 1 + iter % 2);
+            semijoin_case(c, iter, &tl, &tr, &dl, &dr, nk, filter, &fc, &semi_runs);
+        }
         rf_cuda_set_join_mode(c, 0);
         if (cols_only && ref_ok)
             join_to_set_case(c, iter, &dl, &dr, nk, &fc, nproj, pc, exp, m, &set_runs, &hinted_runs);
@@ -807,7 +867,9 @@ static void test_join(rf_cuda_ctx *c, int iters)
     }
     CHECK(set_runs > iters / 8 && hinted_runs > iters / 16, "join into a set: only %d cases (%d hinted)", set_runs,
           hinted_runs);
-    printf("join: %d cases, %d into a dense set (%d in a given frame)\n", runs, set_runs, hinted_runs);
+    CHECK(semi_runs > iters / 2, "semi-join: only %d cases", semi_runs);
+    printf("join: %d cases, %d into a dense set (%d in a given frame), %d semi-joins\n", runs, set_runs, hinted_runs,
+           semi_runs);
 }
 
 static void test_aggregate(rf_cuda_ctx *c, const rf_word *strs, int nstrs)
