@@ -1126,8 +1126,9 @@ static void count_table(const colsrc *src, size_t entries)
 /* Evaluates a tabulated subexpression over nd distinct ids. On every core
  * when it interns nothing (like, contains, strlen, comparisons: results
  * that are not strings, no string made on the way), since the dictionary
- * is then only read; in one thread otherwise (substr, concat intern their
- * results, and the dictionary is not thread-safe). Q13's like() over 1.5M
+ * is then only read; when it interns (substr, concat: the dictionary is
+ * not thread-safe), on every core looking strings up only, then in one
+ * thread for what was missing (eval_interning). Q13's like() over 1.5M
  * order comments at SF 1: 0.27 s on one core. */
 typedef struct id_eval {
     const rf_code *code;
@@ -1146,8 +1147,60 @@ static void id_eval_piece(void *ctx, int piece)
     e->ok[piece] = b >= end || rf_code_eval_batch(e->code, e->cols, b, end, e->vals + b, &e->st[piece]);
 }
 
+/* A code that interns (substr, concat) over many ids: first on every core
+ * with the dictionary only read (rf_str_lookup_only), in blocks; a block
+ * that met a string not yet interned (or faulted meanwhile: its missing
+ * string may be why) is evaluated again afterwards, in order, on one
+ * thread. The strings interned and their ids are those of one thread
+ * going through the ids in order: a block that found every string adds
+ * none. Q22: substr(c_phone, 1, 2) over 1.5M (SF 10) distinct phones,
+ * 25 results. */
+#define RF_LOOKUP_BLOCK 256
+typedef struct intern_eval {
+    const rf_code *code;
+    rf_word *const *cols;
+    size_t n, per;
+    rf_word *vals;
+    uint8_t *missed;              /* [blocks] */
+} intern_eval;
+
+static void intern_eval_piece(void *ctx, int piece)
+{
+    intern_eval *e = ctx;
+    size_t b = (size_t)piece * e->per, end = b + e->per < e->n ? b + e->per : e->n;
+    rf_str_lookup_only(true);
+    for (size_t at = b; at < end; at += RF_LOOKUP_BLOCK) {
+        size_t stop = end - at < RF_LOOKUP_BLOCK ? end : at + RF_LOOKUP_BLOCK;
+        rf_status quiet;
+        rf_status_init(&quiet);
+        bool ok = rf_code_eval_batch(e->code, e->cols, at, stop, e->vals + at, &quiet);
+        e->missed[at / RF_LOOKUP_BLOCK] = rf_str_missed() || !ok;
+    }
+    rf_str_lookup_only(false);
+}
+
+static bool eval_interning(const rf_code *code, rf_word *const *cols, size_t nd, rf_word *vals, rf_status *st)
+{
+    int pieces = rf_prims_threads() * 4;
+    size_t per = (nd + (size_t)pieces - 1) / (size_t)pieces;
+    per = (per + RF_LOOKUP_BLOCK - 1) / RF_LOOKUP_BLOCK * RF_LOOKUP_BLOCK;   /* pieces of whole blocks */
+    size_t nblocks = (nd + RF_LOOKUP_BLOCK - 1) / RF_LOOKUP_BLOCK;
+    intern_eval e = {code, cols, nd, per, vals, rf_calloc(nblocks, 1)};
+    rf_par_for((int)((nd + per - 1) / per), intern_eval_piece, &e);
+    bool ok = true;
+    for (size_t k = 0; k < nblocks && ok; k++)
+        if (e.missed[k]) {
+            size_t at = k * RF_LOOKUP_BLOCK, stop = at + RF_LOOKUP_BLOCK < nd ? at + RF_LOOKUP_BLOCK : nd;
+            ok = rf_code_eval_batch(code, cols, at, stop, vals + at, st);
+        }
+    free(e.missed);
+    return ok;
+}
+
 static bool eval_distinct_ids(const rf_code *code, rf_word *const *cols, size_t nd, rf_word *vals, rf_status *st)
 {
+    if (rf_code_interns(code) && nd >= 8192 && rf_prims_threads() > 1)
+        return eval_interning(code, cols, nd, vals, st);
     int pieces = rf_code_interns(code) || nd < 8192 ? 1 : rf_prims_threads() * 4;
     if (pieces <= 1)
         return rf_code_eval_batch(code, cols, 0, nd, vals, st);
@@ -1901,15 +1954,13 @@ static bool check_join(const rf_drel *l, const rf_drel *r, int nkeys, const char
     return true;
 }
 
-/* flags[o] := filter of candidate pair o (generated or interpreted),
- * pos := their prefix sum, *kept := the pairs kept. */
-static bool join_filter(rf_cuda_ctx *c, bool gen, void *gf, const rf_drel *l, const rf_drel *r, const tmpbuf *lo,
-                        const tmpbuf *off, uint64_t total, rf_dprog prog, tmpbuf *flags, tmpbuf *pos, uint64_t *kept,
-                        rf_status *st)
+/* flags[o] := filter of candidate pair o (generated or interpreted). */
+static bool join_filter_flags(rf_cuda_ctx *c, bool gen, void *gf, const rf_drel *l, const rf_drel *r,
+                              const tmpbuf *lo, const tmpbuf *off, uint64_t total, rf_dprog prog, tmpbuf *flags,
+                              rf_status *st)
 {
     size_t nl = l->nrows;
-    if (!tmp_get(c, flags, total, "join filter flags", st) ||
-        !tmp_get(c, pos, (total + 1) * 8, "join filter positions", st))
+    if (!tmp_get(c, flags, total, "join filter flags", st))
         return false;
     if (gen) {
         if (!gen_filter(c, gf, rf_cols_of(l), rf_cols_of(r), lo->p, off->p, nl, total, flags->p, st))
@@ -1917,10 +1968,20 @@ static bool join_filter(rf_cuda_ctx *c, bool gen, void *gf, const rf_drel *l, co
     } else
         CK(rf_k_join_filter(c->stream, rf_cols_of(l), l->arity, rf_cols_of(r), lo->p, off->p, nl, total, prog,
                             flags->p), "join filter");
-    return check_fault(c, st) && rf_cub_flag_scan(c, flags->p, pos->p, total, st) &&
-           read_word(c, (uint64_t *)pos->p + total, kept, st);
+    return check_fault(c, st);
 fail:
     return false;
+}
+
+/* The flags as join_filter_flags, pos := their prefix sum, *kept := the
+ * pairs kept. */
+static bool join_filter(rf_cuda_ctx *c, bool gen, void *gf, const rf_drel *l, const rf_drel *r, const tmpbuf *lo,
+                        const tmpbuf *off, uint64_t total, rf_dprog prog, tmpbuf *flags, tmpbuf *pos, uint64_t *kept,
+                        rf_status *st)
+{
+    return join_filter_flags(c, gen, gf, l, r, lo, off, total, prog, flags, st) &&
+           tmp_get(c, pos, (total + 1) * 8, "join filter positions", st) &&
+           rf_cub_flag_scan(c, flags->p, pos->p, total, st) && read_word(c, (uint64_t *)pos->p + total, kept, st);
 }
 
 bool rf_cuda_join(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,
@@ -2073,7 +2134,7 @@ bool rf_cuda_semijoin(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nk
                       int side, rf_drel *out, const char *what, rf_status *st)
 {
     rf_dprog prog;
-    tmpbuf lo = {0}, off = {0}, flags = {0}, pos = {0}, keep = {0}, kpos = {0};
+    tmpbuf lo = {0}, off = {0}, flags = {0}, keep = {0}, kpos = {0};
     const rf_drel *from = side ? r : l;
     rf_drel res;
     rf_drel_init(&res, from->arity);
@@ -2083,22 +2144,19 @@ bool rf_cuda_semijoin(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nk
     if (!check_join(l, r, nkeys, what, st) || !upload_prog(c, filter, 0, NULL, l->arity + r->arity, &prog, st))
         return false;
     size_t n = from->nrows;
-    uint64_t total = 0, pairs, kept = 0;
+    uint64_t total = 0, kept = 0;
     if (l->nrows == 0 || r->nrows == 0)
         goto done;
     if (!join_candidates(c, l, r, nkeys, &lo, &off, &total, st))
         goto fail;
-    pairs = total;
     if (total == 0)
         goto done;
     bool has_filter = filter && filter->n > 0;
     void *gf = NULL, *ge = NULL;
     bool gen = has_filter && try_codegen(c, true, l->arity, filter, 0, NULL, &gf, &ge);
-    if (has_filter && !join_filter(c, gen, gf, l, r, &lo, &off, total, prog, &flags, &pos, &pairs, st))
+    /* the pairs' flags only: which rows keep is decided per row */
+    if (has_filter && !join_filter_flags(c, gen, gf, l, r, &lo, &off, total, prog, &flags, st))
         goto fail;
-    tmp_put(c, &pos);
-    if (pairs == 0)
-        goto done;
     if (!tmp_get(c, &keep, n, "semi-join flags", st) || !tmp_get(c, &kpos, (n + 1) * 8, "semi-join positions", st))
         goto fail;
     if (side)
@@ -2121,7 +2179,6 @@ fail:
     tmp_put(c, &lo);
     tmp_put(c, &off);
     tmp_put(c, &flags);
-    tmp_put(c, &pos);
     tmp_put(c, &keep);
     tmp_put(c, &kpos);
     rf_drel_free(c, &res);

@@ -1802,7 +1802,14 @@ static void test_tabulate_id_range(void)
            e2(RF_EX_STARTS_WITH, B, ecol(RF_TYPE_STRING, 2), estr("w"))),
         e2(RF_EX_DIV, L, ecst(L, 100), e1(RF_EX_STRLEN, L, ecol(RF_TYPE_STRING, 1))),
         e2(RF_EX_DIV, L, ecst(L, 1000), e2(RF_EX_SUB, L, e1(RF_EX_STRLEN, L, ecol(RF_TYPE_STRING, 1)), ecst(L, 4))),
+        /* interning: looked up on every core, what is missing interned
+         * after, in order (eval_interning): mostly found, then all new */
+        e3(RF_EX_SUBSTR, RF_TYPE_STRING, ecol(RF_TYPE_STRING, 1), ecst(L, 1), ecst(L, 3)),
+        e2(RF_EX_CONCAT, RF_TYPE_STRING, ecol(RF_TYPE_STRING, 1), estr("!")),
+        e2(RF_EX_EQ, B, e3(RF_EX_SUBSTR, RF_TYPE_STRING, ecol(RF_TYPE_STRING, 1), ecst(L, 2), ecst(L, 2)),
+           estr("en")),
     };
+    rf_prims_set_threads(4);
     int faults = 0;
     for (size_t k = 0; k < sizeof es / sizeof *es; k++) {
         bool host = false;
@@ -1811,15 +1818,18 @@ static void test_tabulate_id_range(void)
         /* 0-2 cover every interned id; 3 faults on the empty string,
          * which column 1 does not hold (a table of its distinct ids
          * then, up to its largest: the last 10 ids are in no row); 4
-         * faults on some of column 1's ids (the host runs it) */
+         * faults on some of column 1's ids (the host runs it); 5-7
+         * intern */
         if (k < 3)
             CHECK(!host && ntab >= rf_str_count(), "expression %zu: %s, a table of %zu words for %zu strings", k,
                   host ? "host" : "device", ntab, rf_str_count());
         else if (k == 3)
             CHECK(!host && ntab > 0 && ntab < rf_str_count(), "expression 3: %s, a table of %zu words",
                   host ? "host" : "device", ntab);
-        else
+        else if (k == 4)
             CHECK(host, "expression 4 faults on rows of column 1 but did not go to the host");
+        else
+            CHECK(!host, "expression %zu went to the host", k);
         rf_expr_free(es[k]);
     }
     printf("id-range tables: %zu interned strings, %d row faults agreed\n", rf_str_count(), faults);
