@@ -1126,9 +1126,8 @@ static void count_table(const colsrc *src, size_t entries)
 /* Evaluates a tabulated subexpression over nd distinct ids. On every core
  * when it interns nothing (like, contains, strlen, comparisons: results
  * that are not strings, no string made on the way), since the dictionary
- * is then only read; when it interns (substr, concat: the dictionary is
- * not thread-safe), on every core looking strings up only, then in one
- * thread for what was missing (eval_interning). Q13's like() over 1.5M
+ * is then only read; in one thread otherwise (substr, concat intern their
+ * results, and the dictionary is not thread-safe). Q13's like() over 1.5M
  * order comments at SF 1: 0.27 s on one core. */
 typedef struct id_eval {
     const rf_code *code;
@@ -1147,60 +1146,8 @@ static void id_eval_piece(void *ctx, int piece)
     e->ok[piece] = b >= end || rf_code_eval_batch(e->code, e->cols, b, end, e->vals + b, &e->st[piece]);
 }
 
-/* A code that interns (substr, concat) over many ids: first on every core
- * with the dictionary only read (rf_str_lookup_only), in blocks; a block
- * that met a string not yet interned (or faulted meanwhile: its missing
- * string may be why) is evaluated again afterwards, in order, on one
- * thread. The strings interned and their ids are those of one thread
- * going through the ids in order: a block that found every string adds
- * none. Q22: substr(c_phone, 1, 2) over 1.5M (SF 10) distinct phones,
- * 25 results. */
-#define RF_LOOKUP_BLOCK 256
-typedef struct intern_eval {
-    const rf_code *code;
-    rf_word *const *cols;
-    size_t n, per;
-    rf_word *vals;
-    uint8_t *missed;              /* [blocks] */
-} intern_eval;
-
-static void intern_eval_piece(void *ctx, int piece)
-{
-    intern_eval *e = ctx;
-    size_t b = (size_t)piece * e->per, end = b + e->per < e->n ? b + e->per : e->n;
-    rf_str_lookup_only(true);
-    for (size_t at = b; at < end; at += RF_LOOKUP_BLOCK) {
-        size_t stop = end - at < RF_LOOKUP_BLOCK ? end : at + RF_LOOKUP_BLOCK;
-        rf_status quiet;
-        rf_status_init(&quiet);
-        bool ok = rf_code_eval_batch(e->code, e->cols, at, stop, e->vals + at, &quiet);
-        e->missed[at / RF_LOOKUP_BLOCK] = rf_str_missed() || !ok;
-    }
-    rf_str_lookup_only(false);
-}
-
-static bool eval_interning(const rf_code *code, rf_word *const *cols, size_t nd, rf_word *vals, rf_status *st)
-{
-    int pieces = rf_prims_threads() * 4;
-    size_t per = (nd + (size_t)pieces - 1) / (size_t)pieces;
-    per = (per + RF_LOOKUP_BLOCK - 1) / RF_LOOKUP_BLOCK * RF_LOOKUP_BLOCK;   /* pieces of whole blocks */
-    size_t nblocks = (nd + RF_LOOKUP_BLOCK - 1) / RF_LOOKUP_BLOCK;
-    intern_eval e = {code, cols, nd, per, vals, rf_calloc(nblocks, 1)};
-    rf_par_for((int)((nd + per - 1) / per), intern_eval_piece, &e);
-    bool ok = true;
-    for (size_t k = 0; k < nblocks && ok; k++)
-        if (e.missed[k]) {
-            size_t at = k * RF_LOOKUP_BLOCK, stop = at + RF_LOOKUP_BLOCK < nd ? at + RF_LOOKUP_BLOCK : nd;
-            ok = rf_code_eval_batch(code, cols, at, stop, vals + at, st);
-        }
-    free(e.missed);
-    return ok;
-}
-
 static bool eval_distinct_ids(const rf_code *code, rf_word *const *cols, size_t nd, rf_word *vals, rf_status *st)
 {
-    if (rf_code_interns(code) && nd >= 8192 && rf_prims_threads() > 1)
-        return eval_interning(code, cols, nd, vals, st);
     int pieces = rf_code_interns(code) || nd < 8192 ? 1 : rf_prims_threads() * 4;
     if (pieces <= 1)
         return rf_code_eval_batch(code, cols, 0, nd, vals, st);

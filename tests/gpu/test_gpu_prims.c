@@ -1802,8 +1802,7 @@ static void test_tabulate_id_range(void)
            e2(RF_EX_STARTS_WITH, B, ecol(RF_TYPE_STRING, 2), estr("w"))),
         e2(RF_EX_DIV, L, ecst(L, 100), e1(RF_EX_STRLEN, L, ecol(RF_TYPE_STRING, 1))),
         e2(RF_EX_DIV, L, ecst(L, 1000), e2(RF_EX_SUB, L, e1(RF_EX_STRLEN, L, ecol(RF_TYPE_STRING, 1)), ecst(L, 4))),
-        /* interning: looked up on every core, what is missing interned
-         * after, in order (eval_interning): mostly found, then all new */
+        /* interning: evaluated in one thread */
         e3(RF_EX_SUBSTR, RF_TYPE_STRING, ecol(RF_TYPE_STRING, 1), ecst(L, 1), ecst(L, 3)),
         e2(RF_EX_CONCAT, RF_TYPE_STRING, ecol(RF_TYPE_STRING, 1), estr("!")),
         e2(RF_EX_EQ, B, e3(RF_EX_SUBSTR, RF_TYPE_STRING, ecol(RF_TYPE_STRING, 1), ecst(L, 2), ecst(L, 2)),
