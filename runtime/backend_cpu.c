@@ -119,6 +119,7 @@ typedef struct cpu_impl {
     uint64_t stamps;  /* last stamp handed out */
     size_t set_dense, set_sorted; /* set gathers through a bitmap in one pass / written and sorted */
     size_t set_probed;            /* of the written ones, joined with their first input unsorted */
+    size_t set_semijoins;         /* set gathers keeping one input's rows whole, as semi-joins */
     int *dest_scratch;  /* split_rows: each row's rank (kept, grown only) */
     size_t dest_cap;
 } cpu_impl;
@@ -1116,6 +1117,50 @@ static bool nearly_in_key_order(const rf_table *t)
     return true;
 }
 
+/* The set gather of a JOIN chain that keeps input `side`'s rows whole
+ * (rf_join_kept_side): the chain's passing pairs give only that input's
+ * row positions (a one-column join of rowid(side)), which mark its rows;
+ * the marked rows, in the input's order, are the set. No rows of pairs
+ * are written and nothing is sorted (q21's other_supplier at SF 0.1: the
+ * JOIN made 2.4M pairs of 2 words and sorted them for 578K rows). l may
+ * come in any order (probe: looked up row by row) when side is 1. False
+ * on an error of the filter (out then empty). */
+static bool cpu_semijoin(const rf_table *l, const rf_table *r, const rf_kernel *chain, int side, bool probe,
+                         rf_table *out, rf_status *st)
+{
+    rf_instr pos;
+    memset(&pos, 0, sizeof pos);
+    pos.op = RF_EX_ROWID;
+    pos.type = pos.arg_type = RF_TYPE_INT64;
+    pos.index = side;
+    rf_code proj = {1, &pos};
+    rf_table ids;
+    const rf_table *from = side ? r : l;
+    rf_table_init(out, from->arity);
+    bool ok = probe ? rf_prim_join_probe(l, r, chain->nkeys, &chain->filter, 1, &proj, &ids, st)
+                    : rf_prim_join(l, r, chain->nkeys, &chain->filter, 1, &proj, &ids, st);
+    if (!ok) {
+        rf_table_free(&ids);
+        return false;
+    }
+    uint8_t *keep = rf_calloc(from->nrows + 1, 1);
+    for (size_t i = 0; i < ids.nrows; i++)
+        keep[ids.cols[0][i]] = 1;
+    rf_table_free(&ids);
+    size_t n = 0;
+    for (size_t i = 0; i < from->nrows; i++)
+        n += keep[i];
+    rf_table_resize(out, n);
+    for (int c = 0; c < from->arity; c++) {
+        size_t k = 0;
+        for (size_t i = 0; i < from->nrows; i++)
+            if (keep[i])
+                out->cols[c][k++] = from->cols[c][i];
+    }
+    free(keep);
+    return true;
+}
+
 /* A set gather that begins with its JOIN's probe-side SORT
  * (`s := SORT x; t := JOIN s, y; ...; o := SORT t'`, rf_fused_probe_sort):
  * x's rows are joined as they are, each looked up in y
@@ -1150,18 +1195,23 @@ static rf_run_result cpu_run_probe_set(rf_backend *be, const rf_hprogram *p, con
     }
     rf_table rows;
     memset(stats, 0, sizeof *stats);
-    bool ok = rf_prim_join_probe(l, r, chain.nkeys, &chain.filter, chain.nproj, chain.proj, &rows, &local);
+    cpu_impl *im = be->impl;
+    /* keeping y's rows whole: a semi-join (y sorted, x in any order) */
+    bool semi = rf_join_kept_side(&chain, l->arity, r->arity) == 1;
+    bool ok = semi ? cpu_semijoin(l, r, &chain, 1, true, &rows, &local)
+                   : rf_prim_join_probe(l, r, chain.nkeys, &chain.filter, chain.nproj, chain.proj, &rows, &local);
     rf_kernel_free(&chain);
     if (!ok) {
         rf_table_free(&rows);
         return RF_RUN_MEMBERS;
     }
     size_t made = rows.nrows, width = (size_t)rows.arity;
-    rf_prim_sort_unique(&rows);
+    if (!semi)
+        rf_prim_sort_unique(&rows);
     set_table(be, outs[0], &rows);
-    cpu_impl *im = be->impl;
-    im->set_sorted++;
-    im->set_probed++;
+    im->set_semijoins += semi;
+    im->set_sorted += !semi;
+    im->set_probed += !semi;
     stats->rows_in[0] = l->nrows;
     stats->rows_in[1] = r->nrows;
     stats->rows_out = outs[0]->nrows;
@@ -1271,6 +1321,24 @@ static rf_run_result cpu_run_set_from(rf_backend *be, const rf_hprogram *p, cons
         if (done)
             stats->bytes_moved = (l->nrows * (size_t)l->arity + r->nrows * (size_t)r->arity +
                                   outs[0]->nrows * (size_t)outs[0]->arity) * sizeof(rf_word);
+    }
+    if (!done && in0 && in1) {
+        /* keeping one input's rows whole: a semi-join (in0 is sorted here) */
+        const rf_table *l = table_of(be, in0), *r = table_of(be, in1);
+        int side = rf_join_kept_side(&chain, l->arity, r->arity);
+        rf_table res;
+        if (side >= 0 && cpu_semijoin(l, r, &chain, side, false, &res, &local)) {
+            set_table(be, outs[0], &res);
+            done = true;
+            ((cpu_impl *)be->impl)->set_semijoins++;
+            stats->rows_in[0] = l->nrows;
+            stats->rows_in[1] = r->nrows;
+            stats->bytes_moved = (l->nrows * (size_t)l->arity + r->nrows * (size_t)r->arity +
+                                  outs[0]->nrows * (size_t)outs[0]->arity) * sizeof(rf_word);
+        } else if (side >= 0) {   /* the filter failed: the path below fails the same way */
+            rf_table_free(&res);
+            rf_status_init(&local);
+        }
     }
     if (!done) {
         rf_kernel_stats rs, ss;
@@ -1650,8 +1718,8 @@ static void cpu_print_stats(rf_backend *be, FILE *f)
 {
     const cpu_impl *im = be->impl;
     fprintf(f, "  cpu: set gathers (JOIN -> SORT): %zu joined and sorted in one pass through a bitmap, %zu written "
-               "and sorted (%zu of them probing with their first input unsorted)\n",
-            im->set_dense, im->set_sorted, im->set_probed);
+               "and sorted (%zu of them probing with their first input unsorted), %zu as semi-joins\n",
+            im->set_dense, im->set_sorted, im->set_probed, im->set_semijoins);
 }
 
 static void cpu_destroy(rf_backend *be)

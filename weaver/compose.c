@@ -237,3 +237,18 @@ bool rf_fused_compose_arg(const rf_kernel *chain, const rf_code *c, rf_code *out
             return false;
     return substitute(c, chain->proj, chain->nproj, chain->op == RF_K_MAP, out);
 }
+
+int rf_join_kept_side(const rf_kernel *chain, int al, int ar)
+{
+    if (chain->op != RF_K_JOIN || chain->nkeys < 1)
+        return -1;
+    for (int side = 0; side < 2; side++) {
+        int base = side ? al : 0, arity = side ? ar : al;
+        bool whole = chain->nproj == arity && arity > 0;
+        for (int j = 0; whole && j < chain->nproj; j++)
+            whole = rf_code_as_column(&chain->proj[j]) == base + j;
+        if (whole)
+            return side;
+    }
+    return -1;
+}

@@ -63,6 +63,13 @@ int rf_fused_chain_end(const rf_hprogram *p, const rf_kernel *fk);
 /* The same from member first (1 after a probe side's SORT). */
 int rf_fused_chain_end_from(const rf_hprogram *p, const rf_kernel *fk, int first);
 
+/* The input (0 or 1) whose rows a composed JOIN chain keeps whole: it
+ * projects exactly that input's columns in their order (al, ar: the
+ * inputs' arities). Its set gather is then a semi-join: the input's rows
+ * that have a passing match, in the input's order, each once (sorted
+ * inputs are sets). -1 otherwise, or without keys. */
+int rf_join_kept_side(const rf_kernel *chain, int al, int ar);
+
 /* An aggregate's argument over the columns a composed chain makes (the
  * reducing gather's rows), rewritten over the chain's inputs, so that one
  * kernel computes it from the input row as it computes the projections

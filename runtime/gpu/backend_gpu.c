@@ -1281,28 +1281,17 @@ static bool probe_side_in_order(rf_backend *be, const rf_hprogram *p, const rf_k
     return true;
 }
 
-/* The side whose rows a set gather's JOIN chain keeps whole (0: its first
- * input, 1: its second), or -1: the chain projects exactly that side's
- * columns in their order, so its set is those of the side's rows (a
- * sorted set) that have a passing match, in the side's order, each once
- * (rf_cuda_semijoin: no pair written, nothing sorted). Q21's
- * other_supplier and other_late (SF 10: 240M pairs made and sorted for
- * 58M rows). String functions in the filter: not here. */
+/* The side whose rows a set gather's JOIN chain keeps whole
+ * (rf_join_kept_side), or -1: its set is those of the side's rows that
+ * have a passing match, in the side's order, each once (rf_cuda_semijoin:
+ * no pair written, nothing sorted). Q21's other_supplier and other_late
+ * (SF 10: 240M pairs made and sorted for 58M rows). Not with string
+ * functions in the filter (rf_cuda_semijoin tabulates none). */
 static int semijoin_side(const rf_hprogram *p, const rf_kernel *chain, int in0_var, int in1_var)
 {
-    if (chain->op != RF_K_JOIN || chain->nkeys < 1 || in0_var < 0 || in1_var < 0 ||
-        filter_has_string_function(&chain->filter))
+    if (in0_var < 0 || in1_var < 0 || filter_has_string_function(&chain->filter))
         return -1;
-    int al = p->vars[in0_var].arity, ar = p->vars[in1_var].arity;
-    for (int side = 0; side < 2; side++) {
-        int base = side ? al : 0, arity = side ? ar : al;
-        bool whole = chain->nproj == arity && arity > 0;
-        for (int j = 0; whole && j < chain->nproj; j++)
-            whole = rf_code_as_column(&chain->proj[j]) == base + j;
-        if (whole)
-            return side;
-    }
-    return -1;
+    return rf_join_kept_side(chain, p->vars[in0_var].arity, p->vars[in1_var].arity);
 }
 
 /* The set gather as a semi-join (semijoin_side), where it applies:
