@@ -1587,6 +1587,172 @@ static void free_unified(rf_rule *u, int head_arity)
     free(u);
 }
 
+/* ---- Scan filters implied by a disjunction (q19, q07) ----
+ *
+ * A filter `(a1 && b1 && ...) || (a2 && b2 && ...) || ...` over several
+ * atoms stays where all its variables are bound (after the joins), so
+ * every row of every atom reaches the joins. For each positive atom A,
+ * the disjunction of, per disjunct, the conjuncts over A's variables
+ * alone is implied by the filter: where every disjunct has one, it is
+ * added as a filter of its own, which the planner moves into A's scan
+ * (the original stays). Q19's lineitem is then scanned with `(shipmode =
+ * "AIR" || ...) && shipinstruct = "DELIVER IN PERSON" && qty >= 1 && ...`
+ * or-ed over its three disjuncts, and its part with the brands,
+ * containers and sizes: 1 row in 28 of lineitem reaches the join instead
+ * of all. Only conjuncts that cannot fail are taken (a scan filter runs on
+ * rows the original would never have evaluated it on): comparisons, the
+ * string tests, widening casts and constant subexpressions that evaluate. */
+
+static void flatten_op(const rf_expr *e, rf_exop op, const rf_expr ***items, int *n, int *cap)
+{
+    if (e->op == op) {
+        flatten_op(e->a, op, items, n, cap);
+        flatten_op(e->b, op, items, n, cap);
+        return;
+    }
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 8;
+        *items = rf_realloc(*items, (size_t)*cap * sizeof **items);
+    }
+    (*items)[(*n)++] = e;
+}
+
+static bool has_var(const rf_expr *e)
+{
+    return e && (e->op == RF_EX_VAR || has_var(e->a) || has_var(e->b) || has_var(e->c));
+}
+
+/* e has a variable, and every one is in set. */
+static bool vars_in(const rf_expr *e, const bool *set) { return has_var(e) && vars_bound(e, set); }
+
+static bool never_fails(const rf_expr *e)
+{
+    if (!e)
+        return true;
+    if (!has_var(e)) {   /* a constant subexpression: it fails everywhere or nowhere */
+        rf_word w;
+        rf_status st;
+        rf_status_init(&st);
+        return rf_expr_eval(e, NULL, &w, &st);
+    }
+    switch (e->op) {
+    case RF_EX_VAR:
+    case RF_EX_NOT:
+    case RF_EX_AND:
+    case RF_EX_OR:
+    case RF_EX_EQ:
+    case RF_EX_NE:
+    case RF_EX_LT:
+    case RF_EX_LE:
+    case RF_EX_GT:
+    case RF_EX_GE:
+    case RF_EX_YEAR:
+    case RF_EX_MONTH:
+    case RF_EX_DAY:
+    case RF_EX_STRLEN:
+    case RF_EX_LIKE:
+    case RF_EX_STARTS_WITH:
+    case RF_EX_ENDS_WITH:
+    case RF_EX_CONTAINS:
+        break;
+    case RF_EX_CAST:
+        if (e->a->type != e->type &&
+            !(rf_type_is_integer(e->a->type) && (e->type == RF_TYPE_INT64 || e->type == RF_TYPE_FLOAT64)) &&
+            !(rf_type_is_decimal(e->a->type) && e->type == RF_TYPE_FLOAT64))
+            return false;
+        break;
+    default:
+        return false;
+    }
+    return never_fails(e->a) && never_fails(e->b) && never_fails(e->c);
+}
+
+/* The filter implied for the atom whose variables are `mine` by the
+ * disjunction (disjuncts d[0..nd)), or NULL. */
+static rf_expr *implied_filter(const rf_expr *const *d, int nd, const bool *mine)
+{
+    rf_expr *any = NULL;
+    const rf_expr **conj = NULL;
+    int nc = 0, cap = 0;
+    for (int i = 0; i < nd; i++) {
+        nc = 0;
+        flatten_op(d[i], RF_EX_AND, &conj, &nc, &cap);
+        rf_expr *all = NULL;
+        for (int k = 0; k < nc; k++)
+            if (vars_in(conj[k], mine) && never_fails(conj[k]))
+                all = and_expr(all, rf_expr_clone(conj[k]));
+        if (!all) {   /* this disjunct says nothing of the atom */
+            rf_expr_free(any);
+            any = NULL;
+            break;
+        }
+        any = any ? rf_expr_binary(RF_EX_OR, RF_TYPE_BOOL, any, all) : all;
+    }
+    free(conj);
+    return any;
+}
+
+/* r with the implied scan filters appended as filter literals (body
+ * literals keep their indices), or NULL when there are none. Free with
+ * free_derived(copy, r->nbody). */
+static rf_rule *derive_scan_filters(const rf_rule *r)
+{
+    size_t nv = (size_t)r->nvars + 1;
+    rf_literal *extra = NULL;
+    int nextra = 0, capextra = 0;
+    bool *mine = rf_calloc(nv, sizeof *mine);
+    for (int i = 0; i < r->nbody; i++) {
+        const rf_literal *f = &r->body[i];
+        if (f->kind != RF_LIT_FILTER || f->expr->op != RF_EX_OR)
+            continue;
+        const rf_expr **d = NULL;
+        int nd = 0, cap = 0;
+        flatten_op(f->expr, RF_EX_OR, &d, &nd, &cap);
+        for (int a = 0; a < r->nbody; a++) {
+            const rf_literal *at = &r->body[a];
+            if (at->kind != RF_LIT_ATOM)
+                continue;
+            memset(mine, 0, nv * sizeof *mine);
+            for (int j = 0; j < at->nargs; j++)
+                mark_vars(at->args[j], mine);
+            if (vars_bound(f->expr, mine))   /* the whole filter goes to this scan anyway */
+                continue;
+            rf_expr *implied = implied_filter(d, nd, mine);
+            if (!implied)
+                continue;
+            if (nextra == capextra) {
+                capextra = capextra ? 2 * capextra : 4;
+                extra = rf_realloc(extra, (size_t)capextra * sizeof *extra);
+            }
+            extra[nextra++] = (rf_literal){.kind = RF_LIT_FILTER, .expr = implied, .loc = f->loc};
+        }
+        free(d);
+    }
+    free(mine);
+    if (!nextra) {
+        free(extra);
+        return NULL;
+    }
+    rf_rule *u = rf_malloc(sizeof *u);
+    *u = *r;
+    u->nbody = r->nbody + nextra;
+    u->body = rf_calloc((size_t)u->nbody + 1, sizeof *u->body);
+    memcpy(u->body, r->body, (size_t)r->nbody * sizeof *u->body);
+    memcpy(u->body + r->nbody, extra, (size_t)nextra * sizeof *extra);
+    free(extra);
+    return u;
+}
+
+static void free_derived(rf_rule *u, int first_extra)
+{
+    if (!u)
+        return;
+    for (int i = first_extra; i < u->nbody; i++)
+        rf_expr_free(u->body[i].expr);
+    free(u->body);
+    free(u);
+}
+
 /* Compiles rule `ri` so that its result is written to dst (a relation of the
  * head's arity); lit delta_lit reads its predicate's delta. */
 static void compile_rule(builder *b, int ri, int delta_lit, int dst)
@@ -1610,6 +1776,13 @@ static void compile_rule(builder *b, int ri, int delta_lit, int dst)
     rf_rule *unified = b->optimize ? unify_rule(r, head->arity, c.done) : NULL;
     if (unified)
         r = c.r = unified;
+    int written_nbody = r->nbody;
+    rf_rule *derived = b->optimize ? derive_scan_filters(r) : NULL;
+    if (derived) {
+        c.done = rf_realloc(c.done, ((size_t)derived->nbody + 1) * sizeof *c.done);
+        memset(c.done + written_nbody, 0, ((size_t)(derived->nbody - written_nbody) + 1) * sizeof *c.done);
+        r = c.r = derived;
+    }
     c.bound = rf_calloc(nv, sizeof *c.bound);
     c.assign = rf_calloc(nv, sizeof *c.assign);
     c.col = rf_malloc(nv * sizeof *c.col);
@@ -1712,6 +1885,7 @@ static void compile_rule(builder *b, int ri, int delta_lit, int dst)
     free(c.comment);
     /* (the origin stays set for the caller's union of the rule's rows
      * into its head: end_rule releases it) */
+    free_derived(derived, written_nbody);
     free_unified(unified, head->arity);
     free(c.done);
     free(c.bound);

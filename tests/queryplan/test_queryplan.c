@@ -906,6 +906,62 @@ static rf_program *compile_text(const char *text)
     return prog;
 }
 
+/* A disjunction over two atoms gives each atom's scan the filter it
+ * implies for that atom (plan_build.c derive_scan_filters) when
+ * optimizing; the answers of every plan agree; a condition that could
+ * fail stays after the join, and a disjunct that says nothing of an atom
+ * gives it none. */
+static void test_or_scan_filters(void)
+{
+    static const char text[] =
+        "item(id, part, qty, kind) -> int32(id), int32(part), int32(qty), int32(kind).\n"
+        "part(part, brand, size) -> int32(part), int32(brand), int32(size).\n"
+        "item(1, 10, 2, 1). item(2, 10, 7, 1). item(3, 20, 2, 2). item(4, 20, 5, 2).\n"
+        "item(5, 40, 9, 3). item(6, 30, 4, 1). item(7, 40, 1, 1).\n"
+        "part(10, 100, 1). part(20, 100, 3). part(30, 200, 8). part(40, 300, 2).\n"
+        "picked(id) -> int32(id).\n"
+        "safe(id) -> int32(id).\n"
+        "picked(id) <- item(id, p, qty, kind), part(p, brand, size),\n"
+        "    (brand = 100 && qty >= 1 && qty <= 3 && kind = 1 && size < 5)\n"
+        "    || (brand = 200 && qty >= 4 && qty <= 6 && (kind = 2 || kind = 1) && size > 5).\n"
+        "safe(id) <- item(id, p, qty, _), part(p, brand, _),\n"
+        "    (brand = 200 && 1 / (qty - 9) = 0) || (brand = 100 && qty > 1) || qty = 1.\n"
+        "@output(picked). @output(safe).\n";
+    rf_program *prog = compile_text(text);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+    run r;
+    run_start(&r, prog);
+    expect_rel(&r, "picked", 1, ROWS(1, 6));
+    expect_rel(&r, "safe", 1, ROWS(1, 2, 3, 4, 6, 7));
+    char *text_opt = NULL, *text_plain = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text_opt, &len);
+    rf_plan_print(r.plan[1], f);
+    fclose(f);
+    f = open_memstream(&text_plain, &len);
+    rf_plan_print(r.plan[0], f);
+    fclose(f);
+    /* picked: item's scan keeps qty and kind per disjunct, part's brand and size */
+    CU_ASSERT_PTR_NOT_NULL(strstr(text_opt, "MapFilter item filter (((($2 >= 1) && ($2 <= 3)) && ($3 = 1)) || "
+                                            "((($2 >= 4) && ($2 <= 6)) && (($3 = 2) || ($3 = 1))))"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text_opt, "MapFilter part filter ((($1 = 100) && ($2 < 5)) || (($1 = 200) && "
+                                            "($2 > 5)))"));
+    /* safe: the third disjunct says nothing of part, the division may fail */
+    CU_ASSERT_PTR_NULL(strstr(text_opt, "MapFilter part filter (($1 = 200) || ($1 = 100))"));
+    for (const char *at = text_opt; (at = strstr(at, "MapFilter item")) != NULL; at++) {
+        const char *end = strstr(at, "//"), *eol = strchr(at, '\n'), *div = strstr(at, "1 /");
+        if (!end || (eol && eol < end))
+            end = eol;   /* the command, not its comment (the rule's text) */
+        CU_ASSERT_TRUE(!div || (end && div > end));   /* no division in an item scan */
+    }
+    CU_ASSERT_PTR_NULL(strstr(text_opt, "MapFilter item filter (($2 > 1) || ($2 = 1))"));
+    /* not without optimizing */
+    CU_ASSERT_PTR_NULL(strstr(text_plain, "MapFilter item filter ("));
+    free(text_opt);
+    free(text_plain);
+    run_end(&r);
+}
+
 /* Index of the block labelled `label`, -1 if none. */
 static int find_block(const rf_plan *p, const char *label)
 {
@@ -1203,6 +1259,7 @@ int main(void)
     CU_add_test(s, "verify rejects broken plans", test_verify_rejects);
     CU_add_test(s, "from source (front end)", test_from_source);
     CU_add_test(s, "functional key checks", test_check_keys);
+    CU_add_test(s, "scan filters implied by a disjunction", test_or_scan_filters);
     CU_add_test(s, "a rule's result into its empty predicate", test_union_into_empty);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
