@@ -1105,6 +1105,20 @@ static const rf_kernel *set_gather_chain(rf_backend *be, const rf_hprogram *p, c
  * case where probing row by row costs a gallop step a row; in any other
  * order each probe is a search, and sorting then merging is cheaper on
  * the CPU (TPC-H q13: orders by customer, 12 ms probing against 6 ms). */
+/* A side this small next to x (at most 1/64 of its rows, and few enough
+ * to stay in cache) makes a search for each of x's rows, in any order, a
+ * few cached comparisons, cheaper than sorting x: q17 at SF 0.1, 600K
+ * lineitem rows against the 18 parts that pass, 148 ms sorting first, 12
+ * ms probing. Not q13's 150K orders against 15K customers (probing 12 ms,
+ * sorting 6 ms). */
+#define RF_PROBE_SMALL_SIDE 65536
+#define RF_PROBE_SMALL_RATIO 64
+
+static bool side_small_for_probes(const rf_table *x, const rf_table *y)
+{
+    return y->nrows <= RF_PROBE_SMALL_SIDE && y->nrows * RF_PROBE_SMALL_RATIO <= x->nrows;
+}
+
 static bool nearly_in_key_order(const rf_table *t)
 {
     if (t->arity < 1 || t->nrows < 2)
@@ -1188,7 +1202,7 @@ static rf_run_result cpu_run_probe_set(rf_backend *be, const rf_hprogram *p, con
     rf_status local;
     rf_status_init(&local);
     const rf_table *l = table_of(be, x), *r = table_of(be, y);
-    if (!nearly_in_key_order(l)) {   /* x sorted, then merged (cpu_run_set) */
+    if (!side_small_for_probes(l, r) && !nearly_in_key_order(l)) {   /* x sorted, then merged (cpu_run_set) */
         rf_kernel_free(&chain);
         *unordered = true;
         return RF_RUN_MEMBERS;
