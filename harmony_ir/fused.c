@@ -86,7 +86,57 @@ static bool reads_rowid_of(const rf_code *c, int side)
     return false;
 }
 
-bool rf_fused_probe_sort(const rf_fused *f)
+/* Whether JOIN k reads a row position of its input `side` other than as
+ * a plain projected column (in its filter, or computed with). */
+static bool reads_rowid_beyond_identity(const rf_kernel *k, int side)
+{
+    if (reads_rowid_of(&k->filter, side))
+        return true;
+    for (int j = 0; j < k->nproj; j++)
+        if (reads_rowid_of(&k->proj[j], side) && k->proj[j].n != 1)
+            return true;
+    return false;
+}
+
+bool rf_hir_rows_distinct(const rf_hprogram *p, int v)
+{
+    if (!p || v < 0 || v >= p->nvars)
+        return false;
+    if (p->vars[v].sorted)
+        return true;
+    const rf_kernel *writer = NULL;
+    int writers = 0;
+    for (int b = 0; b < p->nblocks; b++)
+        for (int i = 0; i < p->blocks[b].nkernels; i++) {
+            const rf_kernel *k = &p->blocks[b].kernels[i];
+            int n = k->op == RF_K_FUSED && k->fused ? k->fused->nmembers : 1;
+            for (int m = 0; m < n; m++) {
+                const rf_kernel *w = k->op == RF_K_FUSED && k->fused ? &k->fused->members[m] : k;
+                if (w->out == v) {
+                    writers++;
+                    writer = w;
+                }
+            }
+        }
+    return writers == 1 && rf_map_projects_position(writer);
+}
+
+bool rf_fused_probe_sort(const rf_hprogram *p, const rf_fused *f)
+{
+    return rf_fused_probe_shape(f, f && f->nmembers > 0 && f->members && rf_hir_rows_distinct(p, f->members[0].in[0]));
+}
+
+bool rf_map_projects_position(const rf_kernel *k)
+{
+    if (!k || k->op != RF_K_MAP)
+        return false;
+    for (int j = 0; j < k->nproj; j++)
+        if (k->proj[j].n == 1 && k->proj[j].ins[0].op == RF_EX_ROWID && k->proj[j].ins[0].index == 0)
+            return true;
+    return false;
+}
+
+bool rf_fused_probe_shape(const rf_fused *f, bool x_distinct)
 {
     if (!f || f->nmembers < 3 || !f->members)
         return false;
@@ -97,10 +147,13 @@ bool rf_fused_probe_sort(const rf_fused *f)
     for (int m = 2; m < f->nmembers; m++)
         if (f->members[m].in[0] == sort->out || f->members[m].in[1] == sort->out)
             return false;
-    if (reads_rowid_of(&join->filter, 0))
+    /* A position of the probe side only as an identity column, and only
+     * where x's rows are distinct: each row of x is then a row of s, and
+     * its place in x names it as its place in s would. */
+    if (reads_rowid_beyond_identity(join, 0))
         return false;
+    bool identity = false;
     for (int j = 0; j < join->nproj; j++)
-        if (reads_rowid_of(&join->proj[j], 0))
-            return false;
-    return true;
+        identity = identity || reads_rowid_of(&join->proj[j], 0);
+    return !identity || x_distinct;
 }

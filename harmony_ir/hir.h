@@ -278,10 +278,25 @@ void rf_hir_free(rf_hprogram *p);
 /* Whether group f begins with a SORT that only orders the probe side of
  * the JOIN after it and ends in a set gather (`s := SORT x; t := JOIN s,
  * y; ...; o := SORT t'`, s internal and read only as that JOIN's first
- * input, whose code reads no row position of it): a backend may join x's
- * rows as they come, looking each one up in y, and skip the SORT; the
- * set gather sorts and deduplicates the result, so it is the same. */
-bool rf_fused_probe_sort(const rf_fused *f);
+ * input): a backend may join x's rows as they come, looking each one up
+ * in y, and skip the SORT; the set gather sorts and deduplicates the
+ * result, so it is the same. The JOIN reads no row position of s, except
+ * as a projected identity column (a bag body's, design.md "Row
+ * identities") where x's rows are distinct (rf_hir_rows_distinct; p may
+ * be NULL: then none): the row's place in x then names it as its place in
+ * s would. */
+bool rf_fused_probe_sort(const rf_hprogram *p, const rf_fused *f);
+
+/* The same, x_distinct saying whether the SORT's input rows are distinct
+ * (the weaver's test, made while the program's blocks are taken apart). */
+bool rf_fused_probe_shape(const rf_fused *f, bool x_distinct);
+
+/* Whether variable v's rows are distinct wherever it is written: a sorted
+ * variable, or one whose only writer is a MAP projecting its input's row
+ * position as a column (one row for each input row it keeps). */
+bool rf_hir_rows_distinct(const rf_hprogram *p, int v);
+/* Whether k is a MAP projecting its input's row position as a column. */
+bool rf_map_projects_position(const rf_kernel *k);
 
 /* Whether group f may end in RF_GATHER_REDUCE (the verifier's rule). */
 bool rf_fused_reduce_legal(const rf_hprogram *p, const rf_fused *f);

@@ -167,7 +167,7 @@ static void print_fused(FILE *out, const rf_hprogram *p, const rf_kernel *k, con
     else if (sort && sort->op == RF_K_SORT && k->gather == RF_GATHER_REDUCE)
         fprintf(out, "%s  | gather=reduce: %s's rows fold into their groups as they are made, never sorted\n",
                 indent, var_name(p, sort->in[0]));
-    if (k->gather == RF_GATHER_SET && rf_fused_probe_sort(f))
+    if (k->gather == RF_GATHER_SET && rf_fused_probe_sort(p, f))
         fprintf(out, "%s  | probe: %s only orders the JOIN's probe side: %s's rows are joined as they come, each "
                      "looked up in %s, and never sorted (the CPU sorts them when they are far from key order)\n",
                 indent, var_name(p, f->members[0].out), var_name(p, f->members[0].in[0]),

@@ -1244,7 +1244,7 @@ static rf_run_result cpu_run_set_from(rf_backend *be, const rf_hprogram *p, cons
 static rf_run_result cpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_kernel *fk, rf_dvar *const *outs,
                                  rf_dvar *const *ins, rf_kernel_stats *stats)
 {
-    if (!rf_fused_probe_sort(fk->fused))
+    if (!rf_fused_probe_sort(p, fk->fused))
         return cpu_run_set_from(be, p, fk, 0, NULL, outs, ins, stats);
     bool unordered;
     rf_run_result res = cpu_run_probe_set(be, p, fk, outs, ins, stats, &unordered);

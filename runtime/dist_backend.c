@@ -874,7 +874,7 @@ static rf_run_result run_set_gather(rf_backend *be, const rf_hprogram *p, const 
     const rf_fused *f = k->fused;
     /* (a probe side's SORT first: its input is the JOIN's left side, as
      * it comes; the inner backend probes with it or sorts it) */
-    int probe = rf_fused_probe_sort(f) ? 1 : 0;
+    int probe = rf_fused_probe_sort(p, f) ? 1 : 0;
     if (k->gather != RF_GATHER_SET || f->nmembers != 2 + probe || f->nout != 1 || f->nin != 2)
         return RF_RUN_MEMBERS;
     const rf_kernel *join = &f->members[probe], *sort = &f->members[probe + 1];

@@ -360,21 +360,28 @@ static void swap_join(const rf_hprogram *p, rf_kernel *k)
     k->in[1] = t;
 }
 
-static bool code_reads_rowid_of(const rf_code *c, int side)
+/* Whether variable x's rows are distinct (rf_hir_rows_distinct) as far
+ * as the sequence s shows before position `before`: a sorted variable,
+ * or one written once, by a MAP there that projects its row position
+ * (x written in an earlier run of blocks: not known here, so no). */
+static bool rows_distinct_here(const wctx *w, const seq *s, int before, int x)
 {
-    for (int i = 0; i < c->n; i++)
-        if (c->ins[i].op == RF_EX_ROWID && c->ins[i].index == side)
-            return true;
-    return false;
-}
-
-static bool join_reads_rowid_of(const rf_kernel *k, int side)
-{
-    if (code_reads_rowid_of(&k->filter, side))
+    if (x < 0 || x >= w->p->nvars)
+        return false;
+    if (w->p->vars[x].sorted)
         return true;
-    for (int j = 0; j < k->nproj; j++)
-        if (code_reads_rowid_of(&k->proj[j], side))
-            return true;
+    if (w->writes[x] != 1)
+        return false;
+    for (int i = before - 1; i >= 0; i--) {
+        const rf_kernel *k = &s->kernels[i];
+        if (k->op == RF_K_FUSED && k->fused) {
+            for (int m = 0; m < k->fused->nmembers; m++)
+                if (k->fused->members[m].out == x)
+                    return rf_map_projects_position(&k->fused->members[m]);
+        } else if (k->out == x) {
+            return rf_map_projects_position(k);
+        }
+    }
     return false;
 }
 
@@ -393,7 +400,7 @@ static int add_probe_sort(const wctx *w, seq *s, int *idx, int n)
         return n;
     for (int side = 1; side >= 0; side--) {
         int v = join->in[side];
-        if (v < 0 || v == join->in[1 - side] || !can_be_internal(w, v) || join_reads_rowid_of(join, side))
+        if (v < 0 || v == join->in[1 - side] || !can_be_internal(w, v))
             continue;
         int q = -1;
         for (int i = idx[0] - 1; i >= 0 && q < 0; i--)
@@ -406,7 +413,15 @@ static int add_probe_sort(const wctx *w, seq *s, int *idx, int n)
         int grown[RF_FUSED_MAX];
         grown[0] = q;
         memcpy(grown + 1, idx, (size_t)n * sizeof *idx);
-        if (can_move(s, grown, n + 1)) {
+        /* the group as it would be: rf_fused_probe_sort decides (a
+         * position of the probe side read only as an identity column,
+         * and only where the SORT's input rows are distinct) */
+        rf_kernel members[RF_FUSED_MAX];
+        for (int m = 0; m < n + 1; m++)
+            members[m] = s->kernels[grown[m]];
+        rf_fused as_group = {n + 1, members, 0, NULL, 0, NULL, 0, NULL};
+        if (rf_fused_probe_shape(&as_group, rows_distinct_here(w, s, q, s->kernels[q].in[0])) &&
+            can_move(s, grown, n + 1)) {
             memcpy(idx, grown, (size_t)(n + 1) * sizeof *idx);
             return n + 1;
         }

@@ -333,14 +333,14 @@ static bool map_keeps_columns(const rf_kernel *k, int arity)
  * probe-side SORT before it, which gpu_run_set leaves out), and not also
  * its other side, and no code of the JOIN reads row numbers (which follow
  * the order). */
-static bool reads_in_any_order(const rf_kernel *k, int v)
+static bool reads_in_any_order(const rf_hprogram *p, const rf_kernel *k, int v)
 {
     const rf_kernel *j = k;
     if (k->op == RF_K_FUSED) {
         const rf_fused *f = k->fused;
         if (k->gather != RF_GATHER_SET || f->nmembers < 2)
             return false;
-        if (rf_fused_probe_sort(f)) {   /* rowids of the sorted side: none (rf_fused_probe_sort) */
+        if (rf_fused_probe_sort(p, f)) {   /* the sorted side's rows by position: none (rf_fused_probe_sort) */
             if (f->members[0].in[0] != v)
                 return false;
             for (int m = 1; m < f->nmembers; m++)
@@ -1255,9 +1255,9 @@ static bool set_gather_dense(gpu_impl *g, int var)
  * join searches the other side for each probe row, in any order
  * (join_candidates), and the gather's SORT orders and deduplicates the
  * rows made. */
-static int set_gather_first(const rf_fused *f)
+static int set_gather_first(const rf_hprogram *p, const rf_fused *f)
 {
-    return rf_fused_probe_sort(f) ? 1 : 0;
+    return rf_fused_probe_sort(p, f) ? 1 : 0;
 }
 
 /* The set gather's probe side in key order, for the dense join (which is
@@ -1331,7 +1331,7 @@ static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
     gpu_impl *g = impl_of(be);
     rf_cuda_ctx *ctx = ctx_of(be);
     const rf_fused *f = fk->fused;
-    int first = set_gather_first(f);
+    int first = set_gather_first(p, f);
     int last = f->nmembers - 2;   /* the rows' chain ends here; the SORT follows */
     rf_kernel chain;
     if (f->nout != 1 || last < first || rf_fused_chain_end_from(p, fk, first) < last ||
@@ -1642,7 +1642,7 @@ static fused_code fused_source(const rf_hprogram *p, const rf_kernel *fk, char *
         return *src ? FUSED_SELECT_MANY : FUSED_MEMBERS;
     }
     bool reduce = fk->gather == RF_GATHER_REDUCE, set = fk->gather == RF_GATHER_SET;
-    int first = set ? set_gather_first(f) : 0;
+    int first = set ? set_gather_first(p, f) : 0;
     int last = reduce ? f->nmembers - 3 : set ? f->nmembers - 2 : f->nmembers - 1;
     rf_kernel chain;
     if (!(last >= first && rf_fused_chain_end_from(p, fk, first) >= last &&
@@ -1721,7 +1721,7 @@ char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk)
     fputc('\n', out);
     char *plan_line = NULL;
     fused_code how = fused_source(p, fk, &src, &strings, &plan_line, NULL, NULL);
-    int first = set ? set_gather_first(f) : 0;
+    int first = set ? set_gather_first(p, f) : 0;
     const char *chain_op = f->nmembers > first ? rf_kop_name(f->members[first].op) : "?";
     rf_kernel semi_chain;
     if (set && last >= first && rf_fused_compose(p, fk, first, last, &semi_chain)) {
@@ -1968,7 +1968,7 @@ static rf_run_result gpu_run_kernel(rf_backend *be, const rf_hprogram *p, const 
         const int *in_vars = k->op == RF_K_FUSED ? k->fused->in : k->op == RF_K_MULTIJOIN ? NULL : k->in;
         int nin = k->op == RF_K_FUSED ? k->fused->nin : k->op == RF_K_MULTIJOIN ? k->mj->nin : 2;
         for (int i = 0; i < nin; i++)
-            if (ins[i] && ins[i]->pending_sort && !(in_vars && reads_in_any_order(k, in_vars[i])) &&
+            if (ins[i] && ins[i]->pending_sort && !(in_vars && reads_in_any_order(p, k, in_vars[i])) &&
                 !sort_pending(be, ins[i], st))
                 return RF_RUN_FAILED;
     }

@@ -768,7 +768,7 @@ static void test_probe_sort(void)
     for (int g = 0; find_fused(h, g, NULL); g++) {
         const rf_kernel *fk = find_fused(h, g, NULL);
         const rf_fused *f = fk->fused;
-        if (!rf_fused_probe_sort(f))
+        if (!rf_fused_probe_sort(h, f))
             continue;
         probes++;
         CU_ASSERT_EQUAL(fk->gather, RF_GATHER_SET);
@@ -808,25 +808,67 @@ static void test_probe_sort(void)
 
     /* the predicate itself: a SORT, the JOIN probing with its rows, the
      * gather's SORT; not when the JOIN reads a position of the probe side
-     * (it would be the row's place in the unsorted input) */
+     * (it would be the row's place in the unsorted input), unless only as
+     * a projected identity of rows known distinct */
     rf_kernel m[3];
     memset(m, 0, sizeof m);
     rf_instr rowid0 = {.op = RF_EX_ROWID, .index = 0}, rowid1 = {.op = RF_EX_ROWID, .index = 1};
+    rf_instr rowid0_plus[3] = {{.op = RF_EX_ROWID, .index = 0}, {.op = RF_EX_CONST}, {.op = RF_EX_ADD}};
     rf_code proj = {1, &rowid1};
     m[0].op = RF_K_SORT, m[0].out = 5, m[0].in[0] = 1, m[0].in[1] = -1;
     m[1].op = RF_K_JOIN, m[1].out = 6, m[1].in[0] = 5, m[1].in[1] = 2, m[1].nkeys = 1, m[1].nproj = 1;
     m[1].proj = &proj;
     m[2].op = RF_K_SORT, m[2].out = 7, m[2].in[0] = 6, m[2].in[1] = -1;
     rf_fused f = {3, m, 0, NULL, 0, NULL, 0, NULL};
-    CU_ASSERT_TRUE(rf_fused_probe_sort(&f));
+    CU_ASSERT_TRUE(rf_fused_probe_sort(NULL, &f));
     proj.ins = &rowid0;
-    CU_ASSERT_FALSE(rf_fused_probe_sort(&f));
+    CU_ASSERT_FALSE(rf_fused_probe_sort(NULL, &f));
     proj.ins = &rowid1;
     m[1].in[0] = 2, m[1].in[1] = 5;   /* the SORT feeds the second input */
-    CU_ASSERT_FALSE(rf_fused_probe_sort(&f));
+    CU_ASSERT_FALSE(rf_fused_probe_sort(NULL, &f));
     m[1].in[0] = 5, m[1].in[1] = 2;
     m[2].op = RF_K_AGG;                 /* no set gather after it */
-    CU_ASSERT_FALSE(rf_fused_probe_sort(&f));
+    CU_ASSERT_FALSE(rf_fused_probe_sort(NULL, &f));
+    m[2].op = RF_K_SORT;
+
+    /* x (variable 1) written by one MAP that projects its row position:
+     * distinct rows, so the probe side's position may be an identity */
+    rf_hprogram *px = lower_text("r(a, b) -> int32(a), int32(b).\n"
+                                 "s(a) -> int32(a).\n"
+                                 "n[] = c -> int64(c).\n"
+                                 "r(1, 2). r(1, 3). s(1).\n"
+                                 "n[] = c <- agg<<c = count()>> r(a, _), s(a).\n");
+    int xv = -1, other = -1;
+    for (int b = 0; b < px->nblocks && xv < 0; b++)
+        for (int i = 0; i < px->blocks[b].nkernels; i++) {
+            const rf_kernel *k = &px->blocks[b].kernels[i];
+            bool ids = false;
+            for (int j = 0; k->op == RF_K_MAP && j < k->nproj; j++)
+                ids = ids || (k->proj[j].n == 1 && k->proj[j].ins[0].op == RF_EX_ROWID);
+            if (ids && xv < 0)
+                xv = k->out;
+        }
+    for (int v = 0; v < px->nvars && other < 0; v++)
+        if (!px->vars[v].sorted && v != xv)
+            other = v;
+    CU_ASSERT_TRUE_FATAL(xv >= 0);
+    CU_ASSERT_TRUE(rf_hir_rows_distinct(px, xv));
+    m[0].in[0] = xv;
+    proj.ins = &rowid0;
+    CU_ASSERT_TRUE(rf_fused_probe_sort(px, &f));
+    CU_ASSERT_FALSE(rf_fused_probe_sort(NULL, &f));
+    proj.n = 3, proj.ins = rowid0_plus;   /* computed with: not an identity */
+    CU_ASSERT_FALSE(rf_fused_probe_sort(px, &f));
+    proj.n = 1, proj.ins = &rowid0;
+    m[1].filter = (rf_code){1, &rowid0};   /* read by the filter */
+    CU_ASSERT_FALSE(rf_fused_probe_sort(px, &f));
+    m[1].filter = (rf_code){0, NULL};
+    if (other >= 0) {                      /* rows not known distinct */
+        CU_ASSERT_FALSE(rf_hir_rows_distinct(px, other));
+        m[0].in[0] = other;
+        CU_ASSERT_FALSE(rf_fused_probe_sort(px, &f));
+    }
+    rf_hir_free(px);
 }
 
 static void test_recursive_sg(void)
