@@ -300,23 +300,14 @@ static bool computable(const rule_ctx *c, const rf_expr *e, const int *colmap)
     return computable(c, e->a, colmap) && computable(c, e->b, colmap) && computable(c, e->c, colmap);
 }
 
-/* May e (over colmap, as computable) be computed ahead of the filters that
- * would have guarded it (as a key column, or as a filter moved into a
- * scan)? Comparisons, && || and not, widening casts (int32 -> int64, int ->
- * float64, decimal -> float64) and the string tests never fail. Division,
- * float and decimal arithmetic and most functions can fail and stay after
- * the join. Integer + - * can overflow (arithmetic is checked) but are
- * allowed, so that `y + 1 = y2` is a join key rather than a cross product:
- * the key is computed on the rows of its own atom, and an overflow there
- * stops the run even when another condition of the rule would have
- * removed that row (docs/language.md, "Equalities are joins"). */
-static bool cannot_fail(const rule_ctx *c, const rf_expr *e, const int *colmap)
+/* Whether e's own operation never fails, its operands aside: comparisons,
+ * && || and not, the string tests and date parts, widening casts (int32
+ * -> int64, int -> float64, decimal -> float64); integer + - * and
+ * negation too where integer_arithmetic (checked: they can overflow). */
+static bool op_cannot_fail(const rf_expr *e, bool integer_arithmetic)
 {
-    if (!e)
-        return true;
     switch (e->op) {
     case RF_EX_VAR:
-        return colmap[e->index] >= 0 || cannot_fail(c, c->assign[e->index], colmap);
     case RF_EX_CONST:
     case RF_EX_COL:
     case RF_EX_NOT:
@@ -336,26 +327,40 @@ static bool cannot_fail(const rule_ctx *c, const rf_expr *e, const int *colmap)
     case RF_EX_STARTS_WITH:
     case RF_EX_ENDS_WITH:
     case RF_EX_CONTAINS:
-        break;
+        return true;
     case RF_EX_CAST:
-        if (e->a->type != e->type &&
-            !(rf_type_is_integer(e->a->type) && (e->type == RF_TYPE_INT64 || e->type == RF_TYPE_FLOAT64)) &&
-            !(rf_type_is_decimal(e->a->type) && e->type == RF_TYPE_FLOAT64))
-            return false;
-        break;
+        return e->a->type == e->type ||
+               (rf_type_is_integer(e->a->type) && (e->type == RF_TYPE_INT64 || e->type == RF_TYPE_FLOAT64)) ||
+               (rf_type_is_decimal(e->a->type) && e->type == RF_TYPE_FLOAT64);
     case RF_EX_NEG:
     case RF_EX_ADD:
     case RF_EX_SUB:
     case RF_EX_MUL:
-        if (!rf_type_is_integer(e->type))
-            return false;
-        break;
+        return integer_arithmetic && rf_type_is_integer(e->type);
     default:
         return false;
     }
-    return cannot_fail(c, e->a, colmap) && cannot_fail(c, e->b, colmap) && cannot_fail(c, e->c, colmap);
 }
 
+/* May e (over colmap, as computable) be computed ahead of the filters that
+ * would have guarded it (as a key column, or as a filter moved into a
+ * scan)? Comparisons, && || and not, widening casts (int32 -> int64, int ->
+ * float64, decimal -> float64) and the string tests never fail. Division,
+ * float and decimal arithmetic and most functions can fail and stay after
+ * the join. Integer + - * can overflow (arithmetic is checked) but are
+ * allowed, so that `y + 1 = y2` is a join key rather than a cross product:
+ * the key is computed on the rows of its own atom, and an overflow there
+ * stops the run even when another condition of the rule would have
+ * removed that row (docs/language.md, "Equalities are joins"). */
+static bool cannot_fail(const rule_ctx *c, const rf_expr *e, const int *colmap)
+{
+    if (!e)
+        return true;
+    if (e->op == RF_EX_VAR)
+        return colmap[e->index] >= 0 || cannot_fail(c, c->assign[e->index], colmap);
+    return op_cannot_fail(e, true) && cannot_fail(c, e->a, colmap) && cannot_fail(c, e->b, colmap) &&
+           cannot_fail(c, e->c, colmap);
+}
 /* Column of each variable of atom `lit` in its relation (the first
  * occurrence), -1 for the other variables. */
 static void atom_colmap(const rule_ctx *c, int lit, int *acol)
@@ -1635,38 +1640,8 @@ static bool never_fails(const rf_expr *e)
         rf_status_init(&st);
         return rf_expr_eval(e, NULL, &w, &st);
     }
-    switch (e->op) {
-    case RF_EX_VAR:
-    case RF_EX_NOT:
-    case RF_EX_AND:
-    case RF_EX_OR:
-    case RF_EX_EQ:
-    case RF_EX_NE:
-    case RF_EX_LT:
-    case RF_EX_LE:
-    case RF_EX_GT:
-    case RF_EX_GE:
-    case RF_EX_YEAR:
-    case RF_EX_MONTH:
-    case RF_EX_DAY:
-    case RF_EX_STRLEN:
-    case RF_EX_LIKE:
-    case RF_EX_STARTS_WITH:
-    case RF_EX_ENDS_WITH:
-    case RF_EX_CONTAINS:
-        break;
-    case RF_EX_CAST:
-        if (e->a->type != e->type &&
-            !(rf_type_is_integer(e->a->type) && (e->type == RF_TYPE_INT64 || e->type == RF_TYPE_FLOAT64)) &&
-            !(rf_type_is_decimal(e->a->type) && e->type == RF_TYPE_FLOAT64))
-            return false;
-        break;
-    default:
-        return false;
-    }
-    return never_fails(e->a) && never_fails(e->b) && never_fails(e->c);
+    return op_cannot_fail(e, false) && never_fails(e->a) && never_fails(e->b) && never_fails(e->c);
 }
-
 /* The filter implied for the atom whose variables are `mine` by the
  * disjunction (disjuncts d[0..nd)), or NULL. */
 static rf_expr *implied_filter(const rf_expr *const *d, int nd, const bool *mine)
