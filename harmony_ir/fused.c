@@ -123,7 +123,11 @@ bool rf_hir_rows_distinct(const rf_hprogram *p, int v)
 
 bool rf_fused_probe_sort(const rf_hprogram *p, const rf_fused *f)
 {
-    return rf_fused_probe_shape(f, f && f->nmembers > 0 && f->members && rf_hir_rows_distinct(p, f->members[0].in[0]));
+    /* the program is walked only for a group that reads the probe side's
+     * positions (backends ask this on every run of every set gather) */
+    if (rf_fused_probe_shape(f, false))
+        return true;
+    return rf_fused_probe_shape(f, true) && rf_hir_rows_distinct(p, f->members[0].in[0]);
 }
 
 bool rf_map_projects_position(const rf_kernel *k)

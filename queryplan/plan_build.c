@@ -1642,6 +1642,7 @@ static bool never_fails(const rf_expr *e)
     }
     return op_cannot_fail(e, false) && never_fails(e->a) && never_fails(e->b) && never_fails(e->c);
 }
+
 /* The filter implied for the atom whose variables are `mine` by the
  * disjunction (disjuncts d[0..nd)), or NULL. */
 static rf_expr *implied_filter(const rf_expr *const *d, int nd, const bool *mine)
