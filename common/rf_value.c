@@ -506,10 +506,25 @@ static const char *arena_copy(const char *s, size_t len)
     return d;
 }
 
-rf_word rf_str_intern_hashed(const char *s, size_t len, uint64_t h)
+/* Lookup-only mode, per thread (rf_str_lookup_only). */
+static _Thread_local bool tl_lookup_only, tl_missed;
+
+void rf_str_lookup_only(bool on)
 {
-    if (2 * (g_nstrs + 1) > g_nslots)
-        rehash(g_nslots ? 2 * g_nslots : 1024);
+    tl_lookup_only = on;
+    tl_missed = false;
+}
+
+bool rf_str_missed(void)
+{
+    bool m = tl_missed;
+    tl_missed = false;
+    return m;
+}
+
+/* The id of s, or -1 with *slot the empty slot where it would go. */
+static int64_t find_string(const char *s, size_t len, uint64_t h, size_t *slot)
+{
     uint64_t tag = h >> 32 << 32;
     size_t i = h & (g_nslots - 1);
     for (uint64_t sl; (sl = g_slots[i]) != 0; i = (i + 1) & (g_nslots - 1)) {
@@ -517,8 +532,25 @@ rf_word rf_str_intern_hashed(const char *s, size_t len, uint64_t h)
             continue;
         const strentry *e = &g_strs[(uint32_t)sl - 1];
         if (e->len == len && memcmp(e->text, s, len) == 0)
-            return (uint32_t)sl - 1;
+            return (int64_t)((uint32_t)sl - 1);
     }
+    *slot = i;
+    return -1;
+}
+
+rf_word rf_str_intern_hashed(const char *s, size_t len, uint64_t h)
+{
+    size_t i = 0;
+    if (tl_lookup_only) {   /* read only: no rehash, no insert */
+        int64_t id = g_nslots ? find_string(s, len, h, &i) : -1;
+        tl_missed = tl_missed || id < 0;
+        return id < 0 ? 0 : (rf_word)id;
+    }
+    if (2 * (g_nstrs + 1) > g_nslots)
+        rehash(g_nslots ? 2 * g_nslots : 1024);
+    int64_t id = find_string(s, len, h, &i);
+    if (id >= 0)
+        return (rf_word)id;
     if (g_nstrs == UINT32_MAX - 1)
         rf_out_of_memory(len);
     if (g_nstrs == g_capstrs) {

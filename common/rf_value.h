@@ -127,6 +127,15 @@ void rf_str_reserve(size_t more);
 /* A hint: the slot of hash h is looked up soon (a batch of inserts hides
  * the cache misses of its random slots by asking ahead). */
 void rf_str_prefetch(uint64_t h);
+/* Lookup-only mode for the calling thread (on until turned off): a string
+ * not in the dictionary is not added; rf_str_intern returns 0 for it and
+ * rf_str_missed() (which clears the flag) says so. Threads in this mode
+ * only read the dictionary, so several may evaluate string functions at
+ * once while no thread interns (primitives/cuda/prims.c: a tabulated
+ * substr over millions of ids on every core, the misses done after, in
+ * order, in one thread). */
+void rf_str_lookup_only(bool on);
+bool rf_str_missed(void);
 const char *rf_str_get(rf_word id);      /* NUL-terminated */
 size_t rf_str_len(rf_word id);
 size_t rf_str_count(void);

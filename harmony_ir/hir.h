@@ -267,6 +267,10 @@ typedef struct rf_hprogram {
     rf_hvar *vars;
     int nblocks;
     rf_hblock *blocks;       /* entry is block 0 */
+    bool woven;              /* Kernel Weaver ran on it (rf_pipeline_weave with
+                                fusion on; not serialised): a backend may then
+                                also run a lone kernel's stages as one
+                                generated kernel */
 } rf_hprogram;
 
 /* Plan -> Harmony IR (inserts the re-orderings and sorts that joins and set

@@ -30,6 +30,7 @@ bool rf_pipeline_weave(rf_hprogram *hp, bool fuse, rf_status *st)
     } else {
         rf_unweave(hp);
     }
+    hp->woven = fuse;
     rf_status vst;
     rf_status_init(&vst);
     if (!rf_hir_verify(hp, &vst))

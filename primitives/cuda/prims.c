@@ -1111,6 +1111,13 @@ static size_t column_rows(const colsrc *src, int col)
     return rel && k < rel->arity ? rel->nrows : 0;
 }
 
+/* RF_CUDA_TRACE's marks inside the tabulation (contexts only). */
+static void trace_tables(const colsrc *src, const char *phase)
+{
+    if (src->c)
+        rf_cuda_trace(src->c, phase);
+}
+
 /* Table statistics (contexts only; tests tabulate without one). */
 static void count_table(const colsrc *src, size_t entries)
 {
@@ -1126,8 +1133,9 @@ static void count_table(const colsrc *src, size_t entries)
 /* Evaluates a tabulated subexpression over nd distinct ids. On every core
  * when it interns nothing (like, contains, strlen, comparisons: results
  * that are not strings, no string made on the way), since the dictionary
- * is then only read; in one thread otherwise (substr, concat intern their
- * results, and the dictionary is not thread-safe). Q13's like() over 1.5M
+ * is then only read; when it interns (substr, concat: the dictionary is
+ * not thread-safe), on every core looking strings up only, then in one
+ * thread for what was missing (eval_interning). Q13's like() over 1.5M
  * order comments at SF 1: 0.27 s on one core. */
 typedef struct id_eval {
     const rf_code *code;
@@ -1146,8 +1154,76 @@ static void id_eval_piece(void *ctx, int piece)
     e->ok[piece] = b >= end || rf_code_eval_batch(e->code, e->cols, b, end, e->vals + b, &e->st[piece]);
 }
 
+/* A code that interns (substr, concat) over many ids. One thread first
+ * evaluates a sample of them (every stride-th id, interning what it
+ * makes), then every core evaluates all of them, in blocks, with the
+ * dictionary only read (rf_str_lookup_only); a block that met a string not
+ * yet interned (or faulted meanwhile: its missing string may be why) is
+ * evaluated again afterwards, in order, on one thread. Strings and their
+ * ids are thus those of one thread going through the sample and then the
+ * missed blocks in order: the same on every run. Why the sample: results
+ * that repeat (q22's substr(c_phone, 1, 2): 25 country codes for 1.5M
+ * phones at SF 10) are then all interned before the parallel pass, which
+ * otherwise misses them in every block and leaves the whole work to the
+ * one thread (59 ms of q22's 100 ms MAP on the H100's host, traced). */
+#define RF_LOOKUP_BLOCK 256
+#define RF_INTERN_SAMPLE 4096
+typedef struct intern_eval {
+    const rf_code *code;
+    rf_word *const *cols;
+    size_t n, per;
+    rf_word *vals;
+    uint8_t *missed;              /* [blocks] */
+} intern_eval;
+
+static void intern_eval_piece(void *ctx, int piece)
+{
+    intern_eval *e = ctx;
+    size_t b = (size_t)piece * e->per, end = b + e->per < e->n ? b + e->per : e->n;
+    rf_str_lookup_only(true);
+    for (size_t at = b; at < end; at += RF_LOOKUP_BLOCK) {
+        size_t stop = end - at < RF_LOOKUP_BLOCK ? end : at + RF_LOOKUP_BLOCK;
+        rf_status quiet;
+        rf_status_init(&quiet);
+        bool ok = rf_code_eval_batch(e->code, e->cols, at, stop, e->vals + at, &quiet);
+        e->missed[at / RF_LOOKUP_BLOCK] = rf_str_missed() || !ok;
+    }
+    rf_str_lookup_only(false);
+}
+
+static bool eval_interning(const rf_code *code, rf_word *const *cols, size_t nd, rf_word *vals, rf_status *st)
+{
+    /* The sample, interned in id order (a fault here is left to the blocks). */
+    size_t stride = nd / RF_INTERN_SAMPLE > 0 ? nd / RF_INTERN_SAMPLE : 1, ns = (nd + stride - 1) / stride;
+    rf_word *sample = rf_malloc(ns * sizeof *sample), *svals = rf_malloc(ns * sizeof *svals);
+    for (size_t k = 0; k < ns; k++)
+        sample[k] = cols[0][k * stride];
+    rf_word *scols[1] = {sample};
+    rf_status quiet;
+    rf_status_init(&quiet);
+    (void)rf_code_eval_batch(code, scols, 0, ns, svals, &quiet);
+    free(sample);
+    free(svals);
+    int pieces = rf_prims_threads() * 4;
+    size_t per = (nd + (size_t)pieces - 1) / (size_t)pieces;
+    per = (per + RF_LOOKUP_BLOCK - 1) / RF_LOOKUP_BLOCK * RF_LOOKUP_BLOCK;   /* pieces of whole blocks */
+    size_t nblocks = (nd + RF_LOOKUP_BLOCK - 1) / RF_LOOKUP_BLOCK;
+    intern_eval e = {code, cols, nd, per, vals, rf_calloc(nblocks, 1)};
+    rf_par_for((int)((nd + per - 1) / per), intern_eval_piece, &e);
+    bool ok = true;
+    for (size_t k = 0; k < nblocks && ok; k++)
+        if (e.missed[k]) {
+            size_t at = k * RF_LOOKUP_BLOCK, stop = at + RF_LOOKUP_BLOCK < nd ? at + RF_LOOKUP_BLOCK : nd;
+            ok = rf_code_eval_batch(code, cols, at, stop, vals + at, st);
+        }
+    free(e.missed);
+    return ok;
+}
+
 static bool eval_distinct_ids(const rf_code *code, rf_word *const *cols, size_t nd, rf_word *vals, rf_status *st)
 {
+    if (rf_code_interns(code) && nd >= 8192 && rf_prims_threads() > 1)
+        return eval_interning(code, cols, nd, vals, st);
     int pieces = rf_code_interns(code) || nd < 8192 ? 1 : rf_prims_threads() * 4;
     if (pieces <= 1)
         return rf_code_eval_batch(code, cols, 0, nd, vals, st);
@@ -1216,6 +1292,7 @@ static bool tabulate_id_range(const colsrc *src, int col, const rf_code *sub, ta
     range_eval e = {sub, n, (n + (size_t)pieces - 1) / (size_t)pieces, tabs->data.items + off,
                     rf_calloc((size_t)pieces, sizeof(bool))};
     rf_par_for(pieces, range_eval_piece, &e);
+    trace_tables(src, "tables: eval id range");
     bool ok = true;
     for (int i = 0; i < pieces; i++)
         ok = ok && e.ok[i];
@@ -1241,6 +1318,7 @@ static bool tabulate_distinct_ids(const colsrc *src, int col, const rf_code *sub
     bool distinct = false;
     if (!fetch_column(src, col, &ids, &nrows, &distinct, st))
         return false;
+    trace_tables(src, "tables: fetch ids");
     if (distinct) {   /* in increasing order */
         nd = nrows;
         len = nd ? (size_t)ids[nd - 1] + 1 : 1;
@@ -1258,11 +1336,14 @@ static bool tabulate_distinct_ids(const colsrc *src, int col, const rf_code *sub
             }
         free(seen);
     }
+    trace_tables(src, "tables: distinct ids");
     rf_word *vals = rf_malloc((nd ? nd : 1) * sizeof *vals);
     rf_word *cols[1] = {ids};
     rf_status quiet;
     rf_status_init(&quiet);
-    if (!nd || eval_distinct_ids(sub, cols, nd, vals, &quiet)) {
+    bool evaluated = !nd || eval_distinct_ids(sub, cols, nd, vals, &quiet);
+    trace_tables(src, rf_code_interns(sub) ? "tables: eval (interning)" : "tables: eval");
+    if (evaluated) {
         size_t off = wordvec_grow(&tabs->data, len);
         for (size_t i = 0; i < nd; i++)
             tabs->data.items[off + ids[i]] = vals[i];
@@ -1270,6 +1351,7 @@ static bool tabulate_distinct_ids(const colsrc *src, int col, const rf_code *sub
         RF_PUSH(tabs->heads, len);
         *made = true;
         *entries = nd;
+        trace_tables(src, "tables: scatter");
     }
     free(vals);
     free(ids);
@@ -1445,6 +1527,7 @@ static bool prepare(rf_cuda_ctx *c, const rf_code *filter, int nproj, const rf_c
                                                cudaMemcpyHostToDevice, c->stream),
                             "upload string tables", st));
         c->io.upload_bytes += total * 8;
+        rf_cuda_trace(c, "tables: upload");
     }
     RF_VEC_FREE(tabs.heads);
     RF_VEC_FREE(tabs.data);
@@ -1453,8 +1536,10 @@ static bool prepare(rf_cuda_ctx *c, const rf_code *filter, int nproj, const rf_c
     bool cmp = ok && !pp->host && code_compares_strings(&pp->own_filter);
     for (int k = 0; cmp == false && ok && !pp->host && k < nproj; k++)
         cmp = code_compares_strings(&pp->own_proj[k]);
-    if (cmp)
+    if (cmp) {
         ok = rf_cuda_update_string_ranks(c, st);
+        rf_cuda_trace(c, "tables: string order");
+    }
     if (!ok || pp->host) {
         bool host = pp->host;
         prepared_free(pp);

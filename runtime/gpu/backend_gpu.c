@@ -1958,6 +1958,29 @@ static bool gpu_run_multijoin(rf_backend *be, const rf_hprogram *p, const rf_ker
     return true;
 }
 
+/* Whether a MAP outside any group runs as one generated kernel (filter,
+ * compaction and projections in one pass: rf_cuda_select_one_pass) rather
+ * than the library's three (flags, scan, emit; the filter interpreted):
+ * in a woven program (with --no-fuse every kernel runs as the library's),
+ * over inputs of at least RF_LONE_SELECT_ROWS rows, where the pass's fixed
+ * costs (source, module lookup, the select plan's sample: ~0.1 ms) are
+ * small against the rows; loops over small deltas keep the library's.
+ * Q19 at SF 10 filters 60M lineitem rows by its disjunction's implied scan
+ * filter in such a MAP (16 ms interpreted). RF_CUDA_LONE_SELECT=off: never
+ * (for measuring). */
+#define RF_LONE_SELECT_ROWS ((size_t)1 << 20)
+
+static bool lone_select(const gpu_impl *g, const rf_hprogram *p, const rf_kernel *k, const rf_dvar *in0)
+{
+    static int mode = -1;
+    if (mode < 0) {
+        const char *e = getenv("RF_CUDA_LONE_SELECT");
+        mode = !(e && strcmp(e, "off") == 0);
+    }
+    return mode && p->woven && g->fuse_codegen && !g->codegen && k->op == RF_K_MAP && in0 &&
+           in0->table_ok && in0->rel.nrows >= RF_LONE_SELECT_ROWS;
+}
+
 static rf_run_result gpu_run_kernel(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
                                     rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
@@ -2009,7 +2032,13 @@ static rf_run_result gpu_run_kernel(rf_backend *be, const rf_hprogram *p, const 
     }
     rf_dvar *out = outs[0], *in0 = ins[0], *in1 = ins[1];
     release_output(be, out, ins, 2);
-    if (!gpu_run_plain(be, p, k, out, in0, in1, stats, st))
+    bool lone = lone_select(g, p, k, in0);
+    if (lone)
+        rf_cuda_set_codegen(ctx_of(be), true);
+    bool ran = gpu_run_plain(be, p, k, out, in0, in1, stats, st);
+    if (lone)
+        rf_cuda_set_codegen(ctx_of(be), g->codegen);
+    if (!ran)
         return RF_RUN_FAILED;
     if (out && !(k->op == RF_K_COPY && out == in0)) {
         /* Distinct rows (struct rf_dvar): sets, subsets of them, and MAPs
