@@ -117,6 +117,13 @@ RF_HDX int64_t rf_pow10(int s)
  * portable form in 32-bit halves. Same words either way. */
 RF_HDX bool rf_mul_i64(int64_t x, int64_t y, int64_t *r)
 {
+    /* Both within int32 (money, quantities, rates: q01's and pattern (e)'s
+     * price * (1 - disc) * (1 + tax)): one 32 x 32 -> 64 multiply, which
+     * cannot overflow (|x * y| <= 2^62), instead of the 128-bit product. */
+    if (x == (int64_t)(int32_t)x && y == (int64_t)(int32_t)y) {
+        *r = (int64_t)(int32_t)x * (int64_t)(int32_t)y;
+        return true;
+    }
     uint64_t ux = x < 0 ? 0 - (uint64_t)x : (uint64_t)x, uy = y < 0 ? 0 - (uint64_t)y : (uint64_t)y;
 #if defined(__CUDA_ARCH__)
     uint64_t hi = __umul64hi(ux, uy), lo = ux * uy;
