@@ -169,6 +169,15 @@ static void test_int_overflow(void)
     fails("max * max", bin(RF_EX_MUL, L, col(L, 0), col(L, 0)),
           "integer overflow: 9223372036854775807 * 9223372036854775807 does not fit int64");
     ok_int("0 * min", bin(RF_EX_MUL, L, i64(0), col(L, 2)), 0);
+    /* The edges of the 32 x 32 -> 64 fast path (both operands within
+     * int32) and just past it. */
+    ok_int("int32 min^2", bin(RF_EX_MUL, L, i64(INT32_MIN), i64(INT32_MIN)), (int64_t)1 << 62);
+    ok_int("int32 min * max", bin(RF_EX_MUL, L, i64(INT32_MIN), i64(INT32_MAX)), (int64_t)INT32_MIN * INT32_MAX);
+    ok_int("int32 max * -1", bin(RF_EX_MUL, L, i64(INT32_MAX), i64(-1)), -(int64_t)INT32_MAX);
+    ok_int("(int32 max + 1) * int32 min", bin(RF_EX_MUL, L, i64((int64_t)INT32_MAX + 1), i64(INT32_MIN)),
+           -((int64_t)1 << 62));
+    ok_int("(int32 min - 1) * 2^31", bin(RF_EX_MUL, L, i64((int64_t)INT32_MIN - 1), i64((int64_t)1 << 31)),
+           -(((int64_t)1 << 62) + ((int64_t)1 << 31)));
     /* Faults inside a larger expression are reported too. */
     fails("(max + 1) > 0", cmp(RF_EX_GT, bin(RF_EX_ADD, L, col(L, 0), col(L, 1)), i64(0)),
           "integer overflow: 9223372036854775807 + 1 does not fit int64");
