@@ -583,6 +583,18 @@ void rf_str_prefetch(uint64_t h)
         __builtin_prefetch(&g_slots[h & (g_nslots - 1)]);
 }
 
+void rf_str_prefetch_entry(rf_word id)
+{
+    if (id < g_nstrs)
+        __builtin_prefetch(&g_strs[id]);
+}
+
+void rf_str_prefetch_text(rf_word id)
+{
+    if (id < g_nstrs)
+        __builtin_prefetch(g_strs[id].text);
+}
+
 const char *rf_str_get(rf_word id) { return id < g_nstrs ? g_strs[id].text : "<bad string id>"; }
 size_t rf_str_len(rf_word id) { return id < g_nstrs ? g_strs[id].len : 0; }
 size_t rf_str_count(void) { return g_nstrs; }

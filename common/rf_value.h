@@ -127,6 +127,13 @@ void rf_str_reserve(size_t more);
 /* A hint: the slot of hash h is looked up soon (a batch of inserts hides
  * the cache misses of its random slots by asking ahead). */
 void rf_str_prefetch(uint64_t h);
+/* Hints for a loop over string ids in no particular order (a relation
+ * sorted by another column: q13's o_comment by o_custkey): the entry of
+ * id (its text's place) and then its first bytes are read soon. Ask for
+ * the entry some rows ahead and for the text fewer rows ahead, when the
+ * entry has arrived. Ids out of range are ignored. */
+void rf_str_prefetch_entry(rf_word id);
+void rf_str_prefetch_text(rf_word id);
 /* Lookup-only mode for the calling thread (on until turned off): a string
  * not in the dictionary is not added; rf_str_intern returns 0 for it and
  * rf_str_missed() (which clears the flag) says so. Threads in this mode
