@@ -33,6 +33,75 @@ static void emit(const rf_expr *e, rf_instr *ins, int *pos)
     i->value = e->op == RF_EX_CONST ? e->value : 0;
 }
 
+/* Whether instruction i over constant operands is evaluated here: unary
+ * and binary operators other than string functions (those intern, into
+ * the run's dictionary) and the conditional ones (if's laziness). */
+static bool foldable(const rf_instr *i)
+{
+    int ar = rf_expr_arity((rf_exop)i->op);
+    return (ar == 1 || ar == 2) && i->op < RF_EX_COUNT_ && !rf_exop_is_string_op((rf_exop)i->op);
+}
+
+/* Constant subexpressions (no column, no row position) evaluated once,
+ * here, as every backend would for each row: q06's `shipdate <
+ * add_years(1994-01-01, 1)` made the date again for each of lineitem's
+ * rows, q19's `quantity <= 1.00 + 10.00` the sum. The scalar operators
+ * are the backends' own (common/rf_scalar_ops.h), so the word is the one
+ * they would make; one that faults (1 / 0) is left as it was, to fault
+ * only if a row reaches it. Postfix in place: a stack of where each
+ * operand's instructions begin and whether it is one constant. */
+static void fold_constants(rf_code *c)
+{
+    int n = c->n, len = 0, sp = 0;
+    int *at = rf_malloc((size_t)n * sizeof *at);
+    bool *cst = rf_malloc((size_t)n);
+    for (int k = 0; k < n; k++) {
+        rf_instr in = c->ins[k];
+        int ar = rf_expr_arity((rf_exop)in.op);
+        if (ar > sp) {   /* not a well-formed code: leave the rest alone */
+            for (; k < n; k++)
+                c->ins[len++] = c->ins[k];
+            break;
+        }
+        int first = ar > 0 ? at[sp - ar] : len;
+        bool all = ar > 0;
+        for (int a = 0; a < ar; a++)
+            all = all && cst[sp - ar + a];
+        sp -= ar;
+        rf_word v = 0;
+        bool folded = false;
+        if (all && foldable(&in)) {
+            rf_status st;
+            rf_status_init(&st);
+            rf_word x = c->ins[first].value, y = ar == 2 ? c->ins[first + 1].value : 0;
+            if (ar == 1)
+                folded = rf_scalar_unary((rf_exop)in.op, (rf_type)in.arg_type, (rf_type)in.type, x, &v, &st);
+            else
+                folded = rf_scalar_binary2((rf_exop)in.op,
+                                           rf_exop_is_comparison((rf_exop)in.op) ? (rf_type)in.arg_type
+                                                                                 : (rf_type)in.type,
+                                           (rf_type)in.arg_type, x, y, &v, &st);
+        }
+        if (folded) {
+            len = first;
+            rf_instr k2;
+            memset(&k2, 0, sizeof k2);
+            k2.op = RF_EX_CONST;
+            k2.type = k2.arg_type = in.type;
+            k2.value = v;
+            c->ins[len++] = k2;
+        } else {
+            c->ins[len++] = in;
+        }
+        at[sp] = first;
+        cst[sp] = folded || in.op == RF_EX_CONST;
+        sp++;
+    }
+    c->n = len;
+    free(at);
+    free(cst);
+}
+
 void rf_code_from_expr(rf_code *out, const rf_expr *e)
 {
     out->n = 0;
@@ -43,6 +112,7 @@ void rf_code_from_expr(rf_code *out, const rf_expr *e)
     out->ins = rf_calloc((size_t)out->n, sizeof *out->ins);
     int pos = 0;
     emit(e, out->ins, &pos);
+    fold_constants(out);
 }
 
 void rf_code_free(rf_code *c)

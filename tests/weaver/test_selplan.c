@@ -79,9 +79,33 @@ static rf_expr *gen_and_tree(int depth)
 }
 
 /* The top-level AND leaves of e, left to right: the reference split. */
+static bool folds_to_constant(const rf_expr *e)
+{
+    rf_code c;
+    rf_code_from_expr(&c, e);
+    bool k = c.n == 1 && c.ins[0].op == RF_EX_CONST;
+    rf_code_free(&c);
+    return k;
+}
+
+static bool folds_to_false(const rf_expr *e)
+{
+    rf_code c;
+    rf_code_from_expr(&c, e);
+    bool k = c.n == 1 && c.ins[0].op == RF_EX_CONST && c.ins[0].value == 0;
+    rf_code_free(&c);
+    return k;
+}
+
+/* rf_code_from_expr folds constant subexpressions that evaluate: an AND
+ * of constants is then one conjunct of the code, and if(a, b, c) with c
+ * folding to false is the splitter's lazy a && b. */
 static void leaves(rf_expr *e, rf_expr **out, int *n)
 {
-    if (e->op == RF_EX_AND) {
+    if (e->op == RF_EX_IF && e->type == RF_TYPE_BOOL && e->b->type == RF_TYPE_BOOL && folds_to_false(e->c)) {
+        leaves(e->a, out, n);
+        leaves(e->b, out, n);
+    } else if (e->op == RF_EX_AND && !folds_to_constant(e)) {
         leaves(e->a, out, n);
         leaves(e->b, out, n);
     } else {
