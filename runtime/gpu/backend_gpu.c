@@ -131,6 +131,7 @@ typedef struct gpu_impl {
     size_t set_gathers_sorted; /* set gathers that wrote their rows and sorted them instead */
     size_t set_gathers_probed; /* of those, probing with their JOIN's first input unsorted */
     bool semijoins;            /* set gathers keeping one side's rows whole run as semi-joins (RF_CUDA_SEMIJOIN) */
+    bool lone_selects;         /* lone MAPs over many rows as one generated pass (RF_CUDA_LONE_SELECT) */
     size_t semijoins_run;
     size_t dense_after_oom;    /* set gathers whose rows ran out of memory, made a dense set instead */
     bool memory_short;         /* the device ran out of memory once: relations held as runs may become sets */
@@ -1972,12 +1973,7 @@ static bool gpu_run_multijoin(rf_backend *be, const rf_hprogram *p, const rf_ker
 
 static bool lone_select(const gpu_impl *g, const rf_hprogram *p, const rf_kernel *k, const rf_dvar *in0)
 {
-    static int mode = -1;
-    if (mode < 0) {
-        const char *e = getenv("RF_CUDA_LONE_SELECT");
-        mode = !(e && strcmp(e, "off") == 0);
-    }
-    return mode && p->woven && g->fuse_codegen && !g->codegen && k->op == RF_K_MAP && in0 &&
+    return g->lone_selects && p->woven && g->fuse_codegen && !g->codegen && k->op == RF_K_MAP && in0 &&
            in0->table_ok && in0->rel.nrows >= RF_LONE_SELECT_ROWS;
 }
 
@@ -2477,6 +2473,8 @@ rf_backend *rf_backend_gpu_new(rf_status *st)
     g->pending_sorts = !(ps && strcmp(ps, "off") == 0);
     const char *sj = getenv("RF_CUDA_SEMIJOIN");
     g->semijoins = !(sj && strcmp(sj, "off") == 0);
+    const char *ls = getenv("RF_CUDA_LONE_SELECT");
+    g->lone_selects = !(ls && strcmp(ls, "off") == 0);
     be->name = "gpu";
     snprintf(be->device, sizeof be->device, "%s", rf_cuda_device_name(ctx));
     be->var_new = gpu_var_new;
