@@ -383,21 +383,10 @@ void rf_reduce_layout_of(int nkeys, int naggs, const rf_aggfn *fns, rf_reduce_la
  * fail the filter. The filter's own columns stay as its select plan loads
  * them. Maps only: a join's right rows are not contiguous, so a row that
  * fails costs a sector of its own. */
-static void emit_value_preload(sbuf *b, bool join, int al, int nvals, const rf_code *vals, int nkeys, int naggs,
-                              const int *kind, const int *arg_val, int *pre_slot)
+/* stage_preload / stage_fence / NPRE over the columns col[k] (maps only);
+ * pre_slot[k] := the word of column k in a row's preloaded values, or -1. */
+static int emit_preload_fns(sbuf *b, const bool *col, int *pre_slot)
 {
-    bool used[2 * RF_CUDA_MAX_COLS] = {false};
-    bool col[RF_CUDA_MAX_COLS] = {false};
-    for (int v = 0; v < nkeys && v < nvals; v++)
-        used[v] = true;
-    for (int j = 0; j < naggs; j++)
-        if (kind[j] != RF_REDUCE_COUNT && arg_val[j] >= 0 && arg_val[j] < nvals)
-            used[arg_val[j]] = true;
-    for (int v = 0; v < nvals && !join; v++)
-        for (int k = 0; used[v] && k < vals[v].n; k++)
-            if (vals[v].ins[k].op == RF_EX_COL && vals[v].ins[k].index >= 0 && vals[v].ins[k].index < al &&
-                vals[v].ins[k].index < RF_CUDA_MAX_COLS)
-                col[vals[v].ins[k].index] = true;
     int n = 0;
     sb_printf(b, "__device__ __forceinline__ void stage_preload(const RfCols &l, uint64_t i, uint64_t *w)\n{\n"
                  "  (void)l; (void)i; (void)w;\n");
@@ -410,6 +399,73 @@ static void emit_value_preload(sbuf *b, bool join, int al, int nvals, const rf_c
     for (int q = 0; q < n; q++)
         sb_printf(b, "  asm volatile(\"\" :: \"l\"(w[%d]));\n", q);
     sb_printf(b, "}\n#define NPRE %d\n", n);
+    return n;
+}
+
+/* Marks in col[] the input columns (of a map's row, < al) that code reads. */
+static void mark_columns(const rf_code *code, int al, bool *col)
+{
+    for (int k = 0; code && k < code->n; k++)
+        if (code->ins[k].op == RF_EX_COL && code->ins[k].index >= 0 && code->ins[k].index < al &&
+            code->ins[k].index < RF_CUDA_MAX_COLS)
+            col[code->ins[k].index] = true;
+}
+
+static void emit_value_preload(sbuf *b, bool join, int al, int nvals, const rf_code *vals, int nkeys, int naggs,
+                              const int *kind, const int *arg_val, int *pre_slot)
+{
+    bool used[2 * RF_CUDA_MAX_COLS] = {false};
+    bool col[RF_CUDA_MAX_COLS] = {false};
+    for (int v = 0; v < nkeys && v < nvals; v++)
+        used[v] = true;
+    for (int j = 0; j < naggs; j++)
+        if (kind[j] != RF_REDUCE_COUNT && arg_val[j] >= 0 && arg_val[j] < nvals)
+            used[arg_val[j]] = true;
+    for (int v = 0; v < nvals && !join; v++)
+        if (used[v])
+            mark_columns(&vals[v], al, col);
+    emit_preload_fns(b, col, pre_slot);
+}
+
+/* The columns a selection's filter reads on every row, wherever its plan
+ * lets it stop early: the conjuncts of the plan's first group (joined by
+ * &), or the first conjunct of the unchanged filter, or the whole filter
+ * when it is one conjunct. At most RF_SEL_PRELOAD_MAX of them (else none:
+ * the words are held in registers for all ITEMS rows). */
+#define RF_SEL_PRELOAD_MAX 4
+static int first_group_columns(const rf_code *filter, const rf_cg_plan *plan, int al, bool *col)
+{
+    memset(col, 0, RF_CUDA_MAX_COLS * sizeof *col);
+    if (!filter || filter->n == 0)
+        return 0;
+    if (plan) {
+        const rf_selplan *p = &plan->plan;
+        int e = 1;
+        while (e < plan->part_start[1] && p->conn[e - 1] == RF_SEL_AND)
+            e++;
+        for (int x = 0; x < e; x++)
+            mark_columns(&plan->split.conj[p->order[x]].code, al, col);
+    } else {
+        rf_cg_plan split;
+        rf_status st;
+        rf_status_init(&st);
+        /* (More conjuncts than a plan takes come back as 1 with no split:
+         * the stage is the && chain as it is; nothing preloaded.) */
+        int nc = rf_cg_plan_split(filter, &split, &st);
+        if (nc == 1 && split.split.n == 1)
+            mark_columns(filter, al, col);
+        else if (nc >= 2)
+            mark_columns(&split.split.conj[0].code, al, col);
+        rf_cg_plan_free(&split);
+    }
+    int n = 0;
+    for (int k = 0; k < RF_CUDA_MAX_COLS; k++)
+        n += col[k];
+    if (n > RF_SEL_PRELOAD_MAX) {
+        memset(col, 0, RF_CUDA_MAX_COLS * sizeof *col);
+        n = 0;
+    }
+    return n;
 }
 
 char *rf_codegen_reduce_source(bool join, int al, const rf_code *filter, int nvals, const rf_code *vals, int nkeys,
@@ -738,13 +794,29 @@ char *rf_codegen_reduce_source(bool join, int al, const rf_code *filter, int nva
     "  if (lane == 0) *base = before;\n"                                                             \
     "}\n"
 
+/* Projections of at most this many columns are made for all ITEMS rows of a
+ * tile before any is written (below). */
+#define RF_SEL_BATCH_PROJ 4
+
 /* One select kernel: `name` over rows (candidate pairs) t < n, row o = t
  * (rid_in: o = rid_in[t], the row ids an earlier part kept), kept where
  * `filter` holds; the last part writes the kept rows' projections, the
- * others their row ids (rid_out), both in input order. */
-static void emit_select_kernel(sbuf *b, const char *name, const char *filter, bool rid_in, bool last, int nproj)
+ * others their row ids (rid_out), both in input order.
+ *
+ * Memory-level parallelism, measured on the H100 (docs/performance.md,
+ * pattern (a) at 10^8 rows, 65% of copy bandwidth before): a row's filter
+ * ends in a warp vote, so each item waited for its own load before the
+ * next item's was issued; and a projection's store may alias the next
+ * row's load (the compiler cannot know out from l), so each kept row
+ * waited for its loads in turn. So (pre) the columns the filter reads on
+ * every row come first for all ITEMS rows (stage_preload, the reducing
+ * gather's scheme), and the projections of narrow outputs are made for all
+ * kept rows of the tile into registers before any is written. */
+static void emit_select_kernel(sbuf *b, const char *name, const char *filter, bool rid_in, bool last, int nproj,
+                               bool pre)
 {
     const char *row = rid_in ? "(uint64_t)rid_in[t]" : "t";
+    const char *pre_arg = pre ? ", pre[k]" : "";
     sb_printf(b,
               "extern \"C\" __global__ void __launch_bounds__(256)\n"
               "%s(RfCols l, RfCols r, const uint64_t *lo, const uint64_t *off, uint64_t nl, uint64_t n,\n"
@@ -760,39 +832,77 @@ static void emit_select_kernel(sbuf *b, const char *name, const char *filter, bo
               "    __syncthreads();\n"
               "    const uint64_t tile = s_tile, base = tile * TILE;\n"
               "    if (tile >= ntiles) return;\n"
-              "    unsigned keep = 0;\n"
+              "    unsigned keep = 0;\n",
+              name);
+    if (pre)
+        sb_printf(b, "%s",
+                  "    uint64_t pre[ITEMS][NPRE];\n"
+                  "    #pragma unroll\n"
+                  "    for (int k = 0; k < ITEMS; k++) {\n"
+                  "      uint64_t t = base + (uint64_t)k * BLOCK + threadIdx.x;\n"
+                  "      for (int q = 0; q < NPRE; q++) pre[k][q] = 0;\n"
+                  "      if (t < n) stage_preload(l, t, pre[k]);\n"
+                  "    }\n"
+                  "    #pragma unroll\n"
+                  "    for (int k = 0; k < ITEMS; k++) stage_fence(pre[k]);\n");
+    sb_printf(b,
               "    #pragma unroll\n"
               "    for (int k = 0; k < ITEMS; k++) {\n"
               "      uint64_t t = base + (uint64_t)k * BLOCK + threadIdx.x, f = 0;\n"
               "      bool pass = false;\n"
-              "      if (t < n) { uint64_t o = %s; ROW(o) pass = %s(l, i, r, j, env, &f) && f; }\n"
+              "      if (t < n) { uint64_t o = %s; ROW(o) pass = %s(l, i, r, j, env%s, &f) && f; }\n"
               "      unsigned b = __ballot_sync(0xffffffffu, pass);\n"
               "      if (lane == 0) s_counts[k][warp] = __popc(b);\n"
               "      keep |= (pass ? 1u : 0u) << k;\n"
               "    }\n",
-              name, row, filter);
+              row, filter, pre_arg);
     sb_printf(b, "%s",
               "    __syncthreads();\n"
               "    if (warp == 0) look_back(&s_counts[0][0], status, tile, &s_base, lane);\n"
               "    __syncthreads();\n"
-              "    const uint64_t at = s_base;\n"
-              "    for (int k = 0; k < ITEMS; k++) {\n"
-              "      bool kept = (keep >> k) & 1u;\n"
-              "      unsigned b = __ballot_sync(0xffffffffu, kept);\n"
-              "      if (!kept) continue;\n");
-    sb_printf(b,
-              "      uint64_t t = base + (uint64_t)k * BLOCK + threadIdx.x, o = %s;\n"
-              "      uint64_t dst = at + s_counts[k][warp] + __popc(b & ((1u << lane) - 1u));\n",
-              row);
-    if (last) {
-        sb_printf(b, "      uint64_t v;\n      ROW(o)\n");
+              "    const uint64_t at = s_base;\n");
+    if (last && nproj <= RF_SEL_BATCH_PROJ) {
+        /* every kept row's values first (ok: made without a fault), then the stores */
+        sb_printf(b, "    uint64_t pv[ITEMS][%d];\n    unsigned ok = 0;\n    #pragma unroll\n"
+                     "    for (int k = 0; k < ITEMS; k++) {\n"
+                     "      if (!((keep >> k) & 1u)) continue;\n"
+                     "      uint64_t t = base + (uint64_t)k * BLOCK + threadIdx.x, o = %s;\n"
+                     "      ROW(o)\n      bool good = true;\n",
+                  nproj, row);
         for (int p = 0; p < nproj; p++)
-            sb_printf(b, "      if (!stage_proj%d(l, i, r, j, env, &v)) continue; out.c[%d][dst] = v;\n", p, p);
+            sb_printf(b, "      good = good && stage_proj%d(l, i, r, j, env%s, &pv[k][%d]);\n", p, pre_arg, p);
+        sb_printf(b, "%s",
+                  "      ok |= (good ? 1u : 0u) << k;\n"
+                  "    }\n"
+                  "    #pragma unroll\n"
+                  "    for (int k = 0; k < ITEMS; k++) {\n"
+                  "      unsigned b = __ballot_sync(0xffffffffu, (keep >> k) & 1u);\n"
+                  "      if (!((ok >> k) & 1u)) continue;\n"
+                  "      uint64_t dst = at + s_counts[k][warp] + __popc(b & ((1u << lane) - 1u));\n");
+        for (int p = 0; p < nproj; p++)
+            sb_printf(b, "      out.c[%d][dst] = pv[k][%d];\n", p, p);
+        sb_printf(b, "    }\n");
     } else {
-        sb_printf(b, "      rid_out[dst] = (uint32_t)o;\n");
+        sb_printf(b, "%s",
+                  "    for (int k = 0; k < ITEMS; k++) {\n"
+                  "      bool kept = (keep >> k) & 1u;\n"
+                  "      unsigned b = __ballot_sync(0xffffffffu, kept);\n"
+                  "      if (!kept) continue;\n");
+        sb_printf(b,
+                  "      uint64_t t = base + (uint64_t)k * BLOCK + threadIdx.x, o = %s;\n"
+                  "      uint64_t dst = at + s_counts[k][warp] + __popc(b & ((1u << lane) - 1u));\n",
+                  row);
+        if (last) {
+            sb_printf(b, "      uint64_t v;\n      ROW(o)\n");
+            for (int p = 0; p < nproj; p++)
+                sb_printf(b, "      if (!stage_proj%d(l, i, r, j, env%s, &v)) continue; out.c[%d][dst] = v;\n", p,
+                          pre_arg, p);
+        } else {
+            sb_printf(b, "      rid_out[dst] = (uint32_t)o;\n");
+        }
+        sb_printf(b, "    }\n");
     }
     sb_printf(b, "%s",
-              "    }\n"
               "    __syncthreads(); // s_counts and s_tile are the next tile's\n"
               "  }\n"
               "}\n");
@@ -805,7 +915,14 @@ char *rf_codegen_select_source(bool join, int al, const rf_code *filter, int npr
         return NULL;
     sbuf b = {0};
     emit_prelude(&b, join ? "selection with its compaction (join)" : "selection with its compaction (map)");
-    emit_row_stages(&b, join, al, filter, nproj, proj, plan);
+    /* Preloads for a map of one kernel (a join's rows are pairs, not
+     * contiguous; a later part's rows are row ids). */
+    bool col[RF_CUDA_MAX_COLS];
+    int pre_slot[RF_CUDA_MAX_COLS];
+    bool pre = !join && (!plan || plan->nparts == 1) && first_group_columns(filter, plan, al, col) > 0;
+    if (pre)
+        emit_preload_fns(&b, col, pre_slot);
+    emit_row_stages_pre(&b, join, al, filter, nproj, proj, plan, pre ? pre_slot : NULL);
     sb_printf(&b, "#define ROW(o) %s\n",
               join ? "uint64_t i = owner(off, nl, o), j = lo[i] + (o - off[i]);" : "uint64_t i = o, j = o;");
     sb_printf(&b, "%s",
@@ -833,7 +950,7 @@ char *rf_codegen_select_source(bool join, int al, const rf_code *filter, int npr
             snprintf(filt, sizeof filt, "stage_filter");
         else
             snprintf(filt, sizeof filt, "stage_filter_p%d", q);
-        emit_select_kernel(&b, rf_codegen_select_name(nparts, q), filt, q > 0, q + 1 == nparts, nproj);
+        emit_select_kernel(&b, rf_codegen_select_name(nparts, q), filt, q > 0, q + 1 == nparts, nproj, pre);
     }
     return b.s;
 }
@@ -891,14 +1008,32 @@ char *rf_codegen_select_many_source(int al, int nb, const rf_code *const *filter
             return NULL;
     sbuf b = {0};
     emit_prelude(&b, "selections of one input with their compactions (map)");
+    /* As rf_select (emit_select_kernel says why): the columns every
+     * branch's filter reads on every row preloaded for all ITEMS rows, and
+     * narrow outputs' values made for the whole tile before any store. */
+    bool col[RF_CUDA_MAX_COLS] = {false};
+    int npre = 0, pre_slot[RF_CUDA_MAX_COLS], nvals = 0;
+    for (int x = 0; x < nb; x++) {
+        bool one[RF_CUDA_MAX_COLS];
+        first_group_columns(filters[x], NULL, al, one);
+        for (int k = 0; k < RF_CUDA_MAX_COLS; k++)
+            col[k] = col[k] || one[k];
+        nvals += nprojs[x];
+    }
+    for (int k = 0; k < RF_CUDA_MAX_COLS; k++)
+        npre += col[k];
+    bool pre = npre > 0 && npre <= RF_SEL_PRELOAD_MAX, batch = nvals <= RF_SEL_BATCH_PROJ;
+    if (pre)
+        emit_preload_fns(&b, col, pre_slot);
+    const char *pre_arg = pre ? ", pre[k]" : "";
     rf_code none = {0, NULL};
     for (int x = 0; x < nb; x++) {
         char name[48];
         snprintf(name, sizeof name, "stage_b%d_filter", x);
-        emit_stage(&b, name, filters[x] ? filters[x] : &none, al, false);
+        emit_stage_pre(&b, name, filters[x] ? filters[x] : &none, al, false, pre ? pre_slot : NULL);
         for (int p = 0; p < nprojs[x]; p++) {
             snprintf(name, sizeof name, "stage_b%d_proj%d", x, p);
-            emit_stage(&b, name, &projs[x][p], al, false);
+            emit_stage_pre(&b, name, &projs[x][p], al, false, pre ? pre_slot : NULL);
         }
     }
     sb_printf(&b, "#define NB %d\n", nb);
@@ -930,38 +1065,84 @@ char *rf_codegen_select_many_source(int al, int nb, const rf_code *const *filter
               "    const uint64_t tile = s_tile, base = tile * TILE;\n"
               "    if (tile >= ntiles) return;\n"
               "    unsigned keep[NB];\n"
-              "    for (int x = 0; x < NB; x++) keep[x] = 0;\n"
+              "    for (int x = 0; x < NB; x++) keep[x] = 0;\n");
+    if (pre)
+        sb_printf(&b, "%s",
+                  "    uint64_t pre[ITEMS][NPRE];\n"
+                  "    #pragma unroll\n"
+                  "    for (int k = 0; k < ITEMS; k++) {\n"
+                  "      uint64_t t = base + (uint64_t)k * BLOCK + threadIdx.x;\n"
+                  "      for (int q = 0; q < NPRE; q++) pre[k][q] = 0;\n"
+                  "      if (t < n) stage_preload(l, t, pre[k]);\n"
+                  "    }\n"
+                  "    #pragma unroll\n"
+                  "    for (int k = 0; k < ITEMS; k++) stage_fence(pre[k]);\n");
+    sb_printf(&b, "%s",
               "    #pragma unroll\n"
               "    for (int k = 0; k < ITEMS; k++) {\n"
               "      uint64_t o = base + (uint64_t)k * BLOCK + threadIdx.x, i = o, j = o, f;\n"
               "      bool pass;\n");
     for (int x = 0; x < nb; x++)
         sb_printf(&b,
-                  "      f = 0; pass = o < n && stage_b%d_filter(l, i, l, j, env, &f) && f;\n"
+                  "      f = 0; pass = o < n && stage_b%d_filter(l, i, l, j, env%s, &f) && f;\n"
                   "      { unsigned m = __ballot_sync(0xffffffffu, pass); if (lane == 0) s_counts[%d][k][warp] = __popc(m); }\n"
                   "      keep[%d] |= (pass ? 1u : 0u) << k;\n",
-                  x, x, x);
+                  x, pre_arg, x, x);
     sb_printf(&b, "%s",
               "    }\n"
               "    __syncthreads();\n"
               "    // warp x places branch x's kept rows (NB <= NWARPS)\n"
               "    if (warp < NB) look_back(&s_counts[warp][0][0], status + (uint64_t)warp * ntiles, tile, &s_base[warp], lane);\n"
-              "    __syncthreads();\n"
-              "    for (int k = 0; k < ITEMS; k++) {\n"
-              "      uint64_t o = base + (uint64_t)k * BLOCK + threadIdx.x, i = o, j = o, v, dst;\n"
-              "      bool kept;\n"
-              "      unsigned m;\n");
-    for (int x = 0; x < nb; x++) {
-        sb_printf(&b,
-                  "      kept = (keep[%d] >> k) & 1u;\n"
-                  "      m = __ballot_sync(0xffffffffu, kept);\n"
-                  "      dst = s_base[%d] + s_counts[%d][k][warp] + __popc(m & ((1u << lane) - 1u));\n"
-                  "      if (kept) do {\n",
-                  x, x, x);
-        for (int p = 0; p < nprojs[x]; p++)
-            sb_printf(&b, "        if (!stage_b%d_proj%d(l, i, l, j, env, &v)) break; out%d.c[%d][dst] = v;\n", x, p,
-                      x, p);
-        sb_printf(&b, "      } while (0);\n");
+              "    __syncthreads();\n");
+    if (batch) {
+        /* every branch's kept rows' values first (bit x * ITEMS + k of ok:
+         * made without a fault), then the stores */
+        sb_printf(&b, "    uint64_t pv[ITEMS][%d];\n    unsigned long long ok = 0;\n    #pragma unroll\n"
+                      "    for (int k = 0; k < ITEMS; k++) {\n"
+                      "      uint64_t o = base + (uint64_t)k * BLOCK + threadIdx.x, i = o, j = o;\n"
+                      "      bool good;\n",
+                  nvals);
+        for (int x = 0, w = 0; x < nb; w += nprojs[x], x++) {
+            sb_printf(&b, "      if ((keep[%d] >> k) & 1u) {\n        good = true;\n", x);
+            for (int p = 0; p < nprojs[x]; p++)
+                sb_printf(&b, "        good = good && stage_b%d_proj%d(l, i, l, j, env%s, &pv[k][%d]);\n", x, p,
+                          pre_arg, w + p);
+            sb_printf(&b, "        ok |= (good ? 1ull : 0ull) << (%d * ITEMS + k);\n      }\n", x);
+        }
+        sb_printf(&b, "%s",
+                  "    }\n"
+                  "    #pragma unroll\n"
+                  "    for (int k = 0; k < ITEMS; k++) {\n"
+                  "      uint64_t dst;\n"
+                  "      unsigned m;\n");
+        for (int x = 0, w = 0; x < nb; w += nprojs[x], x++) {
+            sb_printf(&b,
+                      "      m = __ballot_sync(0xffffffffu, (keep[%d] >> k) & 1u);\n"
+                      "      dst = s_base[%d] + s_counts[%d][k][warp] + __popc(m & ((1u << lane) - 1u));\n"
+                      "      if ((ok >> (%d * ITEMS + k)) & 1ull) {\n",
+                      x, x, x, x);
+            for (int p = 0; p < nprojs[x]; p++)
+                sb_printf(&b, "        out%d.c[%d][dst] = pv[k][%d];\n", x, p, w + p);
+            sb_printf(&b, "      }\n");
+        }
+    } else {
+        sb_printf(&b, "%s",
+                  "    for (int k = 0; k < ITEMS; k++) {\n"
+                  "      uint64_t o = base + (uint64_t)k * BLOCK + threadIdx.x, i = o, j = o, v, dst;\n"
+                  "      bool kept;\n"
+                  "      unsigned m;\n");
+        for (int x = 0; x < nb; x++) {
+            sb_printf(&b,
+                      "      kept = (keep[%d] >> k) & 1u;\n"
+                      "      m = __ballot_sync(0xffffffffu, kept);\n"
+                      "      dst = s_base[%d] + s_counts[%d][k][warp] + __popc(m & ((1u << lane) - 1u));\n"
+                      "      if (kept) do {\n",
+                      x, x, x);
+            for (int p = 0; p < nprojs[x]; p++)
+                sb_printf(&b, "        if (!stage_b%d_proj%d(l, i, l, j, env%s, &v)) break; out%d.c[%d][dst] = v;\n",
+                          x, p, pre_arg, x, p);
+            sb_printf(&b, "      } while (0);\n");
+        }
     }
     sb_printf(&b, "%s",
               "    }\n"
@@ -1012,6 +1193,11 @@ typedef struct cg_prefetch {
     bool stop; /* set (under the state's lock) when the context goes */
 } cg_prefetch;
 
+typedef struct cg_gain {
+    uint64_t hash;
+    double saved_ns;
+} cg_gain;
+
 typedef struct cg_state {
     bool tried, ok;
     bool nvrtc_tried, nvrtc_ok;
@@ -1038,6 +1224,9 @@ typedef struct cg_state {
     bool calib_tried;
     rf_selcalib calib;
     RF_VEC(cg_plan_note) plans;
+    /* Time a plan's module not yet loaded would have saved so far, per
+     * module (rf_codegen_pays). */
+    RF_VEC(cg_gain) gains;
     bool prefetching;
     pthread_t prefetcher;
     cg_prefetch *job;
@@ -1272,6 +1461,62 @@ static cg_state *cg_state_of(rf_cuda_ctx *c)
     return c->cg;
 }
 
+/* The source and the target name a cubin (any NVRTC that compiled the
+ * source made a valid one; the toolkit version keeps caches apart). */
+static uint64_t module_hash(const cg_state *g, const char *src)
+{
+    char salt[96];
+    snprintf(salt, sizeof salt, "%s cuda %d", g->arch, (int)CUDART_VERSION);
+    return hash_text(src, strlen(src), hash_text(salt, strlen(salt), 14695981039346656037ull));
+}
+
+/* What making a module costs the run that needs it: read from the disk
+ * cache and loaded (~0.3-0.4 ms on the H100, docs/performance.md), or
+ * compiled by NVRTC first (0.2-2 s). */
+#define CG_LOAD_NS 4e5
+#define CG_COMPILE_NS 3e8
+
+bool rf_codegen_pays(rf_cuda_ctx *c, const char *src, double gain_ns)
+{
+    cg_state *g = cg_state_of(c);
+    pthread_mutex_lock(&g->lock);
+    if (!g->tried)
+        g->ok = cg_init(c, g);
+    bool pays = false;
+    if (g->ok) {
+        uint64_t h = module_hash(g, src);
+        size_t at;
+        for (at = 0; at < g->mods.len && g->mods.items[at].hash != h; at++)
+            ;
+        pays = at < g->mods.len; /* loaded, or being made by another thread */
+        if (!pays) {
+            cg_gain *gain = NULL;
+            for (size_t i = 0; i < g->gains.len && !gain; i++)
+                if (g->gains.items[i].hash == h)
+                    gain = &g->gains.items[i];
+            if (!gain) {
+                cg_gain fresh = {h, 0.0};
+                RF_PUSH(g->gains, fresh);
+                gain = &g->gains.items[g->gains.len - 1];
+            }
+            gain->saved_ns += gain_ns > 0 ? gain_ns : 0;
+            double cost = CG_COMPILE_NS;
+            char *dir = cache_dir();
+            if (dir) {
+                char *path = rf_sprintf("%s/%016" PRIx64 "-%s.cubin", dir, h, g->arch);
+                struct stat sb;
+                if (stat(path, &sb) == 0 && sb.st_size > 0)
+                    cost = CG_LOAD_NS;
+                free(path);
+                free(dir);
+            }
+            pays = gain->saved_ns >= cost;
+        }
+    }
+    pthread_mutex_unlock(&g->lock);
+    return pays;
+}
+
 bool rf_codegen_module(rf_cuda_ctx *c, const char *src, int n, const char *const *names, void **fns)
 {
     if (n < 1 || n > CG_MAX_FNS)
@@ -1284,11 +1529,7 @@ bool rf_codegen_module(rf_cuda_ctx *c, const char *src, int n, const char *const
         pthread_mutex_unlock(&g->lock);
         return false;
     }
-    /* The source and the target name a cubin (any NVRTC that compiled the
-     * source made a valid one; the toolkit version keeps caches apart). */
-    char salt[96];
-    snprintf(salt, sizeof salt, "%s cuda %d", g->arch, (int)CUDART_VERSION);
-    uint64_t h = hash_text(src, strlen(src), hash_text(salt, strlen(salt), 14695981039346656037ull));
+    uint64_t h = module_hash(g, src);
     size_t at;
     for (;;) {
         for (at = 0; at < g->mods.len && g->mods.items[at].hash != h; at++)
@@ -1498,6 +1739,7 @@ void rf_codegen_free(rf_cuda_ctx *c)
         free(g->plans.items[i].note);
     }
     RF_VEC_FREE(g->plans);
+    RF_VEC_FREE(g->gains);
     if (g->lib)
         dlclose(g->lib);
     pthread_mutex_destroy(&g->lock);

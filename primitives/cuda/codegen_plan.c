@@ -69,6 +69,14 @@ int rf_cg_plan_forced(rf_cg_plan *pl, bool allow_split, rf_status *st)
     return 1;
 }
 
+void rf_cg_plan_identity_of(const rf_cg_plan *pl, bool allow_split, rf_cg_plan *out)
+{
+    *out = *pl;
+    rf_selplan_identity(pl->split.n, &out->plan);
+    out->splits_dropped = false;
+    set_parts(out, allow_split);
+}
+
 bool rf_cg_plan_choose(rf_cg_plan *pl, const double *sel, double sample_rows, double rows, bool allow_split,
                        const rf_selcalib *cal, rf_status *st)
 {
@@ -105,7 +113,10 @@ char *rf_cg_plan_note(const rf_cg_plan *pl)
         sels = t;
     }
     char *note;
-    const char *dropped = pl->splits_dropped ? "; its | run as && (one kernel)" : "";
+    const char *dropped = pl->deferred         ? "; deferred: the unchanged filter ran (made ahead with the "
+                                                 "program), the plan's saving not yet paying for making its module"
+                          : pl->splits_dropped ? "; its | run as && (one kernel)"
+                                               : "";
     if (pl->forced)
         note = rf_sprintf("%s (forced by RF_WEAVE_SELPLAN%s)", text, dropped);
     else if (pl->sampled)

@@ -36,6 +36,9 @@ typedef struct rf_cg_plan {
     double identity_ns;
     bool splits_dropped;   /* a forced or chosen `|` became && (the kernel has one part) */
     bool calibrated;       /* the model used a calibration file (else the defaults) */
+    bool deferred;         /* chosen, but the unchanged filter ran: the plan's module was not
+                              loaded and what it saves did not yet pay for making it
+                              (rf_codegen_pays) */
 } rf_cg_plan;
 
 /* Splits the device filter into its conjuncts (pl zeroed first). Returns
@@ -48,6 +51,11 @@ int rf_cg_plan_split(const rf_code *filter, rf_cg_plan *pl, rf_status *st);
  * forced `|` becomes && when !allow_split (a kernel of one part: the
  * reducing gather, or more rows than 32-bit row ids hold). */
 int rf_cg_plan_forced(rf_cg_plan *pl, bool allow_split, rf_status *st);
+
+/* *out := pl with the identity plan (the unchanged filter's order, as the
+ * program's kernels are made ahead: backend_gpu.c), for a deferred plan.
+ * Shares pl's conjuncts: never rf_cg_plan_free it. */
+void rf_cg_plan_identity_of(const rf_cg_plan *pl, bool allow_split, rf_cg_plan *out);
 
 /* The model's plan (rf_selplan_choose) for sampled selectivities sel[]
  * over `rows` rows, or, with sel NULL, the unchanged filter (identity:

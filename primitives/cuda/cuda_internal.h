@@ -161,6 +161,13 @@ struct rf_cuda_ctx {
      * runs are slower: for finding fixed costs, not for timing). */
     bool trace;
     double trace_t;
+    /* The pool primed in the background at start-up (prims.c, prime_pool):
+     * the thread, whether it is yet to be joined (under prime_lock), and
+     * the bytes it left mapped in the pool. */
+    pthread_t prime_thread;
+    pthread_mutex_t prime_lock;
+    bool priming;
+    size_t primed;
 };
 
 /* Under RF_CUDA_TRACE: waits for the stream and prints the wall time since
@@ -243,6 +250,12 @@ char *rf_codegen_select_many_source(int al, int nb, const rf_code *const *filter
 bool rf_codegen_kernels(rf_cuda_ctx *c, const char *src, void **filter_fn, void **emit_fn);
 /* The same for any kernels: fns[k] := the function names[k] of src. */
 bool rf_codegen_module(rf_cuda_ctx *c, const char *src, int n, const char *const *names, void **fns);
+/* Whether src's module is worth making for a plan that saves gain_ns a
+ * run over the code that is loaded: true once it is loaded (or being
+ * made), else once the gains offered for it so far add up to what making
+ * it costs (a load from the disk cache, or a compilation): a plan a query
+ * runs once rarely pays for its module; a loop's kernel soon does. */
+bool rf_codegen_pays(rf_cuda_ctx *c, const char *src, double gain_ns);
 /* Launches a generated kernel over n threads' work in blocks of 256:
  * grid = the blocks n needs, at most max_blocks (0: no limit but the
  * device's). */

@@ -112,6 +112,57 @@ static void rehearse(rf_cuda_ctx *c)
     c->merge_joins = merge_joins;
 }
 
+/* ---- Priming the pool ----
+ * Growing the stream-ordered pool maps fresh device memory inside the
+ * allocation call: about 1.4 ms a GB on the H100 (docs/performance.md), so
+ * a kernel whose output is allocated at its bound (a generated selection:
+ * 3.2 GB for pattern (d) at 10^8 rows) waited longer for its memory than
+ * it ran. At start-up a thread of its own allocates a share of the free
+ * memory from the pool and frees it at once; the pool keeps it mapped
+ * (release threshold: never) and later allocations of any size are cut
+ * from it in microseconds. This overlaps the loading of the inputs. The
+ * memory stays the pool's, not in use: an allocation that finds the
+ * device full trims the pool (rf_cuda_alloc), which gives back every
+ * unused part. RF_CUDA_POOL_PRIME: the share of the free memory (default
+ * 0.5; 0 or off: none), for processes that share a device. */
+static void *prime_pool(void *arg)
+{
+    rf_cuda_ctx *c = arg;
+    const char *env = getenv("RF_CUDA_POOL_PRIME");
+    double share = 0.5;
+    if (env && *env)
+        share = strcmp(env, "off") == 0 ? 0.0 : atof(env);
+    if (!(share > 0.0) || cudaSetDevice(c->device) != cudaSuccess)
+        return NULL;
+    size_t free_b = 0, total_b = 0;
+    cudaStream_t s = NULL;
+    void *p = NULL;
+    if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess &&
+        cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess) {
+        size_t want = (size_t)((double)free_b * (share < 1.0 ? share : 1.0)) & ~(((size_t)2 << 20) - 1);
+        if (want > 0 && cudaMallocFromPoolAsync(&p, want, c->pool, s) == cudaSuccess) {
+            cudaFreeAsync(p, s);
+            c->primed = want;
+        }
+        cudaStreamSynchronize(s);
+        cudaStreamDestroy(s);
+    }
+    (void)cudaGetLastError(); /* this thread's: a failed prime is no error */
+    return NULL;
+}
+
+/* Waits for the priming thread (before trimming the pool or freeing the
+ * context: a trim while the prime is allocated would give nothing back). */
+static void prime_wait(rf_cuda_ctx *c)
+{
+    pthread_mutex_lock(&c->prime_lock);
+    if (c->priming) {
+        pthread_join(c->prime_thread, NULL);
+        c->priming = false;
+    }
+    pthread_mutex_unlock(&c->prime_lock);
+}
+
 rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
 {
     int n = rf_cuda_device_count();
@@ -126,6 +177,7 @@ rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
     double t_init = rf_now();
     rf_cuda_ctx *c = rf_calloc(1, sizeof *c);
     c->device = device;
+    pthread_mutex_init(&c->prime_lock, NULL);
     struct cudaDeviceProp prop;
     if (!rf_cuda_check(c, cudaSetDevice(device), "cudaSetDevice", st) ||
         !rf_cuda_check(c, cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties", st))
@@ -144,6 +196,7 @@ rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
                        "memory pool", st) ||
         !rf_cuda_check(c, cudaMallocHost((void **)&c->host_small, 64), "pinned buffer", st))
         goto fail;
+    c->priming = pthread_create(&c->prime_thread, NULL, prime_pool, c) == 0;
     c->err = rf_cuda_alloc(c, sizeof(rf_derr), "fault slot", st);
     if (!c->err ||
         !rf_cuda_check(c, cudaMemsetAsync(c->err, 0, sizeof(rf_derr), c->stream), "memset", st) ||
@@ -171,6 +224,7 @@ void rf_cuda_ctx_free(rf_cuda_ctx *c)
 {
     if (!c)
         return;
+    prime_wait(c);
     if (c->stream)
         cudaStreamSynchronize(c->stream);
     rf_codegen_free(c);
@@ -197,6 +251,7 @@ void rf_cuda_ctx_free(rf_cuda_ctx *c)
         cudaStreamDestroy(c->stream);
     if (c->pool)
         cudaMemPoolTrimTo(c->pool, 0);
+    pthread_mutex_destroy(&c->prime_lock);
     free(c);
 }
 
@@ -253,6 +308,7 @@ void *rf_cuda_alloc(rf_cuda_ctx *c, size_t bytes, const char *what, rf_status *s
     if (e == cudaErrorMemoryAllocation) {
         /* Give cached blocks back to the device and try once more. */
         (void)cudaGetLastError();
+        prime_wait(c);
         cudaStreamSynchronize(c->stream);
         cudaMemPoolTrimTo(c->pool, 0);
         e = cudaMallocAsync(&p, bytes, c->stream);
@@ -2771,6 +2827,20 @@ static void note_plan(rf_cuda_ctx *c, const char *what, const rf_cg_plan *pl)
     free(note);
 }
 
+/* A plan the model chose whose module is not loaded (src: its source)
+ * runs only once the time it saves pays for making the module
+ * (rf_codegen_pays: a load from the disk cache, ~0.4 ms, or a compilation);
+ * until then the unchanged filter (the identity plan, whose module the
+ * backend makes ahead with the program's) runs (pl->deferred). At 10^8 rows pattern (a)'s plan saved 0.1 ms by the
+ * model and cost 0.35-0.7 ms to load (docs/performance.md). Forced plans
+ * and the sweep (which times every plan) are not deferred. */
+static void defer_plan(rf_cuda_ctx *c, rf_cg_plan *pl, const char *src)
+{
+    if (pl->forced || !src || getenv("RF_WEAVE_SELPLAN_SWEEP"))
+        return;
+    pl->deferred = !rf_codegen_pays(c, src, pl->identity_ns - pl->model_ns);
+}
+
 /* The plan of a generated kernel's filter: forced by RF_WEAVE_SELPLAN, else
  * chosen by the model from a sample's selectivities; only for filters of 2
  * or more conjuncts (the caller notes it, note_plan, once its kernel is
@@ -2936,15 +3006,27 @@ bool rf_cuda_select_one_pass(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r,
     if (n > 0 && (planned = plan_filter(c, pp.filter, r != NULL, l->arity, lc, rc, lop, offp, nl, n, allow_split,
                                         &plan, st)) < 0)
         goto fail;
+    rf_cuda_trace(c, "select: plan");
+    if (planned) {
+        char *chosen = rf_codegen_select_source(r != NULL, l->arity, pp.filter, nproj, pp.proj, &plan);
+        defer_plan(c, &plan, chosen);
+        free(chosen);
+        rf_cuda_trace(c, "select: deferral");
+    }
+    rf_cg_plan ident; /* a deferred plan's stand-in: shares plan's conjuncts */
+    if (planned && plan.deferred)
+        rf_cg_plan_identity_of(&plan, allow_split, &ident);
     void *fns[RF_CG_MAX_PARTS];
     int nparts = 1;
-    if (!select_kernels(c, r != NULL, l->arity, pp.filter, nproj, pp.proj, planned ? &plan : NULL, fns, &nparts)) {
+    if (!select_kernels(c, r != NULL, l->arity, pp.filter, nproj, pp.proj,
+                        !planned ? NULL : plan.deferred ? &ident : &plan, fns, &nparts)) {
         /* no generated code: the library's path */
         tmp_put(c, &lo), tmp_put(c, &off);
         prepared_free(&pp);
         rf_cg_plan_free(&plan);
         return true;
     }
+    rf_cuda_trace(c, "select: source, module");
     if (planned)
         note_plan(c, what, &plan);
     if (planned && getenv("RF_WEAVE_SELPLAN_SWEEP") &&
@@ -3267,6 +3349,16 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
     {
         char *src = rf_codegen_reduce_source(r != NULL, l->arity, pp.filter, nvals, pp.proj, nkeys, naggs, fns,
                                              arg_val, planned ? &plan : NULL);
+        if (planned) {
+            defer_plan(c, &plan, src);
+            if (plan.deferred) {
+                rf_cg_plan ident; /* shares plan's conjuncts */
+                rf_cg_plan_identity_of(&plan, false, &ident);
+                free(src);
+                src = rf_codegen_reduce_source(r != NULL, l->arity, pp.filter, nvals, pp.proj, nkeys, naggs, fns,
+                                               arg_val, &ident);
+            }
+        }
         const char *name = "rf_reduce";
         bool loaded = src && rf_codegen_module(c, src, 1, &name, &fn);
         free(src);
@@ -3350,47 +3442,63 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
     if (counter[1])
         goto out; /* the groups overflowed the table: not done */
     tmp_put(c, &lo), tmp_put(c, &off);
-    /* The slots in use, in slot order, become groups 0..g-1. */
-    if (!tmp_get(c, &flags, cap, "reducing gather", st) || !tmp_get(c, &pos, (cap + 1) * 8, "reducing gather", st))
-        goto fail;
-    CK(rf_k_slot_flags(c->stream, state.p, cap, flags.p), "reducing gather");
-    if (!rf_cub_flag_scan(c, flags.p, pos.p, cap, st))
-        goto fail;
-    uint64_t g = 1; /* without keys: the one group, whether a row reached it is read at the end */
-    if (nkeys > 0 && !read_word(c, (uint64_t *)pos.p + cap, &g, st))
-        goto fail;
-    rf_cuda_trace(c, "reduce: slots");
-    if (g == 0)
-        goto out; /* no row passed: the caller's path says what that gives */
-    if (!rf_drel_alloc(c, &res, (size_t)g, what, st) || !tmp_get(c, &counts, g * 8, "reducing gather", st) ||
-        !tmp_get(c, &dense, g * 16, "reducing gather", st) || !tmp_get(c, &group_of, cap * 8, "reducing gather", st))
-        goto fail;
-    if (nkeys == 0) { /* no slot flagged when no row passed: the finish then reads zeros, not garbage */
-        CK(cudaMemsetAsync(counts.p, 0, 8, c->stream), "reducing gather");
-        CK(cudaMemsetAsync(dense.p, 0, 16, c->stream), "reducing gather");
+    uint64_t g = 1;
+    /* Where the finish reads each group's count and an aggregate's words:
+     * without group keys the one group is global slot 0 (region-major, so
+     * slot 0 of a region is its first words) and is read in place; with
+     * keys the slots in use are gathered into groups 0..g-1 first. */
+    const unsigned long long *count_src = acc.p;
+    if (nkeys == 0) {
+        if (!rf_drel_alloc(c, &res, 1, what, st))
+            goto fail;
+    } else {
+        /* The slots in use, in slot order, become groups 0..g-1. */
+        if (!tmp_get(c, &flags, cap, "reducing gather", st) ||
+            !tmp_get(c, &pos, (cap + 1) * 8, "reducing gather", st))
+            goto fail;
+        CK(rf_k_slot_flags(c->stream, state.p, cap, flags.p), "reducing gather");
+        if (!rf_cub_flag_scan(c, flags.p, pos.p, cap, st) || !read_word(c, (uint64_t *)pos.p + cap, &g, st))
+            goto fail;
+        rf_cuda_trace(c, "reduce: slots");
+        if (g == 0)
+            goto out; /* no row passed: the caller's path says what that gives */
+        if (!rf_drel_alloc(c, &res, (size_t)g, what, st) || !tmp_get(c, &counts, g * 8, "reducing gather", st) ||
+            !tmp_get(c, &dense, g * 16, "reducing gather", st) ||
+            !tmp_get(c, &group_of, cap * 8, "reducing gather", st))
+            goto fail;
+        rf_wcols kc = rf_wcols_of(&res);
+        CK(rf_k_slot_groups(c->stream, flags.p, pos.p, keys.p, cap, nkeys, group_of.p, kc), "reducing gather");
+        CK(rf_k_gather_slots(c->stream, flags.p, pos.p, acc.p, cap, 1, counts.p), "reducing gather");
+        count_src = counts.p;
     }
     rf_wcols oc = rf_wcols_of(&res);
-    CK(rf_k_slot_groups(c->stream, flags.p, pos.p, keys.p, cap, nkeys, group_of.p, oc), "reducing gather");
-    CK(rf_k_gather_slots(c->stream, flags.p, pos.p, acc.p, cap, 1, counts.p), "reducing gather");
     for (int j = 0; j < naggs; j++) {
         uint64_t *result = oc.c[nkeys + j];
         const unsigned long long *region = (const unsigned long long *)acc.p + (size_t)lay.off[j] * cap;
         switch (lay.kind[j]) {
         case RF_REDUCE_COUNT:
-            CK(cudaMemcpyAsync(result, counts.p, g * 8, cudaMemcpyDeviceToDevice, c->stream), "count");
+            CK(cudaMemcpyAsync(result, count_src, g * 8, cudaMemcpyDeviceToDevice, c->stream), "count");
             break;
         case RF_REDUCE_MIN:
         case RF_REDUCE_MAX:
-            CK(rf_k_gather_slots(c->stream, flags.p, pos.p, region, cap, 1, (unsigned long long *)result), "min/max");
+            if (nkeys == 0)
+                CK(cudaMemcpyAsync(result, region, 8, cudaMemcpyDeviceToDevice, c->stream), "min/max");
+            else
+                CK(rf_k_gather_slots(c->stream, flags.p, pos.p, region, cap, 1, (unsigned long long *)result),
+                   "min/max");
             break;
         default: {
-            CK(rf_k_gather_slots(c->stream, flags.p, pos.p, region, cap, 2, dense.p), "total");
+            const unsigned long long *sums = region;
+            if (nkeys > 0) {
+                CK(rf_k_gather_slots(c->stream, flags.p, pos.p, region, cap, 2, dense.p), "total");
+                sums = dense.p;
+            }
             rf_type t = (rf_type)args[j].ins[args[j].n - 1].type;
             if (fns[j] == RF_AGG_AVG) {
-                CK(rf_k_hash_avg_finish(c->stream, dense.p, counts.p, g,
+                CK(rf_k_hash_avg_finish(c->stream, sums, count_src, g,
                                         rf_type_is_decimal(t) ? rf_decimal_scale(t) : 0, result), "avg");
             } else {
-                CK(rf_k_seg_total_finish(c->stream, dense.p, g, (int)result_types[j], c->err, result), "total");
+                CK(rf_k_seg_total_finish(c->stream, sums, g, (int)result_types[j], c->err, result), "total");
                 if (nkeys > 0 && !check_fault(c, st))
                     goto fail;
             }
@@ -3399,7 +3507,7 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
     }
     if (nkeys == 0) { /* the kernel's and the finish's faults, and whether any row passed */
         uint64_t rows = 0;
-        const uint64_t *cp = counts.p;
+        const uint64_t *cp = (const uint64_t *)count_src;
         if (!read_fault_and_words(c, 1, &cp, &rows, st))
             goto fail;
         if (rows == 0)

@@ -1833,24 +1833,26 @@ static void gpu_program_begins(rf_backend *be, const rf_hprogram *p)
                 free(sample);
                 continue;
             }
-            /* A filter the model plans at run time: its kernel depends on the
-             * sample, so only the sample's kernel is made ahead. */
-            if (sample) {
-                free(src);
-                src = sample;
-            }
-            if (n == cap) {
+            /* A filter the model plans at run time: the sample's kernel is
+             * made ahead, and the unchanged filter's (src: the identity
+             * plan), which runs while a chosen plan's module does not pay
+             * for itself (prims.c, defer_plan). */
+            if (n + 2 > cap) {
                 cap = cap ? 2 * cap : 8;
                 srcs = rf_realloc(srcs, (size_t)cap * sizeof *srcs);
                 names = rf_realloc(names, (size_t)cap * sizeof *names);
                 nnames = rf_realloc(nnames, (size_t)cap * sizeof *nnames);
             }
+            if (sample) {
+                srcs[n] = sample;
+                names[n] = sample_names;
+                nnames[n++] = 1;
+            }
             srcs[n] = src;
-            names[n] = sample                        ? sample_names
-                       : how == FUSED_SELECT         ? (nparts > 1 ? part_names : select_names)
-                       : how == FUSED_REDUCE         ? reduce_names
-                                                     : many_names;
-            nnames[n] = sample || how != FUSED_SELECT ? 1 : nparts;
+            names[n] = how == FUSED_SELECT   ? (nparts > 1 ? part_names : select_names)
+                       : how == FUSED_REDUCE ? reduce_names
+                                             : many_names;
+            nnames[n] = how != FUSED_SELECT ? 1 : nparts;
             n++;
         }
     if (n > 0 && !rf_codegen_prefetch(ctx_of(be), n, srcs, names, nnames))
