@@ -2463,6 +2463,37 @@ static void test_join_size(rf_cuda_ctx *c)
  * the global slot's claim, and a block that lost saw the table full and
  * dropped its rows, unreported (1.6M triangles of ego-Facebook counted
  * short in about one run of four on the H100). */
+/* rf_codegen_pays (deferred select plans): a module that is loaded is always
+ * worth running; one that no cache holds becomes worth making only once the
+ * savings offered for it add up to a compilation (0.3 s), and savings offered
+ * for another source do not count towards it. */
+static void test_codegen_pays(rf_cuda_ctx *c)
+{
+    rf_expr *fe = e2(RF_EX_LT, RF_TYPE_BOOL, ecol(RF_TYPE_INT64, 0), ecst(RF_TYPE_INT64, 7)),
+            *pe = ecol(RF_TYPE_INT64, 1);
+    rf_code filter = to_code(fe), proj = to_code(pe);
+    char *base = rf_codegen_source(false, 2, &filter, 1, &proj);
+    void *fns[2];
+    const char *names[2] = {"rf_filter", "rf_emit"};
+    CHECK(base && rf_codegen_module(c, base, 2, names, fns), "pays: the base module did not load");
+    CHECK(base && rf_codegen_pays(c, base, 0.0), "pays: a loaded module was not worth running");
+    /* Sources no cache can hold (a comment with this run's time). */
+    char *fresh = rf_sprintf("%s// pays %.9f\n", base ? base : "", rf_now());
+    char *other = rf_sprintf("%s// other %.9f\n", base ? base : "", rf_now());
+    CHECK(!rf_codegen_pays(c, fresh, 1e8), "pays: 0.1 s of savings paid for a compilation");
+    CHECK(!rf_codegen_pays(c, other, 2.5e8), "pays: another source's savings counted");
+    CHECK(!rf_codegen_pays(c, fresh, 1e8), "pays: 0.2 s of savings paid for a compilation");
+    CHECK(rf_codegen_pays(c, fresh, 1e8), "pays: 0.3 s of savings did not pay for a compilation");
+    CHECK(!rf_codegen_pays(c, other, -1e9), "pays: a negative saving was counted");
+    free(base);
+    free(fresh);
+    free(other);
+    free(filter.ins);
+    free(proj.ins);
+    rf_expr_free(fe);
+    rf_expr_free(pe);
+}
+
 static void test_reduce_keyless(rf_cuda_ctx *c)
 {
     rf_type L = RF_TYPE_INT64, B = RF_TYPE_BOOL;
@@ -2735,6 +2766,7 @@ int main(int argc, char **argv)
         test_business_ops(c);
         test_selplan_device(c);
         test_reduce_keyless(c);
+        test_codegen_pays(c);
         test_join_size(c);
         test_rank_split(c);
         test_block_hashes(c);
