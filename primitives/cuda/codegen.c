@@ -1470,12 +1470,6 @@ static uint64_t module_hash(const cg_state *g, const char *src)
     return hash_text(src, strlen(src), hash_text(salt, strlen(salt), 14695981039346656037ull));
 }
 
-/* What making a module costs the run that needs it: read from the disk
- * cache and loaded (~0.3-0.4 ms on the H100, docs/performance.md), or
- * compiled by NVRTC first (0.2-2 s). */
-#define CG_LOAD_NS 4e5
-#define CG_COMPILE_NS 3e8
-
 bool rf_codegen_pays(rf_cuda_ctx *c, const char *src, double gain_ns)
 {
     cg_state *g = cg_state_of(c);
@@ -1500,13 +1494,13 @@ bool rf_codegen_pays(rf_cuda_ctx *c, const char *src, double gain_ns)
                 gain = &g->gains.items[g->gains.len - 1];
             }
             gain->saved_ns += gain_ns > 0 ? gain_ns : 0;
-            double cost = CG_COMPILE_NS;
+            double cost = RF_CG_COMPILE_NS;
             char *dir = cache_dir();
             if (dir) {
                 char *path = rf_sprintf("%s/%016" PRIx64 "-%s.cubin", dir, h, g->arch);
                 struct stat sb;
                 if (stat(path, &sb) == 0 && sb.st_size > 0)
-                    cost = CG_LOAD_NS;
+                    cost = RF_CG_LOAD_NS;
                 free(path);
                 free(dir);
             }
@@ -1799,6 +1793,7 @@ void rf_cuda_print_select_plans(const rf_cuda_ctx *c, FILE *f)
 }
 
 void rf_cuda_set_codegen(rf_cuda_ctx *c, bool on) { c->codegen = on; }
+void rf_cuda_set_codegen_optional(rf_cuda_ctx *c, bool on) { c->codegen_optional = on; }
 
 void rf_cuda_codegen_get_stats(const rf_cuda_ctx *c, rf_cuda_codegen_stats *out)
 {

@@ -140,6 +140,8 @@ struct rf_cuda_ctx {
     size_t host_kernels, string_tables, string_table_entries;
     /* Run-time code generation (codegen.c). */
     bool codegen;
+    bool codegen_optional; /* a lone select (rf_cuda_set_codegen_optional): the library's
+                              kernels unless the pass's module is loaded or pays */
     void *cg;
     size_t select_passes;   /* MAPs/JOINs run as one generated pass (rf_cuda_select_one_pass) */
     /* Host<->device traffic and pool activity (rf_cuda_get_io_stats). */
@@ -256,6 +258,11 @@ bool rf_codegen_module(rf_cuda_ctx *c, const char *src, int n, const char *const
  * it costs (a load from the disk cache, or a compilation): a plan a query
  * runs once rarely pays for its module; a loop's kernel soon does. */
 bool rf_codegen_pays(rf_cuda_ctx *c, const char *src, double gain_ns);
+/* What making a module costs the run that needs it: read from the disk
+ * cache and loaded (~0.15-0.35 ms on the H100 in traces, docs/performance.md),
+ * or compiled by NVRTC first (0.2-2 s). */
+#define RF_CG_LOAD_NS 4e5
+#define RF_CG_COMPILE_NS 3e8
 /* Launches a generated kernel over n threads' work in blocks of 256:
  * grid = the blocks n needs, at most max_blocks (0: no limit but the
  * device's). */

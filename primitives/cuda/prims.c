@@ -2834,6 +2834,13 @@ static void note_plan(rf_cuda_ctx *c, const char *what, const rf_cg_plan *pl)
  * backend makes ahead with the program's) runs (pl->deferred). At 10^8 rows pattern (a)'s plan saved 0.1 ms by the
  * model and cost 0.35-0.7 ms to load (docs/performance.md). Forced plans
  * and the sweep (which times every plan) are not deferred. */
+/* What one generated pass saves over the library's selection (interpreted
+ * flags, a scan, an interpreted emit, a host wait between), by rows: fitted
+ * to the H100 at SF 10 (q19's 60M-row scan 16 -> 2 ms, q04's 15M-row MAP
+ * 8.5 -> 6.4 ms: ~0.15-0.23 ns a row, and ~30 us of launches and the wait).
+ * Below ~2.5M rows it does not pay for a module read from the disk cache. */
+#define RF_LONE_GAIN_NS(rows) (3e4 + 0.15 * (double)(rows))
+
 static void defer_plan(rf_cuda_ctx *c, rf_cg_plan *pl, const char *src)
 {
     if (pl->forced || !src || getenv("RF_WEAVE_SELPLAN_SWEEP"))
@@ -2877,13 +2884,12 @@ static int plan_filter(rf_cuda_ctx *c, const rf_code *filter, bool join, int al,
 
 /* ---- A selection with its compaction as one generated kernel ---- */
 
-/* The select kernels of a plan (or of the filter as it is: pl NULL),
- * compiled and loaded: fns[part]; *nparts of them. False: no generated
- * code (the caller's library path runs). */
-static bool select_kernels(rf_cuda_ctx *c, bool join, int al, const rf_code *filter, int nproj,
-                           const rf_code *proj, const rf_cg_plan *pl, void **fns, int *nparts)
+/* The select kernels of src (rf_codegen_select_source of plan pl, or of
+ * the filter as it is: pl NULL; taken and freed here), compiled and
+ * loaded: fns[part]; *nparts of them. False: no generated code (src NULL,
+ * or no NVRTC: the caller's library path runs). */
+static bool select_kernels(rf_cuda_ctx *c, char *src, const rf_cg_plan *pl, void **fns, int *nparts)
 {
-    char *src = rf_codegen_select_source(join, al, filter, nproj, proj, pl);
     if (!src)
         return false;
     *nparts = pl ? pl->nparts : 1;
@@ -2976,6 +2982,18 @@ bool rf_cuda_select_one_pass(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r,
         return false;
     if (!r && (!filter || filter->n == 0) && all_columns(nproj, proj))
         return true; /* column copies, no kernel: the library's path */
+    if (c->codegen_optional && RF_LONE_GAIN_NS(l->nrows) < RF_CG_LOAD_NS) {
+        /* A lone select over a few rows whose code has string functions:
+         * their tables are part of the source, so the module was not made
+         * ahead and would not pay; decided before prepare tabulates them,
+         * or the library's path would tabulate again (q09's like() over
+         * 2M part names: 11 ms twice). */
+        bool strings = code_has_string_op(filter);
+        for (int k = 0; k < nproj && !strings; k++)
+            strings = code_has_string_op(&proj[k]);
+        if (strings)
+            return true;
+    }
     prepared pp;
     rf_cuda_trace(c, "select: before prepare");
     if (!prepare(c, filter, nproj, proj, l, l->arity, r, &pp, st))
@@ -3007,19 +3025,32 @@ bool rf_cuda_select_one_pass(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r,
                                         &plan, st)) < 0)
         goto fail;
     rf_cuda_trace(c, "select: plan");
+    char *chosen = NULL; /* the chosen plan's source, when it runs */
     if (planned) {
-        char *chosen = rf_codegen_select_source(r != NULL, l->arity, pp.filter, nproj, pp.proj, &plan);
+        chosen = rf_codegen_select_source(r != NULL, l->arity, pp.filter, nproj, pp.proj, &plan);
         defer_plan(c, &plan, chosen);
-        free(chosen);
+        if (plan.deferred) {
+            free(chosen);
+            chosen = NULL;
+        }
         rf_cuda_trace(c, "select: deferral");
     }
     rf_cg_plan ident; /* a deferred plan's stand-in: shares plan's conjuncts */
     if (planned && plan.deferred)
         rf_cg_plan_identity_of(&plan, allow_split, &ident);
+    const rf_cg_plan *run_plan = !planned ? NULL : plan.deferred ? &ident : &plan;
+    char *src = chosen ? chosen : rf_codegen_select_source(r != NULL, l->arity, pp.filter, nproj, pp.proj, run_plan);
+    /* A lone select (optional) whose module is neither loaded nor worth
+     * loading for what it saves: the library's kernels. (With string
+     * functions that was decided by its rows before prepare: declining now
+     * would make the library's path tabulate them again.) */
+    if (src && c->codegen_optional && !pp.owned && !rf_codegen_pays(c, src, RF_LONE_GAIN_NS(n))) {
+        free(src);
+        src = NULL;
+    }
     void *fns[RF_CG_MAX_PARTS];
     int nparts = 1;
-    if (!select_kernels(c, r != NULL, l->arity, pp.filter, nproj, pp.proj,
-                        !planned ? NULL : plan.deferred ? &ident : &plan, fns, &nparts)) {
+    if (!select_kernels(c, src, run_plan, fns, &nparts)) {
         /* no generated code: the library's path */
         tmp_put(c, &lo), tmp_put(c, &off);
         prepared_free(&pp);
@@ -3115,7 +3146,7 @@ static bool sweep_plans(rf_cuda_ctx *c, bool join, int al, const rf_code *filter
         }
         void *fns[RF_CG_MAX_PARTS];
         int nparts = 1;
-        if (pl.nparts > RF_CG_MAX_PARTS || !select_kernels(c, join, al, filter, nproj, proj, &pl, fns, &nparts)) {
+        if (pl.nparts > RF_CG_MAX_PARTS || !select_kernels(c, rf_codegen_select_source(join, al, filter, nproj, proj, &pl), &pl, fns, &nparts)) {
             fprintf(stderr, "redfox: selplan sweep: %s %s - - (no generated code)\n", what, text);
             continue;
         }

@@ -341,6 +341,11 @@ bool rf_cuda_block_hashes(rf_cuda_ctx *c, const rf_drel *r, size_t block_rows, u
  * $RF_CUDA_CACHE or ~/.cache/redfox), falling back to the interpreter when
  * NVRTC or the driver API is unavailable. */
 void rf_cuda_set_codegen(rf_cuda_ctx *c, bool on);
+/* With codegen on: a selection may run as one generated pass
+ * (rf_cuda_select_one_pass) only when its module is loaded, or the time the
+ * pass saves over the library's kernels pays for making it
+ * (rf_codegen_pays); else *done stays false (the backend's lone selects). */
+void rf_cuda_set_codegen_optional(rf_cuda_ctx *c, bool on);
 typedef struct rf_cuda_codegen_stats {
     size_t compiled, cache_hits, mem_hits, failures;
     double compile_seconds, load_seconds;

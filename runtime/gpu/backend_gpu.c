@@ -1855,6 +1855,61 @@ static void gpu_program_begins(rf_backend *be, const rf_hprogram *p)
             nnames[n] = how != FUSED_SELECT ? 1 : nparts;
             n++;
         }
+    /* The MAPs that may run as lone selects (lone_select: known only from
+     * their rows, at run time) in a program without loops (a recursive
+     * program's time is in its loop, over deltas mostly small; a MAP
+     * outside it runs once, and NVRTC started for it measured slower: TC
+     * cal.cedge 0.068 -> 0.126 s on a fresh cache), without string
+     * functions (whose source holds the tables the data gives): made ahead
+     * as the run would make them, the identity plan and the sample's kernel
+     * where the filter is planned. One that turns out small costs only this
+     * thread's work. */
+    bool loops = false;
+    for (int b = 0; b < p->nblocks && !loops; b++)
+        loops = p->blocks[b].target == b || p->blocks[b].target_else == b;
+    for (int b = 0; b < p->nblocks && !loops && p->woven && g->lone_selects && !g->codegen; b++) {
+        const rf_hblock *blk = &p->blocks[b];
+        for (int i = 0; i < blk->nkernels; i++) {
+            const rf_kernel *k = &blk->kernels[i];
+            if (k->op != RF_K_MAP || k->in[0] < 0 || k->nproj < 1 || k->nproj > RF_CUDA_MAX_COLS ||
+                filter_has_string_function(&k->filter) || code_list_has_string_op(k->proj, k->nproj))
+                continue;
+            bool copies = k->filter.n == 0;
+            for (int q = 0; copies && q < k->nproj; q++)
+                copies = rf_code_as_column(&k->proj[q]) >= 0;
+            if (copies)
+                continue; /* column copies: the library's path, no kernel */
+            int al = p->vars[k->in[0]].arity;
+            rf_cg_plan plan;
+            char *line = NULL;
+            size_t line_len = 0;
+            FILE *pf = open_memstream(&line, &line_len);
+            int planned = explain_plan(&k->filter, true, &plan, pf);
+            fclose(pf);
+            free(line);
+            char *src = rf_codegen_select_source(false, al, &k->filter, k->nproj, k->proj, planned ? &plan : NULL);
+            char *sample = planned && !plan.forced ? rf_codegen_selsample_source(false, al, &plan) : NULL;
+            int nparts = planned ? plan.nparts : 1;
+            if (planned)
+                rf_cg_plan_free(&plan);
+            if (n + 2 > cap) {
+                cap = cap ? 2 * cap : 8;
+                srcs = rf_realloc(srcs, (size_t)cap * sizeof *srcs);
+                names = rf_realloc(names, (size_t)cap * sizeof *names);
+                nnames = rf_realloc(nnames, (size_t)cap * sizeof *nnames);
+            }
+            if (sample) {
+                srcs[n] = sample;
+                names[n] = sample_names;
+                nnames[n++] = 1;
+            }
+            if (src) {
+                srcs[n] = src;
+                names[n] = nparts > 1 ? part_names : select_names;
+                nnames[n++] = nparts;
+            }
+        }
+    }
     if (n > 0 && !rf_codegen_prefetch(ctx_of(be), n, srcs, names, nnames))
         for (int i = 0; i < n; i++)
             free(srcs[i]);
@@ -2031,11 +2086,15 @@ static rf_run_result gpu_run_kernel(rf_backend *be, const rf_hprogram *p, const 
     rf_dvar *out = outs[0], *in0 = ins[0], *in1 = ins[1];
     release_output(be, out, ins, 2);
     bool lone = lone_select(g, p, k, in0);
-    if (lone)
+    if (lone) {
         rf_cuda_set_codegen(ctx_of(be), true);
+        rf_cuda_set_codegen_optional(ctx_of(be), true);
+    }
     bool ran = gpu_run_plain(be, p, k, out, in0, in1, stats, st);
-    if (lone)
+    if (lone) {
         rf_cuda_set_codegen(ctx_of(be), g->codegen);
+        rf_cuda_set_codegen_optional(ctx_of(be), false);
+    }
     if (!ran)
         return RF_RUN_FAILED;
     if (out && !(k->op == RF_K_COPY && out == in0)) {
