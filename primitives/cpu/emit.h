@@ -6,6 +6,13 @@
 
 typedef struct rf_emitter {
     rf_eval *filter;          /* NULL: always true */
+    /* The filter as a chain of conjuncts (its top-level ANDs and lazy ANDs,
+     * if(a, b, false)), when it has two or more: each is evaluated on the
+     * rows the ones before it kept, narrowing the selection (rf_emit_batch). */
+    int nconj;
+    rf_code *conj_code;       /* [nconj] views into the filter's instructions */
+    rf_eval **conj;           /* [nconj] */
+    uint16_t sel2[RF_BATCH];
     int nproj;
     int *projcol;             /* >= 0: projection is that column (copy) */
     rf_eval **proj;           /* evaluators for computed projections */

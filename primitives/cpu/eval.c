@@ -139,11 +139,11 @@ static const rf_word *eval_binary(rf_eval *ev, int k, const uint16_t *sel, int n
         uint16_t *sel2 = ev->sels + (size_t)k * 2 * RF_BATCH;
         int n2 = 0;
         rf_word decided = op == RF_EX_OR;
-        for (int i = 0; i < nsel; i++) {
+        for (int i = 0; i < nsel; i++) { /* branch-free: the left side is data, often ~50/50 */
             int r = sel[i];
             out[r] = decided;
-            if ((a[r] != 0) != decided)
-                sel2[n2++] = (uint16_t)r;
+            sel2[n2] = (uint16_t)r;
+            n2 += (a[r] != 0) != decided;
         }
         if (n2 > 0) {
             const rf_word *b = eval_node(ev, right, sel2, n2);
@@ -257,12 +257,21 @@ static const rf_word *eval_ternary(rf_eval *ev, int k, const uint16_t *sel, int 
     if (in->op == RF_EX_IF) {
         uint16_t *yes = ev->sels + (size_t)k * 2 * RF_BATCH, *no = yes + RF_BATCH;
         int ny = 0, nn = 0;
-        for (int i = 0; i < nsel; i++) {
+        for (int i = 0; i < nsel; i++) { /* branch-free: the condition is data, often ~50/50 */
             int r = sel[i];
-            if (a[r])
-                yes[ny++] = (uint16_t)r;
-            else
-                no[nn++] = (uint16_t)r;
+            bool t = a[r] != 0;
+            yes[ny] = (uint16_t)r;
+            no[nn] = (uint16_t)r;
+            ny += t;
+            nn += !t;
+        }
+        /* A constant branch (the composed filters' lazy AND: if(a, b,
+         * false)) is its value on its rows, not a node evaluated there. */
+        if (ev->c->ins[third].op == RF_EX_CONST && nn > 0) {
+            rf_word v = ev->c->ins[third].value;
+            for (int i = 0; i < nn; i++)
+                out[no[i]] = v;
+            nn = 0;
         }
         if (ny > 0) {
             const rf_word *x = eval_node(ev, second, yes, ny);
