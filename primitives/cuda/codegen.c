@@ -794,6 +794,19 @@ char *rf_codegen_reduce_source(bool join, int al, const rf_code *filter, int nva
     "  if (lane == 0) *base = before;\n"                                                             \
     "}\n"
 
+/* The preloaded words of a tile's ITEMS rows (stage_preload), then one
+ * fence for all of them (stage_fence): rf_select and rf_select_many. */
+#define PRELOAD_TILE_SOURCE                                                      \
+    "    uint64_t pre[ITEMS][NPRE];\n"                                          \
+    "    #pragma unroll\n"                                                      \
+    "    for (int k = 0; k < ITEMS; k++) {\n"                                   \
+    "      uint64_t t = base + (uint64_t)k * BLOCK + threadIdx.x;\n"            \
+    "      for (int q = 0; q < NPRE; q++) pre[k][q] = 0;\n"                     \
+    "      if (t < n) stage_preload(l, t, pre[k]);\n"                           \
+    "    }\n"                                                                   \
+    "    #pragma unroll\n"                                                      \
+    "    for (int k = 0; k < ITEMS; k++) stage_fence(pre[k]);\n"
+
 /* Projections of at most this many columns are made for all ITEMS rows of a
  * tile before any is written (below). */
 #define RF_SEL_BATCH_PROJ 4
@@ -835,16 +848,7 @@ static void emit_select_kernel(sbuf *b, const char *name, const char *filter, bo
               "    unsigned keep = 0;\n",
               name);
     if (pre)
-        sb_printf(b, "%s",
-                  "    uint64_t pre[ITEMS][NPRE];\n"
-                  "    #pragma unroll\n"
-                  "    for (int k = 0; k < ITEMS; k++) {\n"
-                  "      uint64_t t = base + (uint64_t)k * BLOCK + threadIdx.x;\n"
-                  "      for (int q = 0; q < NPRE; q++) pre[k][q] = 0;\n"
-                  "      if (t < n) stage_preload(l, t, pre[k]);\n"
-                  "    }\n"
-                  "    #pragma unroll\n"
-                  "    for (int k = 0; k < ITEMS; k++) stage_fence(pre[k]);\n");
+        sb_printf(b, "%s", PRELOAD_TILE_SOURCE);
     sb_printf(b,
               "    #pragma unroll\n"
               "    for (int k = 0; k < ITEMS; k++) {\n"
@@ -1067,16 +1071,7 @@ char *rf_codegen_select_many_source(int al, int nb, const rf_code *const *filter
               "    unsigned keep[NB];\n"
               "    for (int x = 0; x < NB; x++) keep[x] = 0;\n");
     if (pre)
-        sb_printf(&b, "%s",
-                  "    uint64_t pre[ITEMS][NPRE];\n"
-                  "    #pragma unroll\n"
-                  "    for (int k = 0; k < ITEMS; k++) {\n"
-                  "      uint64_t t = base + (uint64_t)k * BLOCK + threadIdx.x;\n"
-                  "      for (int q = 0; q < NPRE; q++) pre[k][q] = 0;\n"
-                  "      if (t < n) stage_preload(l, t, pre[k]);\n"
-                  "    }\n"
-                  "    #pragma unroll\n"
-                  "    for (int k = 0; k < ITEMS; k++) stage_fence(pre[k]);\n");
+        sb_printf(&b, "%s", PRELOAD_TILE_SOURCE);
     sb_printf(&b, "%s",
               "    #pragma unroll\n"
               "    for (int k = 0; k < ITEMS; k++) {\n"

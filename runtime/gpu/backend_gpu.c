@@ -1799,6 +1799,31 @@ char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk)
     return head;
 }
 
+/* The sources gpu_program_begins hands to rf_codegen_prefetch: each with
+ * the names of its kernels. */
+typedef struct prefetch_list {
+    int n, cap;
+    char **srcs;
+    const char *const **names;
+    int *nnames;
+} prefetch_list;
+
+/* Appends src (taken; NULL: nothing) with its kernels' names. */
+static void prefetch_add(prefetch_list *l, char *src, const char *const *names, int nnames)
+{
+    if (!src)
+        return;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 8;
+        l->srcs = rf_realloc(l->srcs, (size_t)l->cap * sizeof *l->srcs);
+        l->names = rf_realloc(l->names, (size_t)l->cap * sizeof *l->names);
+        l->nnames = rf_realloc(l->nnames, (size_t)l->cap * sizeof *l->nnames);
+    }
+    l->srcs[l->n] = src;
+    l->names[l->n] = names;
+    l->nnames[l->n++] = nnames;
+}
+
 /* Before the first kernel (the LOADs included): the program's generated
  * kernels are compiled, or read from the disk cache, and loaded on a thread
  * of their own, so that neither NVRTC (0.1-0.3 s a kernel on a fresh
@@ -1810,10 +1835,7 @@ static void gpu_program_begins(rf_backend *be, const rf_hprogram *p)
     gpu_impl *g = impl_of(be);
     if (!g->fuse_codegen || getenv("RF_CUDA_NO_PREFETCH"))
         return;
-    int n = 0, cap = 0;
-    char **srcs = NULL;
-    const char *const **names = NULL;
-    int *nnames = NULL;
+    prefetch_list l = {0};
     static const char *const select_names[] = {"rf_select"}, *const reduce_names[] = {"rf_reduce"},
                              *const many_names[] = {"rf_select_many"}, *const sample_names[] = {"rf_selsample"};
     static const char *const part_names[RF_CG_MAX_PARTS] = {"rf_select_p0", "rf_select_p1", "rf_select_p2",
@@ -1837,23 +1859,12 @@ static void gpu_program_begins(rf_backend *be, const rf_hprogram *p)
              * made ahead, and the unchanged filter's (src: the identity
              * plan), which runs while a chosen plan's module does not pay
              * for itself (prims.c, defer_plan). */
-            if (n + 2 > cap) {
-                cap = cap ? 2 * cap : 8;
-                srcs = rf_realloc(srcs, (size_t)cap * sizeof *srcs);
-                names = rf_realloc(names, (size_t)cap * sizeof *names);
-                nnames = rf_realloc(nnames, (size_t)cap * sizeof *nnames);
-            }
-            if (sample) {
-                srcs[n] = sample;
-                names[n] = sample_names;
-                nnames[n++] = 1;
-            }
-            srcs[n] = src;
-            names[n] = how == FUSED_SELECT   ? (nparts > 1 ? part_names : select_names)
-                       : how == FUSED_REDUCE ? reduce_names
-                                             : many_names;
-            nnames[n] = how != FUSED_SELECT ? 1 : nparts;
-            n++;
+            prefetch_add(&l, sample, sample_names, 1);
+            prefetch_add(&l, src,
+                         how == FUSED_SELECT   ? (nparts > 1 ? part_names : select_names)
+                         : how == FUSED_REDUCE ? reduce_names
+                                               : many_names,
+                         how != FUSED_SELECT ? 1 : nparts);
         }
     /* The MAPs that may run as lone selects (lone_select: known only from
      * their rows, at run time) in a program without loops (a recursive
@@ -1887,35 +1898,21 @@ static void gpu_program_begins(rf_backend *be, const rf_hprogram *p)
             int planned = explain_plan(&k->filter, true, &plan, pf);
             fclose(pf);
             free(line);
-            char *src = rf_codegen_select_source(false, al, &k->filter, k->nproj, k->proj, planned ? &plan : NULL);
-            char *sample = planned && !plan.forced ? rf_codegen_selsample_source(false, al, &plan) : NULL;
             int nparts = planned ? plan.nparts : 1;
+            prefetch_add(&l, planned && !plan.forced ? rf_codegen_selsample_source(false, al, &plan) : NULL,
+                         sample_names, 1);
+            char *src = rf_codegen_select_source(false, al, &k->filter, k->nproj, k->proj, planned ? &plan : NULL);
+            prefetch_add(&l, src, nparts > 1 ? part_names : select_names, nparts);
             if (planned)
                 rf_cg_plan_free(&plan);
-            if (n + 2 > cap) {
-                cap = cap ? 2 * cap : 8;
-                srcs = rf_realloc(srcs, (size_t)cap * sizeof *srcs);
-                names = rf_realloc(names, (size_t)cap * sizeof *names);
-                nnames = rf_realloc(nnames, (size_t)cap * sizeof *nnames);
-            }
-            if (sample) {
-                srcs[n] = sample;
-                names[n] = sample_names;
-                nnames[n++] = 1;
-            }
-            if (src) {
-                srcs[n] = src;
-                names[n] = nparts > 1 ? part_names : select_names;
-                nnames[n++] = nparts;
-            }
         }
     }
-    if (n > 0 && !rf_codegen_prefetch(ctx_of(be), n, srcs, names, nnames))
-        for (int i = 0; i < n; i++)
-            free(srcs[i]);
-    free(srcs);
-    free(names);
-    free(nnames);
+    if (l.n > 0 && !rf_codegen_prefetch(ctx_of(be), l.n, l.srcs, l.names, l.nnames))
+        for (int i = 0; i < l.n; i++)
+            free(l.srcs[i]);
+    free(l.srcs);
+    free(l.names);
+    free(l.nnames);
 }
 
 /* An output about to be written lets go of the runs it held: their
