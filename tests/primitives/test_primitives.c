@@ -224,6 +224,28 @@ static void test_map(void)
         rf_expr *f2 = bin(RF_EX_OR, bin(RF_EX_EQ, col(1), cst(0)), bin(RF_EX_LT, bin(RF_EX_MOD, col(0), col(1)), cst(3)));
         rf_expr *p2[2] = {col(2), col(0)};
         check_map(&in, f2, 2, p2, true);
+        /* The weaver's composed filters: lazy ANDs if(if(a, b, false), c,
+         * false) and left-nested ANDs, run by the emitter as a chain of
+         * conjuncts; the division is reached only where y != 0. */
+        rf_expr *lz = rf_expr_ternary(
+            RF_EX_IF, RF_TYPE_BOOL,
+            rf_expr_ternary(RF_EX_IF, RF_TYPE_BOOL, bin(RF_EX_NE, col(1), cst(0)),
+                            bin(RF_EX_GT, bin(RF_EX_DIV, col(0), col(1)), cst(1)),
+                            rf_expr_const(RF_TYPE_BOOL, 0)),
+            bin(RF_EX_LT, col(2), cst(40)), rf_expr_const(RF_TYPE_BOOL, 0));
+        check_map(&in, lz, 3, p, true);
+        rf_expr *la = bin(RF_EX_AND, bin(RF_EX_AND, bin(RF_EX_NE, col(1), cst(0)), bin(RF_EX_GE, col(2), cst(10))),
+                          bin(RF_EX_LT, bin(RF_EX_MOD, col(0), col(1)), cst(2)));
+        check_map(&in, la, 3, p, true);
+        /* ... and one whose later conjunct faults on a row the earlier ones keep */
+        if (sizes[si] >= 1000) {
+            rf_expr *lf = bin(RF_EX_AND, bin(RF_EX_GE, col(2), cst(0)),
+                              bin(RF_EX_GT, bin(RF_EX_DIV, col(0), col(1)), cst(1)));
+            check_map(&in, lf, 3, p, false);
+            rf_expr_free(lf);
+        }
+        rf_expr_free(lz);
+        rf_expr_free(la);
         /* no filter: pure projection fast path, including a column twice */
         rf_expr *p3[3] = {col(2), col(2), bin(RF_EX_MUL, col(0), cst(-3))};
         check_map(&in, NULL, 3, p3, true);
