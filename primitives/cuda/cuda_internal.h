@@ -164,12 +164,10 @@ struct rf_cuda_ctx {
     bool trace;
     double trace_t;
     /* The pool primed in the background at start-up (prims.c, prime_pool):
-     * the thread, whether it is yet to be joined (under prime_lock), and
-     * the bytes it left mapped in the pool. */
+     * the thread, and whether it is yet to be joined (under prime_lock). */
     pthread_t prime_thread;
     pthread_mutex_t prime_lock;
     bool priming;
-    size_t primed;
 };
 
 /* Under RF_CUDA_TRACE: waits for the stream and prints the wall time since

@@ -140,10 +140,8 @@ static void *prime_pool(void *arg)
     if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess &&
         cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess) {
         size_t want = (size_t)((double)free_b * (share < 1.0 ? share : 1.0)) & ~(((size_t)2 << 20) - 1);
-        if (want > 0 && cudaMallocFromPoolAsync(&p, want, c->pool, s) == cudaSuccess) {
+        if (want > 0 && cudaMallocFromPoolAsync(&p, want, c->pool, s) == cudaSuccess)
             cudaFreeAsync(p, s);
-            c->primed = want;
-        }
         cudaStreamSynchronize(s);
         cudaStreamDestroy(s);
     }
@@ -2831,9 +2829,10 @@ static void note_plan(rf_cuda_ctx *c, const char *what, const rf_cg_plan *pl)
  * runs only once the time it saves pays for making the module
  * (rf_codegen_pays: a load from the disk cache, ~0.4 ms, or a compilation);
  * until then the unchanged filter (the identity plan, whose module the
- * backend makes ahead with the program's) runs (pl->deferred). At 10^8 rows pattern (a)'s plan saved 0.1 ms by the
- * model and cost 0.35-0.7 ms to load (docs/performance.md). Forced plans
- * and the sweep (which times every plan) are not deferred. */
+ * backend makes ahead with the program's) runs (pl->deferred). At 10^8
+ * rows pattern (a)'s plan saved 0.1 ms by the model and cost 0.35-0.7 ms
+ * to load (docs/performance.md). Forced plans and the sweep (which times
+ * every plan) are not deferred. */
 /* What one generated pass saves over the library's selection (interpreted
  * flags, a scan, an interpreted emit, a host wait between), by rows: fitted
  * to the H100 at SF 10 (q19's 60M-row scan 16 -> 2 ms, q04's 15M-row MAP
@@ -3039,7 +3038,8 @@ bool rf_cuda_select_one_pass(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r,
     if (planned && plan.deferred)
         rf_cg_plan_identity_of(&plan, allow_split, &ident);
     const rf_cg_plan *run_plan = !planned ? NULL : plan.deferred ? &ident : &plan;
-    char *src = chosen ? chosen : rf_codegen_select_source(r != NULL, l->arity, pp.filter, nproj, pp.proj, run_plan);
+    char *src = chosen ? chosen
+                       : rf_codegen_select_source(r != NULL, l->arity, pp.filter, nproj, pp.proj, run_plan);
     /* A lone select (optional) whose module is neither loaded nor worth
      * loading for what it saves: the library's kernels. (With string
      * functions that was decided by its rows before prepare: declining now
@@ -3146,7 +3146,8 @@ static bool sweep_plans(rf_cuda_ctx *c, bool join, int al, const rf_code *filter
         }
         void *fns[RF_CG_MAX_PARTS];
         int nparts = 1;
-        if (pl.nparts > RF_CG_MAX_PARTS || !select_kernels(c, rf_codegen_select_source(join, al, filter, nproj, proj, &pl), &pl, fns, &nparts)) {
+        if (pl.nparts > RF_CG_MAX_PARTS ||
+            !select_kernels(c, rf_codegen_select_source(join, al, filter, nproj, proj, &pl), &pl, fns, &nparts)) {
             fprintf(stderr, "redfox: selplan sweep: %s %s - - (no generated code)\n", what, text);
             continue;
         }
