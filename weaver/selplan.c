@@ -707,6 +707,32 @@ double rf_selplan_cost(const rf_selplan *p, const rf_selprob *q, const rf_selcal
     return total;
 }
 
+double rf_selplan_gain_bound(const rf_selconj *conj, int n, double rows, const rf_selcalib *cal)
+{
+    if (n < 2 || n > RF_SELPLAN_MAX || !(rows > 0))
+        return 0;
+    double ones[RF_SELPLAN_MAX];
+    for (int i = 0; i < n; i++)
+        ones[i] = 1;
+    rf_selprob q = {n, conj, ones, NULL, rows, false};
+    rf_selplan identity;
+    rf_selplan_identity(n, &identity);
+    double top = rf_selplan_cost(&identity, &q, cal);
+    /* group_cost of a first group (k = a = 0, every row alive): its
+     * compute is at least the cheapest conjunct's, its memory at least
+     * the cheapest k * r_k (r_k may fall with k) over all rows */
+    double least_comp = INFINITY, least_mem = INFINITY;
+    bool all_read = true;
+    for (int i = 0; i < n; i++) {
+        least_comp = fmin(least_comp, rf_selconj_cost(&conj[i], cal));
+        all_read = all_read && conj[i].ncols > 0;
+    }
+    for (int k = 1; k <= RF_SELCALIB_MAXK; k++)
+        least_mem = fmin(least_mem, k * cal->rk[k - 1]);
+    double least = rows / WARP * least_comp + (all_read ? least_mem * rows / WORDS_PER_SECTOR * cal->sector_ns : 0);
+    return top > least ? top - least : 0;
+}
+
 /* ---- The planner ---- */
 
 static bool check_problem(const rf_selprob *q, const rf_selcalib *cal, rf_status *st)

@@ -196,6 +196,15 @@ typedef struct rf_selprob {
  * formulas). Conjuncts are assumed independent. p must be legal for q. */
 double rf_selplan_cost(const rf_selplan *p, const rf_selprob *q, const rf_selcalib *cal);
 
+/* The most any plan could save over the identity plan (the unchanged
+ * filter: its order, all &&) on `rows` rows, whatever the selectivities
+ * turn out to be: the identity's cost where every conjunct holds (it only
+ * grows with them) less what every plan pays at least (its first group,
+ * over all rows, computes one conjunct and reads one column). A caller
+ * whose plan would have to pay for something first (a module's load) skips
+ * the selectivity sample when this bound cannot. */
+double rf_selplan_gain_bound(const rf_selconj *conj, int n, double rows, const rf_selcalib *cal);
+
 /* The cheapest grouping (& / && / |) of the conjuncts in the given order,
  * by the paper's dynamic program (exact for the order, O(n^3)). order must
  * be a legal order. */

@@ -124,6 +124,10 @@ char *rf_cg_plan_note(const rf_cg_plan *pl)
                           "%.0f rows; calibration %s%s)",
                           text, sels, pl->sample_rows, pl->model_ns / 1e6, pl->identity_ns / 1e6, pl->rows,
                           pl->calibrated ? "measured" : "defaults", dropped);
+    else if (pl->bound_ns > 0)
+        note = rf_sprintf("%s (the unchanged filter: not sampled, no plan could save more than %.3f ms of %.0f "
+                          "rows, less than loading its module)",
+                          text, pl->bound_ns / 1e6, pl->rows);
     else
         note = rf_sprintf("%s (the unchanged filter: no sample)", text);
     free(sels);

@@ -39,6 +39,8 @@ typedef struct rf_cg_plan {
     bool deferred;         /* chosen, but the unchanged filter ran: the plan's module was not
                               loaded and what it saves did not yet pay for making it
                               (rf_codegen_pays) */
+    double bound_ns;       /* > 0: not sampled, since no plan could save more than this
+                              (rf_selplan_gain_bound), less than loading a module */
 } rf_cg_plan;
 
 /* Splits the device filter into its conjuncts (pl zeroed first). Returns

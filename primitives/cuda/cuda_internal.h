@@ -256,6 +256,10 @@ bool rf_codegen_module(rf_cuda_ctx *c, const char *src, int n, const char *const
  * it costs (a load from the disk cache, or a compilation): a plan a query
  * runs once rarely pays for its module; a loop's kernel soon does. */
 bool rf_codegen_pays(rf_cuda_ctx *c, const char *src, double gain_ns);
+/* The same accumulation for a choice not yet tied to one module: the
+ * gains offered under key (the caller's hash of what it decides on) so
+ * far, gain_ns added, against cost_ns. */
+bool rf_codegen_offer(rf_cuda_ctx *c, uint64_t key, double gain_ns, double cost_ns);
 /* What making a module costs the run that needs it: read from the disk
  * cache and loaded (~0.15-0.35 ms on the H100 in traces, docs/performance.md),
  * or compiled by NVRTC first (0.2-2 s). */

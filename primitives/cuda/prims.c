@@ -2840,11 +2840,53 @@ static void note_plan(rf_cuda_ctx *c, const char *what, const rf_cg_plan *pl)
  * Below ~2.5M rows it does not pay for a module read from the disk cache. */
 #define RF_LONE_GAIN_NS(rows) (3e4 + 0.15 * (double)(rows))
 
+static bool plan_is_identity(const rf_cg_plan *pl)
+{
+    rf_selplan id;
+    rf_selplan_identity(pl->plan.n, &id);
+    for (int i = 0; i < pl->plan.n; i++)
+        if (pl->plan.order[i] != id.order[i] || (i + 1 < pl->plan.n && pl->plan.conn[i] != id.conn[i]))
+            return false;
+    return true;
+}
+
 static void defer_plan(rf_cuda_ctx *c, rf_cg_plan *pl, const char *src)
 {
-    if (pl->forced || !src || getenv("RF_WEAVE_SELPLAN_SWEEP"))
+    /* The unchanged filter's plan is the one made ahead: nothing to defer
+     * (and no hash of its source and look for it on disk, 20-30 us). */
+    if (pl->forced || !src || getenv("RF_WEAVE_SELPLAN_SWEEP") || plan_is_identity(pl))
         return;
     pl->deferred = !rf_codegen_pays(c, src, pl->identity_ns - pl->model_ns);
+}
+
+/* Whether sampling this filter's selectivities could lead anywhere: a plan
+ * other than the unchanged filter's runs only once its module pays for
+ * itself (defer_plan), at least a load from the disk cache, so a sample
+ * (its launch, a host wait, a plan search and the plan's source: 0.2-0.25
+ * ms at 10^8 rows, docs/performance.md) is wasted where no plan could save
+ * that much, however selective the conjuncts turn out to be
+ * (rf_selplan_gain_bound). The bounds are offered under the filter's own
+ * key, so a loop's filter that runs often enough is sampled after all.
+ * The sweep (RF_WEAVE_SELPLAN_SWEEP) always samples. */
+static bool sample_may_pay(rf_cuda_ctx *c, const rf_cg_plan *pl, bool join, int al, uint64_t n, double *bound)
+{
+    if (getenv("RF_WEAVE_SELPLAN_SWEEP"))
+        return true;
+    uint64_t key = UINT64_C(1469598103934665603);
+#define MIX(v) (key = (key ^ (uint64_t)(v)) * UINT64_C(1099511628211))
+    MIX(join);
+    MIX(al);
+    for (int i = 0; i < pl->split.n; i++) {
+        const rf_code *code = &pl->split.conj[i].code;
+        MIX(code->n);
+        for (int k = 0; k < code->n; k++) {
+            const rf_instr *in = &code->ins[k];
+            MIX(in->op), MIX(in->type), MIX(in->arg_type), MIX((uint32_t)in->index), MIX(in->value);
+        }
+    }
+#undef MIX
+    *bound = rf_selplan_gain_bound(pl->split.conj, pl->split.n, (double)n, rf_codegen_selcalib(c));
+    return rf_codegen_offer(c, key, *bound, RF_CG_LOAD_NS);
 }
 
 /* The plan of a generated kernel's filter: forced by RF_WEAVE_SELPLAN, else
@@ -2868,7 +2910,11 @@ static int plan_filter(rf_cuda_ctx *c, const rf_code *filter, bool join, int al,
         rf_cg_plan_free(pl);
         return -1;
     }
-    if (!forced) {
+    double bound = 0;
+    if (!forced && !sample_may_pay(c, pl, join, al, n, &bound)) {
+        (void)rf_cg_plan_choose(pl, NULL, 0, (double)n, allow_split, rf_codegen_selcalib(c), st);
+        pl->bound_ns = bound > 0 ? bound : 1; /* > 0: the note says why */
+    } else if (!forced) {
         double sel[RF_SELPLAN_MAX], rows = 0;
         bool sampled = false;
         if (!sample_selectivities(c, join, al, pl, lc, rc, lo, off, nl, n, sel, &rows, &sampled, st) ||

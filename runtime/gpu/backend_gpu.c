@@ -1835,6 +1835,9 @@ static void gpu_program_begins(rf_backend *be, const rf_hprogram *p)
     gpu_impl *g = impl_of(be);
     if (!g->fuse_codegen || getenv("RF_CUDA_NO_PREFETCH"))
         return;
+    /* the select planner's constants (a look for a calibration file) read
+     * now, not in the first planned kernel's time */
+    (void)rf_codegen_selcalib(ctx_of(be));
     prefetch_list l = {0};
     static const char *const select_names[] = {"rf_select"}, *const reduce_names[] = {"rf_reduce"},
                              *const many_names[] = {"rf_select_many"}, *const sample_names[] = {"rf_selsample"};

@@ -637,6 +637,51 @@ static void test_choose_vs_exhaustive(void)
     }
 }
 
+/* rf_selplan_gain_bound: what the best plan saves over the unchanged
+ * filter, at any selectivities, never exceeds it; by hand on three
+ * one-column conjuncts. */
+static void test_gain_bound(void)
+{
+    rf_selcalib zc;
+    zero_calib(&zc);
+    int hc[3][1] = {{0}, {1}, {2}};
+    rf_selconj hj[3];
+    for (int i = 0; i < 3; i++)
+        hj[i] = conj_on(1, hc[i], false);
+    /* every conjunct holding, the unchanged filter reads 3 columns; a plan
+     * reads at least 1: 2 columns of 10^6 rows at 1 ns a 4-row sector */
+    CU_ASSERT(NEAR(rf_selplan_gain_bound(hj, 3, 1e6, &zc), 2 * 1e6 / 4));
+    CU_ASSERT(rf_selplan_gain_bound(hj, 1, 1e6, &zc) == 0); /* one conjunct: nothing to plan */
+    for (int t = 0; t < 600; t++) {
+        int n = 2 + rndi(4), cols[RF_SELPLAN_MAX][2];
+        rf_selconj cj[RF_SELPLAN_MAX];
+        double sel[RF_SELPLAN_MAX], cost[RF_SELPLAN_MAX];
+        rf_selprob q;
+        rf_selcalib cal;
+        random_problem(n, cj, cols, sel, cost, &q, 0.2);
+        random_calib(&cal);
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < RF_SELOP_COUNT_; k++)
+                cj[i].ops[k] = rndi(3) == 0 ? rndi(4) : 0;
+        q.cost = NULL; /* the bound costs conjuncts by their ops, as a run does */
+        double bound = rf_selplan_gain_bound(cj, n, q.rows, &cal);
+        CU_ASSERT(bound >= 0);
+        rf_selplan id, best;
+        rf_selplan_identity(n, &id);
+        for (int k = 0; k < 8; k++) {
+            for (int i = 0; i < n; i++) {
+                double u = rndu();
+                sel[i] = u < 0.2 ? 0 : u < 0.3 ? 1 : rndu();
+            }
+            rf_status st;
+            rf_status_init(&st);
+            CU_ASSERT_TRUE_FATAL(rf_selplan_exhaustive(&q, &cal, &best, &st));
+            double gain = rf_selplan_cost(&id, &q, &cal) - best.cost;
+            CU_ASSERT(gain <= bound * (1 + 1e-9) + 1e-9);
+        }
+    }
+}
+
 /* The model's choices on the paper's situations, with the default constants. */
 static void choose_text(const rf_selprob *q, char *buf)
 {
@@ -1170,6 +1215,7 @@ int main(void)
     CU_add_test(s, "cost model by hand", test_cost_by_hand);
     CU_add_test(s, "dynamic program = brute force for an order", test_dp_exact_for_order);
     CU_add_test(s, "choose = exhaustive", test_choose_vs_exhaustive);
+    CU_add_test(s, "no plan saves more than the gain bound", test_gain_bound);
     CU_add_test(s, "the paper's plan shapes", test_paper_shapes);
     CU_add_test(s, "the H100 sweep's fastest plans", test_h100_sweep_choices);
     CU_add_test(s, "fault guard", test_fault_guard);
