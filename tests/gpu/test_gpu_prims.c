@@ -2485,6 +2485,13 @@ static void test_codegen_pays(rf_cuda_ctx *c)
     CHECK(!rf_codegen_pays(c, fresh, 1e8), "pays: 0.2 s of savings paid for a compilation");
     CHECK(rf_codegen_pays(c, fresh, 1e8), "pays: 0.3 s of savings did not pay for a compilation");
     CHECK(!rf_codegen_pays(c, other, -1e9), "pays: a negative saving was counted");
+    /* offers under a key (rf_codegen_offer): summed per key against the cost named */
+    uint64_t key = (uint64_t)(rf_now() * 1e9), key2 = key + 1;
+    CHECK(!rf_codegen_offer(c, key, 2e5, 4e5), "offer: 0.2 ms paid for 0.4 ms");
+    CHECK(!rf_codegen_offer(c, key2, 3e5, 4e5), "offer: 0.3 ms paid for 0.4 ms");
+    CHECK(!rf_codegen_offer(c, key, -1e9, 4e5), "offer: a negative offer paid");
+    CHECK(rf_codegen_offer(c, key, 2e5, 4e5), "offer: 0.4 ms under one key did not pay for 0.4 ms");
+    CHECK(!rf_codegen_offer(c, key2, 0, 4e5), "offer: another key's offers counted");
     free(base);
     free(fresh);
     free(other);
@@ -2492,6 +2499,97 @@ static void test_codegen_pays(rf_cuda_ctx *c)
     free(proj.ins);
     rf_expr_free(fe);
     rf_expr_free(pe);
+}
+
+/* The selectivity sample is skipped while no plan could pay for its
+ * module (rf_selplan_gain_bound, offered under the filter's key): a filter
+ * whose conjuncts read three columns of 10^6 rows can save ~7 us a launch
+ * by the default model, so its first launches run the unchanged filter
+ * unsampled and, once the offers add up to a module's load (0.4 ms), later
+ * ones are sampled; one whose conjuncts all read one column (nothing to
+ * save but compute) is never sampled in as many launches. Every launch
+ * keeps the host's rows. */
+static bool plan_notes_have(rf_cuda_ctx *c, const char *what, const char *text)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    rf_cuda_print_select_plans(c, f);
+    fclose(f);
+    bool found = false;
+    for (char *line = buf; line && *line && !found;) {
+        char *end = strchr(line, '\n');
+        if (end)
+            *end = '\0';
+        found = strstr(line, what) && strstr(line, text);
+        line = end ? end + 1 : NULL;
+    }
+    free(buf);
+    return found;
+}
+
+static void test_sample_bound(rf_cuda_ctx *c)
+{
+    rf_type L = RF_TYPE_INT64, B = RF_TYPE_BOOL;
+    size_t n = 1000000;
+    rf_table t;
+    rf_table_init(&t, 3);
+    rf_table_resize(&t, n);
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 3; k++)
+            t.cols[k][i] = rf_word_from_int((int64_t)(rnd() % 1000));
+    rf_drel din;
+    upload(c, &din, &t);
+    rf_cuda_set_codegen(c, true);
+    for (int shape = 0; shape < 2; shape++) {
+        /* shape 0: a < 500 && b < 700 && c < 600; shape 1: a >= 5 && a < 900 && a >= 10 */
+        rf_expr *es[3] = {
+            e2(shape ? RF_EX_GE : RF_EX_LT, B, ecol(L, 0), ecst(L, shape ? 5 : 500)),
+            e2(RF_EX_LT, B, ecol(L, shape ? 0 : 1), ecst(L, shape ? 900 : 700)),
+            e2(shape ? RF_EX_GE : RF_EX_LT, B, ecol(L, shape ? 0 : 2), ecst(L, shape ? 10 : 600)),
+        };
+        rf_code filter = {0, NULL};
+        for (int i = 0; i < 3; i++) {
+            rf_code x = to_code(es[i]);
+            and_code(&filter, &x);
+            free(x.ins);
+            rf_expr_free(es[i]);
+        }
+        rf_expr *pe = ecol(L, 2);
+        rf_code proj = to_code(pe);
+        rf_status st;
+        rf_status_init(&st);
+        rf_table want;
+        bool ok = rf_prim_map(&t, &filter, 1, &proj, &want, &st);
+        CHECK(ok, "sample bound, host reference: %s", st.message);
+        const char *what = shape ? "bound test one column" : "bound test three columns";
+        int wrong = 0;
+        for (int k = 0; ok && k < 100; k++) {
+            rf_drel dout;
+            rf_drel_init(&dout, 1);
+            rf_status_init(&st);
+            bool gpu_ok = rf_cuda_map(c, &din, &filter, 1, &proj, &dout, what, &st);
+            CHECK(gpu_ok, "%s, launch %d: %s", what, k, st.message);
+            if (gpu_ok && (k == 0 || k == 99))
+                expect_table(c, &dout, what, &want);
+            wrong += gpu_ok && dout.nrows != want.nrows;
+            rf_drel_free(c, &dout);
+        }
+        CHECK(wrong == 0, "%s: %d launches kept another number of rows than the host", what, wrong);
+        CHECK(plan_notes_have(c, what, "not sampled, no plan could save"), "%s: the first launches were sampled",
+              what);
+        if (shape == 0)
+            CHECK(plan_notes_have(c, what, "sampled sel"), "%s: no launch was sampled after 100 offers", what);
+        else
+            CHECK(!plan_notes_have(c, what, "sampled sel"), "%s: sampled, though no plan can save a load", what);
+        rf_table_free(&want);
+        free(filter.ins);
+        free(proj.ins);
+        rf_expr_free(pe);
+    }
+    rf_cuda_set_codegen(c, false);
+    rf_drel_free(c, &din);
+    rf_table_free(&t);
 }
 
 static void test_reduce_keyless(rf_cuda_ctx *c)
@@ -2767,6 +2865,7 @@ int main(int argc, char **argv)
         test_selplan_device(c);
         test_reduce_keyless(c);
         test_codegen_pays(c);
+        test_sample_bound(c);
         test_join_size(c);
         test_rank_split(c);
         test_block_hashes(c);
