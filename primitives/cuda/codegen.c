@@ -1194,8 +1194,16 @@ typedef struct cg_prefetch {
     char **srcs;
     char ***names;
     int *nnames;
+    rf_cg_key *keys; /* [n] or NULL */
     bool stop; /* set (under the state's lock) when the context goes */
 } cg_prefetch;
+
+/* A source's module hash by the key it was made from (rf_codegen_memo). */
+typedef struct cg_memo {
+    unsigned char *key;
+    size_t len;
+    uint64_t hash;
+} cg_memo;
 
 typedef struct cg_gain {
     uint64_t hash;
@@ -1231,6 +1239,7 @@ typedef struct cg_state {
     /* Time a plan's module not yet loaded would have saved so far, per
      * module (rf_codegen_pays). */
     RF_VEC(cg_gain) gains;
+    RF_VEC(cg_memo) memo;
     bool prefetching;
     pthread_t prefetcher;
     cg_prefetch *job;
@@ -1474,6 +1483,184 @@ static uint64_t module_hash(const cg_state *g, const char *src)
     return hash_text(src, strlen(src), hash_text(salt, strlen(salt), 14695981039346656037ull));
 }
 
+/* ---- Modules by what their sources are made from (rf_cg_key) ---- */
+
+static void key_bytes(rf_cg_key *k, const void *p, size_t n)
+{
+    if (k->len + n > k->cap) {
+        size_t cap = k->cap ? k->cap : 256;
+        while (cap < k->len + n)
+            cap *= 2;
+        k->bytes = rf_realloc(k->bytes, cap);
+        k->cap = cap;
+    }
+    memcpy(k->bytes + k->len, p, n);
+    k->len += n;
+}
+
+static void key_int(rf_cg_key *k, int64_t v) { key_bytes(k, &v, sizeof v); }
+
+static void key_code(rf_cg_key *k, const rf_code *c)
+{
+    key_int(k, c ? c->n : -1);
+    for (int i = 0; c && i < c->n; i++) {
+        const rf_instr *in = &c->ins[i];
+        key_int(k, (int64_t)in->op | (int64_t)in->type << 8 | (int64_t)in->arg_type << 16 |
+                       (int64_t)(uint32_t)in->index << 32);
+        key_int(k, (int64_t)in->value);
+    }
+}
+
+/* What of a plan the generators read: its conjuncts, order, connectors
+ * (n - 1 of them) and parts. */
+static void key_plan(rf_cg_key *k, const rf_cg_plan *pl)
+{
+    if (!pl) {
+        key_int(k, -1);
+        return;
+    }
+    int n = pl->plan.n, parts = pl->nparts < 0 ? 0 : pl->nparts > RF_CG_MAX_PARTS ? RF_CG_MAX_PARTS : pl->nparts;
+    key_int(k, n);
+    for (int i = 0; i < n; i++)
+        key_int(k, (int64_t)pl->plan.order[i] | (int64_t)(i + 1 < n ? pl->plan.conn[i] : 0) << 16);
+    key_int(k, pl->nparts);
+    for (int q = 0; q <= parts; q++)
+        key_int(k, pl->part_start[q]);
+    key_int(k, pl->split.n);
+    for (int c = 0; c < pl->split.n; c++)
+        key_code(k, &pl->split.conj[c].code);
+}
+
+static void key_start(rf_cg_key *k, const char *generator)
+{
+    k->len = 0;
+    key_bytes(k, generator, strlen(generator) + 1);
+}
+
+void rf_cg_key_select(rf_cg_key *k, bool join, int al, const rf_code *filter, int nproj, const rf_code *proj,
+                      const struct rf_cg_plan *plan)
+{
+    key_start(k, "select");
+    key_int(k, join);
+    key_int(k, al);
+    key_code(k, filter);
+    key_int(k, nproj);
+    for (int p = 0; p < nproj; p++)
+        key_code(k, &proj[p]);
+    key_plan(k, plan);
+}
+
+void rf_cg_key_select_many(rf_cg_key *k, int al, int nb, const rf_code *const *filters, const int *nprojs,
+                           const rf_code *const *projs)
+{
+    key_start(k, "select many");
+    key_int(k, al);
+    key_int(k, nb);
+    for (int x = 0; x < nb; x++) {
+        key_code(k, filters[x]);
+        key_int(k, nprojs[x]);
+        for (int p = 0; p < nprojs[x]; p++)
+            key_code(k, &projs[x][p]);
+    }
+}
+
+void rf_cg_key_reduce(rf_cg_key *k, bool join, int al, const rf_code *filter, int nvals, const rf_code *vals,
+                      int nkeys, int naggs, const rf_aggfn *fns, const int *arg_val, const struct rf_cg_plan *plan)
+{
+    key_start(k, "reduce");
+    key_int(k, join);
+    key_int(k, al);
+    key_code(k, filter);
+    key_int(k, nvals);
+    for (int v = 0; v < nvals; v++)
+        key_code(k, &vals[v]);
+    key_int(k, nkeys);
+    key_int(k, naggs);
+    for (int a = 0; a < naggs; a++)
+        key_int(k, (int64_t)fns[a] | (int64_t)(uint32_t)arg_val[a] << 16);
+    key_plan(k, plan);
+}
+
+void rf_cg_key_sample(rf_cg_key *k, bool join, int al, const struct rf_cg_plan *plan)
+{
+    key_start(k, "sample"); /* the sample reads the conjuncts alone, not the plan's order */
+    key_int(k, join);
+    key_int(k, al);
+    key_int(k, plan->split.n);
+    for (int c = 0; c < plan->split.n; c++)
+        key_code(k, &plan->split.conj[c].code);
+}
+
+void rf_cg_key_free(rf_cg_key *k)
+{
+    free(k->bytes);
+    memset(k, 0, sizeof *k);
+}
+
+static cg_memo *memo_find(cg_state *g, const rf_cg_key *k)
+{
+    for (size_t i = 0; i < g->memo.len; i++)
+        if (g->memo.items[i].len == k->len && memcmp(g->memo.items[i].key, k->bytes, k->len) == 0)
+            return &g->memo.items[i];
+    return NULL;
+}
+
+void rf_codegen_memo(rf_cuda_ctx *c, const rf_cg_key *k, const char *src)
+{
+    if (!k->len || !src)
+        return;
+    cg_state *g = cg_state_of(c);
+    pthread_mutex_lock(&g->lock);
+    if (!g->tried)
+        g->ok = cg_init(c, g);
+    bool ok = g->ok && !memo_find(g, k);
+    pthread_mutex_unlock(&g->lock);
+    if (!ok)
+        return;
+    uint64_t h = module_hash(g, src); /* outside the lock: g->arch is set once */
+    pthread_mutex_lock(&g->lock);
+    if (!memo_find(g, k)) {
+        cg_memo m = {rf_malloc(k->len), k->len, h};
+        memcpy(m.key, k->bytes, k->len);
+        RF_PUSH(g->memo, m);
+    }
+    pthread_mutex_unlock(&g->lock);
+}
+
+bool rf_codegen_module_by_key(rf_cuda_ctx *c, const rf_cg_key *k, int n, const char *const *names, void **fns)
+{
+    (void)names; /* a key's module was loaded with the same kernels, in the same order */
+    cg_state *g = c->cg;
+    if (!g || !k->len || n < 1 || n > CG_MAX_FNS)
+        return false;
+    pthread_mutex_lock(&g->lock);
+    const cg_memo *m = g->ok ? memo_find(g, k) : NULL;
+    bool ready = false;
+    if (m) {
+        uint64_t h = m->hash;
+        for (;;) {
+            size_t at;
+            for (at = 0; at < g->mods.len && g->mods.items[at].hash != h; at++)
+                ;
+            if (at == g->mods.len)
+                break;
+            if (g->mods.items[at].state == CG_LOADING) {
+                pthread_cond_wait(&g->changed, &g->lock); /* the prefetch makes it */
+                continue;
+            }
+            ready = g->mods.items[at].state == CG_READY && g->mods.items[at].nfns == n;
+            if (ready) {
+                g->stats.mem_hits++;
+                for (int i = 0; i < n; i++)
+                    fns[i] = g->mods.items[at].fns[i];
+            }
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g->lock);
+    return ready;
+}
+
 /* The gains offered under h so far, gain_ns (when positive) added; g->lock
  * held. */
 static double gains_add(cg_state *g, uint64_t h, double gain_ns)
@@ -1638,6 +1825,10 @@ static void *prefetch_main(void *arg)
             if (stop)
                 break;
             void *fns[CG_MAX_FNS];
+            /* the key first: a run that looks for it while the module is
+             * made waits for it (rf_codegen_module_by_key) */
+            if (job->keys && job->keys[i].len)
+                rf_codegen_memo(job->c, &job->keys[i], job->srcs[i]);
             (void)rf_codegen_module(job->c, job->srcs[i], job->nnames[i], (const char *const *)job->names[i],
                                     fns);
         }
@@ -1655,14 +1846,18 @@ static void prefetch_job_free(cg_prefetch *job)
         for (int k = 0; k < job->nnames[i]; k++)
             free(job->names[i][k]);
         free(job->names[i]);
+        if (job->keys)
+            rf_cg_key_free(&job->keys[i]);
     }
+    free(job->keys);
     free(job->srcs);
     free(job->names);
     free(job->nnames);
     free(job);
 }
 
-bool rf_codegen_prefetch(rf_cuda_ctx *c, int n, char **srcs, const char *const *const *names, const int *nnames)
+bool rf_codegen_prefetch(rf_cuda_ctx *c, int n, char **srcs, const char *const *const *names, const int *nnames,
+                         rf_cg_key *keys)
 {
     cg_state *g = cg_state_of(c);
     if (g->prefetching || n <= 0)
@@ -1670,6 +1865,10 @@ bool rf_codegen_prefetch(rf_cuda_ctx *c, int n, char **srcs, const char *const *
     cg_prefetch *job = rf_calloc(1, sizeof *job);
     job->c = c;
     job->n = n;
+    if (keys) {
+        job->keys = rf_calloc((size_t)n, sizeof *job->keys);
+        memcpy(job->keys, keys, (size_t)n * sizeof *keys);
+    }
     job->srcs = rf_calloc((size_t)n, sizeof *job->srcs);
     job->names = rf_calloc((size_t)n, sizeof *job->names);
     job->nnames = rf_calloc((size_t)n, sizeof *job->nnames);
@@ -1681,6 +1880,10 @@ bool rf_codegen_prefetch(rf_cuda_ctx *c, int n, char **srcs, const char *const *
             job->names[i][k] = rf_strdup(names[i][k]);
     }
     if (pthread_create(&g->prefetcher, NULL, prefetch_main, job) != 0) {
+        free(job->keys); /* the caller's, with the sources */
+        job->keys = NULL;
+        for (int i = 0; i < n; i++)
+            job->srcs[i] = NULL;
         prefetch_job_free(job);
         return false;
     }
@@ -1756,6 +1959,9 @@ void rf_codegen_free(rf_cuda_ctx *c)
     }
     RF_VEC_FREE(g->plans);
     RF_VEC_FREE(g->gains);
+    for (size_t i = 0; i < g->memo.len; i++)
+        free(g->memo.items[i].key);
+    RF_VEC_FREE(g->memo);
     if (g->lib)
         dlclose(g->lib);
     pthread_mutex_destroy(&g->lock);

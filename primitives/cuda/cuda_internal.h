@@ -268,14 +268,44 @@ bool rf_codegen_offer(rf_cuda_ctx *c, uint64_t key, double gain_ns, double cost_
 /* Launches a generated kernel over n threads' work in blocks of 256:
  * grid = the blocks n needs, at most max_blocks (0: no limit but the
  * device's). */
+/* What a generated source is made from, as bytes (the generator's name and
+ * every argument it reads: codes instruction by instruction, the plan's
+ * order, connectors and parts): the generators are functions of their
+ * arguments, so two equal keys stand for equal sources, and a module found
+ * by its key needs no source made and hashed (a 47 KB source took 60-80 us
+ * on the H100's host, docs/performance.md). Keys are compared whole, never
+ * by a hash alone. */
+typedef struct rf_cg_key {
+    unsigned char *bytes;
+    size_t len, cap;
+} rf_cg_key;
+struct rf_cg_plan;
+void rf_cg_key_select(rf_cg_key *k, bool join, int al, const rf_code *filter, int nproj, const rf_code *proj,
+                      const struct rf_cg_plan *plan);
+void rf_cg_key_select_many(rf_cg_key *k, int al, int nb, const rf_code *const *filters, const int *nprojs,
+                           const rf_code *const *projs);
+void rf_cg_key_reduce(rf_cg_key *k, bool join, int al, const rf_code *filter, int nvals, const rf_code *vals,
+                      int nkeys, int naggs, const rf_aggfn *fns, const int *arg_val, const struct rf_cg_plan *plan);
+void rf_cg_key_sample(rf_cg_key *k, bool join, int al, const struct rf_cg_plan *plan);
+void rf_cg_key_free(rf_cg_key *k);
+/* The module made from the source of key k, when one is loaded (or being
+ * made: waits for it): fns[i] := its kernels, as rf_codegen_module with the
+ * same names gives them. False: none known; make the source and call
+ * rf_codegen_module, then rf_codegen_memo. */
+bool rf_codegen_module_by_key(rf_cuda_ctx *c, const rf_cg_key *k, int n, const char *const *names, void **fns);
+/* Remembers that src is the source of key k (copied). */
+void rf_codegen_memo(rf_cuda_ctx *c, const rf_cg_key *k, const char *src);
 /* Compiles (or finds in the disk cache) and loads the modules of srcs on a
  * thread of its own while the caller goes on (the kernels of a program,
  * before its first kernel runs: a later rf_codegen_module of the same
  * source finds it made, or waits for it). Takes srcs[i] (freed when done);
- * names[i][0..nnames[i]-1] are the kernels of srcs[i] (copied). One
- * prefetch per context; false when none started (the sources are then the
- * caller's to free). */
-bool rf_codegen_prefetch(rf_cuda_ctx *c, int n, char **srcs, const char *const *const *names, const int *nnames);
+ * names[i][0..nnames[i]-1] are the kernels of srcs[i] (copied); keys (NULL,
+ * or n keys, taken, an empty one for none): what srcs[i] was made from,
+ * remembered (rf_codegen_memo) so that the run finds the module by it. One
+ * prefetch per context; false when none started (the sources and keys are
+ * then the caller's to free). */
+bool rf_codegen_prefetch(rf_cuda_ctx *c, int n, char **srcs, const char *const *const *names, const int *nnames,
+                         rf_cg_key *keys);
 bool rf_codegen_launch(rf_cuda_ctx *c, void *fn, size_t n, void **params, rf_status *st);
 bool rf_codegen_launch_grid(rf_cuda_ctx *c, void *fn, size_t n, size_t max_blocks, void **params, rf_status *st);
 /* The blocks of 256 threads of generated kernel fn that the device holds at

@@ -2782,11 +2782,18 @@ static bool sample_selectivities(rf_cuda_ctx *c, bool join, int al, const rf_cg_
                                  double *rows, bool *sampled, rf_status *st)
 {
     *sampled = false;
-    char *src = rf_codegen_selsample_source(join, al, pl);
     const char *name = "rf_selsample";
     void *fn = NULL;
-    bool loaded = src && rf_codegen_module(c, src, 1, &name, &fn);
-    free(src);
+    rf_cg_key key = {0};
+    rf_cg_key_sample(&key, join, al, pl);
+    bool loaded = rf_codegen_module_by_key(c, &key, 1, &name, &fn);
+    if (!loaded) {
+        char *src = rf_codegen_selsample_source(join, al, pl);
+        rf_codegen_memo(c, &key, src);
+        loaded = src && rf_codegen_module(c, src, 1, &name, &fn);
+        free(src);
+    }
+    rf_cg_key_free(&key);
     if (!loaded)
         return true;
     int nc = pl->split.n;
@@ -3071,7 +3078,7 @@ bool rf_cuda_select_one_pass(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r,
         goto fail;
     rf_cuda_trace(c, "select: plan");
     char *chosen = NULL; /* the chosen plan's source, when it runs */
-    if (planned) {
+    if (planned && !plan_is_identity(&plan)) {
         chosen = rf_codegen_select_source(r != NULL, l->arity, pp.filter, nproj, pp.proj, &plan);
         defer_plan(c, &plan, chosen);
         if (plan.deferred) {
@@ -3084,19 +3091,36 @@ bool rf_cuda_select_one_pass(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r,
     if (planned && plan.deferred)
         rf_cg_plan_identity_of(&plan, allow_split, &ident);
     const rf_cg_plan *run_plan = !planned ? NULL : plan.deferred ? &ident : &plan;
-    char *src = chosen ? chosen
-                       : rf_codegen_select_source(r != NULL, l->arity, pp.filter, nproj, pp.proj, run_plan);
-    /* A lone select (optional) whose module is neither loaded nor worth
-     * loading for what it saves: the library's kernels. (With string
-     * functions that was decided by its rows before prepare: declining now
-     * would make the library's path tabulate them again.) */
-    if (src && c->codegen_optional && !pp.owned && !rf_codegen_pays(c, src, RF_LONE_GAIN_NS(n))) {
-        free(src);
-        src = NULL;
-    }
     void *fns[RF_CG_MAX_PARTS];
-    int nparts = 1;
-    if (!select_kernels(c, src, run_plan, fns, &nparts)) {
+    int nparts = run_plan ? run_plan->nparts : 1;
+    bool loaded = false;
+    rf_cg_key key = {0};
+    if (!chosen) {
+        /* the unchanged filter's module, made ahead with the program's, found
+         * by what its source is made from: no source made and hashed */
+        const char *names[RF_CG_MAX_PARTS];
+        for (int q = 0; q < nparts && q < RF_CG_MAX_PARTS; q++)
+            names[q] = rf_codegen_select_name(nparts, q);
+        rf_cg_key_select(&key, r != NULL, l->arity, pp.filter, nproj, pp.proj, run_plan);
+        loaded = nparts <= RF_CG_MAX_PARTS && rf_codegen_module_by_key(c, &key, nparts, names, fns);
+    }
+    if (!loaded) {
+        char *src = chosen ? chosen
+                           : rf_codegen_select_source(r != NULL, l->arity, pp.filter, nproj, pp.proj, run_plan);
+        /* A lone select (optional) whose module is neither loaded nor worth
+         * loading for what it saves: the library's kernels. (With string
+         * functions that was decided by its rows before prepare: declining
+         * now would make the library's path tabulate them again.) */
+        if (src && c->codegen_optional && !pp.owned && !rf_codegen_pays(c, src, RF_LONE_GAIN_NS(n))) {
+            free(src);
+            src = NULL;
+        }
+        if (src && key.len)
+            rf_codegen_memo(c, &key, src);
+        loaded = select_kernels(c, src, run_plan, fns, &nparts);
+    }
+    rf_cg_key_free(&key);
+    if (!loaded) {
         /* no generated code: the library's path */
         tmp_put(c, &lo), tmp_put(c, &off);
         prepared_free(&pp);
@@ -3260,18 +3284,28 @@ bool rf_cuda_select_many(rf_cuda_ctx *c, const rf_drel *in, int nb, const rf_cod
         pf[made] = pp[made].filter;
         pj[made] = pp[made].proj;
     }
-    char *src = ok && !host ? rf_codegen_select_many_source(in->arity, nb, pf, nprojs, pj) : NULL;
+    const char *name = "rf_select_many";
+    void *fn = NULL;
+    bool loaded = false;
+    if (ok && !host) {
+        /* the module made ahead, found by what its source is made from;
+         * else the source made, and its module */
+        rf_cg_key key = {0};
+        rf_cg_key_select_many(&key, in->arity, nb, pf, nprojs, pj);
+        loaded = rf_codegen_module_by_key(c, &key, 1, &name, &fn);
+        if (!loaded) {
+            char *src = rf_codegen_select_many_source(in->arity, nb, pf, nprojs, pj);
+            rf_cuda_trace(c, "select many: source");
+            rf_codegen_memo(c, &key, src);
+            loaded = src && rf_codegen_module(c, src, 1, &name, &fn);
+            free(src);
+        }
+        rf_cg_key_free(&key);
+    }
     for (int x = 0; x < made; x++)
         prepared_free(&pp[x]);
     if (!ok)
         return false;
-    if (!src)
-        return true;
-    rf_cuda_trace(c, "select many: source");
-    const char *name = "rf_select_many";
-    void *fn = NULL;
-    bool loaded = rf_codegen_module(c, src, 1, &name, &fn);
-    free(src);
     if (!loaded)
         return true;
     rf_cuda_trace(c, "select many: module");
@@ -3425,20 +3459,37 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
     if (planned < 0)
         goto fail;
     {
-        char *src = rf_codegen_reduce_source(r != NULL, l->arity, pp.filter, nvals, pp.proj, nkeys, naggs, fns,
-                                             arg_val, planned ? &plan : NULL);
-        if (planned) {
+        rf_cg_plan ident; /* a deferred plan's stand-in: shares plan's conjuncts */
+        const rf_cg_plan *run_plan = planned ? &plan : NULL;
+        char *src = NULL;
+        if (planned && !plan_is_identity(&plan)) {
+            src = rf_codegen_reduce_source(r != NULL, l->arity, pp.filter, nvals, pp.proj, nkeys, naggs, fns,
+                                           arg_val, &plan);
             defer_plan(c, &plan, src);
             if (plan.deferred) {
-                rf_cg_plan ident; /* shares plan's conjuncts */
                 rf_cg_plan_identity_of(&plan, false, &ident);
+                run_plan = &ident;
                 free(src);
-                src = rf_codegen_reduce_source(r != NULL, l->arity, pp.filter, nvals, pp.proj, nkeys, naggs, fns,
-                                               arg_val, &ident);
+                src = NULL;
             }
         }
         const char *name = "rf_reduce";
-        bool loaded = src && rf_codegen_module(c, src, 1, &name, &fn);
+        bool loaded = false;
+        rf_cg_key key = {0};
+        if (!src) {
+            /* made ahead: found by what its source is made from */
+            rf_cg_key_reduce(&key, r != NULL, l->arity, pp.filter, nvals, pp.proj, nkeys, naggs, fns, arg_val,
+                             run_plan);
+            loaded = rf_codegen_module_by_key(c, &key, 1, &name, &fn);
+            if (!loaded) {
+                src = rf_codegen_reduce_source(r != NULL, l->arity, pp.filter, nvals, pp.proj, nkeys, naggs, fns,
+                                               arg_val, run_plan);
+                rf_codegen_memo(c, &key, src);
+            }
+        }
+        if (!loaded)
+            loaded = src && rf_codegen_module(c, src, 1, &name, &fn);
+        rf_cg_key_free(&key);
         free(src);
         if (!loaded)
             goto out; /* no generated code: the caller's path */

@@ -1603,9 +1603,11 @@ static bool code_list_has_string_op(const rf_code *codes, int n)
  * (unless NULL) gets explain's comment on it, *nparts (unless NULL) the
  * plan's kernels, and *sample_src (unless NULL), when no plan is forced,
  * the selectivity sample kernel's source: a run chooses the plan from the
- * sample, so that kernel is the one known ahead. */
+ * sample, so that kernel is the one known ahead. key and sample_key (unless
+ * NULL) get what the two sources are made from (rf_cg_key), as a run makes
+ * them, so that it finds the modules made ahead without their sources. */
 static fused_code fused_source(const rf_hprogram *p, const rf_kernel *fk, char **src, bool *strings, char **plan_line,
-                               char **sample_src, int *nparts)
+                               char **sample_src, int *nparts, rf_cg_key *key, rf_cg_key *sample_key)
 {
     const rf_fused *f = fk->fused;
     *src = NULL;
@@ -1638,6 +1640,8 @@ static fused_code fused_source(const rf_hprogram *p, const rf_kernel *fk, char *
         }
         int al = ok ? p->vars[maps[0].in[0]].arity : 0;
         *src = ok ? rf_codegen_select_many_source(al, nb, filters, nprojs, projs) : NULL;
+        if (*src && key)
+            rf_cg_key_select_many(key, al, nb, filters, nprojs, projs);
         for (int x = 0; x < made; x++)
             rf_kernel_free(&maps[x]);
         return *src ? FUSED_SELECT_MANY : FUSED_MEMBERS;
@@ -1680,14 +1684,21 @@ static fused_code fused_source(const rf_hprogram *p, const rf_kernel *fk, char *
             *src = rf_codegen_reduce_source(chain.op == RF_K_JOIN, al, &chain.filter, nvals, vals, agg->nkeys,
                                             agg->naggs, agg->aggfn, arg_val, planned ? &plan : NULL);
             how = *src ? FUSED_REDUCE : how;
+            if (*src && key)
+                rf_cg_key_reduce(key, chain.op == RF_K_JOIN, al, &chain.filter, nvals, vals, agg->nkeys, agg->naggs,
+                                 agg->aggfn, arg_val, planned ? &plan : NULL);
         }
         for (int j = 0; j < agg->naggs; j++)
             rf_code_free(&args[j]);
     }
     if (!*src && !reduce &&
         (*src = rf_codegen_select_source(chain.op == RF_K_JOIN, al, &chain.filter, chain.nproj, chain.proj,
-                                         planned ? &plan : NULL)))
+                                         planned ? &plan : NULL))) {
         how = FUSED_SELECT;
+        if (key)
+            rf_cg_key_select(key, chain.op == RF_K_JOIN, al, &chain.filter, chain.nproj, chain.proj,
+                             planned ? &plan : NULL);
+    }
     if (!*src && (*src = rf_codegen_source(chain.op == RF_K_JOIN, al, &chain.filter, chain.nproj, chain.proj)))
         how = FUSED_STAGES;
     bool applied = planned && (how == FUSED_SELECT || how == FUSED_REDUCE); /* the library path plans nothing */
@@ -1697,8 +1708,11 @@ static fused_code fused_source(const rf_hprogram *p, const rf_kernel *fk, char *
     }
     if (nparts && applied)
         *nparts = plan.nparts;
-    if (sample_src && applied && !plan.forced)
+    if (sample_src && applied && !plan.forced) {
         *sample_src = rf_codegen_selsample_source(chain.op == RF_K_JOIN, al, &plan);
+        if (*sample_src && sample_key)
+            rf_cg_key_sample(sample_key, chain.op == RF_K_JOIN, al, &plan);
+    }
     free(line);
     if (planned)
         rf_cg_plan_free(&plan);
@@ -1721,7 +1735,7 @@ char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk)
         fprintf(out, " %s%s", m ? "-> " : "", rf_kop_name(f->members[m].op));
     fputc('\n', out);
     char *plan_line = NULL;
-    fused_code how = fused_source(p, fk, &src, &strings, &plan_line, NULL, NULL);
+    fused_code how = fused_source(p, fk, &src, &strings, &plan_line, NULL, NULL, NULL, NULL);
     int first = set ? set_gather_first(p, f) : 0;
     const char *chain_op = f->nmembers > first ? rf_kop_name(f->members[first].op) : "?";
     rf_kernel semi_chain;
@@ -1806,21 +1820,30 @@ typedef struct prefetch_list {
     char **srcs;
     const char *const **names;
     int *nnames;
+    rf_cg_key *keys;
 } prefetch_list;
 
-/* Appends src (taken; NULL: nothing) with its kernels' names. */
-static void prefetch_add(prefetch_list *l, char *src, const char *const *names, int nnames)
+/* Appends src (taken; NULL: nothing) with its kernels' names and what it was
+ * made from (*key, taken: emptied here; NULL or empty: none). */
+static void prefetch_add(prefetch_list *l, char *src, const char *const *names, int nnames, rf_cg_key *key)
 {
-    if (!src)
+    if (!src) {
+        if (key)
+            rf_cg_key_free(key);
         return;
+    }
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 8;
         l->srcs = rf_realloc(l->srcs, (size_t)l->cap * sizeof *l->srcs);
         l->names = rf_realloc(l->names, (size_t)l->cap * sizeof *l->names);
         l->nnames = rf_realloc(l->nnames, (size_t)l->cap * sizeof *l->nnames);
+        l->keys = rf_realloc(l->keys, (size_t)l->cap * sizeof *l->keys);
     }
     l->srcs[l->n] = src;
     l->names[l->n] = names;
+    l->keys[l->n] = key ? *key : (rf_cg_key){0};
+    if (key)
+        memset(key, 0, sizeof *key);
     l->nnames[l->n++] = nnames;
 }
 
@@ -1852,22 +1875,25 @@ static void gpu_program_begins(rf_backend *be, const rf_hprogram *p)
             char *src, *sample;
             bool strings;
             int nparts;
-            fused_code how = fused_source(p, k, &src, &strings, NULL, &sample, &nparts);
+            rf_cg_key key = {0}, sample_key = {0};
+            fused_code how = fused_source(p, k, &src, &strings, NULL, &sample, &nparts, &key, &sample_key);
             if (strings || (how != FUSED_SELECT && how != FUSED_REDUCE && how != FUSED_SELECT_MANY)) {
                 free(src);
                 free(sample);
+                rf_cg_key_free(&key);
+                rf_cg_key_free(&sample_key);
                 continue;
             }
             /* A filter the model plans at run time: the sample's kernel is
              * made ahead, and the unchanged filter's (src: the identity
              * plan), which runs while a chosen plan's module does not pay
              * for itself (prims.c, defer_plan). */
-            prefetch_add(&l, sample, sample_names, 1);
+            prefetch_add(&l, sample, sample_names, 1, &sample_key);
             prefetch_add(&l, src,
                          how == FUSED_SELECT   ? (nparts > 1 ? part_names : select_names)
                          : how == FUSED_REDUCE ? reduce_names
                                                : many_names,
-                         how != FUSED_SELECT ? 1 : nparts);
+                         how != FUSED_SELECT ? 1 : nparts, &key);
         }
     /* The MAPs that may run as lone selects (lone_select: known only from
      * their rows, at run time) in a program without loops (a recursive
@@ -1902,17 +1928,25 @@ static void gpu_program_begins(rf_backend *be, const rf_hprogram *p)
             fclose(pf);
             free(line);
             int nparts = planned ? plan.nparts : 1;
+            rf_cg_key key = {0};
+            if (planned && !plan.forced)
+                rf_cg_key_sample(&key, false, al, &plan);
             prefetch_add(&l, planned && !plan.forced ? rf_codegen_selsample_source(false, al, &plan) : NULL,
-                         sample_names, 1);
+                         sample_names, 1, &key);
             char *src = rf_codegen_select_source(false, al, &k->filter, k->nproj, k->proj, planned ? &plan : NULL);
-            prefetch_add(&l, src, nparts > 1 ? part_names : select_names, nparts);
+            if (src)
+                rf_cg_key_select(&key, false, al, &k->filter, k->nproj, k->proj, planned ? &plan : NULL);
+            prefetch_add(&l, src, nparts > 1 ? part_names : select_names, nparts, &key);
             if (planned)
                 rf_cg_plan_free(&plan);
         }
     }
-    if (l.n > 0 && !rf_codegen_prefetch(ctx_of(be), l.n, l.srcs, l.names, l.nnames))
-        for (int i = 0; i < l.n; i++)
+    if (l.n > 0 && !rf_codegen_prefetch(ctx_of(be), l.n, l.srcs, l.names, l.nnames, l.keys))
+        for (int i = 0; i < l.n; i++) {
             free(l.srcs[i]);
+            rf_cg_key_free(&l.keys[i]);
+        }
+    free(l.keys);
     free(l.srcs);
     free(l.names);
     free(l.nnames);

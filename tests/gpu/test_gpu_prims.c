@@ -2592,6 +2592,94 @@ static void test_sample_bound(rf_cuda_ctx *c)
     rf_table_free(&t);
 }
 
+/* What a generated source is made from (rf_cg_key): equal for equal
+ * arguments in other allocations, different where the source would differ
+ * (a constant, a projection, the plan's order or parts, the generator), the
+ * sample's key blind to the plan's order (its source is). No device. */
+static bool key_eq(const rf_cg_key *a, const rf_cg_key *b)
+{
+    return a->len == b->len && memcmp(a->bytes, b->bytes, a->len) == 0;
+}
+
+static void test_codegen_keys(void)
+{
+    rf_type L = RF_TYPE_INT64, B = RF_TYPE_BOOL;
+    rf_code f[3], pj[2];
+    for (int v = 0; v < 3; v++) { /* v 0 and 1 equal, 2 with another constant */
+        rf_expr *e = e2(RF_EX_AND, B, e2(RF_EX_LT, B, ecol(L, 0), ecst(L, v == 2 ? 8 : 7)),
+                        e2(RF_EX_GE, B, ecol(L, 1), ecst(L, 3)));
+        f[v] = to_code(e);
+        rf_expr_free(e);
+    }
+    for (int q = 0; q < 2; q++) {
+        rf_expr *e = ecol(L, q);
+        pj[q] = to_code(e);
+        rf_expr_free(e);
+    }
+    rf_status st;
+    rf_status_init(&st);
+    rf_cg_plan pa, pb;
+    rf_selcalib cal;
+    rf_selcalib_defaults(&cal);
+    CHECK(rf_cg_plan_split(&f[0], &pa, &st) == 2 && rf_cg_plan_split(&f[1], &pb, &st) == 2, "keys: split");
+    rf_cg_plan_choose(&pa, NULL, 0, 100, true, &cal, &st);
+    rf_cg_plan_choose(&pb, NULL, 0, 100, true, &cal, &st);
+    rf_cg_key k[8];
+    memset(k, 0, sizeof k);
+    rf_cg_key_select(&k[0], false, 2, &f[0], 2, pj, &pa);
+    rf_cg_key_select(&k[1], false, 2, &f[1], 2, pj, &pb);
+    rf_cg_key_select(&k[2], false, 2, &f[2], 2, pj, &pa);
+    rf_cg_key_select(&k[3], false, 2, &f[0], 1, pj, &pa);
+    rf_cg_key_select(&k[4], true, 2, &f[0], 2, pj, &pa);
+    rf_cg_key_sample(&k[5], false, 2, &pa);
+    CHECK(k[0].len > 0 && key_eq(&k[0], &k[1]), "keys: equal arguments, other allocations, other keys");
+    CHECK(!key_eq(&k[0], &k[2]), "keys: another constant, the same key");
+    CHECK(!key_eq(&k[0], &k[3]), "keys: fewer projections, the same key");
+    CHECK(!key_eq(&k[0], &k[4]), "keys: a join's and a map's select, the same key");
+    CHECK(!key_eq(&k[0], &k[5]), "keys: a sample's and a select's, the same key");
+    pb.plan.order[0] = 1, pb.plan.order[1] = 0; /* another plan of the same filter */
+    rf_cg_key_select(&k[6], false, 2, &f[1], 2, pj, &pb);
+    CHECK(!key_eq(&k[0], &k[6]), "keys: another plan order, the same key");
+    rf_cg_key_sample(&k[7], false, 2, &pb);
+    CHECK(key_eq(&k[5], &k[7]), "keys: a sample's key depends on the plan's order");
+    rf_cg_key_select(&k[6], false, 2, &f[0], 2, pj, NULL);
+    CHECK(!key_eq(&k[0], &k[6]), "keys: planned and unplanned, the same key");
+    for (int i = 0; i < 8; i++)
+        rf_cg_key_free(&k[i]);
+    rf_cg_plan_free(&pa);
+    rf_cg_plan_free(&pb);
+    for (int v = 0; v < 3; v++)
+        free(f[v].ins);
+    for (int q = 0; q < 2; q++)
+        free(pj[q].ins);
+}
+
+/* A module remembered under its key (rf_codegen_memo) is found by it with
+ * the functions rf_codegen_module gave; an unknown key finds nothing. */
+static void test_codegen_memo(rf_cuda_ctx *c)
+{
+    rf_type L = RF_TYPE_INT64;
+    /* a constant of this run's time: a key no earlier test made */
+    rf_expr *fe = e2(RF_EX_LT, RF_TYPE_BOOL, ecol(L, 0), ecst(L, (int64_t)(rf_now() * 1e6))), *pe = ecol(L, 1);
+    rf_code filter = to_code(fe), proj = to_code(pe);
+    rf_cg_key key = {0};
+    rf_cg_key_select(&key, false, 2, &filter, 1, &proj, NULL);
+    const char *name = "rf_select";
+    void *fn = NULL, *fn2 = NULL;
+    CHECK(!rf_codegen_module_by_key(c, &key, 1, &name, &fn), "memo: an unknown key found a module");
+    char *src = rf_codegen_select_source(false, 2, &filter, 1, &proj, NULL);
+    rf_codegen_memo(c, &key, src);
+    CHECK(src && rf_codegen_module(c, src, 1, &name, &fn), "memo: the select module did not load");
+    CHECK(rf_codegen_module_by_key(c, &key, 1, &name, &fn2) && fn2 == fn,
+          "memo: the module was not found by its key");
+    free(src);
+    rf_cg_key_free(&key);
+    free(filter.ins);
+    free(proj.ins);
+    rf_expr_free(fe);
+    rf_expr_free(pe);
+}
+
 static void test_reduce_keyless(rf_cuda_ctx *c)
 {
     rf_type L = RF_TYPE_INT64, B = RF_TYPE_BOOL;
@@ -2806,6 +2894,7 @@ int main(int argc, char **argv)
     test_selplan_codegen();
     test_device_model();
     test_tabulate_id_range();
+    test_codegen_keys();
     if (rf_cuda_device_count() <= 0) {
         printf("skipped: no CUDA device\n");
         if (g_fail)
@@ -2866,6 +2955,7 @@ int main(int argc, char **argv)
         test_reduce_keyless(c);
         test_codegen_pays(c);
         test_sample_bound(c);
+        test_codegen_memo(c);
         test_join_size(c);
         test_rank_split(c);
         test_block_hashes(c);
