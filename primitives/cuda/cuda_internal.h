@@ -164,10 +164,13 @@ struct rf_cuda_ctx {
     bool trace;
     double trace_t;
     /* The pool primed in the background at start-up (prims.c, prime_pool):
-     * the thread, and whether it is yet to be joined (under prime_lock). */
+     * the thread, and whether it is yet to be joined (under prime_lock);
+     * prime_stop (read and set with __atomic builtins) ends it after the
+     * piece it is allocating. */
     pthread_t prime_thread;
     pthread_mutex_t prime_lock;
     bool priming;
+    int prime_stop;
 };
 
 /* Under RF_CUDA_TRACE: waits for the stream and prints the wall time since

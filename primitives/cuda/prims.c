@@ -136,12 +136,32 @@ static void *prime_pool(void *arg)
         return NULL;
     size_t free_b = 0, total_b = 0;
     cudaStream_t s = NULL;
-    void *p = NULL;
     if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess &&
         cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess) {
         size_t want = (size_t)((double)free_b * (share < 1.0 ? share : 1.0)) & ~(((size_t)2 << 20) - 1);
-        if (want > 0 && cudaMallocFromPoolAsync(&p, want, c->pool, s) == cudaSuccess)
-            cudaFreeAsync(p, s);
+        /* In pieces (1 GiB, or want / RF_PRIME_PIECES when larger): a run
+         * that ends, or runs short of memory, stops the prime after the
+         * piece being mapped (~1.4 ms a GB on the H100) instead of waiting
+         * for all of it (~55 ms for 40 GB); and the main thread's own pool
+         * calls get between pieces. Pieces freed together serve one larger
+         * allocation (a probe on the H100: 1 GiB pieces, a 1.6 GB
+         * allocation in 4 us). */
+        enum { RF_PRIME_PIECES = 256 };
+        size_t piece = (size_t)1 << 30;
+        if (want / RF_PRIME_PIECES > piece)
+            piece = (want / RF_PRIME_PIECES + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1);
+        void *held[RF_PRIME_PIECES + 1];
+        int nheld = 0;
+        for (size_t done = 0; done < want && nheld <= RF_PRIME_PIECES; done += piece) {
+            if (__atomic_load_n(&c->prime_stop, __ATOMIC_ACQUIRE))
+                break;
+            size_t bytes = want - done < piece ? want - done : piece;
+            if (cudaMallocFromPoolAsync(&held[nheld], bytes, c->pool, s) != cudaSuccess)
+                break;
+            nheld++;
+        }
+        for (int i = 0; i < nheld; i++)
+            cudaFreeAsync(held[i], s);
         cudaStreamSynchronize(s);
         cudaStreamDestroy(s);
     }
@@ -155,6 +175,7 @@ static void prime_wait(rf_cuda_ctx *c)
 {
     pthread_mutex_lock(&c->prime_lock);
     if (c->priming) {
+        __atomic_store_n(&c->prime_stop, 1, __ATOMIC_RELEASE);
         pthread_join(c->prime_thread, NULL);
         c->priming = false;
     }
