@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (the device tool), after tools/device_prepare.sh
+# here: builds build-dev/ (tools/device_build.sh) and runs the steps named,
+# in order, each step's log under $OUT/logs (one tarball, $OUT/logs.tgz:
+# the tool brings back few files) and a summary line per step in
+# $OUT/summary.txt, which it also prints.
+#
+#   tools/device_check.sh STEP...
+#     tests        goldens on the GPU, TPC-H SF 0.01 fused and --no-fuse
+#                  (against DuckDB's answers carried in .data/tpch), test_gpu_prims
+#     patterns     Kernel Weaver patterns a, d, e at 10^8 rows, 3 runs
+#                  (bench/weaver_patterns.py; data made on the machine)
+#     trace:P-sS   one RF_CUDA_TRACE=1 run of pattern P at selectivity S (e.g.
+#                  trace:a-s0p5), after `patterns`
+#     tpch10:QS    TPC-H SF 10 (made with the carried tpchgen-cli wheel), the
+#                  queries QS (e.g. 1,2,3 or all) fused and --no-fuse taking turns,
+#                  3 runs each (bench/tpch_alternate.py)
+#     recursion    TC and SG on the carried graphs, fused and --no-fuse
+#                  (bench/gpu_bench.py --count-only), twice
+# Keep each call under the tool's 600 s: tests ~130 s, patterns ~100 s,
+# tpch10 ~20 s a query (plus ~45 s for the data once), recursion ~50 s.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+out="${OUT:-/tmp/device-check}"
+logs="$out/logs"
+mkdir -p "$logs"
+export NCCL_NVLS_ENABLE=0
+t0=$SECONDS
+note() { echo "$* ($((SECONDS - t0)) s)" | tee -a "$out/summary.txt"; }
+rf=build-dev/redfox
+if [ ! -x "$rf" ] || [ -n "${REBUILD:-}" ]; then
+  tools/device_build.sh >"$logs/build.txt" 2>&1 || { note "build FAILED"; tail -20 "$logs/build.txt"; exit 1; }
+fi
+note "build ok: $(nvidia-smi -L 2>/dev/null | head -1)"
+sf10() {
+  [ -f .data/sf10/lineitem.tbl ] && return 0
+  mkdir -p .data/tg
+  (cd .data/tg && python3 -m zipfile -e ../whl/tpchgen_cli-*.whl . &&
+    chmod +x tpchgen_cli-*.data/scripts/tpchgen-cli &&
+    ./tpchgen_cli-*.data/scripts/tpchgen-cli tbl --scale-factor 10 --output-dir ../sf10 --quiet --no-progress)
+}
+for step in "$@"; do
+  case "$step" in
+    tests)
+      python3 tests/golden/run_golden.py --redfox "$rf" --backend gpu >"$logs/golden.txt" 2>&1
+      note "goldens (gpu): $(tail -1 "$logs/golden.txt")"
+      bash tests/tpch/run_tpch.sh "$rf" 0.01 --backend gpu >"$logs/tpch001.txt" 2>&1
+      note "tpch sf0.01 fused: $(tail -1 "$logs/tpch001.txt")"
+      bash tests/tpch/run_tpch.sh "$rf" 0.01 --backend gpu --no-fuse >"$logs/tpch001-nofuse.txt" 2>&1
+      note "tpch sf0.01 --no-fuse: $(tail -1 "$logs/tpch001-nofuse.txt")"
+      timeout 300 build-dev/tests/gpu/test_gpu_prims >"$logs/gpu_prims.txt" 2>&1
+      note "test_gpu_prims rc=$?: $(tail -1 "$logs/gpu_prims.txt")"
+      ;;
+    patterns)
+      python3 bench/weaver_patterns.py --redfox "$rf" --rows 1e8 --patterns a,d,e --repeat 3 \
+        --log "$logs/patterns" >"$logs/patterns.txt" 2>&1
+      note "patterns:"
+      grep '^|' "$logs/patterns.txt" | tee -a "$out/summary.txt"
+      ;;
+    trace:*)
+      p="${step#trace:}"
+      RF_CUDA_TRACE=1 "$rf" run "$logs/patterns/$p.lql" --input t=.data/weaver/n100000000/t.tsv --count --stats \
+        >"$logs/trace-$p.txt" 2>&1
+      note "trace $p:"
+      grep -E '^trace|select plan|query' "$logs/trace-$p.txt" | tee -a "$out/summary.txt"
+      ;;
+    tpch10:*)
+      qs="${step#tpch10:}"
+      [ "$qs" = all ] && qs=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22
+      sf10 >"$logs/sf10-gen.txt" 2>&1 || { note "SF 10 data FAILED"; continue; }
+      python3 bench/tpch_alternate.py --redfox "$rf" --data .data/sf10 --queries "$qs" --repeat 3 \
+        --log "$logs/tpch10" >"$logs/tpch10-$qs.txt" 2>"$logs/tpch10-$qs.err"
+      note "tpch sf10 $qs (rc $?):"
+      tee -a "$out/summary.txt" <"$logs/tpch10-$qs.txt"
+      ;;
+    recursion)
+      for i in 1 2; do
+        python3 bench/gpu_bench.py --build build-dev --graphs-dir .data/graphs --queries tc,sg --no-cpu \
+          --count-only --variants "fused=,unfused=--no-fuse" >"$logs/recursion-$i.txt" 2>&1
+      done
+      note "recursion (two runs; GPU unfused/fused):"
+      for i in 1 2; do
+        awk -F'|' '/GPU unfused\/fused/ {on=1; next} on && NF > 8 && $2 !~ /---/ {printf "%s %s %s\n", $2, $3, $7}' \
+          "$logs/recursion-$i.txt" | tee -a "$out/summary.txt"
+      done
+      ;;
+    *) note "unknown step $step" ;;
+  esac
+done
+tar czf "$out/logs.tgz" -C "$logs" . && rm -rf "$logs"
+note "done"
