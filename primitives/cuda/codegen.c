@@ -1537,16 +1537,24 @@ static void key_start(rf_cg_key *k, const char *generator)
     key_bytes(k, generator, strlen(generator) + 1);
 }
 
-void rf_cg_key_select(rf_cg_key *k, bool join, int al, const rf_code *filter, int nproj, const rf_code *proj,
-                      const struct rf_cg_plan *plan)
+/* The part of a select's and a reducing gather's key that says what rows
+ * it reads and what values it makes of them. */
+static void key_rows(rf_cg_key *k, const char *generator, bool join, int al, const rf_code *filter, int nvals,
+                     const rf_code *vals)
 {
-    key_start(k, "select");
+    key_start(k, generator);
     key_int(k, join);
     key_int(k, al);
     key_code(k, filter);
-    key_int(k, nproj);
-    for (int p = 0; p < nproj; p++)
-        key_code(k, &proj[p]);
+    key_int(k, nvals);
+    for (int v = 0; v < nvals; v++)
+        key_code(k, &vals[v]);
+}
+
+void rf_cg_key_select(rf_cg_key *k, bool join, int al, const rf_code *filter, int nproj, const rf_code *proj,
+                      const struct rf_cg_plan *plan)
+{
+    key_rows(k, "select", join, al, filter, nproj, proj);
     key_plan(k, plan);
 }
 
@@ -1567,13 +1575,7 @@ void rf_cg_key_select_many(rf_cg_key *k, int al, int nb, const rf_code *const *f
 void rf_cg_key_reduce(rf_cg_key *k, bool join, int al, const rf_code *filter, int nvals, const rf_code *vals,
                       int nkeys, int naggs, const rf_aggfn *fns, const int *arg_val, const struct rf_cg_plan *plan)
 {
-    key_start(k, "reduce");
-    key_int(k, join);
-    key_int(k, al);
-    key_code(k, filter);
-    key_int(k, nvals);
-    for (int v = 0; v < nvals; v++)
-        key_code(k, &vals[v]);
+    key_rows(k, "reduce", join, al, filter, nvals, vals);
     key_int(k, nkeys);
     key_int(k, naggs);
     for (int a = 0; a < naggs; a++)

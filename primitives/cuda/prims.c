@@ -2860,7 +2860,8 @@ static void note_plan(rf_cuda_ctx *c, const char *what, const rf_cg_plan *pl)
  * backend makes ahead with the program's) runs (pl->deferred). At 10^8
  * rows pattern (a)'s plan saved 0.1 ms by the model and cost 0.35-0.7 ms
  * to load (docs/performance.md). Forced plans and the sweep (which times
- * every plan) are not deferred. */
+ * every plan) are not deferred; callers never pass the unchanged filter's
+ * plan (plan_is_identity), which is made ahead and found by its key. */
 /* What one generated pass saves over the library's selection (interpreted
  * flags, a scan, an interpreted emit, a host wait between), by rows: fitted
  * to the H100 at SF 10 (q19's 60M-row scan 16 -> 2 ms, q04's 15M-row MAP
@@ -2880,9 +2881,7 @@ static bool plan_is_identity(const rf_cg_plan *pl)
 
 static void defer_plan(rf_cuda_ctx *c, rf_cg_plan *pl, const char *src)
 {
-    /* The unchanged filter's plan is the one made ahead: nothing to defer
-     * (and no hash of its source and look for it on disk, 20-30 us). */
-    if (pl->forced || !src || getenv("RF_WEAVE_SELPLAN_SWEEP") || plan_is_identity(pl))
+    if (pl->forced || !src || getenv("RF_WEAVE_SELPLAN_SWEEP"))
         return;
     pl->deferred = !rf_codegen_pays(c, src, pl->identity_ns - pl->model_ns);
 }
