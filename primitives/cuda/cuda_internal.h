@@ -162,6 +162,10 @@ struct rf_cuda_ctx {
      * (rf_cuda_trace; the stream is synchronised at each mark, so traced
      * runs are slower: for finding fixed costs, not for timing). */
     bool trace;
+    /* RF_CUDA_TRACE=host: the marks without waiting for the stream, so a
+     * phase's time is the host's alone (what the device idles through
+     * before a launch, and the launch's own cost) */
+    bool trace_nosync;
     double trace_t;
     /* The pool primed in the background at start-up (prims.c, prime_pool):
      * the thread, and whether it is yet to be joined (under prime_lock);

@@ -231,6 +231,7 @@ rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
     c->small_sort = !(ss && strcmp(ss, "off") == 0);
     const char *tr = getenv("RF_CUDA_TRACE");
     c->trace = tr && *tr && strcmp(tr, "0") != 0;
+    c->trace_nosync = c->trace && strcmp(tr, "host") == 0;
     if (!stage_init(c, st))
         goto fail;
     rehearse(c);
@@ -286,7 +287,8 @@ void rf_cuda_trace(rf_cuda_ctx *c, const char *phase)
 {
     if (!c->trace)
         return;
-    (void)cudaStreamSynchronize(c->stream);
+    if (!c->trace_nosync)
+        (void)cudaStreamSynchronize(c->stream);
     double now = rf_now();
     fprintf(stderr, "trace %-24s %9.1f us\n", phase, (now - c->trace_t) * 1e6);
     c->trace_t = now;
