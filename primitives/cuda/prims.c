@@ -681,6 +681,19 @@ static void advise_huge(void *p, size_t n)
 #endif
 }
 
+bool rf_drel_read_row(rf_cuda_ctx *c, const rf_drel *r, size_t i, uint64_t *row, rf_status *st)
+{
+    if (i >= r->nrows)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "row %zu of a relation of %zu rows", i, r->nrows);
+    c->io.syncs++;
+    for (int k = 0; k < r->arity; k++)
+        if (!rf_cuda_check(c, cudaMemcpyAsync(&row[k], r->data + (size_t)k * r->cap + i, 8, cudaMemcpyDeviceToHost,
+                                              c->stream),
+                           "read back", st))
+            return false;
+    return rf_cuda_check(c, cudaStreamSynchronize(c->stream), "read back", st);
+}
+
 bool rf_drel_download(rf_cuda_ctx *c, const rf_drel *r, rf_table *t, rf_status *st)
 {
     double t0 = rf_now();

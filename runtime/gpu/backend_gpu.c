@@ -143,6 +143,7 @@ typedef struct gpu_impl {
     size_t runs_unions, runs_merges, runs_diffs, runs_disjoint, runs_tables; /* --stats */
     size_t runs_kept_gathered; /* sets gathered to rank 0 kept as runs: too large to merge there */
     size_t runs_merges_put_off; /* merges of runs that ran out of memory: the runs stayed */
+    size_t runs_hashed_apart;   /* --count answers of runs hashed a key range at a time */
     size_t fused_generated, fused_library; /* reducing gathers run as one generated kernel, or not */
     bool pending_sorts;      /* SORTs of distinct rows left for a join's probe side (RF_CUDA_PENDING_SORT) */
     size_t sorts_left, sorts_done_later; /* --stats */
@@ -2197,9 +2198,10 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
             g->set_gathers_probed, g->semijoins_run, g->dense_after_oom, g->sets_of_runs);
     fprintf(f, "  gpu: runs (%s): %zu unions added a run (%zu known disjoint), %zu merges, %zu differences over "
                "runs, %zu tables made from runs, %zu sets gathered to rank 0 kept as runs, %zu merges put off "
-               "(out of memory)\n",
+               "(out of memory), %zu answers hashed a key range at a time\n",
             g->runs_mode == 0 ? "off" : g->runs_mode == 2 ? "always" : "auto", g->runs_unions, g->runs_disjoint,
-            g->runs_merges, g->runs_diffs, g->runs_tables, g->runs_kept_gathered, g->runs_merges_put_off);
+            g->runs_merges, g->runs_diffs, g->runs_tables, g->runs_kept_gathered, g->runs_merges_put_off,
+            g->runs_hashed_apart);
     fprintf(f, "  gpu: pending sorts (%s): %zu sorts of distinct rows left to a join's probe side, %zu of them "
                "sorted later for another reader\n",
             g->pending_sorts ? "on" : "off", g->sorts_left, g->sorts_done_later);
@@ -2220,6 +2222,14 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
 
 static bool gpu_column_sign_uniform(rf_backend *be, const rf_dvar *v, int col)
 {
+    if (!v->table_ok && v->nruns > 1) {
+        /* each run's words below 2^63, so their union's: not merged here
+         * (it may not fit: runs_block_hashes) */
+        for (int i = 0; i < v->nruns; i++)
+            if (!rf_drel_column_sign_uniform(ctx_of(be), &v->runs[i]->rel, col))
+                return false;
+        return true;
+    }
     rf_status ignored = {0};
     return ensure_table(be, v, &ignored) && rf_drel_column_sign_uniform(ctx_of(be), &v->rel, col);
 }
@@ -2489,12 +2499,169 @@ static bool gpu_move_rows(rf_backend *be, rf_dvar *v, rf_move_rows *how, rf_stat
     return ok;
 }
 
+/* ---- --count's hash of runs that do not fit merged ----
+ * SG on usroads ends with its answer as two runs (50 GB) that the device
+ * cannot merge whole; downloading them and merging on the host took 36 s
+ * of a 41 s query (docs/performance.md). Instead the runs are merged on
+ * the device a key range at a time and each piece's rows hashed where they
+ * are: the blocks of the hash (runtime.c, answer_hash) are counted from
+ * the answer's first row, so the rows of an unfinished block are carried
+ * into the next piece. */
+
+/* Rows [from, to) of r, sharing its storage (not to be freed). */
+static rf_drel drel_view(const rf_drel *r, size_t from, size_t to)
+{
+    rf_drel v = *r;
+    v.data = r->data ? r->data + from : NULL;
+    v.nrows = to - from;
+    return v;
+}
+
+/* *pos := the first row of sorted r not below key (all columns compared as
+ * words, as the runs are ordered): a binary search reading one row a step. */
+static bool run_lower_bound(rf_backend *be, const rf_drel *r, const uint64_t *key, size_t *pos, rf_status *st)
+{
+    uint64_t row[RF_CUDA_MAX_COLS];
+    size_t lo = 0, hi = r->nrows;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (!rf_drel_read_row(ctx_of(be), r, mid, row, st))
+            return false;
+        int c = 0;
+        for (int k = 0; k < r->arity && c == 0; k++)
+            c = row[k] < key[k] ? -1 : row[k] > key[k] ? 1 : 0;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *pos = lo;
+    return true;
+}
+
+/* Rows of a piece of the merged runs: about 1 GiB (RF_TEST_GPU_RUNS_APART=ROWS
+ * sets it, and takes this path for every output held as several runs, for
+ * tests on small data). */
+static size_t run_piece_rows(int arity)
+{
+    const char *t = getenv("RF_TEST_GPU_RUNS_APART");
+    size_t rows = t && *t ? (size_t)strtoull(t, NULL, 10) : 0;
+    return rows ? rows : ((size_t)1 << 30) / ((size_t)arity * 8);
+}
+
+static bool runs_block_hashes(rf_backend *be, const rf_dvar *v, size_t block_rows, uint64_t seed, uint64_t **hashes,
+                              size_t *nrows, rf_status *st)
+{
+    rf_cuda_ctx *ctx = ctx_of(be);
+    int nr = v->nruns, arity = v->runs[0]->rel.arity, big = 0;
+    size_t total = runs_rows(v);
+    for (int i = 1; i < nr; i++)
+        if (v->runs[i]->rel.nrows > v->runs[big]->rel.nrows)
+            big = i;
+    size_t piece = run_piece_rows(arity), npieces = (total + piece - 1) / piece;
+    if (npieces < 1)
+        npieces = 1;
+    if (npieces > v->runs[big]->rel.nrows)
+        npieces = v->runs[big]->rel.nrows;
+    /* bound[p * nr + i]: where piece p starts in run i; the pieces split at
+     * rows of the largest run, the same keys found in the others */
+    size_t *bound = rf_calloc((npieces + 1) * (size_t)nr, sizeof *bound);
+    size_t cap_hashes = total / block_rows + 2, nh = 0, done = 0;
+    uint64_t *h = rf_malloc(cap_hashes * sizeof *h);
+    rf_drel tail;   /* the rows of the block not yet complete */
+    rf_drel_init(&tail, arity);
+    bool ok = true;
+    uint64_t key[RF_CUDA_MAX_COLS];
+    for (size_t p = 1; ok && p < npieces; p++) {
+        const rf_drel *b = &v->runs[big]->rel;
+        ok = rf_drel_read_row(ctx, b, p * b->nrows / npieces, key, st);
+        for (int i = 0; ok && i < nr; i++)
+            ok = run_lower_bound(be, &v->runs[i]->rel, key, &bound[p * (size_t)nr + i], st);
+    }
+    for (int i = 0; i < nr; i++)
+        bound[npieces * (size_t)nr + i] = v->runs[i]->rel.nrows;
+    for (size_t p = 0; ok && p < npieces; p++) {
+        /* the piece: its rows of every run, merged (the runs are disjoint
+         * and sorted, so the union is their merge) */
+        rf_drel merged, cat;
+        rf_drel_init(&merged, arity);
+        rf_drel_init(&cat, arity);
+        bool owned = false;
+        for (int i = 0; ok && i < nr; i++) {
+            size_t from = bound[p * (size_t)nr + i], to = bound[(p + 1) * (size_t)nr + i];
+            if (to <= from)
+                continue;
+            rf_drel part = drel_view(&v->runs[i]->rel, from, to);
+            if (merged.nrows == 0 && !owned) {
+                merged = part;
+                continue;
+            }
+            rf_drel m;
+            rf_drel_init(&m, arity);
+            ok = rf_cuda_union(ctx, &merged, &part, &m, "a relation held as runs", st);
+            if (owned)
+                rf_drel_free(ctx, &merged);
+            merged = m;
+            owned = true;
+            if (!ok)
+                break;
+        }
+        /* the carried rows first */
+        const rf_drel *rows = &merged;
+        if (ok && tail.nrows > 0) {
+            rf_row_section sec[2] = {{tail.data, tail.nrows, tail.cap}, {merged.data, merged.nrows, merged.cap}};
+            ok = rf_cuda_concat_sections(ctx, merged.nrows ? 2 : 1, sec, &cat, "a relation held as runs", st);
+            rows = &cat;
+        }
+        size_t nfull = ok ? rows->nrows / block_rows : 0;
+        if (ok && nfull > 0) {
+            rf_drel full = drel_view(rows, 0, nfull * block_rows);
+            ok = rf_cuda_block_hashes(ctx, &full, block_rows, seed, h + nh, st);
+            nh += nfull;
+        }
+        rf_drel rest;
+        rf_drel_init(&rest, arity);
+        if (ok && rows->nrows > nfull * block_rows) {
+            rf_row_section sec = {rows->data + nfull * block_rows, rows->nrows - nfull * block_rows, rows->cap};
+            ok = rf_cuda_concat_sections(ctx, 1, &sec, &rest, "a relation held as runs", st);
+        }
+        if (ok)
+            done += merged.nrows;
+        rf_drel_free(ctx, &tail);
+        tail = rest;
+        rf_drel_free(ctx, &cat);
+        if (owned)
+            rf_drel_free(ctx, &merged);
+    }
+    if (ok && tail.nrows > 0) {
+        ok = rf_cuda_block_hashes(ctx, &tail, block_rows, seed, h + nh, st);
+        nh++;
+    }
+    rf_drel_free(ctx, &tail);
+    free(bound);
+    if (!ok) {
+        free(h);
+        return false;
+    }
+    impl_of(be)->runs_hashed_apart++;
+    *hashes = h;
+    *nrows = done; /* the runs' rows (disjoint runs; a row in two would count once) */
+    return true;
+}
+
 static bool gpu_block_hashes(rf_backend *be, const rf_dvar *v, size_t block_rows, uint64_t seed, uint64_t **hashes,
                              size_t *nrows, rf_status *st)
 {
     *hashes = NULL;
     *nrows = 0;
-    bool ok = ensure_table(be, v, st) && sort_pending(be, v, st);
+    bool apart = !v->table_ok && v->nruns > 1 && getenv("RF_TEST_GPU_RUNS_APART");
+    bool ok = !apart && ensure_table(be, v, st) && sort_pending(be, v, st);
+    if (!ok && (apart || st->code == RF_EXIT_OUT_OF_MEMORY) && !v->table_ok && v->nruns > 1) {
+        /* the runs do not fit merged: hashed a key range at a time */
+        rf_status_init(st);
+        if (runs_block_hashes(be, v, block_rows, seed, hashes, nrows, st))
+            return true;
+    }
     size_t n = ok ? v->rel.nrows : 0, nblocks = n ? (n + block_rows - 1) / block_rows : 0;
     if (ok && nblocks) {
         *hashes = rf_malloc(nblocks * sizeof **hashes);
