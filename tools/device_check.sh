@@ -17,6 +17,11 @@
 #                  3 runs each (bench/tpch_alternate.py)
 #     recursion    TC and SG on the carried graphs, fused and --no-fuse
 #                  (bench/gpu_bench.py --count-only), twice
+#     recursion-alt  the same with the variants taking turns (bench/graph_alternate.py:
+#                  7 runs on the ~20 ms graphs, 3 on the others; best and median)
+#     runs-apart   answers held as runs merged a key range at a time (the suite's
+#                  graph_count_runs_apart), then SG --count on usroads, usroads-48
+#                  and p2p-Gnutella31 (the graphs that once ran out of memory)
 # Keep each call under the tool's 600 s: tests ~130 s, patterns ~100 s,
 # tpch10 ~20 s a query (plus ~45 s for the data once), recursion ~50 s.
 set -uo pipefail
@@ -83,6 +88,27 @@ for step in "$@"; do
       for i in 1 2; do
         awk -F'|' '/GPU unfused\/fused/ {on=1; next} on && NF > 8 && $2 !~ /---/ {printf "%s %s %s\n", $2, $3, $7}' \
           "$logs/recursion-$i.txt" | tee -a "$out/summary.txt"
+      done
+      ;;
+    recursion-alt)
+      python3 bench/graph_alternate.py --redfox "$rf" --graphs-dir .data/graphs --graphs OL.cedge,TG.cedge,cal.cedge \
+        --repeat 7 >"$logs/recursion-alt-small.txt" 2>&1
+      python3 bench/graph_alternate.py --redfox "$rf" --graphs-dir .data/graphs \
+        --graphs CA-HepTh,p2p-Gnutella09,p2p-Gnutella04,SF.cedge,fe_body --repeat 3 >"$logs/recursion-alt-large.txt" 2>&1
+      note "recursion, variants taking turns (unfused/fused best, median):"
+      grep -h '^| t\|^| s' "$logs/recursion-alt-small.txt" "$logs/recursion-alt-large.txt" | tee -a "$out/summary.txt"
+      ;;
+    runs-apart)
+      (RF="$rf" ROOT="$root" GRAPHS=.data/graphs LOG="$logs"
+       eval "$(sed -n '/^  runs_apart() {/,/^  }/p' tests/gpu/run_gpu_suite.sh)"
+       runs_apart) >"$logs/runs-apart.txt" 2>&1
+      note "runs apart (rc $?):"
+      tee -a "$out/summary.txt" <"$logs/runs-apart.txt"
+      for g in usroads usroads-48 p2p-Gnutella31; do
+        [ -f ".data/graphs/$g.tsv" ] || { note "sg $g: no .data/graphs/$g.tsv"; continue; }
+        "$rf" run programs/same_generation.lql --input edge=".data/graphs/$g.tsv" --count --stats --backend=gpu \
+          >"$logs/sg-$g.txt" 2>&1
+        note "sg $g: $(grep '^# ' "$logs/sg-$g.txt"); $(grep -o 'query [0-9.]* s' "$logs/sg-$g.txt")"
       done
       ;;
     *) note "unknown step $step" ;;
