@@ -694,6 +694,30 @@ bool rf_drel_read_row(rf_cuda_ctx *c, const rf_drel *r, size_t i, uint64_t *row,
     return rf_cuda_check(c, cudaStreamSynchronize(c->stream), "read back", st);
 }
 
+bool rf_drel_download_at(rf_cuda_ctx *c, const rf_drel *r, rf_table *t, size_t at, rf_status *st)
+{
+    if (r->arity != t->arity || r->arity > RF_CUDA_MAX_COLS || at > t->cap || r->nrows > t->cap - at)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "download of %zu rows at row %zu of a table of %zu", r->nrows, at,
+                       t->cap);
+    double t0 = rf_now();
+    size_t col_bytes = r->nrows * 8;
+    rf_word *host[RF_CUDA_MAX_COLS];
+    for (int k = 0; k < r->arity; k++) {
+        host[k] = t->cols[k] + at;
+        if (at == 0 && t->cap * 8 >= ((size_t)64 << 20)) /* the first piece: the whole column advised */
+            advise_huge(t->cols[k], t->cap * 8);
+    }
+    bool ok = rf_cuda_sync(c, st);
+    if (ok && r->arity > 0 && col_bytes > 0) {
+        cudaError_t e = stage_copy(c, r->data, r->cap, host, r->arity, col_bytes, false, (size_t)256 << 10);
+        if (e != cudaSuccess)
+            ok = rf_cuda_check(c, e, "download", st);
+    }
+    c->io.download_bytes += col_bytes * (size_t)r->arity;
+    c->io.download_seconds += rf_now() - t0;
+    return ok;
+}
+
 bool rf_drel_download(rf_cuda_ctx *c, const rf_drel *r, rf_table *t, rf_status *st)
 {
     double t0 = rf_now();

@@ -89,6 +89,9 @@ bool rf_drel_copy(rf_cuda_ctx *c, rf_drel *dst, const rf_drel *src, const char *
 bool rf_drel_upload(rf_cuda_ctx *c, rf_drel *r, const rf_table *t, const char *what, rf_status *st);
 /* t must be initialised with r's arity. */
 bool rf_drel_download(rf_cuda_ctx *c, const rf_drel *r, rf_table *t, rf_status *st);
+/* r's rows into rows [at, at + r->nrows) of t (same arity, room for them:
+ * t->cap; t->nrows is the caller's), for a table downloaded in pieces. */
+bool rf_drel_download_at(rf_cuda_ctx *c, const rf_drel *r, rf_table *t, size_t at, rf_status *st);
 /* row[0..arity) := row i of r (one host wait; for a few rows, such as the
  * bounds of a binary search). */
 bool rf_drel_read_row(rf_cuda_ctx *c, const rf_drel *r, size_t i, uint64_t *row, rf_status *st);

@@ -144,6 +144,7 @@ typedef struct gpu_impl {
     size_t runs_kept_gathered; /* sets gathered to rank 0 kept as runs: too large to merge there */
     size_t runs_merges_put_off; /* merges of runs that ran out of memory: the runs stayed */
     size_t runs_hashed_apart;   /* --count answers of runs hashed a key range at a time */
+    size_t runs_downloaded_apart; /* answers of runs merged and downloaded a key range at a time */
     size_t fused_generated, fused_library; /* reducing gathers run as one generated kernel, or not */
     bool pending_sorts;      /* SORTs of distinct rows left for a join's probe side (RF_CUDA_PENDING_SORT) */
     size_t sorts_left, sorts_done_later; /* --stats */
@@ -423,12 +424,25 @@ static bool download_runs(rf_backend *be, const rf_dvar *v, rf_table *t, rf_stat
     return ok;
 }
 
+static bool runs_download_apart(rf_backend *be, const rf_dvar *v, rf_table *t, rf_status *st);
+
 static bool gpu_download(rf_backend *be, const rf_dvar *v, rf_table *t, rf_status *st)
 {
-    if (!v->table_ok && v->nruns > 1 && !ensure_table(be, v, st)) {
+    bool apart = !v->table_ok && v->nruns > 1 && getenv("RF_TEST_GPU_RUNS_APART");
+    if (apart || (!v->table_ok && v->nruns > 1 && !ensure_table(be, v, st))) {
+        if (!apart && st->code != RF_EXIT_OUT_OF_MEMORY)
+            return false;
+        /* the runs do not fit merged: merged and downloaded a key range at
+         * a time, else (a piece did not fit either) merged on the host */
+        rf_status_init(st);
+        if (runs_download_apart(be, v, t, st))
+            return true;
         if (st->code != RF_EXIT_OUT_OF_MEMORY)
             return false;
         rf_status_init(st);
+        int arity = t->arity;
+        rf_table_free(t); /* its storage too: the host merge needs the memory */
+        rf_table_init(t, arity);
         return download_runs(be, v, t, st);
     }
     return ensure_table(be, v, st) && sort_pending(be, v, st) && rf_drel_download(ctx_of(be), &v->rel, t, st);
@@ -2198,10 +2212,10 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
             g->set_gathers_probed, g->semijoins_run, g->dense_after_oom, g->sets_of_runs);
     fprintf(f, "  gpu: runs (%s): %zu unions added a run (%zu known disjoint), %zu merges, %zu differences over "
                "runs, %zu tables made from runs, %zu sets gathered to rank 0 kept as runs, %zu merges put off "
-               "(out of memory), %zu answers hashed a key range at a time\n",
+               "(out of memory), %zu answers hashed and %zu downloaded a key range at a time\n",
             g->runs_mode == 0 ? "off" : g->runs_mode == 2 ? "always" : "auto", g->runs_unions, g->runs_disjoint,
             g->runs_merges, g->runs_diffs, g->runs_tables, g->runs_kept_gathered, g->runs_merges_put_off,
-            g->runs_hashed_apart);
+            g->runs_hashed_apart, g->runs_downloaded_apart);
     fprintf(f, "  gpu: pending sorts (%s): %zu sorts of distinct rows left to a join's probe side, %zu of them "
                "sorted later for another reader\n",
             g->pending_sorts ? "on" : "off", g->sorts_left, g->sorts_done_later);
@@ -2499,14 +2513,14 @@ static bool gpu_move_rows(rf_backend *be, rf_dvar *v, rf_move_rows *how, rf_stat
     return ok;
 }
 
-/* ---- --count's hash of runs that do not fit merged ----
+/* ---- Answers held as runs that do not fit merged ----
  * SG on usroads ends with its answer as two runs (50 GB) that the device
  * cannot merge whole; downloading them and merging on the host took 36 s
  * of a 41 s query (docs/performance.md). Instead the runs are merged on
- * the device a key range at a time and each piece's rows hashed where they
- * are: the blocks of the hash (runtime.c, answer_hash) are counted from
- * the answer's first row, so the rows of an unfinished block are carried
- * into the next piece. */
+ * the device a key range at a time, and each piece is hashed where it is
+ * (--count: the blocks of the hash, runtime.c answer_hash, are counted
+ * from the answer's first row, so the rows of an unfinished block are
+ * carried into the next piece) or downloaded to its place. */
 
 /* Rows [from, to) of r, sharing its storage (not to be freed). */
 static rf_drel drel_view(const rf_drel *r, size_t from, size_t to)
@@ -2549,63 +2563,86 @@ static size_t run_piece_rows(int arity)
     return rows ? rows : ((size_t)1 << 30) / ((size_t)arity * 8);
 }
 
+/* v's runs cut into key ranges: *npieces of them, piece p's rows of run i
+ * being [bound[p * nruns + i], bound[(p + 1) * nruns + i]) (bound malloc'd).
+ * The pieces split at rows of the largest run, the same keys found in the
+ * others by binary search. */
+static bool runs_pieces(rf_backend *be, const rf_dvar *v, size_t *npieces, size_t **bound, rf_status *st)
+{
+    int nr = v->nruns, big = 0;
+    for (int i = 1; i < nr; i++)
+        if (v->runs[i]->rel.nrows > v->runs[big]->rel.nrows)
+            big = i;
+    const rf_drel *b = &v->runs[big]->rel;
+    size_t piece = run_piece_rows(b->arity), n = (runs_rows(v) + piece - 1) / piece;
+    n = n < 1 ? 1 : n > b->nrows ? b->nrows : n;
+    size_t *at = rf_calloc((n + 1) * (size_t)nr, sizeof *at);
+    bool ok = true;
+    uint64_t key[RF_CUDA_MAX_COLS];
+    for (size_t p = 1; ok && p < n; p++) {
+        ok = rf_drel_read_row(ctx_of(be), b, p * b->nrows / n, key, st);
+        for (int i = 0; ok && i < nr; i++)
+            ok = run_lower_bound(be, &v->runs[i]->rel, key, &at[p * (size_t)nr + i], st);
+    }
+    for (int i = 0; i < nr; i++)
+        at[n * (size_t)nr + i] = v->runs[i]->rel.nrows;
+    if (!ok) {
+        free(at);
+        return false;
+    }
+    *npieces = n;
+    *bound = at;
+    return true;
+}
+
+/* *merged := piece p's rows of every run, merged (the runs are disjoint and
+ * sorted, so the union is their merge): a view of a run where only one has
+ * rows in the piece (*owned false), else a relation of its own. */
+static bool runs_piece(rf_backend *be, const rf_dvar *v, const size_t *bound, size_t p, rf_drel *merged, bool *owned,
+                       rf_status *st)
+{
+    int nr = v->nruns;
+    rf_drel_init(merged, v->runs[0]->rel.arity);
+    *owned = false;
+    for (int i = 0; i < nr; i++) {
+        size_t from = bound[p * (size_t)nr + i], to = bound[(p + 1) * (size_t)nr + i];
+        if (to <= from)
+            continue;
+        rf_drel part = drel_view(&v->runs[i]->rel, from, to);
+        if (merged->nrows == 0 && !*owned) {
+            *merged = part;
+            continue;
+        }
+        rf_drel m;
+        rf_drel_init(&m, part.arity);
+        bool ok = rf_cuda_union(ctx_of(be), merged, &part, &m, "a relation held as runs", st);
+        if (*owned)
+            rf_drel_free(ctx_of(be), merged);
+        *merged = m;
+        *owned = true;
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
 static bool runs_block_hashes(rf_backend *be, const rf_dvar *v, size_t block_rows, uint64_t seed, uint64_t **hashes,
                               size_t *nrows, rf_status *st)
 {
     rf_cuda_ctx *ctx = ctx_of(be);
-    int nr = v->nruns, arity = v->runs[0]->rel.arity, big = 0;
-    size_t total = runs_rows(v);
-    for (int i = 1; i < nr; i++)
-        if (v->runs[i]->rel.nrows > v->runs[big]->rel.nrows)
-            big = i;
-    size_t piece = run_piece_rows(arity), npieces = (total + piece - 1) / piece;
-    if (npieces < 1)
-        npieces = 1;
-    if (npieces > v->runs[big]->rel.nrows)
-        npieces = v->runs[big]->rel.nrows;
-    /* bound[p * nr + i]: where piece p starts in run i; the pieces split at
-     * rows of the largest run, the same keys found in the others */
-    size_t *bound = rf_calloc((npieces + 1) * (size_t)nr, sizeof *bound);
-    size_t cap_hashes = total / block_rows + 2, nh = 0, done = 0;
-    uint64_t *h = rf_malloc(cap_hashes * sizeof *h);
-    rf_drel tail;   /* the rows of the block not yet complete */
+    int arity = v->runs[0]->rel.arity;
+    size_t npieces, *bound, nh = 0, done = 0;
+    if (!runs_pieces(be, v, &npieces, &bound, st))
+        return false;
+    uint64_t *h = rf_malloc((runs_rows(v) / block_rows + 2) * sizeof *h);
+    rf_drel tail; /* the rows of the block not yet complete */
     rf_drel_init(&tail, arity);
     bool ok = true;
-    uint64_t key[RF_CUDA_MAX_COLS];
-    for (size_t p = 1; ok && p < npieces; p++) {
-        const rf_drel *b = &v->runs[big]->rel;
-        ok = rf_drel_read_row(ctx, b, p * b->nrows / npieces, key, st);
-        for (int i = 0; ok && i < nr; i++)
-            ok = run_lower_bound(be, &v->runs[i]->rel, key, &bound[p * (size_t)nr + i], st);
-    }
-    for (int i = 0; i < nr; i++)
-        bound[npieces * (size_t)nr + i] = v->runs[i]->rel.nrows;
     for (size_t p = 0; ok && p < npieces; p++) {
-        /* the piece: its rows of every run, merged (the runs are disjoint
-         * and sorted, so the union is their merge) */
         rf_drel merged, cat;
-        rf_drel_init(&merged, arity);
-        rf_drel_init(&cat, arity);
         bool owned = false;
-        for (int i = 0; ok && i < nr; i++) {
-            size_t from = bound[p * (size_t)nr + i], to = bound[(p + 1) * (size_t)nr + i];
-            if (to <= from)
-                continue;
-            rf_drel part = drel_view(&v->runs[i]->rel, from, to);
-            if (merged.nrows == 0 && !owned) {
-                merged = part;
-                continue;
-            }
-            rf_drel m;
-            rf_drel_init(&m, arity);
-            ok = rf_cuda_union(ctx, &merged, &part, &m, "a relation held as runs", st);
-            if (owned)
-                rf_drel_free(ctx, &merged);
-            merged = m;
-            owned = true;
-            if (!ok)
-                break;
-        }
+        rf_drel_init(&cat, arity);
+        ok = runs_piece(be, v, bound, p, &merged, &owned, st);
         /* the carried rows first */
         const rf_drel *rows = &merged;
         if (ok && tail.nrows > 0) {
@@ -2646,6 +2683,33 @@ static bool runs_block_hashes(rf_backend *be, const rf_dvar *v, size_t block_row
     impl_of(be)->runs_hashed_apart++;
     *hashes = h;
     *nrows = done; /* the runs' rows (disjoint runs; a row in two would count once) */
+    return true;
+}
+
+/* t := v's runs merged on the device a key range at a time, each piece
+ * downloaded to its place: no merge on the host (SG usroads: 10-24 s for
+ * 50 GB, faulting in host memory for a second copy as it went). */
+static bool runs_download_apart(rf_backend *be, const rf_dvar *v, rf_table *t, rf_status *st)
+{
+    size_t npieces, *bound, at = 0;
+    if (!runs_pieces(be, v, &npieces, &bound, st))
+        return false;
+    rf_table_resize(t, runs_rows(v));
+    bool ok = true;
+    for (size_t p = 0; ok && p < npieces; p++) {
+        rf_drel merged;
+        bool owned = false;
+        ok = runs_piece(be, v, bound, p, &merged, &owned, st) && rf_drel_download_at(ctx_of(be), &merged, t, at, st);
+        if (ok)
+            at += merged.nrows;
+        if (owned)
+            rf_drel_free(ctx_of(be), &merged);
+    }
+    free(bound);
+    if (!ok)
+        return false;
+    t->nrows = at;
+    impl_of(be)->runs_downloaded_apart++;
     return true;
 }
 

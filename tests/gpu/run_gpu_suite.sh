@@ -151,11 +151,25 @@ if [ "$QUICK" = 0 ]; then
       want=$("$RF" run "$ROOT/programs/$prog" --input edge="$GRAPHS/$g.tsv" --count --backend=gpu 2>/dev/null)
       got=$(RF_CUDA_RUNS=always RF_TEST_GPU_RUNS_APART=50000 "$RF" run "$ROOT/programs/$prog" \
               --input edge="$GRAPHS/$g.tsv" --count --backend=gpu --stats 2>"$LOG/apart_${q}_$g.err")
-      apart=$(grep -o '[0-9]* answers hashed a key range at a time' "$LOG/apart_${q}_$g.err" | cut -d' ' -f1)
+      apart=$(grep -o '[0-9]* answers hashed and' "$LOG/apart_${q}_$g.err" | cut -d' ' -f1)
       if [ -n "$want" ] && [ "$got" = "$want" ] && [ "${apart:-0}" -ge 1 ]; then
         echo "same $q $g: $want ($apart hashed apart)"
       else
         echo "DIFFERENT $q $g: '$got' against '$want' (${apart:-0} hashed apart)"; bad=1
+      fi
+      # the rows written (TSV): downloaded a piece at a time, not merged on the host
+      [ "$g" = p2p-Gnutella04 ] && continue
+      rm -rf "$LOG/apart_whole" "$LOG/apart_pieces"
+      "$RF" run "$ROOT/programs/$prog" --input edge="$GRAPHS/$g.tsv" --output "$LOG/apart_whole" --backend=gpu \
+        2>/dev/null
+      RF_CUDA_RUNS=always RF_TEST_GPU_RUNS_APART=50000 "$RF" run "$ROOT/programs/$prog" --input edge="$GRAPHS/$g.tsv" \
+        --output "$LOG/apart_pieces" --backend=gpu --stats 2>"$LOG/apart_tsv_${q}_$g.err"
+      apart=$(grep -o '[0-9]* downloaded a key range at a time' "$LOG/apart_tsv_${q}_$g.err" | cut -d' ' -f1)
+      if [ -d "$LOG/apart_whole" ] && diff -r "$LOG/apart_whole" "$LOG/apart_pieces" >/dev/null &&
+         [ "${apart:-0}" -ge 1 ]; then
+        echo "same $q $g files ($apart downloaded apart)"
+      else
+        echo "DIFFERENT $q $g files (${apart:-0} downloaded apart)"; bad=1
       fi
     done
     [ "$any" = 1 ] || echo "no graphs in $GRAPHS"
