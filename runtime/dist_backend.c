@@ -76,6 +76,13 @@ typedef struct dist_impl {
     size_t collectives;     /* every call into the communicator */
     size_t replicate_rows;  /* join_inputs: the smaller side everywhere up to this many rows (0: never) */
     double move_seconds;    /* wall time of the moves (--stats) */
+    /* Per variable of the program: a set every reader of which is a set
+     * gather (left_split_ok); and how often one was left where it was
+     * made (--stats). RF_DIST_SETS_STAY=0 turns it off. */
+    bool *set_may_stay;
+    int nvars;
+    bool sets_stay;
+    size_t sets_left;
     int output_threads;     /* rank 0, after the gather (-1: leave as is) */
     /* Kept from move to move (grown only), so that a loop's exchanges do
      * not fault in fresh pages every iteration: the rows leaving this
@@ -906,7 +913,11 @@ static rf_run_result run_set_gather(rf_backend *be, const rf_hprogram *p, const 
         out->d = rows;
     } else {
         out->d = split();
-        move_var(be, out, TO_HASH, default_prefix(out->arity));
+        int v = f->out[0];
+        if (im->sets_stay && v >= 0 && v < im->nvars && im->set_may_stay[v])
+            im->sets_left++;   /* deduplicated again by every reader (set_may_stay) */
+        else
+            move_var(be, out, TO_HASH, default_prefix(out->arity));
     }
     return RF_RUN_DONE;
 }
@@ -1101,13 +1112,59 @@ static void dist_print_stats(rf_backend *be, FILE *f)
     fprintf(f, "  distributed: %d ranks over %s; rank %d moved %zu relations in %.3f s, sent %zu rows (%.1f MB), "
             "%zu collective calls\n", im->comm->size, im->comm->name, im->comm->rank, im->exchanges,
             im->move_seconds, im->rows_sent, (double)im->words_sent * 8 / 1e6, im->collectives);
+    if (im->sets_left)
+        fprintf(f, "  distributed: %zu sets left where they were made (every reader deduplicates again)\n",
+                im->sets_left);
     if (im->inner->print_stats)
         im->inner->print_stats(im->inner, f);
+}
+
+/* Whether a set gather's output, made split (each rank's rows deduplicated
+ * on that rank only), may stay split with rows repeated across ranks
+ * instead of moving to be deduplicated where its hash puts it: when every
+ * kernel that reads it is a set gather. A set gather's answer is the set
+ * of its JOIN's rows, which repeated input rows only repeat; its own rows
+ * are deduplicated on the rank its placement gives them (moving there if
+ * split), so it is the same set. Not an output, not a branch's condition
+ * (whose emptiness would be the same, but is read as rows elsewhere).
+ * Same generation's t1.by1 := delta JOIN edge, read only by the next
+ * step's set gather: one move of two an iteration (docs/distributed.md). */
+static void find_sets_that_may_stay(dist_impl *im, const rf_hprogram *p)
+{
+    free(im->set_may_stay);
+    im->nvars = p->nvars;
+    im->set_may_stay = rf_calloc((size_t)(p->nvars > 0 ? p->nvars : 1), sizeof *im->set_may_stay);
+    int *readers = rf_calloc((size_t)(p->nvars > 0 ? p->nvars : 1), sizeof *readers);
+    bool *other = rf_calloc((size_t)(p->nvars > 0 ? p->nvars : 1), sizeof *other);
+    for (int b = 0; b < p->nblocks; b++) {
+        const rf_hblock *blk = &p->blocks[b];
+        for (int c = 0; c < blk->nconds; c++)
+            if (blk->conds[c] >= 0 && blk->conds[c] < p->nvars)
+                other[blk->conds[c]] = true;
+        for (int i = 0; i < blk->nkernels; i++) {
+            const rf_kernel *k = &blk->kernels[i];
+            int vars[RF_KERNEL_VARS_MAX];
+            int n = rf_kernel_reads(k, vars);
+            bool gather = k->op == RF_K_FUSED && k->gather == RF_GATHER_SET;
+            for (int j = 0; j < n; j++) {
+                if (vars[j] < 0 || vars[j] >= p->nvars)
+                    continue;
+                readers[vars[j]]++;
+                if (!gather)
+                    other[vars[j]] = true;
+            }
+        }
+    }
+    for (int v = 0; v < p->nvars; v++)
+        im->set_may_stay[v] = readers[v] > 0 && !other[v] && !p->vars[v].is_output;
+    free(readers);
+    free(other);
 }
 
 static void dist_program_begins(rf_backend *be, const rf_hprogram *p)
 {
     dist_impl *im = be->impl;
+    find_sets_that_may_stay(im, p);
     im->inner->time_kernels = be->time_kernels;
     if (im->inner->program_begins)
         im->inner->program_begins(im->inner, p);
@@ -1162,6 +1219,7 @@ static void dist_destroy(rf_backend *be)
     free(im->dests);
     free(im->send);
     free(im->recv);
+    free(im->set_may_stay);
     free(im);
     free(be);
 }
@@ -1175,6 +1233,8 @@ rf_backend *rf_backend_dist_new(rf_backend *inner, rf_comm *comm)
     im->output_threads = -1;
     const char *rep = getenv("RF_DIST_REPLICATE_ROWS");
     im->replicate_rows = rep && *rep ? (size_t)strtoull(rep, NULL, 10) : DIST_REPLICATE_ROWS_DEFAULT;
+    const char *stay = getenv("RF_DIST_SETS_STAY");
+    im->sets_stay = !(stay && strcmp(stay, "0") == 0);
     rf_table_init(&im->away, 0);
     rf_table_init(&im->before, 0);
     rf_table_init(&im->after, 0);

@@ -67,6 +67,18 @@ $mpi "$redfox" run tc.lql --count --stats >"$work/out" 2>"$work/err" || note "tc
 grep -q "distributed: 3 ranks over mpi" "$work/err" || note "--stats does not name the ranks: $(head -3 "$work/err")"
 [ "$(grep -c '^# ' "$work/out")" = "$("$redfox" run tc.lql --count | grep -c '^# ')" ] ||
   note "--count lines printed more than once: $(cat "$work/out")"
+# Same generation's step t1.by1 is read only by the next set gather: it
+# stays on the ranks that made it (repeated rows and all) instead of moving
+# to be deduplicated, and the answer is one process's; RF_DIST_SETS_STAY=0
+# moves it as before.
+one="$("$redfox" run same_generation.lql --count)"
+$mpi "$redfox" run same_generation.lql --count --stats >"$work/out" 2>"$work/err" || note "sg --stats exited $?"
+grep -q "sets left where they were made" "$work/err" || note "sg: no set left in place: $(grep distributed "$work/err")"
+[ "$(cat "$work/out")" = "$one" ] || note "sg with sets left in place: $(cat "$work/out"), one process: $one"
+RF_DIST_SETS_STAY=0 $mpi "$redfox" run same_generation.lql --count --stats >"$work/out" 2>"$work/err" ||
+  note "sg RF_DIST_SETS_STAY=0 exited $?"
+! grep -q "sets left where" "$work/err" || note "RF_DIST_SETS_STAY=0 left sets in place"
+[ "$(cat "$work/out")" = "$one" ] || note "sg with sets moved: $(cat "$work/out"), one process: $one"
 # --output: the files once, equal to one process's.
 $mpi "$redfox" run tc.lql --output "$work/d" >/dev/null 2>&1 || note "tc --output exited $?"
 "$redfox" run tc.lql --output "$work/s" >/dev/null 2>&1
