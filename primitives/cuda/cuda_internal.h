@@ -422,11 +422,17 @@ cudaError_t rf_k_absent(cudaStream_t s, rf_cols l, size_t nl, rf_cols r, size_t 
 cudaError_t rf_k_absent_and(cudaStream_t s, rf_cols l, size_t nl, rf_cols r, size_t nr, int k,
                             uint8_t *flags);
 /* Union of sorted, duplicate-free a and b: keep[j] = b_j not in a,
- * lba[j] = rank of b_j in a. */
+ * lba[j] = rank of b_j in a. Each side's rows are looked up in the other
+ * within the windows that rf_k_union_bounds finds for its chunks of
+ * RF_UNION_CHUNK rows (bounds: (rows + RF_UNION_CHUNK - 1) /
+ * RF_UNION_CHUNK + 1 words), or in all of it (bounds NULL). */
+#define RF_UNION_CHUNK 256
+cudaError_t rf_k_union_bounds(cudaStream_t s, rf_cols r, size_t nr, rf_cols l, size_t nl, int arity,
+                              uint64_t *bounds);
 cudaError_t rf_k_union_probe(cudaStream_t s, rf_cols a, size_t na, rf_cols b, size_t nb,
-                             int arity, uint64_t *lba, uint8_t *keep);
+                             int arity, const uint64_t *bounds, uint64_t *lba, uint8_t *keep);
 cudaError_t rf_k_union_scatter_a(cudaStream_t s, rf_cols a, size_t na, rf_cols b, size_t nb,
-                                 int arity, const uint64_t *kpre, rf_wcols out);
+                                 int arity, const uint64_t *bounds, const uint64_t *kpre, rf_wcols out);
 cudaError_t rf_k_union_scatter_b(cudaStream_t s, rf_cols b, size_t nb, int arity,
                                  const uint64_t *lba, const uint8_t *keep, const uint64_t *kpre,
                                  rf_wcols out);

@@ -2443,6 +2443,15 @@ fail:
 
 /* ---- UNION ---- */
 
+/* Rows (both sides) from which rf_cuda_union searches in windows: below,
+ * the sides (tens of MB) sit in the L2 cache, where whole searches are as
+ * quick and the windows' two launches and allocations cost ~15 us a call
+ * (TC cal.cedge, 195 unions of ~0.4M rows: 12.1 -> 15.2 ms at 2^16 rows,
+ * equal at 2^22; docs/performance.md). The test hook
+ * RF_TEST_UNION_WINDOWS=always takes them for every union, =off for none
+ * (the whole-side searches, for measuring against). */
+#define RF_UNION_WINDOW_MIN_ROWS ((size_t)1 << 22)
+
 bool rf_cuda_union(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *b, rf_drel *out,
                    const char *what, rf_status *st)
 {
@@ -2463,29 +2472,41 @@ bool rf_cuda_union(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *b, rf_drel *
         return rf_drel_copy(c, out, a, what, st);
     if (na == 0)
         return rf_drel_copy(c, out, b, what, st);
-    tmpbuf lba = {0}, keep = {0}, kpre = {0};
+    tmpbuf lba = {0}, keep = {0}, kpre = {0}, abounds = {0}, bbounds = {0};
     rf_drel res;
     rf_drel_init(&res, ar);
+    /* Windows for the searches (rf_k_union_bounds) where a side's rows
+     * are many: two launches more, which small unions (a loop's delta into
+     * a small relation) would only wait for. */
+    const char *force = getenv("RF_TEST_UNION_WINDOWS");
+    bool windows = force && strcmp(force, "always") == 0 ? true
+                   : force && strcmp(force, "off") == 0  ? false
+                                                          : na + nb >= RF_UNION_WINDOW_MIN_ROWS;
+    size_t nba = (na + RF_UNION_CHUNK - 1) / RF_UNION_CHUNK + 1, nbb = (nb + RF_UNION_CHUNK - 1) / RF_UNION_CHUNK + 1;
     if (!tmp_get(c, &lba, nb * 8, "union ranks", st) || !tmp_get(c, &keep, nb, "union flags", st) ||
-        !tmp_get(c, &kpre, (nb + 1) * 8, "union positions", st))
+        !tmp_get(c, &kpre, (nb + 1) * 8, "union positions", st) ||
+        (windows && (!tmp_get(c, &abounds, nba * 8, "union windows", st) ||
+                     !tmp_get(c, &bbounds, nbb * 8, "union windows", st))))
         goto fail;
-    CK(rf_k_union_probe(c->stream, rf_cols_of(a), na, rf_cols_of(b), nb, ar, lba.p, keep.p), "union");
+    if (windows) {
+        CK(rf_k_union_bounds(c->stream, rf_cols_of(a), na, rf_cols_of(b), nb, ar, bbounds.p), "union");
+        CK(rf_k_union_bounds(c->stream, rf_cols_of(b), nb, rf_cols_of(a), na, ar, abounds.p), "union");
+    }
+    CK(rf_k_union_probe(c->stream, rf_cols_of(a), na, rf_cols_of(b), nb, ar, bbounds.p, lba.p, keep.p), "union");
     if (!rf_cub_flag_scan(c, keep.p, kpre.p, nb, st))
         goto fail;
     uint64_t kept;
     if (!read_word(c, (uint64_t *)kpre.p + nb, &kept, st) || !rf_drel_alloc(c, &res, na + (size_t)kept, what, st))
         goto fail;
-    CK(rf_k_union_scatter_a(c->stream, rf_cols_of(a), na, rf_cols_of(b), nb, ar, kpre.p, rf_wcols_of(&res)), "union");
+    CK(rf_k_union_scatter_a(c->stream, rf_cols_of(a), na, rf_cols_of(b), nb, ar, abounds.p, kpre.p,
+                            rf_wcols_of(&res)),
+       "union");
     CK(rf_k_union_scatter_b(c->stream, rf_cols_of(b), nb, ar, lba.p, keep.p, kpre.p, rf_wcols_of(&res)), "union");
-    tmp_put(c, &lba);
-    tmp_put(c, &keep);
-    tmp_put(c, &kpre);
+    tmp_put(c, &lba), tmp_put(c, &keep), tmp_put(c, &kpre), tmp_put(c, &abounds), tmp_put(c, &bbounds);
     rf_drel_move(c, out, &res);
     return true;
 fail:
-    tmp_put(c, &lba);
-    tmp_put(c, &keep);
-    tmp_put(c, &kpre);
+    tmp_put(c, &lba), tmp_put(c, &keep), tmp_put(c, &kpre), tmp_put(c, &abounds), tmp_put(c, &bbounds);
     rf_drel_free(c, &res);
     return false;
 }

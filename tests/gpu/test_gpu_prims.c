@@ -405,7 +405,11 @@ static void test_sort(rf_cuda_ctx *c)
 static void test_setops(rf_cuda_ctx *c)
 {
     int runs = 0;
-    for (int iter = 0; iter < 120; iter++) {
+    for (int iter = 0; iter < 240; iter++) {
+        /* the second half: unions search in windows however small
+         * (rf_cuda_union: RF_TEST_UNION_WINDOWS) */
+        if (iter == 120)
+            setenv("RF_TEST_UNION_WINDOWS", "always", 1);
         int ar = (int)(rnd() % 4);
         int bits = kBits[rnd() % 3];
         size_t na = iter % 7 == 0 ? 0 : rnd() % 5000, nb = iter % 11 == 0 ? 0 : rnd() % 5000;
@@ -468,6 +472,45 @@ static void test_setops(rf_cuda_ctx *c)
         rf_table_free(&ta);
         rf_table_free(&tb);
         runs++;
+    }
+    unsetenv("RF_TEST_UNION_WINDOWS");
+    /* Unions of many rows (searched in windows: rf_k_union_bounds): sides
+     * of unequal sizes, key widths and overlaps, each side first. */
+    static const struct { size_t na, nb; int bits, ar; } big[] = {
+        {1000000, 700000, 20, 2}, {300000, 2000000, 22, 1}, {1500000, 1500000, 21, 2}, {800000, 5, 40, 3},
+        {70000, 1, 64, 1}};
+    for (size_t t = 0; t < sizeof big / sizeof *big; t++) {
+        rf_table ta, tb;
+        random_table(&ta, big[t].ar, big[t].na, big[t].bits, true);
+        random_table(&tb, big[t].ar, big[t].nb, big[t].bits, true);
+        int ar = big[t].ar;
+        rf_drel da, db, out;
+        upload(c, &da, &ta);
+        upload(c, &db, &tb);
+        rf_drel_init(&out, 0);
+        rf_word *ra = table_rows(&ta), *rb = table_rows(&tb);
+        size_t n = ta.nrows + tb.nrows;
+        rf_word *u = rf_malloc(rf_mul_size(n, (size_t)ar * 8));
+        memcpy(u, ra, ta.nrows * (size_t)ar * 8);
+        memcpy(u + ta.nrows * ar, rb, tb.nrows * (size_t)ar * 8);
+        size_t nu = ref_sort_unique(u, n, ar);
+        rf_status st;
+        rf_status_init(&st);
+        for (int swap = 0; swap < 2; swap++) {
+            bool ok = rf_cuda_union(c, swap ? &db : &da, swap ? &da : &db, &out, "union", &st);
+            CHECK(ok, "union of %zu and %zu rows: %s", big[t].na, big[t].nb, st.message);
+            if (ok)
+                expect_rel(c, &out, u, nu, ar, false, "union of many rows");
+            runs++;
+        }
+        free(u);
+        free(ra);
+        free(rb);
+        rf_drel_free(c, &da);
+        rf_drel_free(c, &db);
+        rf_drel_free(c, &out);
+        rf_table_free(&ta);
+        rf_table_free(&tb);
     }
     printf("union/difference/antijoin: %d cases\n", runs);
 }
