@@ -474,8 +474,9 @@ static void test_setops(rf_cuda_ctx *c)
         runs++;
     }
     unsetenv("RF_TEST_UNION_WINDOWS");
-    /* Unions of many rows (searched in windows: rf_k_union_bounds): sides
-     * of unequal sizes, key widths and overlaps, each side first. */
+    /* Unions of many rows, searched whole and in windows
+     * (rf_k_union_bounds; by default from 4M rows): sides of unequal sizes,
+     * key widths and overlaps, each side first. */
     static const struct { size_t na, nb; int bits, ar; } big[] = {
         {1000000, 700000, 20, 2}, {300000, 2000000, 22, 1}, {1500000, 1500000, 21, 2}, {800000, 5, 40, 3},
         {70000, 1, 64, 1}};
@@ -496,13 +497,18 @@ static void test_setops(rf_cuda_ctx *c)
         size_t nu = ref_sort_unique(u, n, ar);
         rf_status st;
         rf_status_init(&st);
-        for (int swap = 0; swap < 2; swap++) {
+        for (int mode = 0; mode < 4; mode++) {
+            int swap = mode & 1;
+            if (mode == 2)
+                setenv("RF_TEST_UNION_WINDOWS", "always", 1);
             bool ok = rf_cuda_union(c, swap ? &db : &da, swap ? &da : &db, &out, "union", &st);
-            CHECK(ok, "union of %zu and %zu rows: %s", big[t].na, big[t].nb, st.message);
+            CHECK(ok, "union of %zu and %zu rows (%s): %s", big[t].na, big[t].nb, mode >= 2 ? "windows" : "default",
+                  st.message);
             if (ok)
                 expect_rel(c, &out, u, nu, ar, false, "union of many rows");
             runs++;
         }
+        unsetenv("RF_TEST_UNION_WINDOWS");
         free(u);
         free(ra);
         free(rb);
