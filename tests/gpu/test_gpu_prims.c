@@ -402,6 +402,18 @@ static void test_sort(rf_cuda_ctx *c)
     printf("sort+unique: %d cases\n", runs);
 }
 
+/* The union of two tables' rows (ar columns each), sorted and
+ * deduplicated, in *out (the caller frees it): its row count. */
+static size_t union_reference(const rf_word *ra, size_t na, const rf_word *rb, size_t nb, int ar, rf_word **out)
+{
+    size_t n = na + nb;
+    rf_word *u = rf_malloc(rf_mul_size(n ? n : 1, (size_t)(ar ? ar : 1) * 8));
+    memcpy(u, ra, na * (size_t)ar * 8);
+    memcpy(u + na * ar, rb, nb * (size_t)ar * 8);
+    *out = u;
+    return ref_sort_unique(u, n, ar);
+}
+
 static void test_setops(rf_cuda_ctx *c)
 {
     int runs = 0;
@@ -420,14 +432,8 @@ static void test_setops(rf_cuda_ctx *c)
         upload(c, &da, &ta);
         upload(c, &db, &tb);
         rf_drel_init(&out, 0);
-        rf_word *ra = table_rows(&ta), *rb = table_rows(&tb);
-        size_t n = ta.nrows + tb.nrows;
-        rf_word *u = rf_malloc(rf_mul_size(n ? n : 1, (size_t)(ar ? ar : 1) * 8));
-        size_t nu = 0, nd = 0, nj = 0;
-        /* union */
-        memcpy(u, ra, ta.nrows * (size_t)ar * 8);
-        memcpy(u + ta.nrows * ar, rb, tb.nrows * (size_t)ar * 8);
-        nu = ref_sort_unique(u, n, ar);
+        rf_word *ra = table_rows(&ta), *rb = table_rows(&tb), *u;
+        size_t nu = union_reference(ra, ta.nrows, rb, tb.nrows, ar, &u), nd = 0, nj = 0;
         if (ar == 0)
             nu = (ta.nrows || tb.nrows) ? 1 : 0;
         rf_status st;
@@ -489,12 +495,8 @@ static void test_setops(rf_cuda_ctx *c)
         upload(c, &da, &ta);
         upload(c, &db, &tb);
         rf_drel_init(&out, 0);
-        rf_word *ra = table_rows(&ta), *rb = table_rows(&tb);
-        size_t n = ta.nrows + tb.nrows;
-        rf_word *u = rf_malloc(rf_mul_size(n, (size_t)ar * 8));
-        memcpy(u, ra, ta.nrows * (size_t)ar * 8);
-        memcpy(u + ta.nrows * ar, rb, tb.nrows * (size_t)ar * 8);
-        size_t nu = ref_sort_unique(u, n, ar);
+        rf_word *ra = table_rows(&ta), *rb = table_rows(&tb), *u;
+        size_t nu = union_reference(ra, ta.nrows, rb, tb.nrows, ar, &u);
         rf_status st;
         rf_status_init(&st);
         for (int mode = 0; mode < 4; mode++) {
