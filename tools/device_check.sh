@@ -22,6 +22,11 @@
 #     runs-apart   answers held as runs merged a key range at a time (the suite's
 #                  graph_count_runs_apart), then SG --count on usroads, usroads-48
 #                  and p2p-Gnutella31 (the graphs that once ran out of memory)
+#     union        the GPU union's windows against whole searches (RF_TEST_UNION_WINDOWS=off),
+#                  taking turns: SG usroads, SG SF.cedge, TC usroads, TC cal.cedge (--stats)
+#     gpus2        (a machine of two GPUs) tests/dist/run_gpus.sh, then SG on usroads and
+#                  fe_body (and p2p-Gnutella31 where the cards hold it) on two GPUs with
+#                  sets left in place and moved (RF_DIST_SETS_STAY=0), and on one
 # Keep each call under the tool's 600 s: tests ~130 s, patterns ~100 s,
 # tpch10 ~20 s a query (plus ~45 s for the data once), recursion ~50 s.
 set -uo pipefail
@@ -109,6 +114,34 @@ for step in "$@"; do
         "$rf" run programs/same_generation.lql --input edge=".data/graphs/$g.tsv" --count --stats --backend=gpu \
           >"$logs/sg-$g.txt" 2>&1
         note "sg $g: $(grep '^# ' "$logs/sg-$g.txt"); $(grep -o 'query [0-9.]* s' "$logs/sg-$g.txt")"
+      done
+      ;;
+    union)
+      for qg in same_generation:usroads same_generation:SF.cedge tc:usroads tc:cal.cedge; do
+        q=${qg%%:*}; g=${qg##*:}
+        for v in windows whole windows whole; do
+          f="$logs/union-$q-$g-$v.txt"
+          if [ $v = whole ]; then w=off; else w=""; fi
+          RF_TEST_UNION_WINDOWS=$w "$rf" run programs/$q.lql --input edge=".data/graphs/$g.tsv" --count --stats \
+            --backend=gpu >"$f" 2>&1
+          note "$q $g $v: $(grep -o 'hash [0-9a-f]*' "$f") $(grep -o 'query [0-9.]* s' "$f");" \
+            "UNION $(grep -E '^  2 +UNION' "$f" | awk '{print $4 " calls " $5 " s"}')"
+        done
+      done
+      ;;
+    gpus2)
+      timeout 300 bash tests/dist/run_gpus.sh "$rf" >"$logs/run_gpus.txt" 2>&1
+      note "run_gpus (rc $?): $(tail -1 "$logs/run_gpus.txt")"
+      for g in usroads fe_body p2p-Gnutella31; do
+        for v in stay move one; do
+          case $v in stay) a="--gpus 2" e=1 ;; move) a="--gpus 2" e=0 ;; one) a="--backend=gpu" e=1 ;; esac
+          f="$logs/gpus2-$g-$v.txt"
+          # shellcheck disable=SC2086
+          RF_DIST_SETS_STAY=$e "$rf" run programs/same_generation.lql --input edge=".data/graphs/$g.tsv" --count \
+            --stats $a >"$f" 2>&1
+          note "sg $g $v: $(grep -o 'hash [0-9a-f]*' "$f") $(grep -o 'query [0-9.]* s' "$f")" \
+            "$(grep -o 'moved.*MB)' "$f") $(grep -o 'error:.*' "$f" | head -c 160)"
+        done
       done
       ;;
     *) note "unknown step $step" ;;
