@@ -81,6 +81,7 @@ void rf_status_init(rf_status *st)
 {
     st->code = 0;
     st->message[0] = '\0';
+    st->placed = false;
 }
 
 bool rf_fail(rf_status *st, int code, const char *fmt, ...)

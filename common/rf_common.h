@@ -62,6 +62,7 @@ size_t rf_mul_size(size_t a, size_t b);
 typedef struct rf_status {
     int code;
     char message[1024];
+    bool placed; /* the message has its place (rf_status_locate): no second one */
 } rf_status;
 
 void rf_status_init(rf_status *st);

@@ -63,6 +63,10 @@ struct rf_backend {
     rf_dvar *(*var_new)(rf_backend *be, int arity, rf_status *st);
     void (*var_free)(rf_backend *be, rf_dvar *v);
     size_t (*var_rows)(rf_backend *be, const rf_dvar *v);
+    /* Optional (NULL: var_rows): the rows of v held by this process, for
+     * --stats (which shows each process's own kernels). The distribution
+     * layer's var_rows is a collective; this never is. */
+    size_t (*var_rows_here)(rf_backend *be, const rf_dvar *v);
     /* Replaces v's contents with t's rows (t keeps its data). */
     bool (*upload)(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st);
     /* Fills t (initialised by the caller with v's arity) with v's rows. */
@@ -105,8 +109,9 @@ struct rf_backend {
      * the variables about to be downloaded as outputs (an entry is NULL
      * for one never written); no kernel runs after it. The distribution
      * layer gathers them to rank 0 here, all ranks together, so that
-     * writing them involves no other rank. */
-    void (*outputs_ready)(rf_backend *be, rf_dvar *const *vars, int n);
+     * writing them involves no other rank; false (st) when a kernel
+     * failed on some rank (the distribution layer learns of it late). */
+    bool (*outputs_ready)(rf_backend *be, rf_dvar *const *vars, int n, rf_status *st);
     /* Optional (NULL: the runtime downloads l and r and counts on the
      * host): sets *rows to the number of rows l joined with r on column
      * pairs (lkeys[i], rkeys[i]), i < nkeys, would make, without making
@@ -198,5 +203,14 @@ bool rf_backend_hybrid_device_starting(const rf_backend *be);
 rf_backend *rf_backend_cpu_new(int threads);
 /* NULL with a message in st when no usable GPU (or built without CUDA). */
 rf_backend *rf_backend_gpu_new(rf_status *st);
+
+/* Gives an error that has no place yet (a message without "FILE:LINE:")
+ * the place it comes from: `where` becomes its location, `note` a second
+ * line. Messages that already carry a location (a bad row of a fact file)
+ * are kept as they are. The runtime places a failing kernel's error by
+ * the kernel's origin; the distribution layer, which may learn of a
+ * kernel's failure on another rank only later, places it where it
+ * happened (runtime.c). */
+void rf_status_locate(rf_status *st, const char *where, const char *note);
 
 #endif

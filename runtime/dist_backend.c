@@ -17,8 +17,15 @@
  * collective call below is reached by every rank in the same order: no
  * decision that leads to one may depend on a rank's own rows, only on the
  * program and on global values (var_rows is a global count). A kernel
- * that fails on one rank fails on all (run() agrees on the outcome and
- * hands every rank the first failing rank's message).
+ * that fails on one rank fails on all, with the message of the first
+ * failing kernel (then of the lowest rank), as one process would fail;
+ * but the ranks agree on it late (settle_failures): at the next global
+ * count, which a loop's test makes every iteration anyway, at a download
+ * and before the outputs. Until then the failed rank keeps joining every
+ * collective with empty relations and runs no kernel. (An agreement after
+ * every kernel was a collective each: 12 an iteration of same
+ * generation's loop, 7,078 calls of ~40 us over NCCL on usroads.
+ * RF_DIST_AGREE=kernel brings it back, for measuring.)
  *
  * String values are ids in a per-process dictionary, which differ between
  * ranks once kernels make new strings; so rows hash string columns by
@@ -61,6 +68,12 @@ struct rf_dvar {
     dist d;
     bool gathered;     /* an output after outputs_ready: all rows on rank 0,
                           downloads and counts are this rank's alone */
+    /* The relation's rows, all ranks together, as dist_var_rows last
+     * counted them; forgotten whenever the part changes (a kernel's
+     * output, an upload, a move). A runtime COPY hands the same variable
+     * over, so the loop test of a delta just copied costs no collective. */
+    bool rows_known;
+    size_t rows;
 };
 
 typedef struct dist_impl {
@@ -84,6 +97,14 @@ typedef struct dist_impl {
     bool sets_stay;
     size_t sets_left;
     int output_threads;     /* rank 0, after the gather (-1: leave as is) */
+    /* Failures agreed on late (the top of this file). */
+    bool agree_each;        /* RF_DIST_AGREE=kernel: after every kernel instead */
+    uint64_t kernel_seq;    /* kernels run: the same sequence on every rank */
+    bool failed;            /* a kernel failed on this rank: the first one's number and message */
+    uint64_t fail_seq;
+    rf_status fail_st;
+    bool fail_agreed;       /* every rank knows: fail_st is the run's error */
+    double control_seconds; /* counts and agreements (--stats) */
     /* Kept from move to move (grown only), so that a loop's exchanges do
      * not fault in fresh pages every iteration: the rows leaving this
      * rank, their ranks, the words sent and received, the rows arriving. */
@@ -309,13 +330,69 @@ static void comm_failed(dist_impl *im, const char *err)
     im->comm->abort(im->comm, RF_EXIT_RUNTIME_ERROR);
 }
 
-static uint64_t global_sum(dist_impl *im, uint64_t v)
+/* A collective of a few words that decides something (a count, an
+ * agreement), timed for --stats. */
+static void control_allreduce(dist_impl *im, uint64_t *vals, int n, rf_comm_op op)
 {
     char err[256];
+    double t0 = rf_now();
     im->collectives++;
-    if (!im->comm->allreduce_u64(im->comm, &v, 1, RF_COMM_SUM, err, sizeof err))
+    if (!im->comm->allreduce_u64(im->comm, vals, n, op, err, sizeof err))
         comm_failed(im, err);
-    return v;
+    im->control_seconds += rf_now() - t0;
+}
+
+/* Every rank takes the status of rank `root`. */
+static void control_bcast_status(dist_impl *im, rf_status *st, int root)
+{
+    char err[256];
+    double t0 = rf_now();
+    im->collectives++;
+    if (!im->comm->bcast(im->comm, st, sizeof *st, root, err, sizeof err))
+        comm_failed(im, err);
+    im->control_seconds += rf_now() - t0;
+    st->message[sizeof st->message - 1] = '\0';
+    if (!st->code)
+        st->code = RF_EXIT_RUNTIME_ERROR;
+}
+
+/* Every rank learns the first failure (the lowest kernel number, then the
+ * lowest rank) and takes its message: fail_agreed. A collective. */
+static void settle_failures(dist_impl *im)
+{
+    rf_comm *c = im->comm;
+    uint64_t first = im->failed ? im->fail_seq * (uint64_t)c->size + (uint64_t)c->rank : UINT64_MAX;
+    control_allreduce(im, &first, 1, RF_COMM_MIN);
+    if (first == UINT64_MAX)
+        return;
+    rf_status theirs = im->fail_st;
+    control_bcast_status(im, &theirs, (int)(first % (uint64_t)c->size));
+    im->fail_st = theirs;
+    im->fail_agreed = true;
+}
+
+/* False, with the run's error in st, when a kernel failed on any rank (a
+ * collective unless that is known already). */
+static bool settled_ok(dist_impl *im, rf_status *st)
+{
+    if (im->solo || im->agree_each)
+        return true;   /* nothing left to agree on */
+    if (!im->fail_agreed)
+        settle_failures(im);
+    if (!im->fail_agreed)
+        return true;
+    *st = im->fail_st;
+    return false;
+}
+
+/* A global count; whether any rank has failed travels with it. */
+static uint64_t global_sum(dist_impl *im, uint64_t v)
+{
+    uint64_t w[2] = {v, im->failed};
+    control_allreduce(im, w, im->agree_each ? 1 : 2, RF_COMM_SUM);
+    if (!im->agree_each && w[1] && !im->fail_agreed)
+        settle_failures(im);
+    return w[0];
 }
 
 /* Packs each row of t for rank dest[row] (-1: every rank) and exchanges
@@ -509,6 +586,7 @@ static void move_var_now(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
     dist_impl *im = be->impl;
     rf_backend *in = im->inner;
     rf_comm *c = im->comm;
+    v->rows_known = false;   /* a set deduplicated where it lands, or copied everywhere */
     if (in->move_rows && c->alltoallv_device && v->arity >= 1 && !has_strings(v->types, v->arity)) {
         move_on_device(im, v, to, nkeys);
         v->d = placed(to, nkeys);
@@ -596,14 +674,37 @@ static void dist_var_describe(rf_backend *be, rf_dvar *v, const rf_hvar *hv)
     v->sorted = hv->sorted;
 }
 
-/* The relation's rows, all ranks together (a collective). */
-static size_t dist_var_rows(rf_backend *be, const rf_dvar *v)
+/* The relation's rows, all ranks together (a collective unless known
+ * since the part last changed). A replicated relation's count is this
+ * rank's, once every rank knows that none has failed (a failed rank's copy
+ * is empty, and the runtime decides from the count). */
+static size_t dist_var_rows(rf_backend *be, const rf_dvar *cv)
 {
     dist_impl *im = be->impl;
+    rf_dvar *v = (rf_dvar *)cv;   /* (only its count is kept) */
     size_t local = v ? im->inner->var_rows(im->inner, v->inner) : 0;
-    if (im->solo || (v && (v->d.kind == PLACE_REPLICATED || v->gathered)))
+    if (im->solo || (v && v->gathered))
         return local;
-    return (size_t)global_sum(im, local);
+    if (v && v->d.kind == PLACE_REPLICATED) {
+        if (!im->agree_each && !im->fail_agreed)
+            settle_failures(im);
+        return local;
+    }
+    if (v && v->rows_known)
+        return v->rows;
+    size_t rows = (size_t)global_sum(im, local);
+    if (v) {
+        v->rows_known = true;
+        v->rows = rows;
+    }
+    return rows;
+}
+
+/* This rank's part's rows (--stats). */
+static size_t dist_var_rows_here(rf_backend *be, const rf_dvar *v)
+{
+    dist_impl *im = be->impl;
+    return v ? im->inner->var_rows(im->inner, v->inner) : 0;
 }
 
 /* Every rank has read the same input, whole: each keeps its hash part
@@ -618,6 +719,7 @@ static bool dist_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "upload: arity %d into a variable of arity %d", t->arity,
                        v->arity);
     v->d = hashed(default_prefix(t->arity));
+    v->rows_known = false;
     if (im->solo)
         return im->inner->upload(im->inner, v->inner, t, st);
     rf_table part;
@@ -643,6 +745,9 @@ static bool dist_download(rf_backend *be, const rf_dvar *cv, rf_table *t, rf_sta
 {
     dist_impl *im = be->impl;
     rf_backend *in = im->inner;
+    /* (every rank downloads alike, but an output gathered to rank 0: rank 0 alone) */
+    if (!im->solo && !cv->gathered && !settled_ok(im, st))
+        return false;
     if (im->solo || cv->d.kind == PLACE_REPLICATED || cv->gathered)
         return in->download(in, cv->inner, t, st);
     rf_table part;
@@ -815,36 +920,52 @@ static void join_inputs(rf_backend *be, rf_dvar *a, rf_dvar *b, int nkeys)
     co_hash(be, a, b, nkeys);
 }
 
-/* Agrees on a kernel's outcome: false on every rank when it failed on
- * any, with the message of the lowest failing rank. */
-static bool agree(dist_impl *im, bool ok, rf_status *st)
-{
-    rf_comm *c = im->comm;
-    uint64_t first = ok ? (uint64_t)c->size : (uint64_t)c->rank;
-    char err[256];
-    im->collectives++;
-    if (!c->allreduce_u64(c, &first, 1, RF_COMM_MIN, err, sizeof err))
-        comm_failed(im, err);
-    if (first >= (uint64_t)c->size)
-        return true;
-    rf_status theirs = *st;
-    im->collectives++;
-    if (!c->bcast(c, &theirs, sizeof theirs, (int)first, err, sizeof err))
-        comm_failed(im, err);
-    theirs.message[sizeof theirs.message - 1] = '\0';
-    *st = theirs;
-    if (!st->code)
-        st->code = RF_EXIT_RUNTIME_ERROR;
-    return false;
-}
-
 static bool set_empty(rf_backend *in, rf_dvar *v, rf_status *st)
 {
     rf_table e;
     rf_table_init(&e, v->arity);
     bool ok = in->upload(in, v->inner, &e, st);
     rf_table_free(&e);
+    v->rows_known = false;
     return ok;
+}
+
+/* A kernel's outcome on this rank (ok, else st) becomes the run's: false
+ * on every rank when it failed on any. With RF_DIST_AGREE=kernel the
+ * ranks agree now (the lowest failing rank's message); else a failure is
+ * kept (the first on this rank, placed where kernel k comes from, as the
+ * runtime would place it), k's outputs are left empty, this rank runs no
+ * kernel from here on, and the ranks agree at the next count
+ * (settle_failures): every rank goes on with true until then. */
+static bool agree_on(rf_backend *be, const rf_kernel *k, rf_dvar *const *outs, int nout, bool ok, rf_status *st)
+{
+    dist_impl *im = be->impl;
+    rf_comm *c = im->comm;
+    if (im->agree_each) {
+        uint64_t first = ok ? (uint64_t)c->size : (uint64_t)c->rank;
+        control_allreduce(im, &first, 1, RF_COMM_MIN);
+        if (first >= (uint64_t)c->size)
+            return true;
+        control_bcast_status(im, st, (int)first);
+        return false;
+    }
+    if (ok)
+        return true;
+    if (!im->failed) {
+        im->failed = true;
+        im->fail_seq = im->kernel_seq;
+        rf_status_locate(st, k->origin.where, k->origin.what ? k->origin.what : k->comment);
+        st->placed = true;
+        im->fail_st = *st;
+    }
+    rf_status_init(st);
+    for (int i = 0; i < nout; i++)
+        if (outs[i]) {
+            rf_status ignored;
+            rf_status_init(&ignored);
+            (void)set_empty(im->inner, outs[i], &ignored);
+        }
+    return true;
 }
 
 /* One rank: the kernel as it is (a fused group too: the inner backend
@@ -897,18 +1018,17 @@ static rf_run_result run_set_gather(rf_backend *be, const rf_hprogram *p, const 
     /* (a self-join replicated: every rank makes the whole set) */
     dist rows = a->d.kind == PLACE_REPLICATED && b->d.kind == PLACE_REPLICATED ? replicated() : joined(join, a, b);
     rf_dvar *inner_outs[1] = {out->inner}, *inner_ins[2] = {a->inner, b->inner};
-    rf_run_result res = in->run(in, p, k, inner_outs, inner_ins, stats, st);
+    /* (a rank that failed before runs nothing: agree_on empties out) */
+    rf_run_result res = im->failed ? RF_RUN_FAILED : in->run(in, p, k, inner_outs, inner_ins, stats, st);
     /* declined on some rank: the members, on every rank (they overwrite
      * whatever the group wrote; its inputs are as they were) */
-    char err[256];
     uint64_t declined = res == RF_RUN_MEMBERS;
-    im->collectives++;
-    if (!im->comm->allreduce_u64(im->comm, &declined, 1, RF_COMM_MAX, err, sizeof err))
-        comm_failed(im, err);
+    control_allreduce(im, &declined, 1, RF_COMM_MAX);
     if (declined)
         return RF_RUN_MEMBERS;
-    if (!agree(im, res == RF_RUN_DONE, st))
+    if (!agree_on(be, k, outs, 1, res == RF_RUN_DONE, st))
         return RF_RUN_FAILED;
+    out->rows_known = false;
     if (rows.kind == PLACE_HASH || rows.kind == PLACE_REPLICATED) {
         out->d = rows;
     } else {
@@ -930,6 +1050,11 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
     in->time_kernels = be->time_kernels;
     if (im->solo)
         return solo_run(im, p, k, outs, ins, stats, st);
+    im->kernel_seq++;
+    if (im->fail_agreed) {   /* the ranks know of a failure: the run ends with it */
+        *st = im->fail_st;
+        return RF_RUN_FAILED;
+    }
     if (k->op == RF_K_FUSED)
         return run_set_gather(be, p, k, outs, ins, stats, st);
     int nin = k->op == RF_K_MULTIJOIN ? k->mj->nin : 2, nout = 1;
@@ -1055,7 +1180,9 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
     for (int i = 0; i < nin; i++)
         inner_ins[i] = ins[i] ? ins[i]->inner : NULL;
     bool ok;
-    if (root_only && im->comm->rank != 0) {
+    if (im->failed) {
+        ok = false;   /* a rank that failed before runs nothing (agree_on empties the outputs) */
+    } else if (root_only && im->comm->rank != 0) {
         ok = set_empty(in, outs[0], st);
     } else {
         rf_run_result res = in->run(in, p, k, inner_outs, inner_ins, stats, st);
@@ -1065,19 +1192,23 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
     }
     if (ok && shift)
         ok = shift_rowids(im, k, outs[0], offset, st);
-    if (!agree(im, ok, st))
+    if (!agree_on(be, k, outs, nout, ok, st))
         return RF_RUN_FAILED;
-    for (int i = 0; i < nout; i++)
+    for (int i = 0; i < nout; i++) {
         outs[i]->d = out;
+        outs[i]->rows_known = false;
+    }
     return RF_RUN_DONE;
 }
 
 /* The outputs to rank 0, in the order given (the same on every rank). */
-static void dist_outputs_ready(rf_backend *be, rf_dvar *const *vars, int n)
+static bool dist_outputs_ready(rf_backend *be, rf_dvar *const *vars, int n, rf_status *st)
 {
     dist_impl *im = be->impl;
     if (im->solo)   /* already whole on rank 0 */
-        return;
+        return true;
+    if (!settled_ok(im, st))   /* a kernel failed somewhere: its message is the run's */
+        return false;
     for (int i = 0; i < n; i++)
         if (vars[i] && !vars[i]->gathered) {
             move_var(be, vars[i], TO_ROOT, 0);
@@ -1086,6 +1217,7 @@ static void dist_outputs_ready(rf_backend *be, rf_dvar *const *vars, int n)
     /* Rank 0 alone works from here on (writing, --count's hash) */
     if (im->comm->rank == 0 && im->output_threads >= 0)
         rf_prims_set_threads(im->output_threads);
+    return true;
 }
 
 void rf_backend_dist_set_output_threads(rf_backend *be, int threads)
@@ -1110,8 +1242,9 @@ static void dist_print_stats(rf_backend *be, FILE *f)
 {
     dist_impl *im = be->impl;
     fprintf(f, "  distributed: %d ranks over %s; rank %d moved %zu relations in %.3f s, sent %zu rows (%.1f MB), "
-            "%zu collective calls\n", im->comm->size, im->comm->name, im->comm->rank, im->exchanges,
-            im->move_seconds, im->rows_sent, (double)im->words_sent * 8 / 1e6, im->collectives);
+            "%zu collective calls (%.3f s in counts and agreements)\n", im->comm->size, im->comm->name,
+            im->comm->rank, im->exchanges, im->move_seconds, im->rows_sent, (double)im->words_sent * 8 / 1e6,
+            im->collectives, im->control_seconds);
     if (im->sets_left)
         fprintf(f, "  distributed: %zu sets left where they were made (every reader deduplicates again)\n",
                 im->sets_left);
@@ -1235,6 +1368,8 @@ rf_backend *rf_backend_dist_new(rf_backend *inner, rf_comm *comm)
     im->replicate_rows = rep && *rep ? (size_t)strtoull(rep, NULL, 10) : DIST_REPLICATE_ROWS_DEFAULT;
     const char *stay = getenv("RF_DIST_SETS_STAY");
     im->sets_stay = !(stay && strcmp(stay, "0") == 0);
+    const char *agree = getenv("RF_DIST_AGREE");
+    im->agree_each = agree && strcmp(agree, "kernel") == 0;
     rf_table_init(&im->away, 0);
     rf_table_init(&im->before, 0);
     rf_table_init(&im->after, 0);
@@ -1243,6 +1378,7 @@ rf_backend *rf_backend_dist_new(rf_backend *inner, rf_comm *comm)
     be->var_new = dist_var_new;
     be->var_free = dist_var_free;
     be->var_rows = dist_var_rows;
+    be->var_rows_here = dist_var_rows_here;
     be->upload = dist_upload;
     be->download = dist_download;
     be->run = dist_run;

@@ -210,13 +210,9 @@ static rf_dvar *ensure_var(rt *r, int v, rf_status *st)
     return r->dv[v];
 }
 
-/* Gives an error that has no place yet (a message without "FILE:LINE:")
- * the place it comes from: `where` becomes its location, `note` a second
- * line. Messages that already carry a location (a bad row of a fact file)
- * are kept as they are. */
-static void locate_error(rf_status *st, const char *where, const char *note)
+void rf_status_locate(rf_status *st, const char *where, const char *note)
 {
-    if (!st->code || strstr(st->message, ": error: "))
+    if (!st->code || st->placed || strstr(st->message, ": error: "))
         return;
     char *msg;
     if (where && note)
@@ -232,6 +228,7 @@ static void locate_error(rf_status *st, const char *where, const char *note)
         n = sizeof st->message - 1;
     memcpy(st->message, msg, n);
     st->message[n] = '\0';
+    st->placed = true;
     free(msg);
 }
 
@@ -308,11 +305,11 @@ static bool load_columns(rt *r, int v, const bool *needed, size_t *rows_read, rf
     *rows_read = t.nrows;
     if (!ok && option) {
         char *note = rf_sprintf("from --input %s=%s", option->pred, option->path);
-        locate_error(st, NULL, note);
+        rf_status_locate(st, NULL, note);
         free(note);
     } else if (!ok) {
         char *note = rf_sprintf("the @input file of '%s'", var_label(hv));
-        locate_error(st, hv->input_where, note);
+        rf_status_locate(st, hv->input_where, note);
         free(note);
     }
     if (ok && r->be->upload_unsorted) {
@@ -449,7 +446,7 @@ static bool run_compute_whole(rt *r, const rf_kernel *k, rf_kernel_stats *s, rf_
     if (res == RF_RUN_FAILED || k->op != RF_K_FUSED) {
         if (res != RF_RUN_FAILED)
             rf_fail(st, RF_EXIT_RUNTIME_ERROR, "backend %s: %s kernel not run", r->be->name, rf_kop_name(k->op));
-        locate_error(st, k->origin.where, k->origin.what ? k->origin.what : k->comment);
+        rf_status_locate(st, k->origin.where, k->origin.what ? k->origin.what : k->comment);
         return false;
     }
     return run_members(r, k, s, st);
@@ -968,6 +965,14 @@ static void trace_kernel(rt *r, const rf_kernel *k, const rf_kernel_stats *s, do
     free(title);
 }
 
+/* A variable's rows for --stats: this process's part (no collective in a
+ * distributed run, where a count of all the parts would also wait for
+ * every rank's device to finish what it was given). */
+static size_t rows_here(rt *r, const rf_dvar *v)
+{
+    return r->be->var_rows_here ? r->be->var_rows_here(r->be, v) : r->be->var_rows(r->be, v);
+}
+
 /* Runs k; next: the kernel after it in its block, or NULL (then the
  * block's test reads conds[0..nconds-1]). */
 static bool run_kernel(rt *r, const rf_kernel *k, const rf_kernel *next, const int *conds, int nconds, kstat *ks,
@@ -985,14 +990,14 @@ static bool run_kernel(rt *r, const rf_kernel *k, const rf_kernel *next, const i
     r->info.kernels_run++;
     if (k->op == RF_K_CHECK_KEYS) {
         if (!run_check_keys(r, k, &s, st)) {
-            locate_error(st, k->origin.where, k->origin.what);
+            rf_status_locate(st, k->origin.where, k->origin.what);
             return false;
         }
     } else if (k->op == RF_K_LOAD) {
         if (!run_load(r, k->out, st))
             return false;
         touch(r, k->out);
-        s.rows_out = r->be->var_rows(r->be, r->dv[k->out]);
+        s.rows_out = rows_here(r, r->dv[k->out]);
     } else if (k->op == RF_K_COPY && k->in[0] != k->out && kernel_frees(k, k->in[0]) &&
                !r->keep[k->in[0]]) {
         /* The source dies here: hand its storage over instead of copying
@@ -1015,7 +1020,7 @@ static bool run_kernel(rt *r, const rf_kernel *k, const rf_kernel *next, const i
             r->be->var_free(r->be, r->dv[k->out]);
         r->dv[k->out] = r->dv[k->in[0]];
         r->dv[k->in[0]] = NULL;
-        s.rows_in[0] = s.rows_out = r->be->var_rows(r->be, r->dv[k->out]);
+        s.rows_in[0] = s.rows_out = rows_here(r, r->dv[k->out]);
         r->info.copies_moved++;
     } else if (!run_compute(r, k, &s, st)) {
         return false;
@@ -1953,15 +1958,13 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
             rf_dvar **dvs = rf_calloc((size_t)nouts + 1, sizeof *dvs);
             for (int i = 0; i < nouts; i++)
                 dvs[i] = r.dv[outs[i]];
-            r.be->outputs_ready(r.be, dvs, nouts);
+            ok = r.be->outputs_ready(r.be, dvs, nouts, st);
             free(dvs);
         }
         double w0 = rf_now();
-        if (opt->discard_outputs)
-            ok = true;
-        else if (opt->result_callback)
+        if (ok && opt->result_callback && !opt->discard_outputs)
             ok = give_results(&r, outs, nouts, st);
-        else
+        else if (ok && !opt->discard_outputs)
             ok = opt->nsinks > 0 && !opt->count_only ? write_sinks(&r, outs, nouts, st)
                                                      : write_outputs(&r, outs, nouts, st);
         r.output_seconds = rf_now() - w0;

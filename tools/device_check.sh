@@ -24,9 +24,10 @@
 #                  and p2p-Gnutella31 (the graphs that once ran out of memory)
 #     union        the GPU union's windows against whole searches (RF_TEST_UNION_WINDOWS=off),
 #                  taking turns: SG usroads, SG SF.cedge, TC usroads, TC cal.cedge (--stats)
-#     gpus2        (a machine of two GPUs) tests/dist/run_gpus.sh, then SG on usroads and
-#                  fe_body (and p2p-Gnutella31 where the cards hold it) on two GPUs with
-#                  sets left in place and moved (RF_DIST_SETS_STAY=0), and on one
+#     gpus2        (a machine of two GPUs) tests/dist/run_gpus.sh, then SG on usroads,
+#                  fe_body and p2p-Gnutella31 (where the cards hold it) and TC on usroads and
+#                  p2p-Gnutella31, two rounds: on two GPUs agreeing on failures late (the
+#                  default) and after every kernel (RF_DIST_AGREE=kernel), and on one
 # Keep each call under the tool's 600 s: tests ~130 s, patterns ~100 s,
 # tpch10 ~20 s a query (plus ~45 s for the data once), recursion ~50 s.
 set -uo pipefail
@@ -132,15 +133,20 @@ for step in "$@"; do
     gpus2)
       timeout 300 bash tests/dist/run_gpus.sh "$rf" >"$logs/run_gpus.txt" 2>&1
       note "run_gpus (rc $?): $(tail -1 "$logs/run_gpus.txt")"
-      for g in usroads fe_body p2p-Gnutella31; do
-        for v in stay move one; do
-          case $v in stay) a="--gpus 2" e=1 ;; move) a="--gpus 2" e=0 ;; one) a="--backend=gpu" e=1 ;; esac
-          f="$logs/gpus2-$g-$v.txt"
-          # shellcheck disable=SC2086
-          RF_DIST_SETS_STAY=$e "$rf" run programs/same_generation.lql --input edge=".data/graphs/$g.tsv" --count \
-            --stats $a >"$f" 2>&1
-          note "sg $g $v: $(grep -o 'hash [0-9a-f]*' "$f") $(grep -o 'query [0-9.]* s' "$f")" \
-            "$(grep -o 'moved.*MB)' "$f") $(grep -o 'error:.*' "$f" | head -c 160)"
+      # two rounds, the variants taking turns: two GPUs agreeing on failures late
+      # (the default) and after every kernel (RF_DIST_AGREE=kernel), and one GPU
+      for round in 1 2; do
+        for q in sg:usroads sg:fe_body sg:p2p-Gnutella31 tc:usroads tc:p2p-Gnutella31; do
+          g=${q#*:} prog=programs/same_generation.lql
+          [ "${q%%:*}" = tc ] && prog=programs/tc.lql
+          for v in late each one; do
+            case $v in late) a="--gpus 2" e= ;; each) a="--gpus 2" e=kernel ;; one) a="--backend=gpu" e= ;; esac
+            f="$logs/gpus2-${q/:/-}-$v-$round.txt"
+            # shellcheck disable=SC2086
+            RF_DIST_AGREE=$e "$rf" run $prog --input edge=".data/graphs/$g.tsv" --count --stats $a >"$f" 2>&1
+            note "$q $v $round: $(grep -o 'hash [0-9a-f]*' "$f") $(grep -o 'query [0-9.]* s' "$f")" \
+              "$(grep -o '[0-9]* collective calls ([0-9.]* s' "$f") $(grep -o 'error:.*' "$f" | head -c 160)"
+          done
         done
       done
       ;;

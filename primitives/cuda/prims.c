@@ -29,6 +29,18 @@ static int rf_code_as_column_(const rf_code *c)
 static bool stage_init(rf_cuda_ctx *c, rf_status *st); /* pinned staging buffers, below */
 static void stage_free(rf_cuda_ctx *c);
 
+bool rf_cuda_pci_bus_id(int device, char *buf, size_t len)
+{
+    if (len < 2 || len > 64 || cudaDeviceGetPCIBusId(buf, (int)len, device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+    }
+    for (char *p = buf; *p; p++)
+        if (*p >= 'A' && *p <= 'F')
+            *p = (char)(*p - 'A' + 'a');
+    return true;
+}
+
 int rf_cuda_device_count(void)
 {
     int n = 0;

@@ -43,6 +43,9 @@ typedef struct rf_drel {
 
 /* Number of usable CUDA devices; 0 when there is none or no driver. */
 int rf_cuda_device_count(void);
+/* The PCI bus id of device `device` ("0000:1b:00.0", lower case) into
+ * buf; false when there is none. */
+bool rf_cuda_pci_bus_id(int device, char *buf, size_t len);
 /* Context on device `device`: a stream, the memory pool, scratch space. */
 rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st);
 void rf_cuda_ctx_free(rf_cuda_ctx *c);

@@ -2,8 +2,10 @@
  * (primitives/cuda). Relations stay in device memory from upload to
  * download; every kernel of the Harmony IR is one library call, timed with
  * device events. */
+#define _GNU_SOURCE /* sched_setaffinity, CPU_SET: bind_near_device */
 #include "../backend.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +119,7 @@ typedef struct set_history {
 
 typedef struct gpu_impl {
     rf_cuda_ctx *ctx;
+    char bound[320];         /* bind_near_device's note ("" when it did nothing) */
     int dense_mode;          /* 0 off, 1 auto, 2 always */
     double dense_dup_ratio;  /* auto: a set gather whose JOIN made this many rows per
                                 distinct row last time goes into a dense set (RF_CUDA_SET_DUP; 0: never) */
@@ -2197,6 +2200,8 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
             io.init_seconds, io.upload_bytes / 1e6, io.upload_seconds,
             io.upload_seconds > 0 ? io.upload_bytes / io.upload_seconds / 1e9 : 0.0, io.download_bytes / 1e6,
             io.download_seconds, io.download_seconds > 0 ? io.download_bytes / io.download_seconds / 1e9 : 0.0);
+    if (impl_of(be)->bound[0])
+        fprintf(f, "  gpu: %s\n", impl_of(be)->bound);
     fprintf(f, "  gpu: %zu pool allocations, %zu host waits; peak device memory %.1f MiB\n", io.allocs, io.syncs,
             (double)rf_cuda_bytes_peak(ctx) / (1024.0 * 1024.0));
     size_t nmerge = 0, nhash = 0;
@@ -2759,6 +2764,70 @@ static void gpu_destroy(rf_backend *be)
     free(be);
 }
 
+/* The CPUs next to CUDA device `device` (its PCIe root's NUMA node:
+ * /sys/bus/pci/devices/BUS/local_cpulist, "0-15,32-47") into list; *bus
+ * gets the device's bus id. False where the system does not say. */
+static bool device_cpulist(int device, char *list, size_t cap, char *bus, size_t bus_cap)
+{
+    char path[160];
+    if (!rf_cuda_pci_bus_id(device, bus, bus_cap))
+        return false;
+    snprintf(path, sizeof path, "/sys/bus/pci/devices/%s/local_cpulist", bus);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    bool got = fgets(list, (int)cap, f) != NULL;
+    fclose(f);
+    list[strcspn(list, "\n")] = '\0';
+    return got && list[0];
+}
+
+/* A rank of `redfox run --gpus N` (RF_NCCL_RANK set) keeps its threads on
+ * the CPUs next to its device, so that its launches, host waits and
+ * pinned copies do not cross between sockets, when no other rank's device
+ * hangs off the same node (ranks sharing one would share its cores: each
+ * rank's thread pool is sized for its share of all of them). Threads made
+ * later (the pool, the pool's prime, the downloads' helpers) inherit it;
+ * those the first CUDA call made keep theirs. RF_GPU_BIND=0: off. One
+ * process alone keeps every core. Writes what it did into note. */
+static void bind_near_device(int device, char *note, size_t cap)
+{
+    note[0] = '\0';
+    const char *env = getenv("RF_GPU_BIND"), *rank_s = getenv("RF_NCCL_RANK"), *size_s = getenv("RF_NCCL_SIZE");
+    if (!rank_s || !size_s || (env && strcmp(env, "0") == 0))
+        return;
+    int rank = atoi(rank_s), size = atoi(size_s);
+    char list[512], other[512], bus[64], other_bus[64];
+    if (size < 2 || !device_cpulist(device, list, sizeof list, bus, sizeof bus))
+        return;
+    for (int q = 0; q < size; q++)   /* the ranks' devices are device - rank + q */
+        if (q != rank && device_cpulist(device - rank + q, other, sizeof other, other_bus, sizeof other_bus) &&
+            strcmp(other, list) == 0) {
+            snprintf(note, cap, "threads not bound: devices %d and %d hang off the same CPUs (%.160s)", device,
+                     device - rank + q, list);
+            return;
+        }
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    int ncpus = 0;
+    for (char *p = list; *p;) {
+        char *end;
+        long lo = strtol(p, &end, 10), hi = lo;
+        if (end == p)
+            return;
+        if (*end == '-')
+            hi = strtol(end + 1, &end, 10);
+        if (*end && *end != ',')
+            return;
+        for (long c = lo; c >= 0 && c <= hi && c < CPU_SETSIZE; c++, ncpus++)
+            CPU_SET((int)c, &set);
+        p = *end == ',' ? end + 1 : end;
+    }
+    if (ncpus == 0 || sched_setaffinity(0, sizeof set, &set) != 0)
+        return;
+    snprintf(note, cap, "threads on CPUs %.160s (%d, next to device %d at %.32s)", list, ncpus, device, bus);
+}
+
 rf_backend *rf_backend_gpu_new(rf_status *st)
 {
     if (rf_cuda_device_count() <= 0) {
@@ -2769,6 +2838,8 @@ rf_backend *rf_backend_gpu_new(rf_status *st)
      * its own; default 0). */
     const char *dev_env = getenv("RF_CUDA_DEVICE");
     int device = dev_env && *dev_env ? atoi(dev_env) : 0;
+    char bound[320];
+    bind_near_device(device, bound, sizeof bound);
     rf_cuda_ctx *ctx = rf_cuda_ctx_new(device, st);
     if (!ctx)
         return NULL;
@@ -2784,6 +2855,7 @@ rf_backend *rf_backend_gpu_new(rf_status *st)
     rf_backend *be = rf_calloc(1, sizeof *be);
     gpu_impl *g = rf_calloc(1, sizeof *g);
     g->ctx = ctx;
+    snprintf(g->bound, sizeof g->bound, "%s", bound);
     g->codegen = codegen;
     /* Fused groups run as generated kernels unless RF_CUDA_FUSE_CODEGEN=0
      * (then as the library's kernels: for comparison). */

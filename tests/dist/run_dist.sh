@@ -87,6 +87,17 @@ diff -r "$work/s" "$work/d" >/dev/null || note "--output files differ from one p
 timeout 60 $mpi "$redfox" run tc.lql --output /proc/no/such/dir >/dev/null 2>"$work/err"
 rc=$?
 [ $rc = 2 ] && [ "$(grep -c 'error:' "$work/err")" = 1 ] || note "unwritable --output: exit $rc, $(cat "$work/err")"
+# A fault on one rank in the middle of a loop: the ranks agree on it late
+# (at the loop's count), and the run ends with one process's message, exit
+# and no output; RF_DIST_AGREE=kernel agrees after every kernel instead.
+"$redfox" run "$here/loop_fault.lql" >"$work/one.out" 2>"$work/one.err"
+want_rc=$?
+for agree in "" kernel; do
+  RF_DIST_AGREE=$agree timeout 60 $mpi "$redfox" run "$here/loop_fault.lql" >"$work/out" 2>"$work/err"
+  rc=$?
+  [ $rc = $want_rc ] && [ $rc = 2 ] && cmp -s "$work/one.err" "$work/err" && [ ! -s "$work/out" ] ||
+    note "loop fault (RF_DIST_AGREE=$agree): exit $rc (one process $want_rc), $(cat "$work/err")"
+done
 # --distribute without a launcher: one rank, the same answers.
 "$redfox" run tc.lql --distribute --count >"$work/one" 2>&1 || note "--distribute alone exited $?"
 "$redfox" run tc.lql --count >"$work/plain" 2>&1

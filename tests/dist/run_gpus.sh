@@ -34,5 +34,19 @@ python3 "$here/dist_diff.py" --redfox "$redfox" --mpirun '' --dist-arg=--gpus --
   fail=1
 python3 "$here/dist_diff.py" --redfox "$redfox" --mpirun '' --dist-arg=--gpus --dist-arg=2 --lang biz --count 8 \
   --seed 31 || fail=1
+# A fault on one rank in the middle of a loop, agreed on late and after
+# every kernel: one process's message, byte for byte, and its exit.
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+"$redfox" run "$here/loop_fault.lql" --backend=gpu >/dev/null 2>"$work/one.err"
+want_rc=$?
+for agree in "" kernel; do
+  RF_DIST_AGREE=$agree timeout 120 "$redfox" run "$here/loop_fault.lql" --gpus 2 >"$work/out" 2>"$work/err"
+  rc=$?
+  if ! { [ $rc = $want_rc ] && [ $rc = 2 ] && cmp -s "$work/one.err" "$work/err" && [ ! -s "$work/out" ]; }; then
+    echo "FAIL: loop fault on 2 GPUs (RF_DIST_AGREE=$agree): exit $rc (one GPU $want_rc), $(cat "$work/err")"
+    fail=1
+  fi
+done
 if [ $fail = 0 ]; then echo "--gpus 2: all passed"; fi
 exit $fail
