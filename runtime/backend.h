@@ -100,6 +100,11 @@ struct rf_backend {
     /* Optional (NULL: nothing): told of the program before its first kernel
      * runs (the GPU backend compiles its generated kernels meanwhile). */
     void (*program_begins)(rf_backend *be, const rf_hprogram *p);
+    /* Optional (NULL: nothing): called after the last LOAD of a run of
+     * them, its time counted as loading. The distribution layer waits
+     * there for its communicator (NCCL opens on a thread of its own while
+     * the inputs are read), so that the query's time is the query's. */
+    void (*inputs_loaded)(rf_backend *be);
     /* Optional (NULL: nothing): told which program variable a new v
      * stands for, right after var_new (the distribution layer hashes and
      * sends string columns by their text, and merges the parts of sorted

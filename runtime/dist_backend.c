@@ -105,6 +105,7 @@ typedef struct dist_impl {
     rf_status fail_st;
     bool fail_agreed;       /* every rank knows: fail_st is the run's error */
     double control_seconds; /* counts and agreements (--stats) */
+    bool connected;         /* dist_inputs_loaded waited for the communicator */
     /* Kept from move to move (grown only), so that a loop's exchanges do
      * not fault in fresh pages every iteration: the rows leaving this
      * rank, their ranks, the words sent and received, the rows arriving. */
@@ -705,6 +706,18 @@ static size_t dist_var_rows_here(rf_backend *be, const rf_dvar *v)
 {
     dist_impl *im = be->impl;
     return v ? im->inner->var_rows(im->inner, v->inner) : 0;
+}
+
+/* The inputs are read: the communicator is made ready now (a first
+ * collective waits for it), so that the wait counts as loading. */
+static void dist_inputs_loaded(rf_backend *be)
+{
+    dist_impl *im = be->impl;
+    if (im->solo || im->connected)
+        return;
+    uint64_t none = 0;
+    control_allreduce(im, &none, 1, RF_COMM_SUM);
+    im->connected = true;
 }
 
 /* Every rank has read the same input, whole: each keeps its hash part
@@ -1379,6 +1392,7 @@ rf_backend *rf_backend_dist_new(rf_backend *inner, rf_comm *comm)
     be->var_free = dist_var_free;
     be->var_rows = dist_var_rows;
     be->var_rows_here = dist_var_rows_here;
+    be->inputs_loaded = dist_inputs_loaded;
     be->upload = dist_upload;
     be->download = dist_download;
     be->run = dist_run;

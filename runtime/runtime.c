@@ -998,6 +998,8 @@ static bool run_kernel(rt *r, const rf_kernel *k, const rf_kernel *next, const i
             return false;
         touch(r, k->out);
         s.rows_out = rows_here(r, r->dv[k->out]);
+        if (r->be->inputs_loaded && (!next || next->op != RF_K_LOAD))
+            r->be->inputs_loaded(r->be);
     } else if (k->op == RF_K_COPY && k->in[0] != k->out && kernel_frees(k, k->in[0]) &&
                !r->keep[k->in[0]]) {
         /* The source dies here: hand its storage over instead of copying
