@@ -513,6 +513,10 @@ cudaError_t rf_k_dset_group_counts(cudaStream_t s, const uint64_t *words, const 
                                    uint64_t *counts);
 cudaError_t rf_k_dset_expand(cudaStream_t s, const uint64_t *words, const uint64_t *minus, size_t nwords,
                              const uint64_t *pos, rf_dframe f, int nout, const int *src_host, rf_wcols out);
+/* dst[w] |= src[i * nwords + w] for i < n; *counter += bits set in dst
+ * after (the caller zeroes it). */
+cudaError_t rf_k_dset_or(cudaStream_t s, uint64_t *dst, const uint64_t *src, int n, size_t nwords,
+                         uint64_t *counter);
 /* mm[j] min and mm[ncols + j] max of column j, folded into what mm holds. */
 cudaError_t rf_k_col_minmax(cudaStream_t s, rf_cols c, int ncols, size_t n, uint64_t *mm);
 

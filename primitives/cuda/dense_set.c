@@ -404,6 +404,26 @@ bool rf_dset_difference_sets(rf_cuda_ctx *c, const rf_dset *a, const rf_dset *b,
     return expand_bits(c, a, a->words, b->words, a->nrows ? SIZE_MAX : 0, 0, NULL, out, what, st);
 }
 
+bool rf_dset_or_words(rf_cuda_ctx *c, rf_dset *s, const uint64_t *words, int n, rf_status *st)
+{
+    if (n <= 0 || s->nwords == 0)
+        return true;
+    uint64_t *ctr = rf_cuda_alloc(c, 8, "dense-set counters", st);
+    if (!ctr)
+        return false;
+    uint64_t bits = 0;
+    CK(cudaMemsetAsync(ctr, 0, 8, c->stream), "dense-set union of parts");
+    CK(rf_k_dset_or(c->stream, s->words, words, n, s->nwords, ctr), "dense-set union of parts");
+    if (!rf_cuda_read_back(c, ctr, &bits, 8, st))
+        goto fail;
+    rf_cuda_free(c, ctr, 8);
+    s->nrows = (size_t)bits;
+    return true;
+fail:
+    rf_cuda_free(c, ctr, 8);
+    return false;
+}
+
 bool rf_dset_copy(rf_cuda_ctx *c, const rf_dset *s, rf_dset *out, const char *what, rf_status *st)
 {
     rf_dset res = *s;

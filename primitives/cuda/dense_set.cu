@@ -120,6 +120,25 @@ __global__ void k_dset_expand(const ull *words, const ull *minus, uint64_t nword
     }
 }
 
+// dst[w] |= src[i * nwords + w] for every i < n (sets in one frame: the
+// parts of a relation gathered from other ranks); counter += bits set in
+// the result.
+__global__ void k_dset_or(ull *dst, const ull *src, int n, uint64_t nwords, ull *counter)
+{
+    ull bits = 0;
+    RF_GRID_LOOP(w, nwords)
+    {
+        ull x = dst[w];
+        for (int i = 0; i < n; i++)
+            x |= src[(uint64_t)i * nwords + w];
+        dst[w] = x;
+        bits += (ull)__popcll(x);
+    }
+    bits = warp_sum(bits);
+    if ((threadIdx.x & 31) == 0 && bits)
+        atomicAdd(counter, bits);
+}
+
 // mm[j] = min, mm[ncols + j] = max of column j (the caller initialises
 // them to ~0 and 0).
 __global__ void k_col_minmax(rf_cols c, int ncols, uint64_t n, ull *mm)
@@ -186,6 +205,12 @@ cudaError_t rf_k_dset_expand(cudaStream_t s, const uint64_t *words, const uint64
         src.c[p] = src_host ? src_host[p] : p;
     size_t ng = rf_dset_groups(nwords);
     LAUNCH(k_dset_expand, ng, s, (const ull *)words, (const ull *)minus, nwords, ng, pos, f, src, out);
+}
+
+cudaError_t rf_k_dset_or(cudaStream_t s, uint64_t *dst, const uint64_t *src, int n, size_t nwords,
+                         uint64_t *counter)
+{
+    LAUNCH(k_dset_or, nwords, s, (ull *)dst, (const ull *)src, n, nwords, (ull *)counter);
 }
 
 cudaError_t rf_k_col_minmax(cudaStream_t s, rf_cols c, int ncols, size_t n, uint64_t *mm)

@@ -297,6 +297,10 @@ bool rf_dset_same_frame(const rf_dset *a, const rf_dset *b);
  * bitmaps, no third one. */
 bool rf_dset_difference_sets(rf_cuda_ctx *c, const rf_dset *a, const rf_dset *b, rf_drel *out, const char *what,
                              rf_status *st);
+/* s's bitmap ORed with n others of its frame, each s->nwords words, one
+ * after the other in `words` (device memory: the parts of a relation
+ * gathered from other ranks); s->nrows recounted. */
+bool rf_dset_or_words(rf_cuda_ctx *c, rf_dset *s, const uint64_t *words, int n, rf_status *st);
 /* out := a copy of s. */
 bool rf_dset_copy(rf_cuda_ctx *c, const rf_dset *s, rf_dset *out, const char *what, rf_status *st);
 /* The frame of the set that a join's output would fill (rf_cuda_join_to_set):

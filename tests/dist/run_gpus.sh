@@ -48,5 +48,25 @@ for agree in "" kernel; do
     fail=1
   fi
 done
+# An answer held as a dense set on both ranks goes to rank 0 as bitmaps
+# (backend_gpu.c move_set_as_bitmap): forced with every set a dense set,
+# checked against one GPU's hash, and that the path ran.
+python3 -c 'import random
+r = random.Random(7)
+for _ in range(3000): print(r.randrange(600), r.randrange(600), sep="\t")' >"$work/g.tsv"
+RF_CUDA_DENSE=always python3 "$tests/golden/run_golden.py" --redfox "$redfox" --extra-arg=--gpus --extra-arg=2 \
+  tc same_generation recursion even_odd points_to | tail -n 8 || fail=1
+for prog in tc same_generation; do
+  want=$("$redfox" run "$tests/../programs/$prog.lql" --input edge="$work/g.tsv" --count --backend=gpu 2>/dev/null |
+         grep -o 'hash [0-9a-f]*')
+  got=$(RF_CUDA_DENSE=always "$redfox" run "$tests/../programs/$prog.lql" --input edge="$work/g.tsv" --count \
+        --stats --gpus 2 2>"$work/err" | grep -o 'hash [0-9a-f]*')
+  if [ -z "$want" ] || [ "$want" != "$got" ] || ! grep -q '[1-9][0-9]* gathered to rank 0 as bitmaps' "$work/err"; then
+    echo "FAIL: $prog gathered as bitmaps on 2 GPUs: '$got' against one GPU's '$want'"
+    grep 'dense sets' "$work/err"
+    fail=1
+  fi
+done
+
 if [ $fail = 0 ]; then echo "--gpus 2: all passed"; fi
 exit $fail
