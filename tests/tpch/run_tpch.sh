@@ -3,8 +3,10 @@
 # and compares the answers with DuckDB's on the same data.
 #
 #   tests/tpch/run_tpch.sh REDFOX SF [--backend cpu|gpu] [--queries 1,3,..] [--no-fuse]
-#                          [--run-arg=ARG ...]
+#                          [--run-arg=ARG ...] [--launcher='mpirun -np 3 ...']
 #
+# --launcher's words come before every `REDFOX run` (a distributed run:
+# the answers, gathered on rank 0, must be the same).
 # 1. the venv of the TPC-H tools (tools/tpch_env.sh; PyPI on first use),
 # 2. the data at scale factor SF (tools/tpch_data.sh SF -> .data/tpch/sfSF/),
 # 3. DuckDB's reference answers (tools/tpch_reference.py -> .data/tpch/ref-sfSF/,
@@ -23,6 +25,7 @@ export LC_ALL=C
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 usage() {
   echo "usage: tests/tpch/run_tpch.sh REDFOX SF [--backend cpu|gpu] [--queries 1,3,..] [--no-fuse] [--run-arg=ARG ...]" >&2
+  echo "       [--launcher='mpirun -np 3']" >&2
   exit 64
 }
 [ $# -ge 2 ] || usage
@@ -31,6 +34,7 @@ sf_arg="$2"
 shift 2
 backend=()
 queries=""
+launcher=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --backend) [ $# -ge 2 ] || usage; backend=("--backend=$2"); shift 2 ;;
@@ -39,6 +43,7 @@ while [ $# -gt 0 ]; do
     --queries=*) queries="${1#--queries=}"; shift ;;
     --no-fuse) backend+=("--no-fuse"); shift ;;
     --run-arg=*) backend+=("${1#--run-arg=}"); shift ;;   # passed to every `redfox run`
+    --launcher=*) read -r -a launcher <<< "${1#--launcher=}"; shift ;;   # words before every `redfox run`
     *) usage ;;
   esac
 done
@@ -134,7 +139,7 @@ for q in "${nums[@]}"; do
   done < <(grep -oE "^($tables)\(" "$prog" | tr -d '(' | sort -u)
   t0="$(date +%s.%N)"
   status=0
-  timeout "$timeout_s" "$redfox" run "$prog" "${inputs[@]}" "${backend[@]}" \
+  timeout "$timeout_s" ${launcher[@]+"${launcher[@]}"} "$redfox" run "$prog" "${inputs[@]}" "${backend[@]}" \
     --output "$tmp/q$q" >"$tmp/q$q.stdout" 2>"$tmp/q$q.stderr" || status=$?
   dt="$(elapsed "$t0")"
   if [ "$status" = 0 ] && [ -f "$tmp/q$q/q$q.tsv" ]; then
@@ -152,7 +157,7 @@ for q in "${nums[@]}"; do
     head -n 20 "$tmp/q$q.stderr" | sed 's/^/    /'
   fi
 done
-echo "tpch: SF $sf${backend:+ ${backend[*]}}: setup $t_setup s, queries $(elapsed "$t_queries") s," \
+echo "tpch: SF $sf${launcher:+ under ${launcher[*]}}${backend:+ ${backend[*]}}: setup $t_setup s, queries $(elapsed "$t_queries") s," \
      "total $(elapsed "$t_start") s; $run_failed of ${#nums[@]} queries did not run"
 
 # 5. Compare (its last line: N passed, M failed).
