@@ -543,14 +543,68 @@ static double var_bytes_of(rt *r, int v)
     return v < 0 ? 0.0 : (double)var_rows_of(r, v) * (double)r->p->vars[v].arity * 8.0;
 }
 
-static void append_table(rf_table *to, const rf_table *t)
+/* The parts' outputs, held apart while the parts run and copied into one
+ * table at the end, every (part, column) copy a task of its own: appended
+ * one by one, the table grew by reallocation, copying what it held each
+ * time (a tenth of an out-of-core TC's time on the CPU backend). */
+typedef struct part_outputs {
+    rf_table *t;
+    size_t n, cap;
+    rf_table *into;
+    size_t *at;              /* [n]: each part's first row in `into` */
+} part_outputs;
+
+static void part_outputs_push(part_outputs *po, rf_table *t)
 {
-    if (!t->nrows)
+    if (!t->nrows) {
+        rf_table_free(t);
         return;
-    size_t at = to->nrows;
-    rf_table_resize(to, at + t->nrows);
-    for (int c = 0; c < t->arity; c++)
-        memcpy(to->cols[c] + at, t->cols[c], t->nrows * sizeof(rf_word));
+    }
+    if (po->n == po->cap) {
+        po->cap = po->cap ? 2 * po->cap : 16;
+        po->t = rf_realloc(po->t, po->cap * sizeof *po->t);
+    }
+    rf_table_init(&po->t[po->n], t->arity);
+    rf_table_move(&po->t[po->n++], t);
+    rf_table_free(t);   /* (a move leaves t empty, not freed) */
+}
+
+static void part_outputs_copy(void *ctx, int task)
+{
+    part_outputs *po = ctx;
+    int arity = po->into->arity;
+    size_t p = (size_t)task / (size_t)arity;
+    int c = task % arity;
+    memcpy(po->into->cols[c] + po->at[p], po->t[p].cols[c], po->t[p].nrows * sizeof(rf_word));
+    free(po->t[p].cols[c]);   /* each column once, by its own task */
+    po->t[p].cols[c] = NULL;
+}
+
+/* into (empty, of the outputs' arity) := the parts' outputs in order;
+ * po is emptied. */
+static void part_outputs_take(part_outputs *po, rf_table *into)
+{
+    if (po->n == 1) {
+        rf_table_move(into, &po->t[0]);
+        rf_table_free(&po->t[0]);
+    } else if (po->n > 1) {
+        po->at = rf_malloc(po->n * sizeof *po->at);
+        size_t rows = 0;
+        for (size_t p = 0; p < po->n; p++) {
+            po->at[p] = rows;
+            rows += po->t[p].nrows;
+        }
+        rf_table_resize(into, rows);
+        po->into = into;
+        if (into->arity > 0)
+            rf_par_for((int)(po->n * (size_t)into->arity), part_outputs_copy, po);
+        for (size_t p = 0; p < po->n; p++)
+            rf_table_free(&po->t[p]);
+        free(po->at);
+        po->at = NULL;
+    }
+    free(po->t);
+    *po = (part_outputs){0};
 }
 
 /* One part: a key range and each bounded input position's rows in it. */
@@ -705,6 +759,7 @@ static bool run_in_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_sta
     }
     rf_table *acc = rf_calloc(1, sizeof *acc);
     rf_table_init(acc, r->p->vars[out].arity);
+    part_outputs outs = {0};
     size_t ran = 0;
     double own_bytes = 0, whole_bytes = 0;
     for (int i = 0; i < sp.npos; i++)
@@ -739,11 +794,10 @@ static bool run_in_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_sta
             rf_table t;
             rf_table_init(&t, r->p->vars[out].arity);
             ok = r->be->download(r->be, r->dv[out], &t, st);
-            if (ok && !acc->nrows)
-                rf_table_move(acc, &t);   /* (the first part's rows need no copy) */
-            else if (ok)
-                append_table(acc, &t);
-            rf_table_free(&t);
+            if (ok)
+                part_outputs_push(&outs, &t);
+            else
+                rf_table_free(&t);
         }
         if (r->dv[out]) {
             r->be->var_free(r->be, r->dv[out]);
@@ -815,6 +869,7 @@ static bool run_in_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_sta
     }
     free(full);
     free(owned);
+    part_outputs_take(&outs, acc);
     if (!ok) {
         rf_table_free(acc);
         free(acc);
