@@ -792,14 +792,23 @@ static void keep_part(const rf_table *t, int nkeys, const rf_type *types, int si
     free(j.start);
 }
 
-static bool dist_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
+/* An upload's check, and the placement it gives: hashed on the first
+ * column. */
+static bool upload_begins(rf_dvar *v, const rf_table *t, rf_status *st)
 {
-    dist_impl *im = be->impl;
     if (t->arity != v->arity)
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "upload: arity %d into a variable of arity %d", t->arity,
                        v->arity);
     v->d = hashed(default_prefix(t->arity));
     v->rows_known = false;
+    return true;
+}
+
+static bool dist_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
+{
+    dist_impl *im = be->impl;
+    if (!upload_begins(v, t, st))
+        return false;
     if (im->solo)
         return im->inner->upload(im->inner, v->inner, t, st);
     rf_table part;
@@ -818,11 +827,8 @@ static bool dist_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status
 static bool dist_upload_unsorted(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
 {
     dist_impl *im = be->impl;
-    if (t->arity != v->arity)
-        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "upload: arity %d into a variable of arity %d", t->arity,
-                       v->arity);
-    v->d = hashed(default_prefix(t->arity));
-    v->rows_known = false;
+    if (!upload_begins(v, t, st))
+        return false;
     rf_table part;
     const rf_table *mine = t;
     bool owned = !im->solo;

@@ -16,25 +16,7 @@ set -uo pipefail
 redfox="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 tests="$(dirname "$here")"
-if ! command -v mpirun >/dev/null 2>&1; then
-  echo "skipped: mpirun not found (apt-get install openmpi-bin libopenmpi-dev)"
-  exit 77
-fi
-if [ ! -f "$(dirname "$redfox")/librf_comm_mpi.so" ]; then
-  echo "skipped: redfox was built without MPI (no librf_comm_mpi.so beside it)"
-  exit 77
-fi
-# Root in containers and CI; 3 ranks on fewer cores.
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_rmaps_base_oversubscribe=1
-mpi="mpirun -q -np 3 --oversubscribe --bind-to none"   # -q: no banner of its own on a failing rank
-# A launcher that cannot start processes here (a container without the
-# shared memory or the host name it wants) is the machine's, not redfox's.
-if ! probe="$(timeout 60 $mpi true 2>&1)"; then
-  echo "skipped: mpirun cannot start 3 processes here:"
-  echo "$probe" | head -n 20
-  exit 77
-fi
+source "$here/mpi_ready.sh"
 fail=0
 note() { echo "FAIL: $*"; fail=1; }
 
