@@ -96,6 +96,8 @@ typedef struct dist_impl {
     int nvars;
     bool sets_stay;
     size_t sets_left;
+    bool fold;              /* keyless aggregates folded per rank (RF_DIST_FOLD=0: off) */
+    size_t folded;
     int output_threads;     /* rank 0, after the gather (-1: leave as is) */
     /* Failures agreed on late (the top of this file). */
     bool agree_each;        /* RF_DIST_AGREE=kernel: after every kernel instead */
@@ -1157,6 +1159,148 @@ static rf_run_result run_set_gather(rf_backend *be, const rf_hprogram *p, const 
     return RF_RUN_DONE;
 }
 
+/* ---- Keyless aggregates folded per rank ----
+ * A keyless aggregate (a count, a total) would have every row of its input
+ * sent to every rank. Where each of its aggregates folds exactly from
+ * partial results, each rank folds its own rows instead (the kernel as it
+ * is, a fused reducing gather too), the partial rows (at most one a rank)
+ * go everywhere, and every rank folds them (count -> total of the counts,
+ * total, min, max of the partials): the same one row, replicated. Exact:
+ * counts and integer and decimal totals add exactly (a float total's
+ * result depends on the order of its rows, so it does not fold; neither do
+ * avg and count-distinct). A partial total that overflows its type where
+ * the whole would not, or any failure of a rank's partial, sends every
+ * rank the way it went before (every row everywhere), which reports what
+ * one process reports. */
+
+/* Whether AGG `agg` (in program p) folds from partial results. */
+static bool agg_folds(const rf_hprogram *p, const rf_kernel *agg)
+{
+    if (agg->op != RF_K_AGG || agg->nkeys != 0 || agg->naggs < 1 || agg->out < 0 || agg->out >= p->nvars ||
+        !p->vars[agg->out].types || kernel_rowid_use(agg) != ROWID_NONE)
+        return false;
+    const rf_type *rt = p->vars[agg->out].types;
+    for (int j = 0; j < agg->naggs; j++) {
+        rf_aggfn fn = agg->aggfn[j];
+        if (!(fn == RF_AGG_COUNT || fn == RF_AGG_MIN || fn == RF_AGG_MAX ||
+              (fn == RF_AGG_TOTAL && rt[j] != RF_TYPE_FLOAT64)))
+            return false;
+    }
+    return true;
+}
+
+/* Whether column c of member m's output (in group f) comes from a row
+ * position: through SORTs back to the MAP or JOIN that projected it
+ * (anything else: assumed so). */
+static bool column_is_rowid(const rf_fused *f, int m, int c)
+{
+    while (m >= 0) {
+        const rf_kernel *k = &f->members[m];
+        if (k->op == RF_K_MAP || k->op == RF_K_JOIN)
+            return c >= k->nproj || rf_code_reads_rowid(&k->proj[c]);
+        if (k->op != RF_K_SORT)
+            return true;
+        int from = -1;
+        for (int i = m - 1; i >= 0 && from < 0; i--)
+            if (f->members[i].out == k->in[0])
+                from = i;
+        if (from < 0)
+            return false;   /* the group's input: a variable, no row positions of this group's making */
+        m = from;
+    }
+    return true;
+}
+
+/* The AGG of group f when f is a reducing gather ending in a keyless
+ * aggregate that folds, whose arguments read no row position the group
+ * made (those are the rank's own, 0.. in its part); else NULL. */
+static const rf_kernel *folding_group_agg(const rf_hprogram *p, const rf_kernel *k)
+{
+    const rf_fused *f = k->fused;
+    if (k->gather != RF_GATHER_REDUCE || !f || f->nmembers < 2 || f->nout != 1)
+        return NULL;
+    int last = f->nmembers - 1;
+    const rf_kernel *agg = &f->members[last];
+    if (agg->out != f->out[0] || !agg_folds(p, agg))
+        return NULL;
+    int from = -1;
+    for (int i = last - 1; i >= 0 && from < 0; i--)
+        if (f->members[i].out == agg->in[0])
+            from = i;
+    for (int j = 0; j < agg->naggs; j++) {
+        const rf_code *arg = &agg->agg_arg[j];
+        for (int i = 0; i < arg->n; i++)
+            if (arg->ins[i].op == RF_EX_COL && from >= 0 && column_is_rowid(f, from, arg->ins[i].index))
+                return NULL;
+    }
+    return agg;
+}
+
+/* Runs k (AGG `agg`, or a group ending in it) folded per rank into out;
+ * RF_RUN_MEMBERS: it did not (on some rank), nothing written: the caller
+ * runs it as before. */
+static rf_run_result run_folded(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, const rf_kernel *agg,
+                                rf_dvar *out, rf_dvar *const *ins, int nin, rf_kernel_stats *stats, rf_status *st)
+{
+    dist_impl *im = be->impl;
+    rf_backend *in = im->inner;
+    rf_status quiet;
+    rf_status_init(&quiet);
+    rf_dvar *part = im->failed ? NULL : dist_var_new(be, out->arity, &quiet);
+    bool ok = part != NULL;
+    if (ok) {
+        part->types = out->types;
+        part->sorted = false;
+        rf_dvar *inner_outs[1] = {part->inner}, *inner_ins[RF_KERNEL_VARS_MAX] = {0};
+        for (int i = 0; i < nin; i++)
+            inner_ins[i] = ins[i] ? ins[i]->inner : NULL;
+        ok = in->run(in, p, k, inner_outs, inner_ins, stats, &quiet) == RF_RUN_DONE;
+    }
+    uint64_t bad = !ok;   /* (a rank that failed before says so too) */
+    control_allreduce(im, &bad, 1, RF_COMM_MAX);
+    if (bad) {
+        dist_var_free(be, part);
+        return RF_RUN_MEMBERS;
+    }
+    part->d = split();
+    move_var(be, part, TO_ALL, 0);
+    /* Every rank folds the partial rows: count -> total of the counts */
+    rf_aggfn *fns = rf_malloc((size_t)agg->naggs * sizeof *fns);
+    rf_instr *cols = rf_calloc((size_t)agg->naggs, sizeof *cols);
+    rf_code *args = rf_malloc((size_t)agg->naggs * sizeof *args);
+    rf_kernel fold = *agg;
+    fold.in[0] = agg->out;   /* (the partial rows have the output's types) */
+    fold.in[1] = -1;
+    fold.nfree = 0;
+    fold.frees = NULL;
+    fold.fused = NULL;
+    fold.mj = NULL;
+    fold.aggfn = fns;
+    fold.agg_arg = args;
+    const rf_type *rt = p->vars[agg->out].types;
+    for (int j = 0; j < agg->naggs; j++) {
+        fns[j] = agg->aggfn[j] == RF_AGG_COUNT ? RF_AGG_TOTAL : agg->aggfn[j];
+        cols[j].op = RF_EX_COL;
+        cols[j].type = (uint8_t)rt[j];
+        cols[j].index = j;
+        args[j] = (rf_code){1, &cols[j]};
+    }
+    rf_dvar *inner_outs[1] = {out->inner}, *inner_ins[2] = {part->inner, NULL};
+    rf_kernel_stats folded;
+    memset(&folded, 0, sizeof folded);
+    rf_run_result res = in->run(in, p, &fold, inner_outs, inner_ins, &folded, st);
+    free(fns);
+    free(cols);
+    free(args);
+    dist_var_free(be, part);
+    if (!agree_on(be, agg, &out, 1, res == RF_RUN_DONE, st))
+        return RF_RUN_FAILED;
+    out->d = replicated();
+    out->rows_known = false;
+    im->folded++;
+    return RF_RUN_DONE;
+}
+
 static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
                               rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
@@ -1169,6 +1313,20 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
     if (im->fail_agreed) {   /* the ranks know of a failure: the run ends with it */
         *st = im->fail_st;
         return RF_RUN_FAILED;
+    }
+    if (im->fold && k->op == RF_K_FUSED && k->fused->nin >= 1 && ins[0] &&
+        ins[0]->d.kind != PLACE_REPLICATED) {
+        const rf_kernel *agg = folding_group_agg(p, k);
+        if (agg) {
+            rf_run_result r = run_folded(be, p, k, agg, outs[0], ins, k->fused->nin, stats, st);
+            if (r != RF_RUN_MEMBERS)
+                return r;
+        }
+    }
+    if (im->fold && k->op == RF_K_AGG && ins[0] && ins[0]->d.kind != PLACE_REPLICATED && agg_folds(p, k)) {
+        rf_run_result r = run_folded(be, p, k, k, outs[0], ins, 1, stats, st);
+        if (r != RF_RUN_MEMBERS)
+            return r;
     }
     if (k->op == RF_K_FUSED)
         return run_set_gather(be, p, k, outs, ins, stats, st);
@@ -1363,6 +1521,9 @@ static void dist_print_stats(rf_backend *be, FILE *f)
     if (im->sets_left)
         fprintf(f, "  distributed: %zu sets left where they were made (every reader deduplicates again)\n",
                 im->sets_left);
+    if (im->folded)
+        fprintf(f, "  distributed: %zu keyless aggregates folded on each rank, then their partial rows\n",
+                im->folded);
     if (im->inner->print_stats)
         im->inner->print_stats(im->inner, f);
 }
@@ -1476,6 +1637,8 @@ rf_backend *rf_backend_dist_new(rf_backend *inner, rf_comm *comm)
     im->replicate_rows = rep && *rep ? (size_t)strtoull(rep, NULL, 10) : DIST_REPLICATE_ROWS_DEFAULT;
     const char *stay = getenv("RF_DIST_SETS_STAY");
     im->sets_stay = !(stay && strcmp(stay, "0") == 0);
+    const char *fold = getenv("RF_DIST_FOLD");
+    im->fold = !(fold && strcmp(fold, "0") == 0);
     const char *agree = getenv("RF_DIST_AGREE");
     im->agree_each = agree && strcmp(agree, "kernel") == 0;
     rf_table_init(&im->away, 0);
