@@ -1189,51 +1189,73 @@ static bool agg_folds(const rf_hprogram *p, const rf_kernel *agg)
     return true;
 }
 
-/* Whether column c of member m's output (in group f) comes from a row
- * position: through SORTs back to the MAP or JOIN that projected it
- * (anything else: assumed so). */
-static bool column_is_rowid(const rf_fused *f, int m, int c)
+/* Whether every aggregate of `agg` is a min or a max (they fold from
+ * partial results whatever rows repeat across ranks). */
+static bool only_min_max(const rf_kernel *agg)
 {
-    while (m >= 0) {
-        const rf_kernel *k = &f->members[m];
-        if (k->op == RF_K_MAP || k->op == RF_K_JOIN)
-            return c >= k->nproj || rf_code_reads_rowid(&k->proj[c]);
-        if (k->op != RF_K_SORT)
-            return true;
-        int from = -1;
-        for (int i = m - 1; i >= 0 && from < 0; i--)
-            if (f->members[i].out == k->in[0])
-                from = i;
-        if (from < 0)
-            return false;   /* the group's input: a variable, no row positions of this group's making */
-        m = from;
-    }
+    for (int j = 0; j < agg->naggs; j++)
+        if (agg->aggfn[j] != RF_AGG_MIN && agg->aggfn[j] != RF_AGG_MAX)
+            return false;
     return true;
 }
 
-/* The AGG of group f when f is a reducing gather ending in a keyless
- * aggregate that folds, whose arguments read no row position the group
- * made (those are the rank's own, 0.. in its part); else NULL. */
+/* The AGG of group k when k folds per rank as a whole: a reducing gather
+ * of exactly `t := MAP in | JOIN in0, in1 (keys); s := SORT t; AGG s`,
+ * keyless and folding (agg_folds), whose MAP or JOIN projects row
+ * positions (bag semantics: no row of one rank equals one of another, so
+ * the ranks' SORTs deduplicate nothing the whole would not; min/max alone
+ * need not), reads them nowhere else, and whose aggregates do not read
+ * them (the positions are the rank's own, 0.. in its part). Else NULL. */
 static const rf_kernel *folding_group_agg(const rf_hprogram *p, const rf_kernel *k)
 {
     const rf_fused *f = k->fused;
-    if (k->gather != RF_GATHER_REDUCE || !f || f->nmembers < 2 || f->nout != 1)
+    if (k->gather != RF_GATHER_REDUCE || !f || f->nmembers != 3 || f->nout != 1)
         return NULL;
-    int last = f->nmembers - 1;
-    const rf_kernel *agg = &f->members[last];
-    if (agg->out != f->out[0] || !agg_folds(p, agg))
+    const rf_kernel *head = &f->members[0], *sort = &f->members[1], *agg = &f->members[2];
+    bool map = head->op == RF_K_MAP && f->nin == 1 && head->in[0] == f->in[0];
+    bool join = head->op == RF_K_JOIN && head->nkeys >= 1 && f->nin == 2 && head->in[0] == f->in[0] &&
+                head->in[1] == f->in[1];
+    if (!(map || join) || sort->op != RF_K_SORT || sort->in[0] != head->out || agg->in[0] != sort->out ||
+        agg->out != f->out[0] || !agg_folds(p, agg))
         return NULL;
-    int from = -1;
-    for (int i = last - 1; i >= 0 && from < 0; i--)
-        if (f->members[i].out == agg->in[0])
-            from = i;
+    rowid_use use = kernel_rowid_use(head);
+    if (use == ROWID_OTHER || (use == ROWID_NONE && !only_min_max(agg)))
+        return NULL;
     for (int j = 0; j < agg->naggs; j++) {
         const rf_code *arg = &agg->agg_arg[j];
         for (int i = 0; i < arg->n; i++)
-            if (arg->ins[i].op == RF_EX_COL && from >= 0 && column_is_rowid(f, from, arg->ins[i].index))
+            if (arg->ins[i].op == RF_EX_COL &&
+                (arg->ins[i].index >= head->nproj || rf_code_reads_rowid(&head->proj[arg->ins[i].index])))
                 return NULL;
     }
     return agg;
+}
+
+/* Brings group k's inputs where each rank's run of the whole group makes
+ * its share of the rows and no other rank's: a MAP's input split or
+ * hashed; a JOIN's as the JOIN kernel has them (one side replicated, or
+ * both hashed on its keys). False (nothing moved): both sides replicated
+ * (every rank would make every row), or a MAP's input replicated. */
+static bool folding_group_inputs(rf_backend *be, const rf_kernel *k, rf_dvar *const *ins)
+{
+    const rf_kernel *head = &k->fused->members[0];
+    rf_dvar *a = ins[0], *b = head->op == RF_K_JOIN ? ins[1] : NULL;
+    if (!a || a->d.kind == PLACE_REPLICATED) {
+        if (head->op != RF_K_JOIN || !a || !b || b->d.kind == PLACE_REPLICATED)
+            return false;
+        return true;   /* a everywhere, b's parts: each pair once */
+    }
+    if (head->op == RF_K_JOIN) {
+        if (!b)
+            return false;
+        if (b->d.kind != PLACE_REPLICATED)
+            join_inputs(be, a, b, head->nkeys);
+        /* (a self-join whose side went everywhere: every rank would make
+         * the whole answer) */
+        if (a->d.kind == PLACE_REPLICATED && b->d.kind == PLACE_REPLICATED)
+            return false;
+    }
+    return true;
 }
 
 /* Runs k (AGG `agg`, or a group ending in it) folded per rank into out;
@@ -1314,10 +1336,9 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
         *st = im->fail_st;
         return RF_RUN_FAILED;
     }
-    if (im->fold && k->op == RF_K_FUSED && k->fused->nin >= 1 && ins[0] &&
-        ins[0]->d.kind != PLACE_REPLICATED) {
+    if (im->fold && k->op == RF_K_FUSED) {
         const rf_kernel *agg = folding_group_agg(p, k);
-        if (agg) {
+        if (agg && folding_group_inputs(be, k, ins)) {
             rf_run_result r = run_folded(be, p, k, agg, outs[0], ins, k->fused->nin, stats, st);
             if (r != RF_RUN_MEMBERS)
                 return r;
