@@ -1231,6 +1231,26 @@ static const rf_kernel *folding_group_agg(const rf_hprogram *p, const rf_kernel 
     return agg;
 }
 
+/* Whether the rows group k's head makes on different ranks never meet in
+ * one process's SORT: its projected row positions name a side each rank
+ * holds a part of (not a copy), so that the rows of one such input row
+ * are all made on its rank; min/max alone need no such thing. */
+static bool sides_tell_rows_apart(const rf_kernel *k, const rf_dvar *a, const rf_dvar *b)
+{
+    const rf_kernel *head = &k->fused->members[0], *agg = &k->fused->members[2];
+    if (only_min_max(agg))
+        return true;
+    bool side[2] = {false, false};
+    for (int i = 0; i < head->nproj; i++)
+        for (int j = 0; j < head->proj[i].n; j++)
+            if (head->proj[i].ins[j].op == RF_EX_ROWID && head->proj[i].ins[j].index >= 0 &&
+                head->proj[i].ins[j].index <= 1)
+                side[head->proj[i].ins[j].index] = true;
+    if (side[0] && side[1])
+        return true;   /* pairs of positions: distinct wherever they are made */
+    return (side[0] && a && a->d.kind != PLACE_REPLICATED) || (side[1] && b && b->d.kind != PLACE_REPLICATED);
+}
+
 /* Brings group k's inputs where each rank's run of the whole group makes
  * its share of the rows and no other rank's: a MAP's input split or
  * hashed; a JOIN's as the JOIN kernel has them (one side replicated, or
@@ -1243,7 +1263,7 @@ static bool folding_group_inputs(rf_backend *be, const rf_kernel *k, rf_dvar *co
     if (!a || a->d.kind == PLACE_REPLICATED) {
         if (head->op != RF_K_JOIN || !a || !b || b->d.kind == PLACE_REPLICATED)
             return false;
-        return true;   /* a everywhere, b's parts: each pair once */
+        return sides_tell_rows_apart(k, a, b);   /* a everywhere, b's parts: each pair once */
     }
     if (head->op == RF_K_JOIN) {
         if (!b)
@@ -1255,7 +1275,7 @@ static bool folding_group_inputs(rf_backend *be, const rf_kernel *k, rf_dvar *co
         if (a->d.kind == PLACE_REPLICATED && b->d.kind == PLACE_REPLICATED)
             return false;
     }
-    return true;
+    return sides_tell_rows_apart(k, a, b);
 }
 
 /* Runs k (AGG `agg`, or a group ending in it) folded per rank into out;
