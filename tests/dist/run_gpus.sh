@@ -68,5 +68,21 @@ for prog in tc same_generation; do
   fi
 done
 
+# Keyless aggregates folded per rank, one falling back (tests/dist/fold.lql).
+"$redfox" run "$here/fold.lql" --backend=gpu >"$work/one.out" 2>&1
+timeout 120 "$redfox" run "$here/fold.lql" --stats --gpus 2 >"$work/out" 2>"$work/err"
+rc=$?
+if ! { [ $rc = 0 ] && cmp -s "$work/one.out" "$work/out" && grep -q "[1-9][0-9]* keyless aggregates folded" "$work/err"; }; then
+  echo "FAIL: keyless aggregates folded on 2 GPUs: exit $rc, $(diff "$work/one.out" "$work/out" | head -5)"
+  fail=1
+fi
+# TPC-H SF 0.01 on two GPUs, where its data and DuckDB's answers are here
+# (tools/device_prepare.sh carries .data/tpch).
+if [ -f "$tests/../.data/tpch/sf0.01/lineitem.tbl" ] && [ -f "$tests/../.data/tpch/ref-sf0.01/q01.tsv" ]; then
+  bash "$tests/tpch/run_tpch.sh" "$redfox" 0.01 --backend gpu --run-arg=--gpus --run-arg=2 >"$work/tpch.txt" 2>&1 ||
+    { echo "FAIL: TPC-H SF 0.01 on 2 GPUs: $(tail -1 "$work/tpch.txt")"; fail=1; }
+  tail -1 "$work/tpch.txt"
+fi
+
 if [ $fail = 0 ]; then echo "--gpus 2: all passed"; fi
 exit $fail
