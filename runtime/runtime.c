@@ -62,6 +62,12 @@ typedef struct rt {
     size_t *last_use;        /* [nvars] use_clock when last read or written */
     size_t use_clock;
     size_t spills, reloads, spill_bytes, reload_bytes, oom_reruns;
+    /* Out-of-core traffic: parts' rows up and outputs down (spills and
+     * reloads are above), the seconds spent in every move between host
+     * and device memory, and in cutting host tables into parts: what the
+     * PCIe floor of a run is compared with (bench/ooc_bench.py). */
+    size_t part_up_bytes, part_down_bytes;
+    double move_seconds, cut_seconds, parts_seconds;
     /* Out-of-core kernels (ooc.h): run in parts after running out of
      * memory (or always in ooc_force parts: RF_TEST_OOC_PARTS, tests) */
     int in_parts;            /* a part is running: no parts inside it */
@@ -133,7 +139,9 @@ static bool unspill(rt *r, int v, rf_status *st)
     bool ok = r->dv[v] != NULL;
     if (ok && r->be->var_describe)
         r->be->var_describe(r->be, r->dv[v], &r->p->vars[v]);
+    double t0 = rf_now();
     ok = ok && r->be->upload(r->be, r->dv[v], t, st);
+    r->move_seconds += rf_now() - t0;
     if (!ok) {   /* (out of memory: the rows stay in host memory) */
         if (r->dv[v])
             r->be->var_free(r->be, r->dv[v]);
@@ -153,7 +161,10 @@ static bool spill_var(rt *r, int v, rf_status *st)
 {
     rf_table *t = rf_calloc(1, sizeof *t);
     rf_table_init(t, r->p->vars[v].arity);
-    if (!r->be->download(r->be, r->dv[v], t, st)) {
+    double t0 = rf_now();
+    bool ok = r->be->download(r->be, r->dv[v], t, st);
+    r->move_seconds += rf_now() - t0;
+    if (!ok) {
         rf_table_free(t);
         free(t);
         return false;
@@ -628,6 +639,7 @@ static void ooc_part_free(ooc_part *pt, const rf_ooc_split *sp)
 static void ooc_cut(rt *r, const rf_ooc_split *sp, rf_table *const *whole, const rf_ooc_range *ranges, int n,
                     ooc_part *parts)
 {
+    double t0 = rf_now();
     rf_table *cut = rf_calloc((size_t)n, sizeof *cut);
     for (int i = 0; i < sp->npos; i++) {
         if (!bounded_pos(sp, i))
@@ -642,6 +654,7 @@ static void ooc_cut(rt *r, const rf_ooc_split *sp, rf_table *const *whole, const
     for (int j = 0; j < n; j++)
         parts[j].range = ranges[j];
     free(cut);
+    r->cut_seconds += rf_now() - t0;
 }
 
 /* Sets st's message to its own plus a note. */
@@ -656,7 +669,12 @@ static rf_dvar *upload_new(rt *r, int v, const rf_table *t, rf_status *st)
     rf_dvar *d = r->be->var_new(r->be, r->p->vars[v].arity, st);
     if (d && r->be->var_describe)
         r->be->var_describe(r->be, d, &r->p->vars[v]);
-    if (d && !r->be->upload(r->be, d, t, st)) {
+    double t0 = rf_now();
+    bool ok = d && r->be->upload(r->be, d, t, st);
+    r->move_seconds += rf_now() - t0;
+    if (ok)
+        r->part_up_bytes += t->nrows * (size_t)t->arity * sizeof(rf_word);
+    if (d && !ok) {
         r->be->var_free(r->be, d);
         d = NULL;
     }
@@ -672,7 +690,17 @@ static void free_handles(rt *r, rf_dvar **h, int n)
         }
 }
 
+static bool run_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats *s, rf_status *st);
+
 static bool run_in_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats *s, rf_status *st)
+{
+    double t0 = rf_now();
+    bool ok = run_parts(r, k, nparts, s, st);
+    r->parts_seconds += rf_now() - t0;
+    return ok;
+}
+
+static bool run_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats *s, rf_status *st)
 {
     rf_ooc_split sp;
     const char *why = NULL;
@@ -793,7 +821,10 @@ static bool run_in_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_sta
         if (ok && r->dv[out]) {
             rf_table t;
             rf_table_init(&t, r->p->vars[out].arity);
+            double t0 = rf_now();
             ok = r->be->download(r->be, r->dv[out], &t, st);
+            r->move_seconds += rf_now() - t0;
+            r->part_down_bytes += t.nrows * (size_t)t.arity * sizeof(rf_word);
             if (ok)
                 part_outputs_push(&outs, &t);
             else
@@ -1879,6 +1910,12 @@ static void print_stats(rt *r, double total)
             fprintf(e, "  out of core: %zu kernel runs in key-range parts, %zu parts (%zu cut in two after running out "
                        "of memory)\n",
                     r->ooc_kernels, r->ooc_parts, r->ooc_splits);
+        if (r->ooc_kernels || r->spills)
+            fprintf(e, "  host<->device: %.1f MB to the device, %.1f MB back (parts %.1f up, %.1f down); %.6f s in "
+                       "moves, %.6f s cutting parts, %.6f s in kernels run in parts (moves and cuts included)\n",
+                    (double)(r->reload_bytes + r->part_up_bytes) / 1e6, (double)(r->spill_bytes + r->part_down_bytes) / 1e6,
+                    (double)r->part_up_bytes / 1e6, (double)r->part_down_bytes / 1e6, r->move_seconds, r->cut_seconds,
+                    r->parts_seconds);
     }
     fprintf(e, "  output %.6f s (writing %.6f s); answers in host memory after %.6f s\n", r->output_seconds,
             r->write_seconds, total - r->write_seconds);

@@ -69,7 +69,7 @@ for prog in tc same_generation; do
 done
 
 # Keyless aggregates folded per rank, one falling back (tests/dist/fold.lql).
-"$redfox" run "$here/fold.lql" --backend=gpu >"$work/one.out" 2>&1
+"$redfox" run "$here/fold.lql" --backend=gpu >"$work/one.out" 2>"$work/one.err"
 timeout 120 "$redfox" run "$here/fold.lql" --stats --gpus 2 >"$work/out" 2>"$work/err"
 rc=$?
 if ! { [ $rc = 0 ] && cmp -s "$work/one.out" "$work/out" && grep -q "[1-9][0-9]* keyless aggregates folded" "$work/err"; }; then

@@ -4,7 +4,7 @@
 # the golden expectations and the CPU backend.
 #
 #   tests/gpu/run_gpu_suite.sh [--quick] [--sanitize|--sanitize-only] [--count N] [--build DIR]
-#                              [--graphs DIR] [--log DIR]
+#                              [--graphs DIR] [--log DIR] [--only RE]
 #
 # Builds DIR (default build-dev) when redfox is missing there. Without a CUDA
 # device (nvidia-smi fails or lists none) it prints a message and exits 0.
@@ -15,10 +15,12 @@
 #   --count N   N random programs (default 1000)
 #   --graphs    folder with the graph files (default .data/graphs, else
 #               ../shared/data/graphs); graph tests skip when missing
+#   --only RE   only the steps whose names match the extended regex RE
+#               (e.g. --only 'ooc' on the device for one capability)
 # Exit status: 0 when everything passed (or skipped), 1 otherwise.
 set -u
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-BUILD="$ROOT/build-dev"; COUNT=1000; QUICK=0; SANITIZE=0; SANONLY=0; LOG=""; GRAPHS=""
+BUILD="$ROOT/build-dev"; COUNT=1000; QUICK=0; SANITIZE=0; SANONLY=0; LOG=""; GRAPHS=""; ONLY=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK=1; COUNT=100 ;;
@@ -28,6 +30,7 @@ while [ $# -gt 0 ]; do
     --graphs) GRAPHS="$2"; shift ;;
     --log) LOG="$2"; shift ;;
     --count) COUNT="$2"; shift ;;
+    --only) ONLY="$2"; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -53,6 +56,7 @@ nvidia-smi -L
 FAILED=()
 step() { # name, command...
   local name="$1"; shift
+  [ -z "$ONLY" ] || [[ "$name" =~ $ONLY ]] || return 0
   local t0=$SECONDS
   if "$@" >"$LOG/$name.log" 2>&1; then
     echo "ok   $name ($((SECONDS - t0)) s)  $(tail -1 "$LOG/$name.log")"
@@ -98,6 +102,17 @@ step differential_gpu_dense env RF_CUDA_DENSE=always python3 "$ROOT/tests/differ
 step golden_gpu_runs env RF_CUDA_RUNS=always python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" --backend gpu
 step differential_gpu_runs env RF_CUDA_RUNS=always python3 "$ROOT/tests/differential/run.py" --redfox "$RF" \
   --count "$COUNT" --seed 4 --backend gpu --compare-backend cpu --jobs 16
+
+# 3b''. Out of core on the device (issue 10): every kernel that splits runs
+#     in key-range parts under --device-memory (RF_TEST_OOC_PARTS), its parts
+#     uploaded and outputs downloaded; the business programs with a one-byte
+#     limit, every variable spilled between kernels as well.
+step golden_gpu_ooc env RF_TEST_OOC_PARTS=3 python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" \
+  --backend gpu --extra-arg=--device-memory=1G
+step differential_gpu_ooc env RF_TEST_OOC_PARTS=3 python3 "$ROOT/tests/differential/run.py" --redfox "$RF" \
+  --count "$COUNT" --seed 31 --backend gpu --compare-backend cpu --jobs 16 --extra-arg=--device-memory=1G
+step differential_gpu_ooc_biz env RF_TEST_OOC_PARTS=4 python3 "$ROOT/tests/differential/run.py" --redfox "$RF" \
+  --lang biz --count "$COUNT" --seed 32 --backend gpu --compare-backend cpu --jobs 16 --extra-arg=--device-memory=1
 
 # 3c. Kernel Weaver: the same expectations unfused (--no-fuse), and fused
 #     with the hash aggregation's table forced to overflow (its fallback);
