@@ -460,6 +460,8 @@ static int run_program(int argc, char **argv, rf_comm *comm)
                     "8G), not '%s'", device_memory_s);
     if (!err && device_memory && comm)
         err = usage("--device-memory is not supported in distributed runs yet (%s)", "docs/distributed.md");
+    if (!err && device_memory)
+        rf_backend_gpu_set_memory_budget(device_memory);
     size_t max_iterations = 0;
     if (!err && max_iter_s) {
         char *end;

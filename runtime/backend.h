@@ -208,6 +208,9 @@ bool rf_backend_hybrid_device_starting(const rf_backend *be);
 rf_backend *rf_backend_cpu_new(int threads);
 /* NULL with a message in st when no usable GPU (or built without CUDA). */
 rf_backend *rf_backend_gpu_new(rf_status *st);
+/* A process's device memory budget (--device-memory), before its GPU
+ * backends are made: what they reserve ahead stays within it. */
+void rf_backend_gpu_set_memory_budget(size_t bytes);
 
 /* Gives an error that has no place yet (a message without "FILE:LINE:")
  * the place it comes from: `where` becomes its location, `note` a second

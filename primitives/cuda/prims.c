@@ -140,7 +140,14 @@ static void rehearse(rf_cuda_ctx *c)
  * memory stays the pool's, not in use: an allocation that finds the
  * device full trims the pool (rf_cuda_alloc), which gives back every
  * unused part. RF_CUDA_POOL_PRIME: the share of the free memory (default
- * 0.5; 0 or off: none), for processes that share a device. */
+ * 0.5; 0 or off: none), for processes that share a device; a process with
+ * a device memory budget primes at most that (rf_cuda_set_prime_cap):
+ * sixteen test processes under --device-memory on one device took half of
+ * what the others had left each, until one could not make its context. */
+static _Atomic size_t prime_cap = SIZE_MAX;
+
+void rf_cuda_set_prime_cap(size_t bytes) { atomic_store(&prime_cap, bytes); }
+
 static void *prime_pool(void *arg)
 {
     rf_cuda_ctx *c = arg;
@@ -154,7 +161,10 @@ static void *prime_pool(void *arg)
     cudaStream_t s = NULL;
     if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess &&
         cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess) {
-        size_t want = (size_t)((double)free_b * (share < 1.0 ? share : 1.0)) & ~(((size_t)2 << 20) - 1);
+        size_t want = (size_t)((double)free_b * (share < 1.0 ? share : 1.0));
+        if (want > atomic_load(&prime_cap))
+            want = atomic_load(&prime_cap);
+        want &= ~(((size_t)2 << 20) - 1);
         /* In pieces (1 GiB, or want / RF_PRIME_PIECES when larger): a run
          * that ends, or runs short of memory, stops the prime after the
          * piece being mapped (~1.4 ms a GB on the H100) instead of waiting

@@ -48,6 +48,10 @@ int rf_cuda_device_count(void);
 bool rf_cuda_pci_bus_id(int device, char *buf, size_t len);
 /* Context on device `device`: a stream, the memory pool, scratch space. */
 rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st);
+/* The most device memory the pool's prime at start-up (prims.c) takes in
+ * contexts made after this call: a process given a device memory budget
+ * (--device-memory) reserves no more than that; SIZE_MAX: no cap. */
+void rf_cuda_set_prime_cap(size_t bytes);
 void rf_cuda_ctx_free(rf_cuda_ctx *c);
 const char *rf_cuda_device_name(const rf_cuda_ctx *c);
 /* Bytes of device memory held by live relations and scratch, and the peak. */

@@ -2964,6 +2964,8 @@ static void bind_near_device(int device, char *note, size_t cap)
     snprintf(note, cap, "threads on CPUs %.160s (%d, next to device %d at %.32s)", list, ncpus, device, bus);
 }
 
+void rf_backend_gpu_set_memory_budget(size_t bytes) { rf_cuda_set_prime_cap(bytes ? bytes : SIZE_MAX); }
+
 rf_backend *rf_backend_gpu_new(rf_status *st)
 {
     if (rf_cuda_device_count() <= 0) {
