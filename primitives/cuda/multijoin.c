@@ -12,7 +12,10 @@
  * count pass records which driver values matched in a bitmap, which the
  * write pass reads instead of searching again (RF_GPU_LFTJ_BITS=off: it
  * searches);
- * RF_GPU_LFTJ_TRACE=1 prints each level's sizes and times to stderr). When a level would not fit the memory budget its bindings are
+ * RF_GPU_LFTJ_TRACE=1 prints each level's sizes and times to stderr). The
+ * long ranges of an input's second column (a skewed graph's hubs) get
+ * bitmaps, so that a value's membership in one is a bit, not a binary
+ * search (hubs_of; RF_GPU_LFTJ_HUBS=off|always). When a level would not fit the memory budget its bindings are
  * split in halves and each is expanded on its own, down to the last level
  * (rounds, depth-first over halves): the largest level is never held
  * whole. The last level's bindings go through the filter and projections
@@ -41,6 +44,12 @@ typedef struct mj_run {
     const uint64_t *dir_col[RF_MULTIJOIN_MAX_IN];
     rf_mj_dir dirs[RF_MULTIJOIN_MAX_IN];
     size_t dir_bytes[RF_MULTIJOIN_MAX_IN];
+    /* the inputs' hub bitmaps (rf_mj_hubs), one set per distinct input */
+    int nhubs;
+    const uint64_t *hub_col[RF_MULTIJOIN_MAX_IN];
+    rf_mj_hubs hubs[RF_MULTIJOIN_MAX_IN];
+    size_t hub_slot_bytes[RF_MULTIJOIN_MAX_IN], hub_bits_bytes[RF_MULTIJOIN_MAX_IN];
+    int hubs_mode;            /* RF_GPU_LFTJ_HUBS: 0 off, 1 auto, 2 always */
     int force_team;           /* 0: from the mean range */
     uint64_t force_chunk;     /* 0: team x 16 */
     bool trace;               /* RF_GPU_LFTJ_TRACE: a line a level on stderr */
@@ -247,6 +256,101 @@ static bool directory_of(mj_run *r, const uint64_t *col, uint64_t n, rf_mj_dir *
     return true;
 }
 
+/* Hub bitmaps: what a range's bitmap must save to be made. A range of
+ * fewer values is searched in a few loads that stay in cache; the analysis
+ * of R-MAT 20's triangles (docs/performance.md) put 85% of the searches'
+ * cost in ranges longer than 512. Made only for inputs of at least
+ * RF_MJ_HUB_MIN_ROWS rows (below, a few read-backs cost more than the
+ * searches), within RF_MJ_HUB_BUDGET_SHARE of the level budget: the
+ * longest ranges first. RF_GPU_LFTJ_HUBS=always makes them for every range
+ * of any input (tests), off never. */
+#define RF_MJ_HUB_MIN_LEN 512
+#define RF_MJ_HUB_MIN_ROWS ((uint64_t)1 << 18)
+#define RF_MJ_HUB_BUDGET_SHARE 8
+
+/* The bitmaps of input `in`'s long ranges by its first column (which has
+ * directory `dir`), shared by the inputs that are the same relation; none
+ * (slot NULL) where they would not pay. */
+static bool hubs_of(mj_run *r, const rf_drel *in, const rf_mj_dir *dir, rf_mj_hubs *out)
+{
+    memset(out, 0, sizeof *out);
+    if (r->hubs_mode == 0 || !dir->off || in->arity < 2 || in->nrows == 0 ||
+        (r->hubs_mode == 1 && in->nrows < RF_MJ_HUB_MIN_ROWS))
+        return true;
+    for (int i = 0; i < r->nhubs; i++)
+        if (r->hub_col[i] == in->data) {
+            *out = r->hubs[i];
+            return true;
+        }
+    rf_cuda_ctx *c = r->c;
+    double t0 = r->trace ? rf_now() : 0;
+    const uint64_t *col0 = in->data, *col1 = in->data + in->cap;
+    uint64_t span = dir->span, stats[66];
+    uint64_t *dstats = rf_cuda_alloc(c, sizeof stats, r->what, r->st);
+    bool ok = dstats && ck(r, cudaMemsetAsync(dstats, 0, sizeof stats, c->stream), "multijoin hubs") &&
+              ck(r, cudaMemsetAsync(dstats, 0xff, sizeof stats[0], c->stream), "multijoin hubs") &&
+              ck(r, rf_k_mj_hub_stats(c->stream, col1, in->nrows, dir->off, span, dstats), "multijoin hubs") &&
+              rf_cuda_read_back(c, dstats, stats, sizeof stats, r->st);
+    if (dstats)
+        rf_cuda_free(c, dstats, sizeof stats);
+    if (!ok)
+        return false;
+    uint64_t lo = stats[0], hi = stats[1];
+    if (hi - lo >= ((uint64_t)1 << 36))   /* values too sparse for bitmaps */
+        return true;
+    uint64_t words = (hi - lo) / 32 + 1;
+    size_t cap = r->budget / RF_MJ_HUB_BUDGET_SHARE, per = (size_t)words * sizeof(uint32_t);
+    /* the least range length: a power of two, from RF_MJ_HUB_MIN_LEN (1
+     * always) up until the bitmaps of the ranges as long fit */
+    int k = r->hubs_mode == 2 ? 0 : 9;
+    uint64_t nhub = 0;
+    for (; k < 64; k++) {
+        nhub = 0;
+        for (int j = k; j < 64; j++)
+            nhub += stats[2 + j];
+        if (nhub == 0 || (nhub < RF_MJ_NO_HUB && nhub <= cap / per))
+            break;
+    }
+    if (nhub == 0 || k >= 64)
+        return true;
+    uint64_t least = (uint64_t)1 << k;
+    size_t slot_bytes = (size_t)(span + 1) * sizeof(uint32_t), bits_bytes = (size_t)nhub * per;
+    size_t fbytes = (size_t)(span + 1), pbytes = (size_t)(span + 2) * sizeof(uint64_t);
+    uint8_t *flags = rf_cuda_alloc(c, fbytes, r->what, r->st);
+    uint64_t *pos = flags ? rf_cuda_alloc(c, pbytes, r->what, r->st) : NULL;
+    uint32_t *slot = pos ? rf_cuda_alloc(c, slot_bytes, r->what, r->st) : NULL;
+    uint32_t *bits = slot ? rf_cuda_alloc(c, bits_bytes, r->what, r->st) : NULL;
+    rf_mj_hubs h = {slot, bits, lo, words};
+    ok = bits && ck(r, rf_k_mj_hub_flags(c->stream, dir->off, span, least, flags), "multijoin hubs") &&
+         rf_cub_flag_scan(c, flags, pos, (size_t)span + 1, r->st) &&
+         ck(r, rf_k_mj_hub_slots(c->stream, flags, pos, span, slot), "multijoin hubs") &&
+         ck(r, cudaMemsetAsync(bits, 0, bits_bytes, c->stream), "multijoin hubs") &&
+         ck(r, rf_k_mj_hub_fill(c->stream, col0, col1, in->nrows, dir->min, &h, bits), "multijoin hubs");
+    if (flags)
+        rf_cuda_free(c, flags, fbytes);
+    if (pos)
+        rf_cuda_free(c, pos, pbytes);
+    if (!ok) {
+        if (slot)
+            rf_cuda_free(c, slot, slot_bytes);
+        if (bits)
+            rf_cuda_free(c, bits, bits_bytes);
+        return false;
+    }
+    int i = r->nhubs++;
+    r->hub_col[i] = in->data;
+    r->hubs[i] = h;
+    r->hub_slot_bytes[i] = slot_bytes;
+    r->hub_bits_bytes[i] = bits_bytes;
+    *out = h;
+    if (r->trace) {
+        ok = rf_cuda_check(c, cudaStreamSynchronize(c->stream), "multijoin trace", r->st);
+        fprintf(stderr, "redfox: multijoin hubs: %llu ranges of %llu values or more as bitmaps (%.1f MB), %.3f ms\n",
+                (unsigned long long)nhub, (unsigned long long)least, (double)bits_bytes / 1e6, (rf_now() - t0) * 1e3);
+    }
+    return ok;
+}
+
 /* The first variable's values: those of the shortest input's first column
  * that every input taking part holds. */
 static bool first_level(mj_run *r, rf_drel *out)
@@ -335,6 +439,8 @@ bool rf_cuda_multijoin(rf_cuda_ctx *c, int nin, const rf_drel *const *ins, const
     r->trace = trace && *trace && strcmp(trace, "0") != 0;
     const char *bits = getenv("RF_GPU_LFTJ_BITS");
     r->no_bits = bits && strcmp(bits, "off") == 0;
+    const char *hubs = getenv("RF_GPU_LFTJ_HUBS");
+    r->hubs_mode = !hubs || !*hubs ? 1 : strcmp(hubs, "off") == 0 ? 0 : strcmp(hubs, "always") == 0 ? 2 : 1;
     bool any_empty = false;
     /* the levels: which inputs take part in each variable, and how */
     for (int d = 0; d < nvars; d++)
@@ -357,12 +463,16 @@ bool rf_cuda_multijoin(rf_cuda_ctx *c, int nin, const rf_drel *const *ins, const
     bool ok = true;
     for (int i = 0; i < nin && ok && !any_empty; i++) {
         rf_mj_dir dir;
-        ok = directory_of(r, ins[i]->data, ins[i]->nrows, &dir);
+        rf_mj_hubs hub;
+        ok = directory_of(r, ins[i]->data, ins[i]->nrows, &dir) && hubs_of(r, ins[i], &dir, &hub);
         for (int j = 0; ok && j < in_first[i + 1] - in_first[i]; j++) {
             rf_mj_level *lv = &r->lv[in_vars[in_first[i] + j]];
             for (int x = 0; x < lv->npart; x++)
-                if (lv->cols[x][0] == ins[i]->data && lv->col[x] == j)
+                if (lv->cols[x][0] == ins[i]->data && lv->col[x] == j) {
                     lv->dir[x] = dir;
+                    if (j == 1)
+                        lv->hub[x] = hub;
+                }
         }
     }
     if (ok && !any_empty) {
@@ -383,6 +493,10 @@ bool rf_cuda_multijoin(rf_cuda_ctx *c, int nin, const rf_drel *const *ins, const
         rf_drel_free(c, &r->pieces.items[i]);
     for (int i = 0; i < r->ndirs; i++)
         rf_cuda_free(c, (void *)r->dirs[i].off, r->dir_bytes[i]);
+    for (int i = 0; i < r->nhubs; i++) {
+        rf_cuda_free(c, (void *)r->hubs[i].slot, r->hub_slot_bytes[i]);
+        rf_cuda_free(c, (void *)r->hubs[i].bits, r->hub_bits_bytes[i]);
+    }
     free(r->pieces.items);
     free(r);
     return ok;

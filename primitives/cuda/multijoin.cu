@@ -48,11 +48,12 @@ __device__ __forceinline__ uint64_t upper(const uint64_t *col, uint64_t lo, uint
 }
 
 // The range of input x's rows that agree with binding `row` on the columns
-// before the level's one.
+// before the level's one, and its bitmap's slot (RF_MJ_NO_HUB: none).
 __device__ __forceinline__ void range_of(const rf_mj_level &lv, int x, const rf_mj_rows &in, uint64_t row,
-                                         uint64_t *lo_out, uint64_t *hi_out)
+                                         uint64_t *lo_out, uint64_t *hi_out, uint32_t *hub_out)
 {
     uint64_t lo = 0, hi = lv.nrows[x];
+    *hub_out = RF_MJ_NO_HUB;
     for (int j = 0; j < lv.col[x] && lo < hi; j++) {
         uint64_t v = in.data[(uint64_t)lv.prefix_var[x][j] * in.cap + row];
         if (j == 0 && lv.dir[x].off) {
@@ -62,6 +63,8 @@ __device__ __forceinline__ void range_of(const rf_mj_level &lv, int x, const rf_
             } else {
                 lo = dir.off[v - dir.min];
                 hi = dir.off[v - dir.min + 1];
+                if (lv.hub[x].slot && lv.col[x] == 1)
+                    *hub_out = lv.hub[x].slot[v - dir.min];
             }
             continue;
         }
@@ -73,9 +76,10 @@ __device__ __forceinline__ void range_of(const rf_mj_level &lv, int x, const rf_
 }
 
 // Whether value v, found at position j of the driver's range [dlo, dhi),
-// is a new value there and lies in every other input's range.
+// is a new value there and lies in every other input's range (a bit of the
+// range's bitmap where it has one, else a binary search).
 __device__ __forceinline__ bool member(const rf_mj_level &lv, int drv, const uint64_t *lo, const uint64_t *hi,
-                                       uint64_t j, uint64_t dlo, uint64_t v)
+                                       const uint32_t *hub, uint64_t j, uint64_t dlo, uint64_t v)
 {
     const uint64_t *dcol = lv.cols[drv][lv.col[drv]];
     if (j > dlo && dcol[j - 1] == v)
@@ -86,6 +90,14 @@ __device__ __forceinline__ bool member(const rf_mj_level &lv, int drv, const uin
         if (lv.col[x] == 0 && lv.dir[x].off) {   // level 0: the whole first column
             const rf_mj_dir &dir = lv.dir[x];
             if (v < dir.min || v - dir.min > dir.span || dir.off[v - dir.min] == dir.off[v - dir.min + 1])
+                return false;
+            continue;
+        }
+        if (hub[x] != RF_MJ_NO_HUB) {
+            const rf_mj_hubs &h = lv.hub[x];
+            const uint64_t b = v - h.min;   // (wraps below min: beyond the bitmap)
+            if (v < h.min || (b >> 5) >= h.words ||
+                !((__ldg(&h.bits[(uint64_t)hub[x] * h.words + (b >> 5)]) >> (b & 31)) & 1u))
                 return false;
             continue;
         }
@@ -100,14 +112,16 @@ __device__ __forceinline__ bool member(const rf_mj_level &lv, int drv, const uin
 __global__ void k_first(rf_mj_level lv, int drv, uint8_t *flags)
 {
     uint64_t lo[RF_MULTIJOIN_MAX_IN], hi[RF_MULTIJOIN_MAX_IN];
+    uint32_t hub[RF_MULTIJOIN_MAX_IN];
     for (int x = 0; x < lv.npart; x++) {
         lo[x] = 0;
         hi[x] = lv.nrows[x];
+        hub[x] = RF_MJ_NO_HUB;
     }
     const uint64_t *dcol = lv.cols[drv][0];
     for (uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; j < lv.nrows[drv];
          j += (uint64_t)gridDim.x * blockDim.x)
-        flags[j] = member(lv, drv, lo, hi, j, 0, dcol[j]);
+        flags[j] = member(lv, drv, lo, hi, hub, j, 0, dcol[j]);
 }
 
 __global__ void k_first_write(rf_mj_level lv, int drv, const uint8_t *flags, const uint64_t *pos, uint64_t *out)
@@ -119,14 +133,14 @@ __global__ void k_first_write(rf_mj_level lv, int drv, const uint8_t *flags, con
             out[pos[j]] = dcol[j];
 }
 
-// Every input's range for binding `row`, and the shortest (the driver);
-// false when one is empty.
+// Every input's range for binding `row` (and bitmap slot), and the
+// shortest (the driver); false when one is empty.
 __device__ __forceinline__ bool ranges_of(const rf_mj_level &lv, const rf_mj_rows &in, uint64_t row,
-                                          uint64_t *lo, uint64_t *hi, int *drv_out)
+                                          uint64_t *lo, uint64_t *hi, uint32_t *hub, int *drv_out)
 {
     int drv = 0;
     for (int x = 0; x < lv.npart; x++) {
-        range_of(lv, x, in, row, &lo[x], &hi[x]);
+        range_of(lv, x, in, row, &lo[x], &hi[x], &hub[x]);
         if (lo[x] >= hi[x])
             return false;
         if (hi[x] - lo[x] < hi[drv] - lo[drv])
@@ -149,13 +163,73 @@ __global__ void k_directory(const uint64_t *col, uint64_t n, uint64_t min, uint6
     }
 }
 
+__global__ void k_hub_stats(const uint64_t *col, uint64_t n, const uint32_t *off, uint64_t span, uint64_t *out)
+{
+    __shared__ unsigned long long s_hist[64];
+    for (int k = threadIdx.x; k < 64; k += blockDim.x)
+        s_hist[k] = 0;
+    __syncthreads();
+    unsigned long long lo = ~0ull, hi = 0;
+    const uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const uint64_t v = col[i];
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+    }
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i <= span; i += stride) {
+        const uint32_t len = off[i + 1] - off[i];
+        if (len)
+            atomicAdd(&s_hist[31 - __clz(len)], 1ull);
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        const unsigned long long l2 = __shfl_down_sync(0xffffffffu, lo, o), h2 = __shfl_down_sync(0xffffffffu, hi, o);
+        lo = l2 < lo ? l2 : lo;
+        hi = h2 > hi ? h2 : hi;
+    }
+    if ((threadIdx.x & 31) == 0) {
+        atomicMin((unsigned long long *)&out[0], lo);
+        atomicMax((unsigned long long *)&out[1], hi);
+    }
+    __syncthreads();
+    for (int k = threadIdx.x; k < 64; k += blockDim.x)
+        if (s_hist[k])
+            atomicAdd((unsigned long long *)&out[2 + k], s_hist[k]);
+}
+
+__global__ void k_hub_flags(const uint32_t *off, uint64_t span, uint64_t least, uint8_t *flags)
+{
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i <= span;
+         i += (uint64_t)gridDim.x * blockDim.x)
+        flags[i] = off[i + 1] - off[i] >= least;
+}
+
+__global__ void k_hub_slots(const uint8_t *flags, const uint64_t *pos, uint64_t span, uint32_t *slot)
+{
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i <= span;
+         i += (uint64_t)gridDim.x * blockDim.x)
+        slot[i] = flags[i] ? (uint32_t)pos[i] : RF_MJ_NO_HUB;
+}
+
+__global__ void k_hub_fill(const uint64_t *col0, const uint64_t *col1, uint64_t n, uint64_t dir_min, rf_mj_hubs h,
+                           uint32_t *bits)
+{
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) {
+        const uint32_t s = h.slot[col0[i] - dir_min];
+        if (s == RF_MJ_NO_HUB)
+            continue;
+        const uint64_t b = col1[i] - h.min;
+        atomicOr(&bits[(uint64_t)s * h.words + (b >> 5)], 1u << (b & 31));
+    }
+}
+
 __global__ void k_driver_len(rf_mj_level lv, rf_mj_rows in, uint64_t *len)
 {
     for (uint64_t row = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; row < in.n;
          row += (uint64_t)gridDim.x * blockDim.x) {
         uint64_t lo[RF_MULTIJOIN_MAX_IN], hi[RF_MULTIJOIN_MAX_IN];
+        uint32_t hub[RF_MULTIJOIN_MAX_IN];
         int drv;
-        len[row] = ranges_of(lv, in, row, lo, hi, &drv) ? hi[drv] - lo[drv] : 0;
+        len[row] = ranges_of(lv, in, row, lo, hi, hub, &drv) ? hi[drv] - lo[drv] : 0;
     }
 }
 
@@ -191,10 +265,11 @@ __global__ void k_level(rf_mj_level lv, rf_mj_rows in, rf_mj_items items, uint64
         const uint64_t row = items.row[it];
         const uint64_t chunk = it - items.istart[row];
         uint64_t lo[RF_MULTIJOIN_MAX_IN], hi[RF_MULTIJOIN_MAX_IN];
+        uint32_t hub[RF_MULTIJOIN_MAX_IN];
         int drv = 0;
         uint64_t found = 0;
         const uint64_t base = write ? out_pos[it] : 0;
-        if (ranges_of(lv, in, row, lo, hi, &drv)) {
+        if (ranges_of(lv, in, row, lo, hi, hub, &drv)) {
             const uint64_t *dcol = lv.cols[drv][lv.col[drv]];
             const uint64_t cbeg = lo[drv] + chunk * items.chunk;
             const uint64_t cend = cbeg + items.chunk < hi[drv] ? cbeg + items.chunk : hi[drv];
@@ -211,7 +286,7 @@ __global__ void k_level(rf_mj_level lv, rf_mj_rows in, rf_mj_items items, uint64
                             v = dcol[j];
                     } else {
                         v = dcol[j];
-                        ok = member(lv, drv, lo, hi, j, lo[drv], v);
+                        ok = member(lv, drv, lo, hi, hub, j, lo[drv], v);
                     }
                 }
                 const unsigned ballot = __ballot_sync(tmask, ok);
@@ -273,6 +348,37 @@ extern "C" cudaError_t rf_k_mj_directory(cudaStream_t s, const uint64_t *col, ui
                                          uint64_t span, uint32_t *off)
 {
     k_directory<<<grid_for(n + 1), kBlock, 0, s>>>(col, n, min, span, off);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t rf_k_mj_hub_stats(cudaStream_t s, const uint64_t *col, uint64_t n, const uint32_t *off,
+                                         uint64_t span, uint64_t *out)
+{
+    const uint64_t most = n > span + 1 ? n : span + 1;
+    k_hub_stats<<<grid_for(most), kBlock, 0, s>>>(col, n, off, span, out);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t rf_k_mj_hub_flags(cudaStream_t s, const uint32_t *off, uint64_t span, uint64_t least,
+                                         uint8_t *flags)
+{
+    k_hub_flags<<<grid_for(span + 1), kBlock, 0, s>>>(off, span, least, flags);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t rf_k_mj_hub_slots(cudaStream_t s, const uint8_t *flags, const uint64_t *pos, uint64_t span,
+                                         uint32_t *slot)
+{
+    k_hub_slots<<<grid_for(span + 1), kBlock, 0, s>>>(flags, pos, span, slot);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t rf_k_mj_hub_fill(cudaStream_t s, const uint64_t *col0, const uint64_t *col1, uint64_t n,
+                                        uint64_t dir_min, const rf_mj_hubs *h, uint32_t *bits)
+{
+    if (n == 0)
+        return cudaSuccess;
+    k_hub_fill<<<grid_for(n), kBlock, 0, s>>>(col0, col1, n, dir_min, *h, bits);
     return cudaGetLastError();
 }
 

@@ -16,11 +16,26 @@ extern "C" {
  * 0..d-1 of the partial bindings). Every input x with a column for d takes
  * part: its rows agreeing with a binding on its columns before (which bind
  * prefix_var[x][0..col[x])) form a range; its column col[x] is sorted
- * within it. Passed by value (about 3 KB of kernel parameters). */
+ * within it. Passed by value (about 4 KB of kernel parameters: CUDA 12.1
+ * and later take up to 32 KB on Volta and newer). */
 typedef struct rf_mj_dir {
     const uint32_t *off;     /* NULL: none (binary search instead) */
     uint64_t min, span;      /* the column's values lie in [min, min + span] */
 } rf_mj_dir;
+
+/* Bitmaps of an input's long ranges (hubs of a skewed graph): where the
+ * range of first-column value v0 is long, membership of value v in it is
+ * one bit, bits[slot[v0 - dir.min] * words + (v - min) / 32], instead of a
+ * binary search of ~log2(range) dependent loads. slot NULL: none;
+ * RF_MJ_NO_HUB: v0's range has no bitmap. Only for an input taking part
+ * with its second column (col 1), whose range the directory gives. */
+#define RF_MJ_NO_HUB 0xffffffffu
+typedef struct rf_mj_hubs {
+    const uint32_t *slot;
+    const uint32_t *bits;
+    uint64_t min;            /* the second column's smallest value */
+    uint64_t words;          /* 32-bit words a bitmap: values min .. min + 32 * words - 1 */
+} rf_mj_hubs;
 
 typedef struct rf_mj_level {
     int d;
@@ -30,6 +45,7 @@ typedef struct rf_mj_level {
      * prefix value in two loads instead of two binary searches over the
      * whole input, and at level 0 membership in one. */
     rf_mj_dir dir[RF_MULTIJOIN_MAX_IN];
+    rf_mj_hubs hub[RF_MULTIJOIN_MAX_IN];
     int col[RF_MULTIJOIN_MAX_IN];
     int prefix_var[RF_MULTIJOIN_MAX_IN][RF_MULTIJOIN_MAX_VARS];
     const uint64_t *cols[RF_MULTIJOIN_MAX_IN][RF_MULTIJOIN_MAX_VARS];
@@ -54,6 +70,22 @@ cudaError_t rf_k_mj_first_write(cudaStream_t s, const rf_mj_level *lv, int drv, 
  * least min + i (off[span + 1] = n). */
 cudaError_t rf_k_mj_directory(cudaStream_t s, const uint64_t *col, uint64_t n, uint64_t min, uint64_t span,
                               uint32_t *off);
+/* For an input's hub bitmaps: out[0] := the smallest value of col (n
+ * rows), out[1] := the largest, out[2 + k] := the number of directory
+ * entries (first-column values, span + 1 of them) whose range has
+ * 2^k .. 2^(k+1) - 1 rows. out (66 words) zeroed by the caller but for
+ * out[0], all ones. */
+cudaError_t rf_k_mj_hub_stats(cudaStream_t s, const uint64_t *col, uint64_t n, const uint32_t *off, uint64_t span,
+                              uint64_t *out);
+/* flags[i] := whether entry i's range has at least `least` rows. */
+cudaError_t rf_k_mj_hub_flags(cudaStream_t s, const uint32_t *off, uint64_t span, uint64_t least, uint8_t *flags);
+/* slot[i] := pos[i] where flags[i], else RF_MJ_NO_HUB. */
+cudaError_t rf_k_mj_hub_slots(cudaStream_t s, const uint8_t *flags, const uint64_t *pos, uint64_t span,
+                              uint32_t *slot);
+/* Sets the bit of every row's second-column value in its range's bitmap
+ * (rows whose first-column value has one; bits zeroed by the caller). */
+cudaError_t rf_k_mj_hub_fill(cudaStream_t s, const uint64_t *col0, const uint64_t *col1, uint64_t n,
+                             uint64_t dir_min, const rf_mj_hubs *h, uint32_t *bits);
 /* Levels 1..: the length of every binding's driver range (the shortest of
  * the inputs' ranges; 0 when one is empty): len[i], for i < in.n. */
 cudaError_t rf_k_mj_driver_len(cudaStream_t s, const rf_mj_level *lv, rf_mj_rows in, uint64_t *len);

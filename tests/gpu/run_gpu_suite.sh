@@ -80,6 +80,10 @@ step golden_gpu python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" --back
 step golden_gpu_wcoj python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" --backend gpu --extra-arg=--join=wcoj
 step golden_gpu_wcoj_rounds env RF_GPU_LFTJ_BUDGET=1 python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" \
   --backend gpu --extra-arg=--join=wcoj
+# ... and with every range of every input's second column a bitmap (hub
+#     bitmaps, which only skewed inputs of 2^18 rows and more get by themselves).
+step golden_gpu_wcoj_hubs env RF_GPU_LFTJ_HUBS=always python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" \
+  --backend gpu --extra-arg=--join=wcoj
 
 # 3. Random programs (the core language, then the business queries of
 #    gen_biz.py): GPU against the oracle and byte for byte against the CPU backend.
@@ -198,6 +202,13 @@ if [ "$QUICK" = 0 ]; then
     if [ ! -f "$GRAPHS/$g" ]; then echo "skip graph_${kind}_$g ($GRAPHS/$g missing)"; continue; fi
     step "graph_${kind}_${g%.tsv}" python3 "$ROOT/tests/graphs/graph_test.py" --redfox "$RF" --graphs "$GRAPHS" \
       --test "$kind:$g" ${n:+--expect $n} --backend gpu
+  done
+  # the multiway joins with every range a hub bitmap, against SQLite
+  for t in triangles:CA-HepTh.tsv triangles:p2p-Gnutella09.tsv cliques4:CA-HepTh.tsv; do
+    kind=${t%%:*}; g=${t#*:}
+    [ -f "$GRAPHS/$g" ] || continue
+    step "graph_${kind}_${g%.tsv}_hubs" env RF_GPU_LFTJ_HUBS=always python3 "$ROOT/tests/graphs/graph_test.py" \
+      --redfox "$RF" --graphs "$GRAPHS" --test "$kind:$g" --backend gpu --extra-arg=--join=wcoj
   done
 fi
 
