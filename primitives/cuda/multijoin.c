@@ -50,6 +50,7 @@ typedef struct mj_run {
     rf_mj_hubs hubs[RF_MULTIJOIN_MAX_IN];
     size_t hub_slot_bytes[RF_MULTIJOIN_MAX_IN], hub_bits_bytes[RF_MULTIJOIN_MAX_IN];
     int hubs_mode;            /* RF_GPU_LFTJ_HUBS: 0 off, 1 auto, 2 always */
+    int hub_min_log2;         /* ranges of 2^this values or more (auto) */
     int force_team;           /* 0: from the mean range */
     uint64_t force_chunk;     /* 0: team x 16 */
     bool trace;               /* RF_GPU_LFTJ_TRACE: a line a level on stderr */
@@ -264,7 +265,7 @@ static bool directory_of(mj_run *r, const uint64_t *col, uint64_t n, rf_mj_dir *
  * searches), within RF_MJ_HUB_BUDGET_SHARE of the level budget: the
  * longest ranges first. RF_GPU_LFTJ_HUBS=always makes them for every range
  * of any input (tests), off never. */
-#define RF_MJ_HUB_MIN_LEN 512
+#define RF_MJ_HUB_MIN_LEN 512   /* RF_GPU_LFTJ_HUB_MIN (measuring): another */
 #define RF_MJ_HUB_MIN_ROWS ((uint64_t)1 << 18)
 #define RF_MJ_HUB_BUDGET_SHARE 8
 
@@ -302,7 +303,7 @@ static bool hubs_of(mj_run *r, const rf_drel *in, const rf_mj_dir *dir, rf_mj_hu
     size_t cap = r->budget / RF_MJ_HUB_BUDGET_SHARE, per = (size_t)words * sizeof(uint32_t);
     /* the least range length: a power of two, from RF_MJ_HUB_MIN_LEN (1
      * always) up until the bitmaps of the ranges as long fit */
-    int k = r->hubs_mode == 2 ? 0 : 9;
+    int k = r->hubs_mode == 2 ? 0 : r->hub_min_log2;
     uint64_t nhub = 0;
     for (; k < 64; k++) {
         nhub = 0;
@@ -441,6 +442,10 @@ bool rf_cuda_multijoin(rf_cuda_ctx *c, int nin, const rf_drel *const *ins, const
     r->no_bits = bits && strcmp(bits, "off") == 0;
     const char *hubs = getenv("RF_GPU_LFTJ_HUBS");
     r->hubs_mode = !hubs || !*hubs ? 1 : strcmp(hubs, "off") == 0 ? 0 : strcmp(hubs, "always") == 0 ? 2 : 1;
+    const char *hub_min = getenv("RF_GPU_LFTJ_HUB_MIN");
+    uint64_t least = hub_min && *hub_min ? strtoull(hub_min, NULL, 10) : RF_MJ_HUB_MIN_LEN;
+    while (r->hub_min_log2 < 63 && ((uint64_t)1 << r->hub_min_log2) < least)
+        r->hub_min_log2++;
     bool any_empty = false;
     /* the levels: which inputs take part in each variable, and how */
     for (int d = 0; d < nvars; d++)

@@ -133,6 +133,18 @@ __global__ void k_first_write(rf_mj_level lv, int drv, const uint8_t *flags, con
             out[pos[j]] = dcol[j];
 }
 
+// The n (<= 32) match bits from bit b on, the first in bit 0. (The bitmap
+// has a word more than its bits need.)
+__device__ __forceinline__ unsigned match_bits(const uint32_t *bits, uint64_t b, unsigned n)
+{
+    const unsigned s = (unsigned)(b & 31);
+    uint64_t x = bits[b >> 5];
+    if (s + n > 32)
+        x |= (uint64_t)bits[(b >> 5) + 1] << 32;
+    const unsigned m = (unsigned)(x >> s);
+    return n < 32 ? m & ((1u << n) - 1u) : m;
+}
+
 // Every input's range for binding `row` (and bitmap slot), and the
 // shortest (the driver); false when one is empty.
 __device__ __forceinline__ bool ranges_of(const rf_mj_level &lv, const rf_mj_rows &in, uint64_t row,
@@ -274,6 +286,38 @@ __global__ void k_level(rf_mj_level lv, rf_mj_rows in, rf_mj_items items, uint64
             const uint64_t cbeg = lo[drv] + chunk * items.chunk;
             const uint64_t cend = cbeg + items.chunk < hi[drv] ? cbeg + items.chunk : hi[drv];
             const uint64_t bit0 = items.bits ? items.doff[row] - lo[drv] : 0;   // bit of driver row j: bit0 + j
+            if (write && items.bits) {
+                // From the count's match bits: each lane takes `per`
+                // consecutive driver rows of the chunk, counts its matches,
+                // the team scans the counts, and each lane writes its
+                // matches in order from its offset, visiting only them
+                // (R-MAT's triangles: a tenth of the driver rows match).
+                const uint64_t per = (cend - cbeg + G - 1) / G;
+                const uint64_t p0 = cbeg + (uint64_t)tlane * per;
+                const uint64_t p1 = p0 + per < cend ? p0 + per : cend;
+                uint64_t mine = 0;
+                for (uint64_t p = p0; p < p1; p += 32)
+                    mine += __popc(match_bits(items.bits, bit0 + p, p1 - p < 32 ? (unsigned)(p1 - p) : 32u));
+                uint64_t before = mine;   // inclusive, then exclusive
+                for (int o = 1; o < G; o <<= 1) {
+                    const uint64_t y = __shfl_up_sync(tmask, before, o, G);
+                    if (tlane >= o)
+                        before += y;
+                }
+                uint64_t at = base + before - mine;
+                for (uint64_t p = p0; p < p1; p += 32) {
+                    unsigned m = match_bits(items.bits, bit0 + p, p1 - p < 32 ? (unsigned)(p1 - p) : 32u);
+                    while (m) {
+                        const uint64_t j = p + (uint64_t)(__ffs(m) - 1);
+                        m &= m - 1;
+                        for (int c = 0; c < lv.d; c++)
+                            out[(uint64_t)c * out_cap + at] = in.data[(uint64_t)c * in.cap + row];
+                        out[(uint64_t)lv.d * out_cap + at] = dcol[j];
+                        at++;
+                    }
+                }
+                continue;
+            }
             for (uint64_t j0 = cbeg; j0 < cend; j0 += G) {
                 const uint64_t j = j0 + tlane;
                 bool ok = false;
