@@ -183,25 +183,18 @@ def main():
         sys.exit("gpu_bench: error: --variants: %s" % e)
     named = bool(variants[0].name)
     rf = os.path.join(a.build, "redfox")
-    floors_bin = os.path.join(a.build, "tests", "gpu", "rf_gpu_floors")
     gdir = a.graphs_dir or next((d for d in (os.path.join(ROOT, ".data", "graphs"),
                                              os.path.join(os.path.dirname(ROOT), "shared", "data", "graphs"))
                                  if os.path.isdir(d)), None)
     if not gdir:
         print("skipped: no graphs folder")
         return 0
-    if not os.path.exists(floors_bin):
-        print("skipped: %s not built (needs the CUDA backend)" % floors_bin)
+    floors, why = rfbench.gpu_floors(a.build)
+    if not floors:
+        print("skipped: " + why)
         return 0
-    fl = subprocess.run([floors_bin], stdout=subprocess.PIPE).stdout.decode()
-    if fl.startswith("skipped"):
-        print("skipped: no CUDA device on this machine")
-        return 0
-    device = re.search(r"device (.*)", fl).group(1)
-    copy_gbs = float(re.search(r"copy_gbs ([\d.]+)", fl).group(1))
-    sort_rate = float(re.search(r"sort_keys_per_s ([\d.e+]+)", fl).group(1))
-    m = re.search(r"pcie_d2h_gbs ([\d.]+)", fl)
-    d2h_gbs = float(m.group(1)) if m else 0.0
+    device, copy_gbs = floors["device"], floors["copy_gbs"]
+    sort_rate, d2h_gbs = floors["sort_keys_per_s"], floors["pcie_d2h_gbs"]
     print("# Red Fox GPU benchmark, %s, device %s, CPU backend --threads %d on %d host cores" % (
         datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), device, a.threads, os.cpu_count()))
     print("# floors: device-to-device copy %.0f GB/s (read + write); radix sort %.2f G keys/s (64-bit keys); "

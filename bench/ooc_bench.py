@@ -22,6 +22,8 @@ import re
 import subprocess
 import sys
 
+import rfbench  # bench/rfbench.py (this script's folder is on sys.path)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QUERIES = {"tc": "programs/tc.lql", "sg": "programs/same_generation.lql", "triangles": "programs/triangles.lql"}
 QUERY_S = re.compile(r"^\s*load ([0-9.]+) s \(inputs read and resident\), query ([0-9.]+) s", re.M)
@@ -74,17 +76,11 @@ def main():
     h2d = d2h = 0.0
     device = "CPU backend (no PCIe)"
     if a.backend != "cpu":
-        floors = os.path.join(a.build, "tests", "gpu", "rf_gpu_floors")
-        if not os.path.exists(floors):
-            print("skipped: %s not built (needs the CUDA backend)" % floors)
+        floors, why = rfbench.gpu_floors(a.build, (2048, 16))
+        if not floors:
+            print("skipped: " + why)
             return 0
-        fl = subprocess.run([floors, "2048", "16"], stdout=subprocess.PIPE, text=True).stdout
-        if fl.startswith("skipped"):
-            print("skipped: no CUDA device on this machine")
-            return 0
-        device = re.search(r"device (.*)", fl).group(1)
-        d2h = float(re.search(r"pcie_d2h_gbs ([\d.]+)", fl).group(1))
-        h2d = float(re.search(r"pcie_h2d_gbs ([\d.]+)", fl).group(1))
+        device, d2h, h2d = floors["device"], floors["pcie_d2h_gbs"], floors["pcie_h2d_gbs"]
     log = open(a.log, "w") if a.log else open(os.devnull, "w")
     print("# Red Fox out-of-core benchmark, %s, device %s, backend %s" %
           (datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), device, a.backend))

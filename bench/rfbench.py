@@ -215,3 +215,23 @@ def write_pieces(path, pieces, make_piece, jobs):
             for p in pieces:
                 f.write(make_piece(p))
     os.replace(tmp, path)
+
+
+def gpu_floors(build, args=()):
+    """The device's floors from BUILD/tests/gpu/rf_gpu_floors (extra args:
+    copy MiB, sort M keys): (dict or None, why not). The dict has device,
+    copy_gbs, sort_keys_per_s, pcie_d2h_gbs, pcie_h2d_gbs (0.0 where the
+    tool did not print one)."""
+    import subprocess
+    path = os.path.join(build, "tests", "gpu", "rf_gpu_floors")
+    if not os.path.exists(path):
+        return None, "%s not built (needs the CUDA backend)" % path
+    out = subprocess.run([path] + [str(x) for x in args], stdout=subprocess.PIPE, text=True).stdout
+    if out.startswith("skipped"):
+        return None, "no CUDA device on this machine"
+    m = re.search(r"device (.*)", out)
+    floors = {"device": m.group(1) if m else "?"}
+    for key in ("copy_gbs", "sort_keys_per_s", "pcie_d2h_gbs", "pcie_h2d_gbs"):
+        m = re.search(key + r" ([\d.e+]+)", out)
+        floors[key] = float(m.group(1)) if m else 0.0
+    return floors, None
