@@ -97,7 +97,9 @@ typedef struct dist_impl {
     bool sets_stay;
     size_t sets_left;
     bool fold;              /* keyless aggregates folded per rank (RF_DIST_FOLD=0: off) */
-    size_t folded;
+    bool fold_keyed;        /* and aggregates with keys (RF_DIST_FOLD_KEYED=0: off) */
+    size_t fold_keyed_rows; /* ... where their partial rows are at most this many */
+    size_t folded, folded_keyed, fold_declined;
     int output_threads;     /* rank 0, after the gather (-1: leave as is) */
     /* Failures agreed on late (the top of this file). */
     bool agree_each;        /* RF_DIST_AGREE=kernel: after every kernel instead */
@@ -1171,15 +1173,27 @@ static rf_run_result run_set_gather(rf_backend *be, const rf_hprogram *p, const 
  * avg and count-distinct). A partial total that overflows its type where
  * the whole would not, or any failure of a rank's partial, sends every
  * rank the way it went before (every row everywhere), which reports what
- * one process reports. */
+ * one process reports.
+ *
+ * With keys (a TPC-H grouping of millions of rows into a handful of
+ * groups would otherwise send each row to its group's rank: q01 under two
+ * ranks sent half its rows), each rank folds its own rows by group the
+ * same way, and where the partial rows of all ranks together are few
+ * (RF_DIST_FOLD_KEYED_ROWS; the environment variable of that name sets
+ * another, for tests) they go everywhere and every rank folds them
+ * by group in host memory (the CPU's aggregation over the partial rows
+ * sorted by group, a row number keeping equal partial rows of two ranks
+ * apart): the same rows, replicated. More partial rows than that: the
+ * partial rows are dropped and the AGG runs as before. */
+#define RF_DIST_FOLD_KEYED_ROWS 65536
 
 /* Whether AGG `agg` (in program p) folds from partial results. */
 static bool agg_folds(const rf_hprogram *p, const rf_kernel *agg)
 {
-    if (agg->op != RF_K_AGG || agg->nkeys != 0 || agg->naggs < 1 || agg->out < 0 || agg->out >= p->nvars ||
+    if (agg->op != RF_K_AGG || agg->naggs < 1 || agg->out < 0 || agg->out >= p->nvars ||
         !p->vars[agg->out].types || kernel_rowid_use(agg) != ROWID_NONE)
         return false;
-    const rf_type *rt = p->vars[agg->out].types;
+    const rf_type *rt = p->vars[agg->out].types + agg->nkeys;
     for (int j = 0; j < agg->naggs; j++) {
         rf_aggfn fn = agg->aggfn[j];
         if (!(fn == RF_AGG_COUNT || fn == RF_AGG_MIN || fn == RF_AGG_MAX ||
@@ -1187,6 +1201,52 @@ static bool agg_folds(const rf_hprogram *p, const rf_kernel *agg)
             return false;
     }
     return true;
+}
+
+/* Whether aggregate `agg` is folded per rank in this run (its keys too). */
+static bool folds_here(const dist_impl *im, const rf_hprogram *p, const rf_kernel *agg)
+{
+    return im->fold && (agg->nkeys == 0 || im->fold_keyed) && agg_folds(p, agg);
+}
+
+/* out := the partial rows t (every rank's, arity nkeys + naggs) folded by
+ * group in host memory, sorted as a SORT leaves rows (unsigned words): a
+ * count becomes a total of the counts, a total a total, a min a min. */
+static bool fold_by_group(const rf_hprogram *p, const rf_kernel *agg, const rf_table *t, rf_table *out,
+                          rf_status *st)
+{
+    int nk = agg->nkeys, na = agg->naggs;
+    const rf_type *rt = p->vars[agg->out].types;
+    /* keys, the row's number (equal partial rows of two ranks stay two
+     * rows through the sort), then the partial values */
+    rf_table u, s;
+    rf_table_init(&u, nk + 1 + na);
+    rf_table_resize(&u, t->nrows);
+    for (size_t i = 0; i < t->nrows; i++) {
+        for (int c = 0; c < nk; c++)
+            u.cols[c][i] = t->cols[c][i];
+        u.cols[nk][i] = (rf_word)i;
+        for (int j = 0; j < na; j++)
+            u.cols[nk + 1 + j][i] = t->cols[nk + j][i];
+    }
+    rf_prim_sort(&u, &s);
+    rf_table_free(&u);
+    rf_aggfn *fns = rf_malloc((size_t)na * sizeof *fns);
+    rf_instr *cols = rf_calloc((size_t)na, sizeof *cols);
+    rf_code *args = rf_malloc((size_t)na * sizeof *args);
+    for (int j = 0; j < na; j++) {
+        fns[j] = agg->aggfn[j] == RF_AGG_COUNT ? RF_AGG_TOTAL : agg->aggfn[j];
+        cols[j].op = RF_EX_COL;
+        cols[j].type = (uint8_t)rt[nk + j];
+        cols[j].index = nk + 1 + j;
+        args[j] = (rf_code){1, &cols[j]};
+    }
+    bool ok = rf_prim_aggregate_multi(&s, nk, na, fns, rt + nk, args, out, st);
+    rf_table_free(&s);
+    free(fns);
+    free(cols);
+    free(args);
+    return ok;
 }
 
 /* Whether every aggregate of `agg` is a min or a max (they fold from
@@ -1298,14 +1358,33 @@ static rf_run_result run_folded(rf_backend *be, const rf_hprogram *p, const rf_k
             inner_ins[i] = ins[i] ? ins[i]->inner : NULL;
         ok = in->run(in, p, k, inner_outs, inner_ins, stats, &quiet) == RF_RUN_DONE;
     }
-    uint64_t bad = !ok;   /* (a rank that failed before says so too) */
-    control_allreduce(im, &bad, 1, RF_COMM_MAX);
-    if (bad) {
+    /* (a rank that failed before says so too); with keys, the partial
+     * rows of all ranks together */
+    uint64_t bad[2] = {!ok, ok && agg->nkeys > 0 ? (uint64_t)in->var_rows(in, part->inner) : 0};
+    control_allreduce(im, bad, agg->nkeys > 0 ? 2 : 1, RF_COMM_SUM);
+    if (bad[0] || bad[1] > im->fold_keyed_rows) {
+        im->fold_declined += !bad[0];
         dist_var_free(be, part);
         return RF_RUN_MEMBERS;
     }
     part->d = split();
     move_var(be, part, TO_ALL, 0);
+    if (agg->nkeys > 0) {
+        rf_table t, r;
+        rf_table_init(&t, part->arity);
+        rf_table_init(&r, out->arity);
+        bool done = in->download(in, part->inner, &t, st) && fold_by_group(p, agg, &t, &r, st) &&
+                    in->upload(in, out->inner, &r, st);
+        rf_table_free(&t);
+        rf_table_free(&r);
+        dist_var_free(be, part);
+        if (!agree_on(be, agg, &out, 1, done, st))
+            return RF_RUN_FAILED;
+        out->d = replicated();
+        out->rows_known = false;
+        im->folded_keyed++;
+        return RF_RUN_DONE;
+    }
     /* Every rank folds the partial rows: count -> total of the counts */
     rf_aggfn *fns = rf_malloc((size_t)agg->naggs * sizeof *fns);
     rf_instr *cols = rf_calloc((size_t)agg->naggs, sizeof *cols);
@@ -1358,13 +1437,13 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
     }
     if (im->fold && k->op == RF_K_FUSED) {
         const rf_kernel *agg = folding_group_agg(p, k);
-        if (agg && folding_group_inputs(be, k, ins)) {
+        if (agg && folds_here(im, p, agg) && folding_group_inputs(be, k, ins)) {
             rf_run_result r = run_folded(be, p, k, agg, outs[0], ins, k->fused->nin, stats, st);
             if (r != RF_RUN_MEMBERS)
                 return r;
         }
     }
-    if (im->fold && k->op == RF_K_AGG && ins[0] && ins[0]->d.kind != PLACE_REPLICATED && agg_folds(p, k)) {
+    if (k->op == RF_K_AGG && ins[0] && ins[0]->d.kind != PLACE_REPLICATED && folds_here(im, p, k)) {
         rf_run_result r = run_folded(be, p, k, k, outs[0], ins, 1, stats, st);
         if (r != RF_RUN_MEMBERS)
             return r;
@@ -1565,6 +1644,10 @@ static void dist_print_stats(rf_backend *be, FILE *f)
     if (im->folded)
         fprintf(f, "  distributed: %zu keyless aggregates folded on each rank, then their partial rows\n",
                 im->folded);
+    if (im->folded_keyed || im->fold_declined)
+        fprintf(f, "  distributed: %zu aggregates with keys folded on each rank, then their partial rows by group "
+                   "on every rank (%zu not: more than %zu partial rows)\n",
+                im->folded_keyed, im->fold_declined, im->fold_keyed_rows);
     if (im->inner->print_stats)
         im->inner->print_stats(im->inner, f);
 }
@@ -1680,6 +1763,10 @@ rf_backend *rf_backend_dist_new(rf_backend *inner, rf_comm *comm)
     im->sets_stay = !(stay && strcmp(stay, "0") == 0);
     const char *fold = getenv("RF_DIST_FOLD");
     im->fold = !(fold && strcmp(fold, "0") == 0);
+    const char *keyed = getenv("RF_DIST_FOLD_KEYED");
+    im->fold_keyed = !(keyed && strcmp(keyed, "0") == 0);
+    const char *keyed_rows = getenv("RF_DIST_FOLD_KEYED_ROWS");
+    im->fold_keyed_rows = keyed_rows && *keyed_rows ? (size_t)strtoull(keyed_rows, NULL, 10) : RF_DIST_FOLD_KEYED_ROWS;
     const char *agree = getenv("RF_DIST_AGREE");
     im->agree_each = agree && strcmp(agree, "kernel") == 0;
     rf_table_init(&im->away, 0);

@@ -80,12 +80,19 @@ for agree in "" kernel; do
   [ $rc = $want_rc ] && [ $rc = 2 ] && cmp -s "$work/one.err" "$work/err" && [ ! -s "$work/out" ] ||
     note "loop fault (RF_DIST_AGREE=$agree): exit $rc (one process $want_rc), $(cat "$work/err")"
 done
-# Keyless aggregates folded per rank, one of them falling back (fold.lql).
+# Aggregates folded per rank, keyless and by group, some falling back
+# (fold.lql); then with at most 3 partial rows folded by group, so that
+# most of the grouped ones decline and run as before.
 "$redfox" run "$here/fold.lql" >"$work/one.out" 2>&1
-timeout 60 $mpi "$redfox" run "$here/fold.lql" --stats >"$work/out" 2>"$work/err"
-rc=$?
-[ $rc = 0 ] && cmp -s "$work/one.out" "$work/out" && grep -q "[1-9][0-9]* keyless aggregates folded" "$work/err" ||
-  note "keyless aggregates folded: exit $rc, $(diff "$work/one.out" "$work/out" | head -5) $(grep distributed "$work/err")"
+for keyed_rows in "" 3; do
+  RF_DIST_FOLD_KEYED_ROWS=$keyed_rows timeout 60 $mpi "$redfox" run "$here/fold.lql" --stats >"$work/out" 2>"$work/err"
+  rc=$?
+  [ $rc = 0 ] && cmp -s "$work/one.out" "$work/out" && grep -q "[1-9][0-9]* keyless aggregates folded" "$work/err" &&
+    if [ -z "$keyed_rows" ]; then grep -q "[1-9][0-9]* aggregates with keys folded" "$work/err"
+    else grep -q "([1-9][0-9]* not: more than 3 partial rows)" "$work/err"; fi ||
+    note "aggregates folded (RF_DIST_FOLD_KEYED_ROWS=$keyed_rows): exit $rc, $(diff "$work/one.out" "$work/out" | head -5)" \
+      "$(grep distributed "$work/err")"
+done
 # --distribute without a launcher: one rank, the same answers.
 "$redfox" run tc.lql --distribute --count >"$work/one" 2>&1 || note "--distribute alone exited $?"
 "$redfox" run tc.lql --count >"$work/plain" 2>&1
