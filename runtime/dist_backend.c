@@ -1180,7 +1180,8 @@ static rf_run_result run_set_gather(rf_backend *be, const rf_hprogram *p, const 
  * ranks sent half its rows), each rank folds its own rows by group the
  * same way, and where the partial rows of all ranks together are few
  * (RF_DIST_FOLD_KEYED_ROWS; the environment variable of that name sets
- * another, for tests) they go everywhere and every rank folds them
+ * another, for tests) and at most a quarter of the rows they fold, they
+ * go everywhere and every rank folds them
  * by group in host memory (the CPU's aggregation over the partial rows
  * sorted by group, a row number keeping equal partial rows of two ranks
  * apart): the same rows, replicated. More partial rows than that: the
@@ -1359,10 +1360,19 @@ static rf_run_result run_folded(rf_backend *be, const rf_hprogram *p, const rf_k
         ok = in->run(in, p, k, inner_outs, inner_ins, stats, &quiet) == RF_RUN_DONE;
     }
     /* (a rank that failed before says so too); with keys, the partial
-     * rows of all ranks together */
-    uint64_t bad[2] = {!ok, ok && agg->nkeys > 0 ? (uint64_t)in->var_rows(in, part->inner) : 0};
-    control_allreduce(im, bad, agg->nkeys > 0 ? 2 : 1, RF_COMM_SUM);
-    if (bad[0] || bad[1] > im->fold_keyed_rows) {
+     * rows of all ranks together, and the rows they fold (the largest
+     * input's: a reducing gather's own rows are never made), of which
+     * they must be at most a quarter to be worth gathering everywhere
+     * (TPC-H q03's 11K groups of 30K rows were not) */
+    uint64_t bad[3] = {!ok, 0, 0};
+    for (int i = 0; ok && agg->nkeys > 0 && i < nin; i++) {
+        uint64_t rows = ins[i] ? (uint64_t)in->var_rows(in, ins[i]->inner) : 0;
+        bad[2] = rows > bad[2] ? rows : bad[2];
+    }
+    if (ok && agg->nkeys > 0)
+        bad[1] = (uint64_t)in->var_rows(in, part->inner);
+    control_allreduce(im, bad, agg->nkeys > 0 ? 3 : 1, RF_COMM_SUM);
+    if (bad[0] || bad[1] > im->fold_keyed_rows || bad[1] > bad[2] / 4) {
         im->fold_declined += !bad[0];
         dist_var_free(be, part);
         return RF_RUN_MEMBERS;
@@ -1646,7 +1656,7 @@ static void dist_print_stats(rf_backend *be, FILE *f)
                 im->folded);
     if (im->folded_keyed || im->fold_declined)
         fprintf(f, "  distributed: %zu aggregates with keys folded on each rank, then their partial rows by group "
-                   "on every rank (%zu not: more than %zu partial rows)\n",
+                   "on every rank (%zu not: more than %zu partial rows, or a quarter of their input's)\n",
                 im->folded_keyed, im->fold_declined, im->fold_keyed_rows);
     if (im->inner->print_stats)
         im->inner->print_stats(im->inner, f);
