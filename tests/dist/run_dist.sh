@@ -81,16 +81,19 @@ for agree in "" kernel; do
     note "loop fault (RF_DIST_AGREE=$agree): exit $rc (one process $want_rc), $(cat "$work/err")"
 done
 # Aggregates folded per rank, keyless and by group, some falling back
-# (fold.lql); then with at most 3 partial rows folded by group, so that
-# most of the grouped ones decline and run as before.
+# (fold.lql): as by default (by group where a key is a string), every
+# grouped one tried (RF_DIST_FOLD_KEYED=all), and that with at most 3
+# partial rows folded by group, so that most decline and run as before.
 "$redfox" run "$here/fold.lql" >"$work/one.out" 2>&1
-for keyed_rows in "" 3; do
-  RF_DIST_FOLD_KEYED_ROWS=$keyed_rows timeout 60 $mpi "$redfox" run "$here/fold.lql" --stats >"$work/out" 2>"$work/err"
+for mode in default:: all:all: all3:all:3; do
+  keyed=${mode#*:}; keyed_rows=${keyed#*:}; keyed=${keyed%%:*}
+  RF_DIST_FOLD_KEYED=$keyed RF_DIST_FOLD_KEYED_ROWS=$keyed_rows timeout 60 $mpi "$redfox" run "$here/fold.lql" \
+    --stats >"$work/out" 2>"$work/err"
   rc=$?
   [ $rc = 0 ] && cmp -s "$work/one.out" "$work/out" && grep -q "[1-9][0-9]* keyless aggregates folded" "$work/err" &&
     if [ -z "$keyed_rows" ]; then grep -q "[1-9][0-9]* aggregates with keys folded" "$work/err"
     else grep -q "([1-9][0-9]* not: more than 3 partial rows" "$work/err"; fi ||
-    note "aggregates folded (RF_DIST_FOLD_KEYED_ROWS=$keyed_rows): exit $rc, $(diff "$work/one.out" "$work/out" | head -5)" \
+    note "aggregates folded (${mode%%:*}): exit $rc, $(diff "$work/one.out" "$work/out" | head -5)" \
       "$(grep distributed "$work/err")"
 done
 # --distribute without a launcher: one rank, the same answers.
