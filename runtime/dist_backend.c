@@ -1176,9 +1176,9 @@ static rf_run_result run_set_gather(rf_backend *be, const rf_hprogram *p, const 
  * rank the way it went before (every row everywhere), which reports what
  * one process reports.
  *
- * With keys (a TPC-H grouping of millions of rows into a handful of
- * groups would otherwise send each row to its group's rank: q01 under two
- * ranks sent half its rows), each rank folds its own rows by group the
+ * With keys (a TPC-H grouping of many rows into a handful of groups would
+ * otherwise send each row to its group's rank: q12 under two ranks sent
+ * 7,823 rows, folded 2), each rank folds its own rows by group the
  * same way, and where the partial rows of all ranks together are few
  * (RF_DIST_FOLD_KEYED_ROWS; the environment variable of that name sets
  * another, for tests) and at most a quarter of the rows they fold, they
@@ -1395,7 +1395,7 @@ static rf_run_result run_folded(rf_backend *be, const rf_hprogram *p, const rf_k
     if (agg->nkeys > 0) {
         rf_table t, r;
         rf_table_init(&t, part->arity);
-        rf_table_init(&r, out->arity);
+        rf_table_init(&r, 0);   /* (made again by the aggregation) */
         bool done = in->download(in, part->inner, &t, st) && fold_by_group(p, agg, &t, &r, st) &&
                     in->upload(in, out->inner, &r, st);
         rf_table_free(&t);
