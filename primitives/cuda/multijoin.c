@@ -317,12 +317,24 @@ static bool hubs_of(mj_run *r, const rf_drel *in, const rf_mj_dir *dir, rf_mj_hu
     uint64_t least = (uint64_t)1 << k;
     size_t slot_bytes = (size_t)(span + 1) * sizeof(uint32_t), bits_bytes = (size_t)nhub * per;
     size_t fbytes = (size_t)(span + 1), pbytes = (size_t)(span + 2) * sizeof(uint64_t);
-    uint8_t *flags = rf_cuda_alloc(c, fbytes, r->what, r->st);
-    uint64_t *pos = flags ? rf_cuda_alloc(c, pbytes, r->what, r->st) : NULL;
-    uint32_t *slot = pos ? rf_cuda_alloc(c, slot_bytes, r->what, r->st) : NULL;
-    uint32_t *bits = slot ? rf_cuda_alloc(c, bits_bytes, r->what, r->st) : NULL;
+    /* An aid, not a need: where its memory is not there, no bitmaps. */
+    rf_status quiet;
+    rf_status_init(&quiet);
+    uint8_t *flags = rf_cuda_alloc(c, fbytes, r->what, &quiet);
+    uint64_t *pos = flags ? rf_cuda_alloc(c, pbytes, r->what, &quiet) : NULL;
+    uint32_t *slot = pos ? rf_cuda_alloc(c, slot_bytes, r->what, &quiet) : NULL;
+    uint32_t *bits = slot ? rf_cuda_alloc(c, bits_bytes, r->what, &quiet) : NULL;
+    if (!bits) {
+        if (flags)
+            rf_cuda_free(c, flags, fbytes);
+        if (pos)
+            rf_cuda_free(c, pos, pbytes);
+        if (slot)
+            rf_cuda_free(c, slot, slot_bytes);
+        return true;
+    }
     rf_mj_hubs h = {slot, bits, lo, words};
-    ok = bits && ck(r, rf_k_mj_hub_flags(c->stream, dir->off, span, least, flags), "multijoin hubs") &&
+    ok = ck(r, rf_k_mj_hub_flags(c->stream, dir->off, span, least, flags), "multijoin hubs") &&
          rf_cub_flag_scan(c, flags, pos, (size_t)span + 1, r->st) &&
          ck(r, rf_k_mj_hub_slots(c->stream, flags, pos, span, slot), "multijoin hubs") &&
          ck(r, cudaMemsetAsync(bits, 0, bits_bytes, c->stream), "multijoin hubs") &&
