@@ -33,6 +33,8 @@
 #include "dist_backend.h"
 
 #include "rf_prims.h"
+#include "rf_agg_ops.h"
+#include "rf_scalar_ops.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -1189,6 +1191,16 @@ static rf_run_result run_set_gather(rf_backend *be, const rf_hprogram *p, const 
  * partial rows are dropped and the AGG runs as before. */
 #define RF_DIST_FOLD_KEYED_ROWS 65536
 
+/* Whether an avg of `arg` folds: of integers or decimals (an exact total
+ * and a count fold; a float total depends on the order of its rows). */
+static bool avg_folds(const rf_code *arg)
+{
+    if (!arg || arg->n < 1)
+        return false;
+    rf_type t = (rf_type)arg->ins[arg->n - 1].type;
+    return t == RF_TYPE_INT32 || t == RF_TYPE_INT64 || rf_type_is_decimal(t);
+}
+
 /* Whether AGG `agg` (in program p) folds from partial results. */
 static bool agg_folds(const rf_hprogram *p, const rf_kernel *agg)
 {
@@ -1198,11 +1210,21 @@ static bool agg_folds(const rf_hprogram *p, const rf_kernel *agg)
     const rf_type *rt = p->vars[agg->out].types + agg->nkeys;
     for (int j = 0; j < agg->naggs; j++) {
         rf_aggfn fn = agg->aggfn[j];
+        if (fn == RF_AGG_AVG && avg_folds(&agg->agg_arg[j]))
+            continue;
         if (!(fn == RF_AGG_COUNT || fn == RF_AGG_MIN || fn == RF_AGG_MAX ||
               (fn == RF_AGG_TOTAL && rt[j] != RF_TYPE_FLOAT64)))
             return false;
     }
     return true;
+}
+
+static bool has_avg(const rf_kernel *agg)
+{
+    for (int j = 0; j < agg->naggs; j++)
+        if (agg->aggfn[j] == RF_AGG_AVG)
+            return true;
+    return false;
 }
 
 /* Whether aggregate `agg` is folded per rank in this run. With keys, only
@@ -1215,6 +1237,10 @@ static bool agg_folds(const rf_hprogram *p, const rf_kernel *agg)
 static bool folds_here(const dist_impl *im, const rf_hprogram *p, const rf_kernel *agg)
 {
     if (!im->fold || !agg_folds(p, agg))
+        return false;
+    /* An avg's partial (a total and a count, avg_partial) has run on the
+     * CPU backend only so far. */
+    if (has_avg(agg) && strcmp(im->inner->name, "cpu") != 0)
         return false;
     if (agg->nkeys == 0)
         return true;
@@ -1260,6 +1286,177 @@ static bool fold_by_group(const rf_hprogram *p, const rf_kernel *agg, const rf_t
     free(fns);
     free(cols);
     free(args);
+    return ok;
+}
+
+/* The partial of an aggregate with avg: each avg a total of its argument
+ * (integers as int64) and one count of the group's rows after the
+ * aggregates, into a variable of its own (a copy of the program with one
+ * more), so that the partial rows of all ranks fold exactly: the totals'
+ * exact sum over the counts' (rf_avg_exact), as one process averages. */
+typedef struct avg_partial {
+    rf_hprogram prog;
+    rf_type *types;
+    rf_aggfn *fns;
+    rf_code *args;
+    rf_kernel agg;
+    rf_kernel *members;
+    rf_fused fused;
+    int fout[1];
+    rf_kernel k;             /* what runs: the AGG, or the group around it */
+} avg_partial;
+
+static void avg_partial_make(const rf_hprogram *p, const rf_kernel *k, const rf_kernel *agg, avg_partial *ap)
+{
+    memset(ap, 0, sizeof *ap);
+    int nk = agg->nkeys, na = agg->naggs, v = p->nvars;
+    const rf_type *rt = p->vars[agg->out].types;
+    ap->types = rf_malloc((size_t)(nk + na + 1) * sizeof *ap->types);
+    ap->fns = rf_malloc((size_t)(na + 1) * sizeof *ap->fns);
+    ap->args = rf_calloc((size_t)(na + 1), sizeof *ap->args);
+    memcpy(ap->types, rt, (size_t)nk * sizeof *rt);
+    for (int j = 0; j < na; j++) {
+        ap->fns[j] = agg->aggfn[j];
+        ap->args[j] = agg->agg_arg[j];
+        ap->types[nk + j] = rt[nk + j];
+        if (agg->aggfn[j] == RF_AGG_AVG) {
+            rf_type at = (rf_type)agg->agg_arg[j].ins[agg->agg_arg[j].n - 1].type;
+            ap->fns[j] = RF_AGG_TOTAL;
+            ap->types[nk + j] = rf_type_is_decimal(at) ? at : RF_TYPE_INT64;
+        }
+    }
+    ap->fns[na] = RF_AGG_COUNT;
+    ap->types[nk + na] = RF_TYPE_INT64;
+    ap->prog = *p;
+    ap->prog.vars = rf_malloc((size_t)(v + 1) * sizeof *ap->prog.vars);
+    memcpy(ap->prog.vars, p->vars, (size_t)v * sizeof *p->vars);
+    ap->prog.vars[v] = p->vars[agg->out];
+    ap->prog.vars[v].arity = nk + na + 1;
+    ap->prog.vars[v].types = ap->types;
+    ap->prog.vars[v].is_output = false;
+    ap->prog.nvars = v + 1;
+    ap->agg = *agg;
+    ap->agg.naggs = na + 1;
+    ap->agg.aggfn = ap->fns;
+    ap->agg.agg_arg = ap->args;
+    ap->agg.out = v;
+    ap->k = ap->agg;
+    if (k != agg) {   /* the group's last member */
+        ap->fused = *k->fused;
+        ap->members = rf_malloc((size_t)ap->fused.nmembers * sizeof *ap->members);
+        memcpy(ap->members, k->fused->members, (size_t)ap->fused.nmembers * sizeof *ap->members);
+        ap->members[ap->fused.nmembers - 1] = ap->agg;
+        ap->fused.members = ap->members;
+        ap->fout[0] = v;
+        ap->fused.nout = 1;
+        ap->fused.out = ap->fout;
+        ap->k = *k;
+        ap->k.fused = &ap->fused;
+        ap->k.out = v;
+    }
+}
+
+static void avg_partial_free(avg_partial *ap)
+{
+    free(ap->types);
+    free(ap->fns);
+    free(ap->args);
+    free(ap->prog.vars);
+    free(ap->members);
+}
+
+/* Whether an exact total fits the result type (as the CPU's total()). */
+static bool total_fits_type(rf_type t, int64_t v)
+{
+    if (t == RF_TYPE_INT32)
+        return v >= INT32_MIN && v <= INT32_MAX;
+    if (rf_type_is_decimal(t))
+        return v != INT64_MIN;
+    return true;
+}
+
+/* out := avg_partial's rows t (every rank's: keys, the partial values, the
+ * count) folded by group in host memory, sorted as a SORT leaves rows. */
+static bool fold_avg_partials(const rf_hprogram *p, const rf_kernel *agg, const rf_table *t, rf_table *out,
+                              rf_status *st)
+{
+    int nk = agg->nkeys, na = agg->naggs;
+    const rf_type *rt = p->vars[agg->out].types;
+    rf_table u, s;
+    rf_table_init(&u, nk + 1 + na + 1);
+    rf_table_resize(&u, t->nrows);
+    for (size_t i = 0; i < t->nrows; i++) {
+        for (int c = 0; c < nk; c++)
+            u.cols[c][i] = t->cols[c][i];
+        u.cols[nk][i] = (rf_word)i;
+        for (int j = 0; j <= na; j++)
+            u.cols[nk + 1 + j][i] = t->cols[nk + j][i];
+    }
+    rf_prim_sort(&u, &s);
+    rf_table_free(&u);
+    rf_table_init(out, nk + na);
+    rf_word *row = rf_malloc((size_t)(nk + na + 1) * sizeof *row);
+    bool ok = true;
+    for (size_t b = 0; ok && b < s.nrows;) {
+        size_t e = b + 1;
+        while (e < s.nrows) {
+            bool same = true;
+            for (int c = 0; same && c < nk; c++)
+                same = s.cols[c][e] == s.cols[c][b];
+            if (!same)
+                break;
+            e++;
+        }
+        for (int c = 0; c < nk; c++)
+            row[c] = s.cols[c][b];
+        rf_sum128 rows = {0, 0};
+        for (size_t i = b; i < e; i++)
+            rf_sum128_add(&rows, rf_word_to_int(s.cols[nk + 1 + na][i]));
+        for (int j = 0; ok && j < na; j++) {
+            const rf_word *col = s.cols[nk + 1 + j];
+            rf_type ty = rt[nk + j];
+            rf_word acc = col[b];
+            rf_sum128 sum = {0, 0};
+            int64_t v;
+            switch (agg->aggfn[j]) {
+            case RF_AGG_MIN:
+            case RF_AGG_MAX:
+                for (size_t i = b + 1; i < e; i++) {
+                    int cmp = rf_value_compare(ty, col[i], acc);
+                    if (agg->aggfn[j] == RF_AGG_MIN ? cmp < 0 : cmp > 0)
+                        acc = col[i];
+                }
+                break;
+            case RF_AGG_COUNT:
+            case RF_AGG_TOTAL:
+                for (size_t i = b; i < e; i++)
+                    rf_sum128_add(&sum, rf_word_to_int(col[i]));
+                if (rf_sum128_to_i64(sum, &v) && total_fits_type(ty, v))
+                    acc = rf_word_from_int(v);
+                else
+                    ok = rf_scalar_fail2(st, RF_SERR_TOTAL_RANGE, sum.lo, (uint64_t)sum.hi, (int)ty);
+                break;
+            case RF_AGG_AVG: {
+                rf_type at = (rf_type)agg->agg_arg[j].ins[agg->agg_arg[j].n - 1].type;
+                for (size_t i = b; i < e; i++)
+                    rf_sum128_add(&sum, rf_word_to_int(col[i]));
+                int64_t n = 0;
+                (void)rf_sum128_to_i64(rows, &n);
+                acc = rf_word_from_double(rf_avg_exact(sum, (uint64_t)n, rf_type_is_decimal(at) ? rf_decimal_scale(at) : 0));
+                break;
+            }
+            default:
+                ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "aggregate %d does not fold", (int)agg->aggfn[j]);
+                break;
+            }
+            row[nk + j] = acc;
+        }
+        if (ok)
+            rf_table_append_row(out, row);
+        b = e;
+    }
+    free(row);
+    rf_table_free(&s);
     return ok;
 }
 
@@ -1352,6 +1549,9 @@ static bool folding_group_inputs(rf_backend *be, const rf_kernel *k, rf_dvar *co
     return sides_tell_rows_apart(k, a, b);
 }
 
+static rf_run_result run_folded_rest(rf_backend *be, const rf_hprogram *p, const rf_kernel *agg, rf_dvar *out,
+                                     rf_dvar *const *ins, int nin, rf_dvar *part, bool ok, bool avg, rf_status *st);
+
 /* Runs k (AGG `agg`, or a group ending in it) folded per rank into out;
  * RF_RUN_MEMBERS: it did not (on some rank), nothing written: the caller
  * runs it as before. */
@@ -1362,16 +1562,32 @@ static rf_run_result run_folded(rf_backend *be, const rf_hprogram *p, const rf_k
     rf_backend *in = im->inner;
     rf_status quiet;
     rf_status_init(&quiet);
-    rf_dvar *part = im->failed ? NULL : dist_var_new(be, out->arity, &quiet);
+    bool avg = has_avg(agg);
+    avg_partial ap;
+    if (avg)
+        avg_partial_make(p, k, agg, &ap);
+    rf_dvar *part = im->failed ? NULL : dist_var_new(be, out->arity + (avg ? 1 : 0), &quiet);
     bool ok = part != NULL;
     if (ok) {
-        part->types = out->types;
+        part->types = avg ? ap.types : out->types;
         part->sorted = false;
         rf_dvar *inner_outs[1] = {part->inner}, *inner_ins[RF_KERNEL_VARS_MAX] = {0};
         for (int i = 0; i < nin; i++)
             inner_ins[i] = ins[i] ? ins[i]->inner : NULL;
-        ok = in->run(in, p, k, inner_outs, inner_ins, stats, &quiet) == RF_RUN_DONE;
+        ok = in->run(in, avg ? &ap.prog : p, avg ? &ap.k : k, inner_outs, inner_ins, stats, &quiet) == RF_RUN_DONE;
     }
+    rf_run_result res = run_folded_rest(be, p, agg, out, ins, nin, part, ok, avg, st);
+    if (avg)
+        avg_partial_free(&ap);
+    return res;
+}
+
+/* run_folded after each rank's partial rows are in part (ok: made). */
+static rf_run_result run_folded_rest(rf_backend *be, const rf_hprogram *p, const rf_kernel *agg, rf_dvar *out,
+                                     rf_dvar *const *ins, int nin, rf_dvar *part, bool ok, bool avg, rf_status *st)
+{
+    dist_impl *im = be->impl;
+    rf_backend *in = im->inner;
     /* (a rank that failed before says so too); with keys, the partial
      * rows of all ranks together, and the rows they fold (the largest
      * input's: a reducing gather's own rows are never made), of which
@@ -1392,11 +1608,12 @@ static rf_run_result run_folded(rf_backend *be, const rf_hprogram *p, const rf_k
     }
     part->d = split();
     move_var(be, part, TO_ALL, 0);
-    if (agg->nkeys > 0) {
+    if (agg->nkeys > 0 || avg) {
         rf_table t, r;
         rf_table_init(&t, part->arity);
-        rf_table_init(&r, 0);   /* (made again by the aggregation) */
-        bool done = in->download(in, part->inner, &t, st) && fold_by_group(p, agg, &t, &r, st) &&
+        rf_table_init(&r, 0);   /* (made again by the fold) */
+        bool done = in->download(in, part->inner, &t, st) &&
+                    (avg ? fold_avg_partials(p, agg, &t, &r, st) : fold_by_group(p, agg, &t, &r, st)) &&
                     in->upload(in, out->inner, &r, st);
         rf_table_free(&t);
         rf_table_free(&r);
@@ -1405,7 +1622,8 @@ static rf_run_result run_folded(rf_backend *be, const rf_hprogram *p, const rf_k
             return RF_RUN_FAILED;
         out->d = replicated();
         out->rows_known = false;
-        im->folded_keyed++;
+        im->folded_keyed += agg->nkeys > 0;
+        im->folded += agg->nkeys == 0;
         return RF_RUN_DONE;
     }
     /* Every rank folds the partial rows: count -> total of the counts */
