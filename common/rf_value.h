@@ -44,6 +44,16 @@ typedef enum rf_type {
 static inline bool rf_type_is_decimal(rf_type t) { return t >= RF_TYPE_DECIMAL0 && t <= RF_TYPE_DECIMAL18; }
 static inline int rf_decimal_scale(rf_type t) { return (int)t - (int)RF_TYPE_DECIMAL0; }
 static inline rf_type rf_type_decimal(int scale) { return (rf_type)((int)RF_TYPE_DECIMAL0 + scale); }
+/* Whether an exact integer or decimal total v fits total()'s result type
+ * t (decimals are symmetric: INT64_MIN is out of range). */
+static inline bool rf_total_fits(rf_type t, int64_t v)
+{
+    if (t == RF_TYPE_INT32)
+        return v >= INT32_MIN && v <= INT32_MAX;
+    if (rf_type_is_decimal(t))
+        return v != INT64_MIN;
+    return true;
+}
 /* Words that order as signed int64: int32, int64, date, decimal[s]. */
 static inline bool rf_type_is_signed_word(rf_type t)
 {

@@ -1365,16 +1365,6 @@ static void avg_partial_free(avg_partial *ap)
     free(ap->members);
 }
 
-/* Whether an exact total fits the result type (as the CPU's total()). */
-static bool total_fits_type(rf_type t, int64_t v)
-{
-    if (t == RF_TYPE_INT32)
-        return v >= INT32_MIN && v <= INT32_MAX;
-    if (rf_type_is_decimal(t))
-        return v != INT64_MIN;
-    return true;
-}
-
 /* out := avg_partial's rows t (every rank's: keys, the partial values, the
  * count) folded by group in host memory, sorted as a SORT leaves rows. */
 static bool fold_avg_partials(const rf_hprogram *p, const rf_kernel *agg, const rf_table *t, rf_table *out,
@@ -1431,7 +1421,7 @@ static bool fold_avg_partials(const rf_hprogram *p, const rf_kernel *agg, const 
             case RF_AGG_TOTAL:
                 for (size_t i = b; i < e; i++)
                     rf_sum128_add(&sum, rf_word_to_int(col[i]));
-                if (rf_sum128_to_i64(sum, &v) && total_fits_type(ty, v))
+                if (rf_sum128_to_i64(sum, &v) && rf_total_fits(ty, v))
                     acc = rf_word_from_int(v);
                 else
                     ok = rf_scalar_fail2(st, RF_SERR_TOTAL_RANGE, sum.lo, (uint64_t)sum.hi, (int)ty);

@@ -39,16 +39,6 @@ static void count_distinct(const rf_word *vals, size_t n, const size_t *starts, 
     rf_table_free(&pairs);
 }
 
-/* Whether an exact int64 total fits the result type. */
-static bool total_fits(rf_type t, int64_t v)
-{
-    if (t == RF_TYPE_INT32)
-        return v >= INT32_MIN && v <= INT32_MAX;
-    if (rf_type_is_decimal(t))
-        return v != INT64_MIN;      /* decimals are symmetric */
-    return true;
-}
-
 /* One aggregate over every group: res[g] for g < ng. */
 static bool aggregate_one(const rf_table *in, const size_t *starts, size_t ng, rf_aggfn fn,
                           rf_type result_type, const rf_code *arg, rf_word *res, rf_status *st)
@@ -85,7 +75,7 @@ static bool aggregate_one(const rf_table *in, const size_t *starts, size_t ng, r
                 for (size_t i = b; i < e; i++)
                     rf_sum128_add(&s, rf_word_to_int(vals[i]));
                 int64_t v;
-                if (rf_sum128_to_i64(s, &v) && total_fits(result_type, v))
+                if (rf_sum128_to_i64(s, &v) && rf_total_fits(result_type, v))
                     acc = rf_word_from_int(v);
                 else
                     ok = rf_scalar_fail2(st, RF_SERR_TOTAL_RANGE, s.lo, (uint64_t)s.hi, (int)result_type);

@@ -186,15 +186,6 @@ static void merge_into(const reduce_job *j, groups *to, const groups *from)
     }
 }
 
-static bool total_fits(rf_type t, int64_t v)
-{
-    if (t == RF_TYPE_INT32)
-        return v >= INT32_MIN && v <= INT32_MAX;
-    if (rf_type_is_decimal(t))
-        return v != INT64_MIN; /* decimals are symmetric */
-    return true;
-}
-
 bool rf_prim_map_reduce(const rf_table *in, const rf_code *filter, int nproj, const rf_code *proj, int nkeys,
                         int naggs, const rf_aggfn *fns, const rf_type *result_types, const rf_code *args,
                         rf_table *out, rf_status *st)
@@ -278,7 +269,7 @@ bool rf_prim_map_reduce(const rf_table *in, const rf_code *filter, int nproj, co
                 } else {
                     int64_t v;
                     rf_sum128 s = all->sum.items[at];
-                    if (rf_sum128_to_i64(s, &v) && total_fits(result_types[a], v))
+                    if (rf_sum128_to_i64(s, &v) && rf_total_fits(result_types[a], v))
                         *res = rf_word_from_int(v);
                     else
                         ok = rf_scalar_fail2(st, RF_SERR_TOTAL_RANGE, s.lo, (uint64_t)s.hi, (int)result_types[a]);
