@@ -1249,28 +1249,35 @@ static bool folds_here(const dist_impl *im, const rf_hprogram *p, const rf_kerne
     return im->fold_keyed_all || has_strings(p->vars[agg->out].types, agg->nkeys);
 }
 
-/* out := the partial rows t (every rank's, arity nkeys + naggs) folded by
- * group in host memory, sorted as a SORT leaves rows (unsigned words): a
- * count becomes a total of the counts, a total a total, a min a min. */
-static bool fold_by_group(const rf_hprogram *p, const rf_kernel *agg, const rf_table *t, rf_table *out,
-                          rf_status *st)
+/* s := the partial rows t (keys first) sorted by group as a SORT orders
+ * rows (unsigned words), with each row's number after the keys: equal
+ * partial rows of two ranks stay two rows through the sort. */
+static void sort_partials(const rf_table *t, int nk, rf_table *s)
 {
-    int nk = agg->nkeys, na = agg->naggs;
-    const rf_type *rt = p->vars[agg->out].types;
-    /* keys, the row's number (equal partial rows of two ranks stay two
-     * rows through the sort), then the partial values */
-    rf_table u, s;
-    rf_table_init(&u, nk + 1 + na);
+    rf_table u;
+    rf_table_init(&u, t->arity + 1);
     rf_table_resize(&u, t->nrows);
     for (size_t i = 0; i < t->nrows; i++) {
         for (int c = 0; c < nk; c++)
             u.cols[c][i] = t->cols[c][i];
         u.cols[nk][i] = (rf_word)i;
-        for (int j = 0; j < na; j++)
-            u.cols[nk + 1 + j][i] = t->cols[nk + j][i];
+        for (int c = nk; c < t->arity; c++)
+            u.cols[c + 1][i] = t->cols[c][i];
     }
-    rf_prim_sort(&u, &s);
+    rf_prim_sort(&u, s);
     rf_table_free(&u);
+}
+
+/* out := the partial rows t (every rank's, arity nkeys + naggs) folded by
+ * group in host memory, sorted as a SORT leaves rows: a count becomes a
+ * total of the counts, a total a total, a min a min. */
+static bool fold_by_group(const rf_hprogram *p, const rf_kernel *agg, const rf_table *t, rf_table *out,
+                          rf_status *st)
+{
+    int nk = agg->nkeys, na = agg->naggs;
+    const rf_type *rt = p->vars[agg->out].types;
+    rf_table s;
+    sort_partials(t, nk, &s);
     rf_aggfn *fns = rf_malloc((size_t)na * sizeof *fns);
     rf_instr *cols = rf_calloc((size_t)na, sizeof *cols);
     rf_code *args = rf_malloc((size_t)na * sizeof *args);
@@ -1372,18 +1379,8 @@ static bool fold_avg_partials(const rf_hprogram *p, const rf_kernel *agg, const 
 {
     int nk = agg->nkeys, na = agg->naggs;
     const rf_type *rt = p->vars[agg->out].types;
-    rf_table u, s;
-    rf_table_init(&u, nk + 1 + na + 1);
-    rf_table_resize(&u, t->nrows);
-    for (size_t i = 0; i < t->nrows; i++) {
-        for (int c = 0; c < nk; c++)
-            u.cols[c][i] = t->cols[c][i];
-        u.cols[nk][i] = (rf_word)i;
-        for (int j = 0; j <= na; j++)
-            u.cols[nk + 1 + j][i] = t->cols[nk + j][i];
-    }
-    rf_prim_sort(&u, &s);
-    rf_table_free(&u);
+    rf_table s;
+    sort_partials(t, nk, &s);
     rf_table_init(out, nk + na);
     rf_word *row = rf_malloc((size_t)(nk + na + 1) * sizeof *row);
     bool ok = true;
