@@ -69,11 +69,20 @@ static bool ck(mj_run *r, cudaError_t e, const char *where)
 }
 
 /* The last level's bindings b (every variable) through filter and
- * projections, kept as one piece of the output. */
-static bool emit_piece(mj_run *r, const rf_drel *b)
+ * projections, kept as one piece of the output: b itself (moved) where
+ * the filter is true and the projections are the variables in order. */
+static bool emit_piece(mj_run *r, rf_drel *b)
 {
     rf_drel piece;
     rf_drel_init(&piece, r->nproj);
+    bool same = (!r->filter || r->filter->n == 0) && r->nproj == r->nvars && b->arity == r->nvars;
+    for (int j = 0; same && j < r->nproj; j++)
+        same = rf_code_as_column(&r->proj[j]) == j;
+    if (same) {
+        rf_drel_move(r->c, &piece, b);
+        RF_PUSH(r->pieces, piece);
+        return true;
+    }
     if (!rf_cuda_map(r->c, b, r->filter, r->nproj, r->proj, &piece, r->what, r->st)) {
         rf_drel_free(r->c, &piece);
         return false;
