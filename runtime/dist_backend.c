@@ -1238,10 +1238,6 @@ static bool folds_here(const dist_impl *im, const rf_hprogram *p, const rf_kerne
 {
     if (!im->fold || !agg_folds(p, agg))
         return false;
-    /* An avg's partial (a total and a count, avg_partial) has run on the
-     * CPU backend only so far. */
-    if (has_avg(agg) && strcmp(im->inner->name, "cpu") != 0)
-        return false;
     if (agg->nkeys == 0)
         return true;
     if (!im->fold_keyed)
