@@ -232,42 +232,41 @@ void rf_selplan_rebuild(const rf_selconj *conj, const int *idx, int m, rf_code *
 void rf_selcalib_defaults(rf_selcalib *c)
 {
     memset(c, 0, sizeof *c);
-    /* Fitted to the H100 sweep of 2026-11-23, 29 points, tools/selplan_fit
-     * (bench/selplan/h100-2026-11-23; docs/weaver.md "Select planning"):
-     * every legal plan of 2- and 3-predicate filters timed over 10^8 rows;
-     * the constants minimise the worst gap between the chosen plan's time
-     * and the best plan's (2.4%, noise level), then the mean, then the error
-     * of the model's cost differences. sector_ns is fixed (32 bytes at
-     * 3 TB/s: scaling every ns constant alike changes no choice) and
-     * launch_ns is the calibration tool's measurement (14.7 us: launch,
-     * count read back, host sync), rounded. */
+    /* Fitted to the H100 sweep of 2026-11-28, 55 points, tools/selplan_fit
+     * (bench/selplan/h100-2026-11-28; docs/weaver.md "Select planning"):
+     * every legal plan of 3-predicate filters (and of 4, splits only where
+     * chosen) timed over 10^8 rows, the chosen and the best plan of 25
+     * 2-predicate points; the constants minimise the worst gap between the
+     * chosen plan's time and the best plan's (5.4%), then the mean, then
+     * the error of the model's cost differences. sector_ns is fixed (32
+     * bytes at 3 TB/s: scaling every ns constant alike changes no choice).
+     * The sweep of 2026-11-23 (an older kernel, whose && cost ~0.11 ms more
+     * than &) fitted other values: branch_ns 0.016, fetch_sectors 2.5,
+     * op_int_ns 0.015, launch_ns 15000, r_k 0.88. */
     c->sector_ns = 0.0107;
-    c->gather_sector_ns = 0.011;  /* ordered row ids: gathers coalesce nearly as a scan */
-    c->write_sector_ns = 0.019;   /* a compaction's row ids cost ~2 streamed sectors */
-    /* r_k: loads of k columns issued together overlap (the tool measured
-     * 0.91, 0.87, 0.87.. on the H100); the fit puts every k at 0.88. */
-    static const double rk[RF_SELCALIB_MAXK] = {1.0, 0.88, 0.88, 0.88, 0.88, 0.88, 0.88, 0.88};
+    c->gather_sector_ns = 0.01184; /* ordered row ids: gathers coalesce nearly as a scan */
+    c->write_sector_ns = 0.0217;  /* a compaction's row ids cost ~2 streamed sectors */
+    /* r_k: loads of k columns issued together overlap a little. */
+    static const double rk[RF_SELCALIB_MAXK] = {1.0, 0.9883, 0.9156, 0.9156, 0.9156, 0.9156, 0.9156, 0.9156};
     memcpy(c->rk, rk, sizeof rk);
-    /* && is no cheaper per sector than & (diverge 1) but costs ~0.016 ns per
-     * warp and branch: in the generated kernel (8 rows per thread) the
-     * branch keeps the later columns' loads from issuing with the first's.
-     * The memory fetches ~2.5 sectors (64-128 bytes) at a time, so a branch
-     * or a gather saves sectors only where whole runs of ~10 rows are dead
-     * (with 1 sector the model priced && and | too cheap at sel 0.1 and
-     * 0.3: the misses of the 3-predicate points). */
-    c->branch_ns = 0.016;
-    c->diverge = 1.0;
-    c->fetch_sectors = 2.5;
-    /* Per warp. int: fitted (a compare and the per-row glue around it, ~15
-     * warp-instructions). The other classes have no sweep points: the
-     * calibration tool's H100 measurements (dec as int: the same compare). */
-    c->op_ns[RF_SELOP_INT] = 0.015;
-    c->op_ns[RF_SELOP_DEC] = 0.015;
+    /* && costs ~0.015 ns per warp and branch, and memory under a branch
+     * ~2% more per sector than branch-free; the memory fetches ~1.5 sectors
+     * at a time, so a branch or a gather saves sectors where runs of ~6
+     * rows are dead. In today's kernel && wins every 2-predicate point but
+     * one at 0.9/0.5 (the old kernel's && lost to & and |). */
+    c->branch_ns = 0.01461;
+    c->diverge = 1.0234;
+    c->fetch_sectors = 1.506;
+    /* Per warp. int: fitted (a compare and the per-row glue around it).
+     * dec as int (the same compare); the other classes have no sweep
+     * points: the calibration tool's H100 measurements. */
+    c->op_ns[RF_SELOP_INT] = 0.004357;
+    c->op_ns[RF_SELOP_DEC] = 0.004357;
     c->op_ns[RF_SELOP_FLOAT] = 0.007;
     c->op_ns[RF_SELOP_ARITH] = 0.0075;
     c->op_ns[RF_SELOP_DIV] = 0.14;
     c->op_ns[RF_SELOP_STR] = 0.23;
-    c->launch_ns = 15000; /* launch + count download + host sync */
+    c->launch_ns = 7880; /* fitted; the calibration tool measured 14.7 us of launch, count download and sync */
     c->rid_bytes = 4;
 }
 

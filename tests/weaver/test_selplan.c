@@ -749,12 +749,12 @@ static void test_paper_shapes(void)
     CU_ASSERT_STRING_EQUAL(text, "1&&0");
 }
 
-/* The default constants on points of the H100 sweep of 2026-11-23
- * (bench/selplan/h100-2026-11-23, tools/selplan_fit): conjunct i is an
+/* The default constants on points of the H100 sweep of 2026-11-28
+ * (bench/selplan/h100-2026-11-28, tools/selplan_fit): conjunct i is an
  * int64 compare on its own column, 10^8 rows, the sampled selectivities
- * of the log. The plans asserted are the ones measured fastest there; the
- * constants before the fit chose 0&&1 (9% slower), 0&&2&&1 and 1&&2&&0
- * (16-17% slower). */
+ * of the log (the 2-predicate points: nominal). The plans asserted are the
+ * ones measured fastest there; the constants before the fit chose the
+ * splits 0|1 and 1|0 (15-16% slower). */
 static void test_h100_sweep_choices(void)
 {
     int cols[3][1] = {{1}, {2}, {3}};
@@ -765,12 +765,12 @@ static void test_h100_sweep_choices(void)
     }
     char text[RF_SELPLAN_FMT_MAX];
     struct { int n; double sel[3]; const char *best; } pts[] = {
-        {2, {0.101, 0.298, 0}, "0|1"},       /* 0.638 ms; 0&1 0.650, 0&&1 0.696 */
-        {2, {0.302, 0.100, 0}, "1|0"},       /* 0.642 ms; 1&0 0.659, 1&&0 0.704 */
-        {2, {0.101, 0.898, 0}, "0|1"},       /* 0.755 ms; 0&1 0.772, 0&&1 0.815 */
-        {2, {0.503, 0.496, 0}, "1&0"},       /* 0.867 ms (0&1 0.867); 1&&0 0.979, 1|0 1.140 */
-        {3, {0.101, 0.696, 0.499}, "0|2&&1"}, /* 0.750 ms; 0&&2&&1 0.879 */
-        {3, {0.900, 0.100, 0.499}, "1|2&&0"}, /* 0.765 ms; 1&&2&&0 0.889 */
+        {2, {0.1, 0.3, 0}, "0&&1"},           /* 0.543 ms; 0|1 0.629 */
+        {2, {0.3, 0.1, 0}, "1&&0"},           /* 0.575 ms; 1|0 0.668 */
+        {2, {0.1, 0.9, 0}, "0&&1"},           /* 0.653 ms; 0|1 0.752 */
+        {3, {0.101, 0.298, 0.499}, "0|1&&2"}, /* 0.681 ms */
+        {3, {0.101, 0.898, 0.101}, "0|2&&1"}, /* 0.617 ms */
+        {3, {0.101, 0.696, 0.699}, "0|1&&2"}, /* 0.798 ms; 0|1&2 0.822 */
     };
     for (size_t i = 0; i < sizeof pts / sizeof *pts; i++) {
         rf_selprob q = {pts[i].n, cj, pts[i].sel, NULL, 1e8, true};
