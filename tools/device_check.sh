@@ -15,6 +15,10 @@
 #     tpch10:QS    TPC-H SF 10 (made with the carried tpchgen-cli wheel), the
 #                  queries QS (e.g. 1,2,3 or all) fused and --no-fuse taking turns,
 #                  3 runs each (bench/tpch_alternate.py)
+#     selplan:P    the select-plan sweep at 10^8 rows for P predicates (2, 3 or 4: all 25
+#                  points, the seeded 8, the seeded 4; bench/selplan_sweep.py, data made on
+#                  the machine once, ~60 s), every point's log kept under $OUT/logs/selplan-P
+#                  (tools/selplan_fit reads them): ~150 s for 2, ~100 s for 3, ~140 s for 4
 #     recursion    TC and SG on the carried graphs, fused and --no-fuse
 #                  (bench/gpu_bench.py --count-only), twice
 #     recursion-alt  the same with the variants taking turns (bench/graph_alternate.py:
@@ -84,6 +88,15 @@ for step in "$@"; do
         --log "$logs/tpch10" >"$logs/tpch10-$qs.txt" 2>"$logs/tpch10-$qs.err"
       note "tpch sf10 $qs (rc $?):"
       tee -a "$out/summary.txt" <"$logs/tpch10-$qs.txt"
+      ;;
+    selplan:*)
+      np="${step#selplan:}"
+      case "$np" in 2) pts=0 ;; 3) pts=8 ;; 4) pts=4 ;; *) note "selplan: 2, 3 or 4 predicates, not '$np'"; continue ;; esac
+      python3 bench/selplan_sweep.py --rows 1e8 --generate-only >"$logs/selplan-data.txt" 2>&1
+      python3 bench/selplan_sweep.py --redfox "$rf" --rows 1e8 --preds "$np" --points "$pts" \
+        --log "$logs/selplan-$np" >"$logs/selplan-$np.txt" 2>&1
+      note "selplan $np predicates:"
+      grep -E '^\||within' "$logs/selplan-$np.txt" | tee -a "$out/summary.txt"
       ;;
     recursion)
       for i in 1 2; do
