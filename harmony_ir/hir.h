@@ -93,7 +93,11 @@ typedef enum rf_kop {
                       in the variable order); out := proj(b) for every
                       binding b of all variables that every input holds,
                       where filter(b); column reads of filter and proj
-                      are variable numbers. Unsorted. in[] = -1 */
+                      are variable numbers. Unsorted. in[] = -1.
+                      mj->count: out := one row, the number of bindings
+                      (int64; filter empty, no projections): a keyless
+                      count() of the bindings, none of them made
+                      (lower.c, count_multijoins) */
     RF_K_COUNT_
 } rf_kop;
 
@@ -154,6 +158,7 @@ typedef struct rf_multijoin {
                                 in_first[i] .. in_first[i + 1] - 1 of
                                 in_vars (in_first[nin] = their total) */
     int *in_vars;            /* the variable each input column binds */
+    bool count;              /* out is the number of bindings (RF_K_MULTIJOIN) */
 } rf_multijoin;
 
 typedef struct rf_kernel rf_kernel;
@@ -321,7 +326,9 @@ bool rf_hir_verify(const rf_hprogram *p, rf_status *st);
  * so the output is whole or absent. The reader validates every field and
  * then runs rf_hir_verify; it never trusts a length or an index. */
 #define RF_HIR_MAGIC "RFOXHIR"
-#define RF_HIR_VERSION 8   /* 8: RF_TERM_BRANCH_JOIN (--join=auto chooses
+#define RF_HIR_VERSION 9   /* 9: a MULTIJOIN's count flag (a format-8 file
+                              makes a counted body's bindings, so it is
+                              compiled again); 8: RF_TERM_BRANCH_JOIN (--join=auto chooses
                               at run time; a format-7 file chose at plan
                               time without statistics, so it is compiled
                               again); 7: RF_K_MULTIJOIN (worst-case-optimal

@@ -87,7 +87,9 @@ static char *compute_text(const rf_kernel *k)
     FILE *f = open_memstream(&text, &len);
     if (!f)
         rf_out_of_memory(0);
-    if (k->op == RF_K_AGG) {
+    if (k->op == RF_K_MULTIJOIN && k->mj && k->mj->count) {
+        fputs("count()", f);
+    } else if (k->op == RF_K_AGG) {
         for (int j = 0; j < k->naggs && k->aggfn && k->agg_arg; j++) {
             fprintf(f, "%s%s(", j ? ", " : "", (unsigned)k->aggfn[j] <= RF_AGG_LAST ? agg_names[k->aggfn[j]] : "?");
             if (k->agg_arg[j].n > 0)

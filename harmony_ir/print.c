@@ -197,10 +197,11 @@ static void print_kernel(FILE *out, const rf_hprogram *p, const rf_kernel *k, co
         if (k->in[j] >= 0)
             fprintf(out, "%s%s", j ? ", " : " ", var_name(p, k->in[j]));
     /* a multiway join's inputs, each with the variables its columns bind:
-     * "MULTIJOIN[vars=3] e.by0_1($0, $1), e.by0_1($1, $2), ..." */
+     * "MULTIJOIN[vars=3] e.by0_1($0, $1), e.by0_1($1, $2), ..."; one that
+     * counts its bindings: "MULTIJOIN[vars=3, count] ..." */
     if (k->op == RF_K_MULTIJOIN && k->mj) {
         const rf_multijoin *mj = k->mj;
-        fprintf(out, "[vars=%d]", mj->nvars);
+        fprintf(out, "[vars=%d%s]", mj->nvars, mj->count ? ", count" : "");
         for (int i = 0; i < mj->nin && mj->in && mj->in_first && mj->in_vars; i++) {
             fprintf(out, "%s%s(", i ? ", " : " ", var_name(p, mj->in[i]));
             for (int j = mj->in_first[i]; j < mj->in_first[i + 1]; j++)
@@ -210,7 +211,9 @@ static void print_kernel(FILE *out, const rf_hprogram *p, const rf_kernel *k, co
     }
     fprintf(out, "  partition=%s",
             (unsigned)k->partition <= RF_PART_GROUP ? part_names[k->partition] : "?");
-    if (k->op == RF_K_MAP || k->op == RF_K_JOIN || k->op == RF_K_MULTIJOIN) {
+    if (k->op == RF_K_MULTIJOIN && k->mj && k->mj->count) {
+        fputs(" compute={count()}", out);
+    } else if (k->op == RF_K_MAP || k->op == RF_K_JOIN || k->op == RF_K_MULTIJOIN) {
         fputs(" compute={filter: ", out);
         print_code(out, &k->filter, "true");
         fputs("; proj: ", out);

@@ -141,6 +141,7 @@ static void put_kernel(buf *b, const rf_kernel *kn)
         put_ints(b, mj->nin, mj->in);
         put_ints(b, mj->in_first ? mj->nin + 1 : 0, mj->in_first);
         put_ints(b, mj->in_first ? mj->in_first[mj->nin] : 0, mj->in_vars);
+        put_i32(b, mj->count ? 1 : 0);
         return;
     }
     if (kn->op != RF_K_FUSED)
@@ -421,8 +422,14 @@ static void get_kernel(rd *r, rf_kernel *k, bool member)
         int nfirst, nvars;
         mj->in_first = get_ints(r, &nfirst, "multijoin input columns");
         mj->in_vars = get_ints(r, &nvars, "multijoin column variables");
+        int32_t count = get_i32(r, "multijoin count flag");
         if (r->failed)
             return;
+        if (count != 0 && count != 1) {
+            malformed(r, "a multijoin's count flag is neither 0 nor 1");
+            return;
+        }
+        mj->count = count == 1;
         /* The verifier indexes in_vars through in_first: both must fit. */
         bool ok = mj->nin >= 1 && nfirst == mj->nin + 1 && mj->in_first[0] == 0 &&
                   mj->in_first[mj->nin] == nvars;

@@ -145,7 +145,9 @@ static bool check_fused(vctx *c, const rf_kernel *k);
 
 /* A MULTIJOIN: n sorted inputs, each a trie in the variable order (its
  * columns bind strictly increasing variables), every variable bound by
- * some input with one type, code over the variables, unsorted output. */
+ * some input with one type, code over the variables, unsorted output; or,
+ * counting its bindings (mj->count), no code and one int64 column (one
+ * row: sorted or not). */
 static bool check_multijoin(vctx *c, const rf_kernel *k)
 {
     const rf_hprogram *p = c->p;
@@ -153,7 +155,10 @@ static bool check_multijoin(vctx *c, const rf_kernel *k)
     if (!valid_var(p, k->out) || p->vars[k->out].internal)
         return bad(c, "MULTIJOIN: output variable %d out of range or internal", k->out);
     const rf_hvar *out = &p->vars[k->out];
-    if (out->sorted)
+    if (mj->count && (out->arity != 1 || !out->types || out->types[0] != RF_TYPE_INT64 || k->nproj != 0 ||
+                      k->filter.n != 0))
+        return bad(c, "MULTIJOIN: counts its bindings into %s, which takes one int64 column and no code", out->name);
+    if (out->sorted && !mj->count)
         return bad(c, "MULTIJOIN: writes sorted variable %s but its result is not sorted", out->name);
     if (k->in[0] != -1 || k->in[1] != -1)
         return bad(c, "MULTIJOIN: inputs belong in its input list, not in[]");
@@ -194,6 +199,8 @@ static bool check_multijoin(vctx *c, const rf_kernel *k)
     for (int x = 0; x < mj->nvars; x++)
         if (types[x] == RF_TYPE_INVALID)
             return bad(c, "MULTIJOIN: variable %d is bound by no input", x);
+    if (mj->count)
+        return true;
     if (k->nproj != out->arity || (k->nproj > 0 && !k->proj))
         return bad(c, "MULTIJOIN: %d projections for %s of arity %d", k->nproj, out->name, out->arity);
     /* (no input row has a position: its rows are bindings) */

@@ -1475,7 +1475,12 @@ static bool cpu_run_multijoin(rf_backend *be, const rf_hprogram *p, const rf_ker
     rf_table res;
     bool ran = false;   /* res is initialised by the join, even when it fails */
     bool ok = cpu_forced_filter(&k->filter, &planned, &filter, st);
-    if (ok) {
+    if (ok && mj->count) {   /* one row: the number of bindings, none made */
+        ran = true;
+        rf_word n = (rf_word)rf_prim_multijoin_count(mj->nin, tabs, mj->in_first, mj->in_vars, mj->nvars);
+        rf_table_init(&res, 1);
+        rf_table_append_row(&res, &n);
+    } else if (ok) {
         ran = true;
         ok = rf_prim_multijoin(mj->nin, tabs, mj->in_first, mj->in_vars, mj->nvars, filter, k->nproj, k->proj,
                                &res, st);

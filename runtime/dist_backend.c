@@ -1766,7 +1766,8 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
         }
         break;
     case RF_K_MULTIJOIN:
-        if (kernel_rowid_use(k) != ROWID_NONE) {
+        /* (a count of the bindings: one number, made on rank 0 for now) */
+        if (kernel_rowid_use(k) != ROWID_NONE || k->mj->count) {
             root_only = true;
             break;
         }

@@ -93,6 +93,8 @@ static bool need_rows(split_walk *w, const rf_kernel *k, int col)
     }
     if (kernel_reads_rowid(k))
         return fail_why(w, "it reads row positions, which would restart in every part");
+    if (k->op == RF_K_MULTIJOIN && k->mj->count)
+        return fail_why(w, "it counts its bindings into one row, which parts would each make");
     if (k->op == RF_K_MULTIJOIN) {
         int var = col;
         if (col >= 0 && (var = rf_code_as_column(&k->proj[col])) < 0)
@@ -165,6 +167,8 @@ bool rf_ooc_split_of(const rf_hprogram *p, const rf_kernel *k, rf_ooc_split *s, 
                 last = &w.f->members[m];
         if (ok && !last)
             ok = fail_why(&w, "its fused group's output has no writer");
+    } else if (k->op == RF_K_MULTIJOIN && k->mj->count) {
+        ok = fail_why(&w, "it counts its bindings into one row, which parts would each make");
     } else if (k->op == RF_K_MULTIJOIN) {
         s->npos = k->mj->nin;
         for (int i = 0; i < k->mj->nin; i++)

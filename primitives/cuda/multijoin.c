@@ -39,6 +39,8 @@ typedef struct mj_run {
     const char *what;
     size_t budget;
     RF_VEC(rf_drel) pieces;   /* outputs of the last level, in order */
+    bool count_only;          /* the last level counted, not written */
+    uint64_t counted;         /* count_only: the bindings so far */
     /* the inputs' first-column directories, one per distinct column */
     int ndirs;
     const uint64_t *dir_col[RF_MULTIJOIN_MAX_IN];
@@ -195,6 +197,18 @@ static bool expand(mj_run *r, int d, const rf_drel *in, size_t first, size_t n)
         rf_cuda_free(c, counts, cbytes);
     counts = NULL;
     double t2 = r->trace ? rf_now() : 0;
+    if (ok && r->count_only && d + 1 == r->nvars) {
+        /* the last level's extensions are the bindings: counted, none
+         * written (so no round is needed for their memory either) */
+        r->counted += total;
+        rf_cuda_free(c, pos, cbytes);
+        free_items(r, &m);
+        if (r->trace)
+            fprintf(stderr, "redfox: multijoin level %d: %zu bindings, %llu items, %llu extensions counted; "
+                            "items %.3f ms, count %.3f ms\n",
+                    d, n, (unsigned long long)items.n, (unsigned long long)total, (t1 - t0) * 1e3, (t2 - t1) * 1e3);
+        return true;
+    }
     size_t need = (size_t)total * (size_t)(d + 1) * sizeof(uint64_t);
     if (ok && need > r->budget && n > 1) {
         /* a round of each half: neither level is held whole */
@@ -436,12 +450,15 @@ static bool concat_pieces(mj_run *r, rf_drel *out)
     return true;
 }
 
-bool rf_cuda_multijoin(rf_cuda_ctx *c, int nin, const rf_drel *const *ins, const int *in_first, const int *in_vars,
-                       int nvars, const rf_code *filter, int nproj, const rf_code *proj, rf_drel *out,
-                       const char *what, rf_status *st)
+/* rf_cuda_multijoin, or with counted non-NULL rf_cuda_multijoin_count
+ * (*counted := the bindings; out, filter and proj unused). */
+static bool multijoin_run(rf_cuda_ctx *c, int nin, const rf_drel *const *ins, const int *in_first,
+                          const int *in_vars, int nvars, const rf_code *filter, int nproj, const rf_code *proj,
+                          rf_drel *out, uint64_t *counted, const char *what, rf_status *st)
 {
     mj_run *r = rf_calloc(1, sizeof *r);
     r->c = c;
+    r->count_only = counted != NULL;
     r->nvars = nvars;
     r->filter = filter;
     r->proj = proj;
@@ -505,11 +522,16 @@ bool rf_cuda_multijoin(rf_cuda_ctx *c, int nin, const rf_drel *const *ins, const
         rf_drel first;
         rf_drel_init(&first, 1);
         ok = first_level(r, &first);
-        if (ok && first.nrows > 0)
+        if (ok && first.nrows > 0 && nvars == 1 && r->count_only)
+            r->counted = first.nrows;
+        else if (ok && first.nrows > 0)
             ok = nvars == 1 ? emit_piece(r, &first) : expand(r, 1, &first, 0, first.nrows);
         rf_drel_free(c, &first);
     }
-    if (ok && r->pieces.len == 0) {
+    if (r->count_only) {
+        if (ok)
+            *counted = r->counted;
+    } else if (ok && r->pieces.len == 0) {
         rf_drel_free(c, out);
         rf_drel_init(out, nproj);
     } else if (ok) {
@@ -526,4 +548,18 @@ bool rf_cuda_multijoin(rf_cuda_ctx *c, int nin, const rf_drel *const *ins, const
     free(r->pieces.items);
     free(r);
     return ok;
+}
+
+bool rf_cuda_multijoin(rf_cuda_ctx *c, int nin, const rf_drel *const *ins, const int *in_first, const int *in_vars,
+                       int nvars, const rf_code *filter, int nproj, const rf_code *proj, rf_drel *out,
+                       const char *what, rf_status *st)
+{
+    return multijoin_run(c, nin, ins, in_first, in_vars, nvars, filter, nproj, proj, out, NULL, what, st);
+}
+
+bool rf_cuda_multijoin_count(rf_cuda_ctx *c, int nin, const rf_drel *const *ins, const int *in_first,
+                             const int *in_vars, int nvars, uint64_t *counted, const char *what, rf_status *st)
+{
+    *counted = 0;
+    return multijoin_run(c, nin, ins, in_first, in_vars, nvars, NULL, 0, NULL, NULL, counted, what, st);
 }

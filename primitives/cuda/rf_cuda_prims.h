@@ -156,6 +156,10 @@ bool rf_cuda_join_size(rf_cuda_ctx *c, const rf_drel *l, const int *lkeys, const
 bool rf_cuda_multijoin(rf_cuda_ctx *c, int nin, const rf_drel *const *ins, const int *in_first, const int *in_vars,
                        int nvars, const rf_code *filter, int nproj, const rf_code *proj, rf_drel *out,
                        const char *what, rf_status *st);
+/* The number of bindings of the same join (no filter), none written: the
+ * last level is counted, not written (RF_K_MULTIJOIN's count). */
+bool rf_cuda_multijoin_count(rf_cuda_ctx *c, int nin, const rf_drel *const *ins, const int *in_first,
+                             const int *in_vars, int nvars, uint64_t *counted, const char *what, rf_status *st);
 bool rf_cuda_join(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys,
                   const rf_code *filter, int nproj, const rf_code *proj, rf_drel *out,
                   const char *what, rf_status *st);

@@ -2047,7 +2047,13 @@ static bool gpu_run_multijoin(rf_backend *be, const rf_hprogram *p, const rf_ker
             ok = rf_drel_download(ctx, rels[got], &tabs[got], st);
             tp[got] = &tabs[got];
         }
-        if (ok) {   /* res is initialised by the join, even when it fails */
+        if (ok && mj->count) {
+            rf_word n = (rf_word)rf_prim_multijoin_count(mj->nin, tp, mj->in_first, mj->in_vars, mj->nvars);
+            rf_table_init(&res, 1);
+            rf_table_append_row(&res, &n);
+            ok = gpu_upload(be, out, &res, st);
+            rf_table_free(&res);
+        } else if (ok) {   /* res is initialised by the join, even when it fails */
             ok = rf_prim_multijoin(mj->nin, tp, mj->in_first, mj->in_vars, mj->nvars, &k->filter, k->nproj,
                                    k->proj, &res, st) &&
                  gpu_upload(be, out, &res, st);
@@ -2061,9 +2067,22 @@ static bool gpu_run_multijoin(rf_backend *be, const rf_hprogram *p, const rf_ker
             return false;
         if (!rf_cuda_timer_start(ctx, st))
             return false;
-        becomes_table(be, out);
-        ok = rf_cuda_multijoin(ctx, mj->nin, rels, mj->in_first, mj->in_vars, mj->nvars, &k->filter, k->nproj,
-                               k->proj, &out->rel, what, st);
+        if (mj->count) {   /* one row: the number of bindings, none written */
+            uint64_t n = 0;
+            rf_table t;
+            rf_table_init(&t, 1);
+            ok = rf_cuda_multijoin_count(ctx, mj->nin, rels, mj->in_first, mj->in_vars, mj->nvars, &n, what, st);
+            if (ok) {
+                rf_word w = (rf_word)n;
+                rf_table_append_row(&t, &w);
+                ok = gpu_upload(be, out, &t, st);
+            }
+            rf_table_free(&t);
+        } else {
+            becomes_table(be, out);
+            ok = rf_cuda_multijoin(ctx, mj->nin, rels, mj->in_first, mj->in_vars, mj->nvars, &k->filter,
+                                   k->nproj, k->proj, &out->rel, what, st);
+        }
         double secs = 0;
         bool timed = rf_cuda_timer_stop(ctx, &secs, ok ? st : &(rf_status){0});
         ok = ok && timed;

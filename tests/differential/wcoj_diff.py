@@ -12,7 +12,13 @@ RF_WCOJ_AUTO_RATIO=0 and =1e30, which force the run-time choice to the
 multiway join and to the binary plan; each output must be byte-identical
 to the binary one, and --stats must report the forced branch.
 Known triangle counts are checked on graphs whose count is computed here
-by another method (adjacency-set intersection).
+by another method (adjacency-set intersection). Each program is also run
+counting rows (keyless count()s): of q (no output) and of qa, the bindings
+of q's positive atoms (its head their variables in order of appearance),
+which a MULTIJOIN counts without making them (`MULTIJOIN[..., count]`);
+both counts must be the oracle's, with --join=wcoj, --join=auto and
+RF_WCOJ_COUNT=0 (the bindings made and counted); so must the triangle
+counts with the listing not an output.
 
     wcoj_diff.py --redfox build/redfox [--count N] [--seed S] [--backend cpu|gpu]
                  [--env NAME=VALUE]...
@@ -207,6 +213,40 @@ def parse_rows(text, pred):
     return rows
 
 
+def count_problem(a, prog, graph, tern, fset, q, counted):
+    """Counting rows must give the oracle's count: of q's rows (q no output)
+    and of the bindings of q's positive atoms (qa, its head their variables
+    in order of appearance: a MULTIJOIN's listing, which it counts)."""
+    atoms = q[0]
+    names = []
+    for _, args in atoms:
+        for x in args:
+            if isinstance(x, str) and x not in names:
+                names.append(x)
+    want_q = len(oracle(graph, tern, fset, q))
+    want_a = len(oracle(graph, tern, fset, (atoms, [], [], [(v, v) for v in names])))
+    with open(prog) as fh:
+        text = fh.read().replace("@output(q).", "nq[] = n -> int64(n).\nna[] = n -> int64(n).\n"
+                                 "qa(%s) -> %s.\n@output(nq).\n@output(na).\n" %
+                                 (", ".join(names), ", ".join("int32(%s)" % v for v in names)))
+    body = ["%s(%s)" % (r, ", ".join(str(x) for x in args)) for r, args in atoms]
+    text += "qa(%s) <- %s.\n" % (", ".join(names), ", ".join(body))
+    text += "nq[] = n <- agg<<n = count()>> q(%s).\n" % ", ".join("c%d" % i for i in range(len(q[3])))
+    text += "na[] = n <- agg<<n = count()>> qa(%s).\n" % ", ".join(names)
+    cprog = prog[:-4] + "_count.lql"
+    with open(cprog, "w") as fh:
+        fh.write(text)
+    ir = subprocess.run([a.redfox, "explain", "--ir", cprog, "--join=wcoj"], capture_output=True, text=True).stdout
+    counted[0] += ", count]" in ir
+    for join, env in (("wcoj", None), ("auto", None), ("wcoj", {"RF_WCOJ_COUNT": "0"})):
+        rc, out, err = run(a.redfox, cprog, join, a.backend, env=env)
+        got = (parse_rows(out, "nq"), parse_rows(out, "na"))
+        if rc != 0 or got != ({(want_q,)}, {(want_a,)}):
+            return "its row counts (--join=%s%s): %s, expected %d and %d %s" % (
+                join, " RF_WCOJ_COUNT=0" if env else "", got, want_q, want_a, err.strip())
+    return None
+
+
 def triangle_count(graph):
     adj = {}
     for x, y in graph:
@@ -243,7 +283,12 @@ def main():
     failures = 0
     used_multijoin = 0
     auto_ran = {"wcoj": 0, "binary": 0}
+    counted = [0]
     with tempfile.TemporaryDirectory() as tmp:
+        # the triangle count with the listing no output: counted bindings
+        tri_count = os.path.join(tmp, "triangle_count.lql")
+        with open(a.triangles) as fh, open(tri_count, "w") as out:
+            out.write(fh.read().replace("@output(triangle).", ""))
         for i in range(a.count):
             graph = random_graph(rng)
             fset = random_graph(rng)
@@ -271,6 +316,8 @@ def main():
                 problem, ran = auto_problem(a.redfox, prog, a.backend, ob)
                 for b in ran:
                     auto_ran[b] += 1
+            if not problem:
+                problem = count_problem(a, prog, graph, tern, fset, q, counted)
             if problem:
                 failures += 1
                 print("FAIL program %d (seed %d): %s\n%s" % (i, a.seed, problem, open(prog).read()))
@@ -280,21 +327,28 @@ def main():
             path = os.path.join(tmp, "g%d.tsv" % i)
             with open(path, "w") as fh:
                 fh.writelines("%d\t%d\n" % e for e in graph)
-            for join in ("wcoj", "auto", "binary"):
-                rc, out, err = run(a.redfox, a.triangles, join, a.backend, ["--input", "edge=" + path])
+            for prog, join, env in [(a.triangles, "wcoj", None), (a.triangles, "auto", None),
+                                    (a.triangles, "binary", None), (tri_count, "wcoj", None),
+                                    (tri_count, "auto", None), (tri_count, "wcoj", {"RF_WCOJ_COUNT": "0"})]:
+                rc, out, err = run(a.redfox, prog, join, a.backend, ["--input", "edge=" + path], env)
                 got = parse_rows(out, "ntriangles")
                 want = {(triangle_count(graph),)}
                 if rc != 0 or got != want:
                     failures += 1
-                    print("FAIL triangle count of graph %d (--join=%s): %s, expected %s %s" %
-                          (i, join, got, want, err.strip()))
+                    print("FAIL triangle count of graph %d (%s, --join=%s%s): %s, expected %s %s" %
+                          (i, os.path.basename(prog), join, " RF_WCOJ_COUNT=0" if env else "", got, want,
+                           err.strip()))
+        if counted[0] == 0:
+            failures += 1
+            print("FAIL no program counted its bindings in a MULTIJOIN")
         # both branches of --join=auto's choice must have run on some program
         for b, n in auto_ran.items():
             if n == 0:
                 failures += 1
                 print("FAIL --join=auto never ran its %s branch" % b)
-    print("%d programs (%d with a MultiJoin; --join=auto ran wcoj on %d, binary on %d), 10 triangle counts, "
-          "%d failed" % (a.count, used_multijoin, auto_ran["wcoj"], auto_ran["binary"], failures))
+    print("%d programs (%d with a MultiJoin, %d counted by one; --join=auto ran wcoj on %d, binary on %d), "
+          "10 triangle counts, %d failed" % (a.count, used_multijoin, counted[0], auto_ran["wcoj"],
+                                              auto_ran["binary"], failures))
     return 1 if failures else 0
 
 

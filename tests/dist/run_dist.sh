@@ -96,6 +96,17 @@ for mode in default:: all:all: all3:all:3; do
     note "aggregates folded (${mode%%:*}): exit $rc, $(diff "$work/one.out" "$work/out" | head -5)" \
       "$(grep distributed "$work/err")"
 done
+# A multiway join counting its bindings (triangles.lql with the listing no
+# output: MULTIJOIN[..., count], made on rank 0), as chosen and forced.
+grep -v '^@output(triangle)' triangles.lql >"$work/tri_count.lql"
+for join in wcoj auto; do
+  "$redfox" run "$work/tri_count.lql" --input edge=data/clique_sample.tsv --join=$join >"$work/one.out" 2>&1
+  timeout 60 $mpi "$redfox" run "$work/tri_count.lql" --input edge=data/clique_sample.tsv --join=$join \
+    >"$work/out" 2>"$work/err" ||
+    note "triangle count (--join=$join) exited $?: $(head -2 "$work/err")"
+  cmp -s "$work/one.out" "$work/out" && grep -q '^[1-9]' "$work/out" ||
+    note "triangle count (--join=$join): $(cat "$work/out"), one process: $(cat "$work/one.out")"
+done
 # --distribute without a launcher: one rank, the same answers.
 "$redfox" run tc.lql --distribute --count >"$work/one" 2>&1 || note "--distribute alone exited $?"
 "$redfox" run tc.lql --count >"$work/plain" 2>&1

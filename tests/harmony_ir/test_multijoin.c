@@ -291,10 +291,10 @@ static void test_rfx_round_trip(void)
     CU_ASSERT_EQUAL(hb->nvars, 3);
     CU_ASSERT_EQUAL(hb->natoms, 3);
     rf_hir_free(back);
-    /* files of the formats before multiway joins (6) and before the
-     * run-time choice (7) are compiled again */
+    /* files of the formats before multiway joins (6), before the run-time
+     * choice (7) and before counted multiway joins (8) are compiled again */
     uint8_t *old = malloc(len);
-    for (int v = 6; v <= 7; v++) {
+    for (int v = 6; v <= 8; v++) {
         memcpy(old, bytes, len);
         old[8] = (uint8_t)v;
         rf_status_init(&st);
@@ -311,6 +311,121 @@ static void test_rfx_round_trip(void)
     }
     free(bytes);
     rf_hir_free(h);
+}
+
+/* ---- counted multiway joins (lower.c, count_multijoins) ---- */
+
+static const char *count_src =
+    "e(x, y) -> int32(x), int32(y).\n"
+    "tri(x, y, z) -> int32(x), int32(y), int32(z).\n"
+    "n[] = c -> int64(c).\n"
+    "e(1, 2). e(2, 3). e(1, 3). e(3, 4). e(2, 4).\n"
+    "tri(x, y, z) <- e(x, y), e(y, z), e(x, z).\n"
+    "n[] = c <- agg<<c = count()>> tri(x, y, z).\n"
+    "@output(n).\n";
+
+static int var_named(const rf_hprogram *h, const char *name)
+{
+    for (int v = 0; v < h->nvars; v++)
+        if (h->vars[v].name && strcmp(h->vars[v].name, name) == 0)
+            return v;
+    return -1;
+}
+
+/* The kernels writing v: how many, and the block of the last. */
+static int writers(const rf_hprogram *h, int v, int op, int *block)
+{
+    int n = 0;
+    for (int b = 0; b < h->nblocks; b++)
+        for (int i = 0; i < h->blocks[b].nkernels; i++)
+            if (h->blocks[b].kernels[i].out == v && (op < 0 || (int)h->blocks[b].kernels[i].op == op)) {
+                n++;
+                *block = b;
+            }
+    return n;
+}
+
+static void test_counted_multijoin(void)
+{
+    const char *shared = "e(x, y) -> int32(x), int32(y).\n"
+                         "tri(x, y, z) -> int32(x), int32(y), int32(z).\n"
+                         "n[] = c -> int64(c).\n"
+                         "e(1, 2). e(2, 3). e(1, 3).\n"
+                         "tri(x, y, z) <- e(x, y), e(y, z), e(x, z).\n"
+                         "n[] = c <- agg<<c = count()>> tri(x, y, z).\n"
+                         "@output(n).\n";
+    struct { const char *src, *extra; rf_join_mode join; bool counted; } cases[] = {
+        {count_src, "", RF_JOIN_WCOJ, true},
+        {count_src, "", RF_JOIN_AUTO, true},    /* the MULTIJOIN arm counts, the binary arm's AGG moves */
+        {count_src, "", RF_JOIN_BINARY, false},
+        {shared, "@output(tri).\n", RF_JOIN_WCOJ, false},   /* the listing is an output */
+        {shared, "m(x) -> int32(x).\nm(x) <- tri(x, _, _).\n@output(m).\n", RF_JOIN_WCOJ, false}, /* read twice */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        char src[1024];
+        snprintf(src, sizeof src, "%s%s", cases[c].src, cases[c].extra);
+        rf_program *prog;
+        rf_plan *plan = plan_of(src, cases[c].join, &prog);
+        rf_hprogram *h = rf_hir_lower(plan);
+        rf_plan_free(plan);
+        rf_program_free(prog);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+        CU_ASSERT_TRUE(verifies(h));
+        int n = var_named(h, "n"), bm = -1, ba = -1;
+        CU_ASSERT_FATAL(n >= 0);
+        int mj = writers(h, n, RF_K_MULTIJOIN, &bm), agg = writers(h, n, RF_K_AGG, &ba);
+        if (!cases[c].counted) {
+            CU_ASSERT_EQUAL(mj, 0);
+            CU_ASSERT_EQUAL(agg, 1);
+        } else if (cases[c].join == RF_JOIN_WCOJ) {
+            CU_ASSERT_EQUAL(mj, 1);
+            CU_ASSERT_EQUAL(agg, 0);
+        } else {   /* auto: the MULTIJOIN in the choice's target, the AGG at the end of its other arm */
+            CU_ASSERT_EQUAL(mj, 1);
+            CU_ASSERT_EQUAL(agg, 1);
+            rf_hblock *hb = choice_block(h);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(hb);
+            CU_ASSERT_EQUAL(bm, hb->target);
+            CU_ASSERT_EQUAL(ba, hb->target_else);
+            const rf_hblock *arm = &h->blocks[ba];
+            CU_ASSERT_EQUAL(arm->kernels[arm->nkernels - 1].op, RF_K_AGG);
+        }
+        if (mj == 1 && bm >= 0) {
+            for (int i = 0; i < h->blocks[bm].nkernels; i++) {
+                rf_kernel *k = &h->blocks[bm].kernels[i];
+                if (k->op != RF_K_MULTIJOIN)
+                    continue;
+                CU_ASSERT_TRUE(k->mj->count);
+                CU_ASSERT_EQUAL(k->nproj, 0);
+                /* a counted join writes one int64 column and has no code */
+                h->vars[n].types[0] = RF_TYPE_INT32;
+                CU_ASSERT_FALSE(verifies(h));
+                h->vars[n].types[0] = RF_TYPE_INT64;
+                k->filter.n = 1;
+                k->filter.ins = calloc(1, sizeof *k->filter.ins);
+                CU_ASSERT_FALSE(verifies(h));
+                rf_code_free(&k->filter);
+                memset(&k->filter, 0, sizeof k->filter);
+                CU_ASSERT_TRUE(verifies(h));
+                /* the flag survives the .rfx round trip */
+                rf_hir_liveness(h);
+                size_t len;
+                uint8_t *bytes = rf_hir_serialize(h, &len);
+                rf_status st;
+                rf_status_init(&st);
+                rf_hprogram *back = rf_hir_deserialize(bytes, len, &st);
+                CU_ASSERT_PTR_NOT_NULL_FATAL(back);
+                int b2 = -1;
+                CU_ASSERT_EQUAL(writers(back, n, RF_K_MULTIJOIN, &b2), 1);
+                for (int j = 0; b2 >= 0 && j < back->blocks[b2].nkernels; j++)
+                    if (back->blocks[b2].kernels[j].op == RF_K_MULTIJOIN)
+                        CU_ASSERT_TRUE(back->blocks[b2].kernels[j].mj->count);
+                rf_hir_free(back);
+                free(bytes);
+            }
+        }
+        rf_hir_free(h);
+    }
 }
 
 /* ---- the CPU leapfrog ---- */
@@ -463,6 +578,7 @@ int main(void)
     CU_add_test(s, "lower and verify", test_lower_and_verify);
     CU_add_test(s, "verifier rejects malformed kernels", test_verifier_rejects);
     CU_add_test(s, ".rfx round trip", test_rfx_round_trip);
+    CU_add_test(s, "counted multiway joins", test_counted_multijoin);
     CU_add_test(s, "CPU leapfrog", test_cpu_leapfrog);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
