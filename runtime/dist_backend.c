@@ -99,6 +99,11 @@ typedef struct dist_impl {
     bool sets_stay;
     size_t sets_left;
     bool fold;              /* keyless aggregates folded per rank (RF_DIST_FOLD=0: off) */
+    size_t mj_copies;       /* MULTIJOINs whose input 0 stayed split beside a copy of it */
+    size_t mj_counts;       /* counting MULTIJOINs whose ranks' counts were summed */
+    bool mj_copy;           /* a MULTIJOIN's self-join positions read a copy sent everywhere,
+                               input 0 stays split (RF_DIST_MULTIJOIN_COPY=0: the relation
+                               itself goes everywhere, as before) */
     bool fold_keyed;        /* and aggregates with keys (RF_DIST_FOLD_KEYED=0: off) */
     bool fold_keyed_all;    /* ... every one, not only those with a string key (=all) */
     size_t fold_keyed_rows; /* ... where their partial rows are at most this many */
@@ -1646,6 +1651,73 @@ static rf_run_result run_folded_rest(rf_backend *be, const rf_hprogram *p, const
     return RF_RUN_DONE;
 }
 
+/* A copy of relation v (program variable var), every row on every rank,
+ * or NULL where it could not be made on some rank (st set on that rank:
+ * the kernel then fails on every rank). Each rank copies its part, the
+ * ranks agree that every copy was made (one MAX all-reduce: the move is
+ * a collective), then the copy goes everywhere. */
+static rf_dvar *copy_everywhere(rf_backend *be, const rf_hprogram *p, int var, rf_dvar *v, rf_status *st)
+{
+    dist_impl *im = be->impl;
+    rf_backend *in = im->inner;
+    rf_dvar *c = dist_var_new(be, v->arity, st);
+    bool ok = c != NULL;
+    if (ok) {
+        c->types = v->types;
+        c->sorted = v->sorted;
+        c->d = v->d;
+        if (in->var_describe)
+            in->var_describe(in, c->inner, &p->vars[var]);
+        rf_kernel copy;
+        memset(&copy, 0, sizeof copy);
+        copy.op = RF_K_COPY;
+        copy.in[0] = var;
+        copy.in[1] = -1;
+        copy.out = var;
+        rf_kernel_stats ks;
+        rf_dvar *outs[1] = {c->inner}, *ins[RF_KERNEL_VARS_MAX] = {v->inner};
+        ok = in->run(in, p, &copy, outs, ins, &ks, st) == RF_RUN_DONE;
+    }
+    uint64_t bad = !ok;
+    control_allreduce(im, &bad, 1, RF_COMM_MAX);
+    if (bad) {
+        dist_var_free(be, c);
+        return NULL;
+    }
+    move_var(be, c, TO_ALL, 0);
+    im->mj_copies++;
+    return c;
+}
+
+/* A MULTIJOIN counting its bindings over each rank's rows of its first
+ * input (the others everywhere): each rank's one row is its share; every
+ * rank takes their sum, the count of one process (replicated). */
+static rf_run_result sum_counts(rf_backend *be, const rf_kernel *k, rf_dvar *out, rf_status *st)
+{
+    dist_impl *im = be->impl;
+    rf_backend *in = im->inner;
+    rf_table t;
+    rf_table_init(&t, 1);
+    bool ok = in->download(in, out->inner, &t, st);
+    if (ok && t.nrows != 1)
+        ok = inner_fail(st, "a counting multiway join made %zu rows on rank %d", t.nrows, im->comm->rank);
+    uint64_t n[1] = {ok ? (uint64_t)t.cols[0][0] : 0};
+    rf_table_free(&t);
+    control_allreduce(im, n, 1, RF_COMM_SUM);
+    rf_table r;
+    rf_table_init(&r, 1);
+    rf_word w = (rf_word)n[0];
+    rf_table_append_row(&r, &w);
+    ok = ok && in->upload(in, out->inner, &r, st);
+    rf_table_free(&r);
+    if (!agree_on(be, k, &out, 1, ok, st))
+        return RF_RUN_FAILED;
+    out->d = replicated();
+    out->rows_known = false;
+    im->mj_counts++;
+    return RF_RUN_DONE;
+}
+
 static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
                               rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
@@ -1678,6 +1750,8 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
     rf_dvar *a = ins[0], *b = nin > 1 ? ins[1] : NULL;
     dist out = split();
     bool root_only = false;
+    rf_dvar *everywhere = NULL;   /* a MULTIJOIN's input 0, copied to every rank */
+    bool copy_failed = false;
     rowid_use rowids = ROWID_NONE;
     switch (k->op) {
     case RF_K_COPY:
@@ -1766,16 +1840,26 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
         }
         break;
     case RF_K_MULTIJOIN:
-        /* (a count of the bindings: one number, made on rank 0 for now) */
-        if (kernel_rowid_use(k) != ROWID_NONE || k->mj->count) {
+        if (kernel_rowid_use(k) != ROWID_NONE) {
             root_only = true;
             break;
         }
         /* Input 0 stays as it is; every other input goes everywhere, so
-         * each rank finds the bindings of its rows of input 0. */
-        for (int i = 1; i < nin; i++)
-            if (ins[i])
-                move_var(be, ins[i], TO_ALL, 0);
+         * each rank finds the bindings of its rows of input 0. Where
+         * another position reads input 0's relation itself (triangles
+         * over one edge relation), it reads a copy sent everywhere:
+         * sending the relation itself would leave every rank all of
+         * input 0, each making the whole answer. */
+        for (int i = 1; i < nin; i++) {
+            if (!ins[i])
+                continue;
+            if (ins[i] == ins[0] && ins[0]->d.kind != PLACE_REPLICATED && im->mj_copy) {
+                if (!everywhere && !copy_failed && !(everywhere = copy_everywhere(be, p, k->mj->in[0], ins[0], st)))
+                    copy_failed = true;
+                continue;
+            }
+            move_var(be, ins[i], TO_ALL, 0);
+        }
         out = ins[0] && ins[0]->d.kind == PLACE_REPLICATED ? replicated() : split();
         break;
     default:
@@ -1797,8 +1881,11 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
         inner_outs[i] = outs[i]->inner;
     for (int i = 0; i < nin; i++)
         inner_ins[i] = ins[i] ? ins[i]->inner : NULL;
+    for (int i = 1; everywhere && i < nin; i++)
+        if (ins[i] == ins[0])
+            inner_ins[i] = everywhere->inner;
     bool ok;
-    if (im->failed) {
+    if (im->failed || copy_failed) {
         ok = false;   /* a rank that failed before runs nothing (agree_on empties the outputs) */
     } else if (root_only && im->comm->rank != 0) {
         ok = set_empty(in, outs[0], st);
@@ -1810,8 +1897,11 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
     }
     if (ok && shift)
         ok = shift_rowids(im, k, outs[0], offset, st);
+    dist_var_free(be, everywhere);
     if (!agree_on(be, k, outs, nout, ok, st))
         return RF_RUN_FAILED;
+    if (k->op == RF_K_MULTIJOIN && k->mj->count && out.kind == PLACE_SPLIT)
+        return sum_counts(be, k, outs[0], st);
     for (int i = 0; i < nout; i++) {
         outs[i]->d = out;
         outs[i]->rows_known = false;
@@ -1873,6 +1963,10 @@ static void dist_print_stats(rf_backend *be, FILE *f)
         fprintf(f, "  distributed: %zu aggregates with keys folded on each rank, then their partial rows by group "
                    "on every rank (%zu not: more than %zu partial rows, or a quarter of their input's)\n",
                 im->folded_keyed, im->fold_declined, im->fold_keyed_rows);
+    if (im->mj_copies || im->mj_counts)
+        fprintf(f, "  distributed: %zu multiway joins over their first input's parts beside a copy of it sent "
+                   "everywhere (self-joins), %zu counts of bindings summed over the ranks\n",
+                im->mj_copies, im->mj_counts);
     if (im->inner->print_stats)
         im->inner->print_stats(im->inner, f);
 }
@@ -1995,6 +2089,8 @@ rf_backend *rf_backend_dist_new(rf_backend *inner, rf_comm *comm)
     im->fold_keyed_rows = keyed_rows && *keyed_rows ? (size_t)strtoull(keyed_rows, NULL, 10) : RF_DIST_FOLD_KEYED_ROWS;
     const char *agree = getenv("RF_DIST_AGREE");
     im->agree_each = agree && strcmp(agree, "kernel") == 0;
+    const char *mj_copy = getenv("RF_DIST_MULTIJOIN_COPY");
+    im->mj_copy = !(mj_copy && strcmp(mj_copy, "0") == 0);
     rf_table_init(&im->away, 0);
     rf_table_init(&im->before, 0);
     rf_table_init(&im->after, 0);

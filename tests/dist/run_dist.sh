@@ -6,7 +6,7 @@
 #     cliques through multiway joins ...) against their expected stdout,
 #     and run-time errors (exit 2, the message once);
 #   - random programs of both generators, byte-identical output files
-#     (dist_diff.py);
+#     (dist_diff.py), and random cyclic programs with multiway joins (wcoj_dist.py);
 #   - the command line: --stats names the ranks, rank 0 alone writes,
 #     --distribute as one rank, refused options.
 # Exits 77 (ctest: skipped) with a message where mpirun or the MPI module
@@ -35,6 +35,8 @@ python3 "$tests/golden/run_golden.py" --redfox "$mpi $redfox" "${golden[@]}" | t
 
 python3 "$here/dist_diff.py" --redfox "$redfox" --mpirun "$mpi" --count $classic --seed 21 || fail=1
 python3 "$here/dist_diff.py" --redfox "$redfox" --mpirun "$mpi" --lang biz --count $biz --seed 21 || fail=1
+# Random cyclic programs with multiway joins, listing and counting.
+python3 "$here/wcoj_dist.py" --redfox "$redfox" --mpirun "$mpi" --count $((classic / 2)) --seed 31 || fail=1
 # Joins hash both sides alike instead of replicating the smaller one (the
 # default for relations of up to 4M rows, so every join above replicates).
 RF_DIST_REPLICATE_ROWS=0 python3 "$here/dist_diff.py" --redfox "$redfox" --mpirun "$mpi" --count 4 --seed 23 || fail=1
@@ -96,16 +98,27 @@ for mode in default:: all:all: all3:all:3; do
     note "aggregates folded (${mode%%:*}): exit $rc, $(diff "$work/one.out" "$work/out" | head -5)" \
       "$(grep distributed "$work/err")"
 done
-# A multiway join counting its bindings (triangles.lql with the listing no
-# output: MULTIJOIN[..., count], made on rank 0), as chosen and forced.
+# Multiway joins over one relation (triangles): its first input's parts
+# beside a copy sent everywhere (each rank its share; RF_DIST_MULTIJOIN_COPY=0:
+# the relation everywhere, every rank the whole answer), listing and
+# counting (triangles.lql with the listing no output: MULTIJOIN[..., count],
+# the ranks' counts summed), as chosen and forced.
 grep -v '^@output(triangle)' triangles.lql >"$work/tri_count.lql"
-for join in wcoj auto; do
-  "$redfox" run "$work/tri_count.lql" --input edge=data/clique_sample.tsv --join=$join >"$work/one.out" 2>&1
-  timeout 60 $mpi "$redfox" run "$work/tri_count.lql" --input edge=data/clique_sample.tsv --join=$join \
-    >"$work/out" 2>"$work/err" ||
-    note "triangle count (--join=$join) exited $?: $(head -2 "$work/err")"
-  cmp -s "$work/one.out" "$work/out" && grep -q '^[1-9]' "$work/out" ||
-    note "triangle count (--join=$join): $(cat "$work/out"), one process: $(cat "$work/one.out")"
+for prog in triangles.lql "$work/tri_count.lql"; do
+  for join in wcoj auto; do
+    "$redfox" run "$prog" --input edge=data/clique_sample.tsv --join=$join --count >"$work/one.out" 2>&1
+    for copy in "" 0; do
+      RF_DIST_MULTIJOIN_COPY=$copy timeout 60 $mpi "$redfox" run "$prog" --input edge=data/clique_sample.tsv \
+        --join=$join --count --stats >"$work/out" 2>"$work/err" ||
+        note "$(basename "$prog") (--join=$join) exited $?: $(head -2 "$work/err")"
+      cmp -s "$work/one.out" "$work/out" && grep -q 'tuples, hash' "$work/out" ||
+        note "$(basename "$prog") (--join=$join): $(cat "$work/out"), one process: $(cat "$work/one.out")"
+      if [ -z "$copy" ]; then
+        grep -q "[1-9][0-9]* multiway joins over their first input's parts" "$work/err" ||
+          note "$(basename "$prog") (--join=$join): no multiway join over its first input's parts"
+      fi
+    done
+  done
 done
 # --distribute without a launcher: one rank, the same answers.
 "$redfox" run tc.lql --distribute --count >"$work/one" 2>&1 || note "--distribute alone exited $?"

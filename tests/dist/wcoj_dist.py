@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Multiway joins under MPI against one process: random cyclic programs of
+tests/differential/wcoj_diff.py (and each one's counting variant, whose
+MULTIJOIN counts its bindings) run with --join=wcoj and --join=auto in one
+process and under the launcher; --count's output (row counts and hashes)
+must be byte-identical.
+
+    wcoj_dist.py --redfox build/redfox --mpirun "mpirun -np 3 ..." [--count N] [--seed S]
+"""
+import argparse
+import os
+import random
+import shlex
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "differential"))
+import wcoj_diff  # noqa: E402  (random programs and the counting variant)
+
+
+class Args:
+    def __init__(self, redfox):
+        self.redfox = redfox
+        self.backend = "cpu"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--redfox", required=True)
+    ap.add_argument("--mpirun", required=True)
+    ap.add_argument("--count", type=int, default=6)
+    ap.add_argument("--seed", type=int, default=1)
+    a = ap.parse_args()
+    rng = random.Random(a.seed)
+    failures = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(a.count):
+            graph, fset = wcoj_diff.random_graph(rng), wcoj_diff.random_graph(rng)
+            tern = sorted({(rng.randint(0, 6), rng.randint(0, 6), rng.randint(0, 6)) for _ in range(12)})
+            q = wcoj_diff.make_query(rng)
+            prog = os.path.join(tmp, "q%d.lql" % i)
+            with open(prog, "w") as fh:
+                fh.write(wcoj_diff.program_text(graph, tern, fset, q))
+            # writes q<i>_count.lql (and checks its counts in one process)
+            problem = wcoj_diff.count_problem(Args(a.redfox), prog, graph, tern, fset, q, [0])
+            if problem:
+                failures += 1
+                print("FAIL program %d (seed %d), one process: %s" % (i, a.seed, problem))
+            for p in (prog, prog[:-4] + "_count.lql"):
+                for join in ("wcoj", "auto"):
+                    cmd = [a.redfox, "run", p, "--join=" + join, "--count"]
+                    one = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+                    dist = subprocess.run(shlex.split(a.mpirun) + cmd, capture_output=True, text=True, timeout=120)
+                    if one.returncode or dist.returncode or one.stdout != dist.stdout:
+                        failures += 1
+                        print("FAIL program %d (seed %d) %s --join=%s: one process %r (exit %d), under the launcher "
+                              "%r (exit %d) %s\n%s" % (i, a.seed, os.path.basename(p), join, one.stdout,
+                                                     one.returncode, dist.stdout, dist.returncode,
+                                                     dist.stderr.strip()[:400], open(p).read()))
+    print("multiway joins under the launcher: %d programs, %d failed" % (a.count, failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
