@@ -267,16 +267,24 @@ static void test_verifier_rejects_bad_choice(void)
     rf_hir_free(h);
 }
 
+/* h (its frees made) serialised into *bytes, and read back. */
+static rf_hprogram *round_trip(rf_hprogram *h, uint8_t **bytes, size_t *len)
+{
+    rf_hir_liveness(h);
+    *bytes = rf_hir_serialize(h, len);
+    rf_status st;
+    rf_status_init(&st);
+    return rf_hir_deserialize(*bytes, *len, &st);
+}
+
 static void test_rfx_round_trip(void)
 {
     rf_kernel *k;
     rf_hprogram *h = lowered_triangles(&k);
-    rf_hir_liveness(h);
     size_t len;
-    uint8_t *bytes = rf_hir_serialize(h, &len);
+    uint8_t *bytes;
+    rf_hprogram *back = round_trip(h, &bytes, &len);
     rf_status st;
-    rf_status_init(&st);
-    rf_hprogram *back = rf_hir_deserialize(bytes, len, &st);
     CU_ASSERT_PTR_NOT_NULL_FATAL(back);
     size_t len2;
     uint8_t *again = rf_hir_serialize(back, &len2);
@@ -408,12 +416,9 @@ static void test_counted_multijoin(void)
                 memset(&k->filter, 0, sizeof k->filter);
                 CU_ASSERT_TRUE(verifies(h));
                 /* the flag survives the .rfx round trip */
-                rf_hir_liveness(h);
                 size_t len;
-                uint8_t *bytes = rf_hir_serialize(h, &len);
-                rf_status st;
-                rf_status_init(&st);
-                rf_hprogram *back = rf_hir_deserialize(bytes, len, &st);
+                uint8_t *bytes;
+                rf_hprogram *back = round_trip(h, &bytes, &len);
                 CU_ASSERT_PTR_NOT_NULL_FATAL(back);
                 int b2 = -1;
                 CU_ASSERT_EQUAL(writers(back, n, RF_K_MULTIJOIN, &b2), 1);
