@@ -1029,9 +1029,10 @@ static bool read_between(const rf_hprogram *p, int v, int from, int i0, int to, 
     return false;
 }
 
-/* The MULTIJOIN t := MULTIJOIN(...) [every variable, in order, no filter]
- * sorted into r (r := SORT t, t read by nothing else) in block b: its
- * index (-1: not so). Its bindings are distinct, so r's rows are they. */
+/* The MULTIJOIN t := MULTIJOIN(...) [every variable once, in any order,
+ * no filter] sorted into r (r := SORT t, t read by nothing else) in block
+ * b: its index (-1: not so). Its bindings are distinct, so r's rows are
+ * they, as many. */
 static int listing_into(const rf_hprogram *p, int r, int b)
 {
     const rf_hblock *hb = &p->blocks[b];
@@ -1046,8 +1047,12 @@ static int listing_into(const rf_hprogram *p, int r, int b)
                 continue;
             bool listing = k->op == RF_K_MULTIJOIN && k->mj && !k->mj->count && k->filter.n == 0 &&
                            k->nproj == k->mj->nvars;
-            for (int j = 0; listing && j < k->nproj; j++)
-                listing = rf_code_as_column(&k->proj[j]) == j;
+            uint32_t seen = 0;   /* (at most RF_MULTIJOIN_MAX_VARS variables) */
+            for (int j = 0; listing && j < k->nproj; j++) {
+                int col = rf_code_as_column(&k->proj[j]);
+                listing = col >= 0 && col < k->mj->nvars && !(seen & (1u << col));
+                seen |= listing ? 1u << col : 0;
+            }
             return listing ? a : -1;
         }
     }
@@ -1058,6 +1063,9 @@ static int listing_into(const rf_hprogram *p, int r, int b)
  * read by nothing else:
  *     t := MULTIJOIN(...); r := SORT t; ...; u := MAP r [rowid]; w := SORT u;
  *     n := AGG[keys=0] w [count()]
+ * (a count over the listing's relation), or  ...; n := AGG[keys=0] r [count()]
+ * (a count over the body itself, which the planner then plans with every
+ * variable: plan_build.c, counted_by_multijoin)
  * becomes  n := MULTIJOIN[count](...): the bindings are counted, none made
  * (a triangle count of R-MAT 20 made 140M rows, 3.4 GB, for one number).
  * Under --join=auto the listing is made in one arm of a BRANCH_JOIN and
@@ -1075,17 +1083,23 @@ static void count_multijoins(rf_hprogram *p)
                 p->vars[n].arity != 1 || !p->vars[n].types || p->vars[n].types[0] != RF_TYPE_INT64 ||
                 uses(p, n, true) != 1)
                 continue;
-            int w = agg->in[0], u, r, bd = -1, id = -1, bc = -1, ic = -1;
-            if (uses(p, w, false) != 1 || !sole_writer(p, w, &bd, &id) || bd != be || id >= ie ||
-                hb->kernels[id].op != RF_K_SORT)
+            /* the count's kernels (the AGG last) and the relation counted */
+            int w = agg->in[0], r = w, chain[3], nchain = 0, bd = -1, id = -1, bc = -1, ic = -1;
+            if (w < 0 || uses(p, w, false) != 1)
                 continue;
-            u = hb->kernels[id].in[0];
-            if (uses(p, u, false) != 1 || !sole_writer(p, u, &bc, &ic) || bc != be || ic >= id)
-                continue;
-            const rf_kernel *map = &hb->kernels[ic];
-            r = map->in[0];
-            if (map->op != RF_K_MAP || map->filter.n != 0 || map->nproj != 1 || map->proj[0].n != 1 ||
-                map->proj[0].ins[0].op != RF_EX_ROWID || r < 0 || p->vars[r].is_output || uses(p, r, false) != 1)
+            if (sole_writer(p, w, &bd, &id) && bd == be && id < ie && hb->kernels[id].op == RF_K_SORT &&
+                uses(p, hb->kernels[id].in[0], false) == 1 && sole_writer(p, hb->kernels[id].in[0], &bc, &ic) &&
+                bc == be && ic < id) {
+                const rf_kernel *map = &hb->kernels[ic];
+                if (map->op == RF_K_MAP && map->filter.n == 0 && map->nproj == 1 && map->proj[0].n == 1 &&
+                    map->proj[0].ins[0].op == RF_EX_ROWID) {
+                    r = map->in[0];
+                    chain[nchain++] = ic;
+                    chain[nchain++] = id;
+                }
+            }
+            chain[nchain++] = ie;
+            if (r < 0 || p->vars[r].is_output || uses(p, r, false) != 1)
                 continue;
             /* r's writers: one block with the listing, or the two arms of
              * a BRANCH_JOIN (the listing in its target) */
@@ -1113,7 +1127,7 @@ static void count_multijoins(rf_hprogram *p)
                 first = bj;
             }
             int ia = listing_into(p, r, bl);
-            if (ia < 0 || bl >= be || in_loop(p, first) || in_loop(p, be) ||
+            if (ia < 0 || bl > be || (bl == be && ia > chain[0]) || in_loop(p, first) || in_loop(p, be) ||
                 read_between(p, n, bl, ia, be, agg))
                 continue;
             /* the listing becomes the count */
@@ -1129,21 +1143,21 @@ static void count_multijoins(rf_hprogram *p)
             k->nproj = 0;
             k->out = n;
             k->mj->count = true;
-            /* the MAP, SORT and AGG: gone, or to the end of the binary arm
+            /* the count's kernels: gone, or to the end of the binary arm
              * (first: in one block they come after the listing's SORT) */
-            rf_kernel moved[3] = {hb->kernels[ic], hb->kernels[id], hb->kernels[ie]};
-            int at[3] = {ic, id, ie};
-            for (int x = 2; x >= 0; x--) {
+            rf_kernel moved[3];
+            for (int x = nchain - 1; x >= 0; x--) {
+                moved[x] = hb->kernels[chain[x]];
                 if (arm < 0)
-                    rf_kernel_free(&hb->kernels[at[x]]);
-                memmove(hb->kernels + at[x], hb->kernels + at[x] + 1,
-                        (size_t)(hb->nkernels - at[x] - 1) * sizeof *hb->kernels);
+                    rf_kernel_free(&hb->kernels[chain[x]]);
+                memmove(hb->kernels + chain[x], hb->kernels + chain[x] + 1,
+                        (size_t)(hb->nkernels - chain[x] - 1) * sizeof *hb->kernels);
                 hb->nkernels--;
             }
             if (arm >= 0) {
                 rf_hblock *ab = &p->blocks[arm];
-                ab->kernels = rf_realloc(ab->kernels, (size_t)(ab->nkernels + 3) * sizeof *ab->kernels);
-                for (int x = 0; x < 3; x++)
+                ab->kernels = rf_realloc(ab->kernels, (size_t)(ab->nkernels + nchain) * sizeof *ab->kernels);
+                for (int x = 0; x < nchain; x++)
                     ab->kernels[ab->nkernels++] = moved[x];
             }
             remove_kernel(&p->blocks[bl], is);

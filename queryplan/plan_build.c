@@ -1453,6 +1453,20 @@ static bool try_multijoin(rule_ctx *c)
     return true;
 }
 
+/* Whether a keyless count() over c's body would count the bindings of a
+ * multiway join: the body, planned with every variable (not as a bag),
+ * is one the join mode plans as a MULTIJOIN (--join=wcoj: any it takes;
+ * auto: a cyclic one). */
+static bool counted_by_multijoin(const rule_ctx *c)
+{
+    rule_ctx every = *c;
+    every.bag = false;
+    mj_body m;
+    if (c->b->join == RF_JOIN_BINARY || !multijoin_body(&every, &m))
+        return false;
+    return c->b->join == RF_JOIN_WCOJ || !body_acyclic(&m);
+}
+
 /* ---- Equalities between variables ---- */
 
 /* A filter `a = b` between two variables that positive atoms bind and that
@@ -1790,6 +1804,12 @@ static void compile_rule(builder *b, int ri, int delta_lit, int dst)
          * Planned, the body carries row identities instead of every
          * variable (rule_ctx.bag); as written, every variable. */
         c.bag = bag && b->optimize;
+        /* A keyless count() alone over a body a multiway join takes: every
+         * variable, as written, so the join lists the bindings and the
+         * count is their number (lower.c, count_multijoins, then counts
+         * them without making them). */
+        if (c.bag && nkeys == 0 && r->naggs == 1 && r->aggs[0] == RF_AGG_COUNT && counted_by_multijoin(&c))
+            c.bag = false;
         for (int i = 0; bag && i < r->nbody; i++) {
             const rf_literal *l = &r->body[i];
             if (l->kind != RF_LIT_ATOM)

@@ -13,10 +13,11 @@ multiway join and to the binary plan; each output must be byte-identical
 to the binary one, and --stats must report the forced branch.
 Known triangle counts are checked on graphs whose count is computed here
 by another method (adjacency-set intersection). Each program is also run
-counting rows (keyless count()s): of q (no output) and of qa, the bindings
-of q's positive atoms (its head their variables in order of appearance),
-which a MULTIJOIN counts without making them (`MULTIJOIN[..., count]`);
-both counts must be the oracle's, with --join=wcoj, --join=auto and
+counting rows (keyless count()s): of q (no output), of qa, the bindings of
+q's positive atoms (its head their variables in order of appearance), and
+of q's body written in the aggregate (the distinct bindings of all its
+variables), which a MULTIJOIN counts without making them
+(`MULTIJOIN[..., count]`); each count must be the oracle's, with --join=wcoj, --join=auto and
 RF_WCOJ_COUNT=0 (the bindings made and counted); so must the triangle
 counts with the listing not an output.
 
@@ -225,25 +226,31 @@ def count_problem(a, prog, graph, tern, fset, q, counted):
                 names.append(x)
     want_q = len(oracle(graph, tern, fset, q))
     want_a = len(oracle(graph, tern, fset, (atoms, [], [], [(v, v) for v in names])))
+    want_d = len(oracle(graph, tern, fset, (atoms, q[1], q[2], [(v, v) for v in names])))
     with open(prog) as fh:
         text = fh.read().replace("@output(q).", "nq[] = n -> int64(n).\nna[] = n -> int64(n).\n"
-                                 "qa(%s) -> %s.\n@output(nq).\n@output(na).\n" %
+                                 "nd[] = n -> int64(n).\nqa(%s) -> %s.\n@output(nq).\n@output(na).\n"
+                                 "@output(nd).\n" %
                                  (", ".join(names), ", ".join("int32(%s)" % v for v in names)))
     body = ["%s(%s)" % (r, ", ".join(str(x) for x in args)) for r, args in atoms]
     text += "qa(%s) <- %s.\n" % (", ".join(names), ", ".join(body))
     text += "nq[] = n <- agg<<n = count()>> q(%s).\n" % ", ".join("c%d" % i for i in range(len(q[3])))
     text += "na[] = n <- agg<<n = count()>> qa(%s).\n" % ", ".join(names)
+    # the count of the body's bindings, the body written in the aggregate
+    body += ["!%s(%s)" % (r, ", ".join(str(x) for x in args)) for r, args in q[1]]
+    body += ["%s %s %s" % f for f in q[2]]
+    text += "nd[] = n <- agg<<n = count()>> %s.\n" % ", ".join(body)
     cprog = prog[:-4] + "_count.lql"
     with open(cprog, "w") as fh:
         fh.write(text)
     ir = subprocess.run([a.redfox, "explain", "--ir", cprog, "--join=wcoj"], capture_output=True, text=True).stdout
     counted[0] += ", count]" in ir
-    for join, env in (("wcoj", None), ("auto", None), ("wcoj", {"RF_WCOJ_COUNT": "0"})):
+    for join, env in (("wcoj", None), ("auto", None), ("binary", None), ("wcoj", {"RF_WCOJ_COUNT": "0"})):
         rc, out, err = run(a.redfox, cprog, join, a.backend, env=env)
-        got = (parse_rows(out, "nq"), parse_rows(out, "na"))
-        if rc != 0 or got != ({(want_q,)}, {(want_a,)}):
-            return "its row counts (--join=%s%s): %s, expected %d and %d %s" % (
-                join, " RF_WCOJ_COUNT=0" if env else "", got, want_q, want_a, err.strip())
+        got = (parse_rows(out, "nq"), parse_rows(out, "na"), parse_rows(out, "nd"))
+        if rc != 0 or got != ({(want_q,)}, {(want_a,)}, {(want_d,)}):
+            return "its row counts (--join=%s%s): %s, expected %d, %d and %d %s" % (
+                join, " RF_WCOJ_COUNT=0" if env else "", got, want_q, want_a, want_d, err.strip())
     return None
 
 

@@ -362,7 +362,15 @@ static void test_counted_multijoin(void)
                          "tri(x, y, z) <- e(x, y), e(y, z), e(x, z).\n"
                          "n[] = c <- agg<<c = count()>> tri(x, y, z).\n"
                          "@output(n).\n";
+    const char *direct = "e(x, y) -> int32(x), int32(y).\n"
+                         "n[] = c -> int64(c).\n"
+                         "e(1, 2). e(2, 3). e(1, 3).\n"
+                         "n[] = c <- agg<<c = count()>> e(x, y), e(y, z), e(x, z).\n"
+                         "@output(n).\n";
     struct { const char *src, *extra; rf_join_mode join; bool counted; } cases[] = {
+        {direct, "", RF_JOIN_WCOJ, true},       /* the body written in the aggregate */
+        {direct, "", RF_JOIN_AUTO, true},
+        {direct, "", RF_JOIN_BINARY, false},    /* row identities, as before */
         {count_src, "", RF_JOIN_WCOJ, true},
         {count_src, "", RF_JOIN_AUTO, true},    /* the MULTIJOIN arm counts, the binary arm's AGG moves */
         {count_src, "", RF_JOIN_BINARY, false},
