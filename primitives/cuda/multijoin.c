@@ -117,7 +117,7 @@ static void free_items(mj_run *r, mj_items_mem *m)
 
 /* The work items of bindings `rows` at level lv, and the bitmap of their
  * driver values' matches when it fits an eighth of the budget. */
-static bool make_items(mj_run *r, const rf_mj_level *lv, rf_mj_rows rows, mj_items_mem *m)
+static bool make_items(mj_run *r, const rf_mj_level *lv, rf_mj_rows rows, bool want_bits, mj_items_mem *m)
 {
     rf_cuda_ctx *c = r->c;
     size_t n = rows.n, bytes = (n + 1) * sizeof(uint64_t);
@@ -154,7 +154,7 @@ static bool make_items(mj_run *r, const rf_mj_level *lv, rf_mj_rows rows, mj_ite
     }
     /* +2 words: a team's bits may spill into the word after the last */
     size_t words = (size_t)(total_len / 32) + 2;
-    if (ok && nitems > 0 && words * sizeof(uint32_t) <= r->budget / 8 && !r->no_bits) {
+    if (ok && nitems > 0 && words * sizeof(uint32_t) <= r->budget / 8 && !r->no_bits && want_bits) {
         m->bits = rf_cuda_alloc(c, words * sizeof(uint32_t), r->what, r->st);
         m->bit_words = m->bits ? words : 0;
         ok = m->bits && ck(r, cudaMemsetAsync(m->bits, 0, words * sizeof(uint32_t), c->stream), "multijoin bits");
@@ -182,7 +182,8 @@ static bool expand(mj_run *r, int d, const rf_drel *in, size_t first, size_t n)
     rf_mj_rows rows = {in->data + first, in->cap, n};
     double t0 = r->trace ? rf_now() : 0;
     mj_items_mem m;
-    if (!make_items(r, lv, rows, &m))
+    /* (a counted last level has no write pass to read match bits) */
+    if (!make_items(r, lv, rows, !(r->count_only && d + 1 == r->nvars), &m))
         return false;
     const rf_mj_items items = m.items;
     double t1 = r->trace ? rf_now() : 0;
