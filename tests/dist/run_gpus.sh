@@ -81,6 +81,28 @@ for keyed in "" all; do
     fail=1
   fi
 done
+# Multiway joins on two GPUs: random cyclic programs and their counting
+# variants against one GPU, and triangles over one relation (its first
+# input's parts beside a copy sent everywhere; the ranks' counts summed over
+# NCCL), listing and counting, as chosen and forced.
+python3 "$here/wcoj_dist.py" --redfox "$redfox" --mpirun '' --dist-arg=--gpus --dist-arg=2 --backend gpu \
+  --count 4 --seed 33 || fail=1
+grep -v '^@output(triangle)' "$tests/../programs/triangles.lql" >"$work/tri_count.lql"
+for prog in "$tests/../programs/triangles.lql" "$work/tri_count.lql"; do
+  for join in wcoj auto; do
+    "$redfox" run "$prog" --input edge="$tests/../programs/data/clique_sample.tsv" --join=$join --count \
+      --backend=gpu >"$work/one.out" 2>/dev/null
+    timeout 120 "$redfox" run "$prog" --input edge="$tests/../programs/data/clique_sample.tsv" --join=$join --count \
+      --stats --gpus 2 >"$work/out" 2>"$work/err"
+    rc=$?
+    if ! { [ $rc = 0 ] && cmp -s "$work/one.out" "$work/out" && grep -q 'tuples, hash' "$work/out" &&
+           grep -q "[1-9][0-9]* multiway joins over their first input's parts" "$work/err"; }; then
+      echo "FAIL: $(basename "$prog") (--join=$join) on 2 GPUs: exit $rc, $(cat "$work/out"), one GPU: $(cat "$work/one.out")"
+      grep distributed "$work/err"
+      fail=1
+    fi
+  done
+done
 # TPC-H SF 0.01 on two GPUs, where its data and DuckDB's answers are here
 # (tools/device_prepare.sh carries .data/tpch).
 if [ -f "$tests/../.data/tpch/sf0.01/lineitem.tbl" ] && [ -f "$tests/../.data/tpch/ref-sf0.01/q01.tsv" ]; then

@@ -3,9 +3,11 @@
 tests/differential/wcoj_diff.py (and each one's counting variant, whose
 MULTIJOIN counts its bindings) run with --join=wcoj and --join=auto in one
 process and under the launcher; --count's output (row counts and hashes)
-must be byte-identical.
+must be byte-identical. On GPUs: --mpirun '' --dist-arg=--gpus --dist-arg=2
+--backend gpu (the one-process runs on one GPU).
 
     wcoj_dist.py --redfox build/redfox --mpirun "mpirun -np 3 ..." [--count N] [--seed S]
+                 [--dist-arg ARG]... [--backend cpu|gpu]
 """
 import argparse
 import os
@@ -20,9 +22,9 @@ import wcoj_diff  # noqa: E402  (random programs and the counting variant)
 
 
 class Args:
-    def __init__(self, redfox):
+    def __init__(self, redfox, backend):
         self.redfox = redfox
-        self.backend = "cpu"
+        self.backend = backend
 
 
 def main():
@@ -31,6 +33,9 @@ def main():
     ap.add_argument("--mpirun", required=True)
     ap.add_argument("--count", type=int, default=6)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--dist-arg", action="append", default=[],
+                    help="an argument of the distributed run after the program (--gpus 2: --dist-arg=--gpus --dist-arg=2)")
+    ap.add_argument("--backend", default="cpu", help="the one-process runs' backend (cpu or gpu)")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     failures = 0
@@ -43,15 +48,17 @@ def main():
             with open(prog, "w") as fh:
                 fh.write(wcoj_diff.program_text(graph, tern, fset, q))
             # writes q<i>_count.lql (and checks its counts in one process)
-            problem = wcoj_diff.count_problem(Args(a.redfox), prog, graph, tern, fset, q, [0])
+            problem = wcoj_diff.count_problem(Args(a.redfox, a.backend), prog, graph, tern, fset, q, [0])
             if problem:
                 failures += 1
                 print("FAIL program %d (seed %d), one process: %s" % (i, a.seed, problem))
             for p in (prog, prog[:-4] + "_count.lql"):
                 for join in ("wcoj", "auto"):
                     cmd = [a.redfox, "run", p, "--join=" + join, "--count"]
-                    one = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-                    dist = subprocess.run(shlex.split(a.mpirun) + cmd, capture_output=True, text=True, timeout=120)
+                    one = subprocess.run(cmd + ["--backend=" + a.backend], capture_output=True, text=True,
+                                         timeout=120)
+                    dist = subprocess.run(shlex.split(a.mpirun) + cmd + a.dist_arg, capture_output=True, text=True,
+                                          timeout=120)
                     if one.returncode or dist.returncode or one.stdout != dist.stdout:
                         failures += 1
                         print("FAIL program %d (seed %d) %s --join=%s: one process %r (exit %d), under the launcher "
