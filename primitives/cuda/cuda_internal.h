@@ -175,6 +175,11 @@ struct rf_cuda_ctx {
     pthread_mutex_t prime_lock;
     bool priming;
     int prime_stop;
+    /* The program's library kernels whose code is loaded ahead
+     * (rf_cuda_load_ahead): the thread, joined when the context goes. */
+    pthread_t loader_thread;
+    bool loading;
+    unsigned load_what;
 };
 
 /* Under RF_CUDA_TRACE: waits for the stream and prints the wall time since

@@ -195,3 +195,13 @@ extern "C" cudaError_t rf_k_js_probe(cudaStream_t s, rf_js_side side, const unsi
     js_probe<<<grid_for(side.n), kBlock, 0, s>>>(side, keys, counts, mask, total);
     return cudaGetLastError();
 }
+
+extern "C" void rf_k_js_load(void)
+{
+    const void *fns[] = {(const void *)js_count, (const void *)js_probe, (const void *)js_sample};
+    for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
+        cudaFuncAttributes a;
+        (void)cudaFuncGetAttributes(&a, fns[i]);
+    }
+    (void)cudaGetLastError();
+}

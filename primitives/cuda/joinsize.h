@@ -38,6 +38,9 @@ cudaError_t rf_k_js_probe(cudaStream_t s, rf_js_side side, const unsigned long l
 cudaError_t rf_k_js_sample(cudaStream_t s, rf_js_side sampled, uint64_t m, uint64_t stride, rf_js_side probe,
                            unsigned long long *total, unsigned max_blocks);
 
+/* Loads the code of the kernels above (lazy module loading), none run. */
+void rf_k_js_load(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -461,3 +461,23 @@ extern "C" cudaError_t rf_k_mj_write(cudaStream_t s, const rf_mj_level *lv, rf_m
 {
     return launch_level<true>(s, lv, in, items, nullptr, out_pos, out, out_cap);
 }
+
+extern "C" void rf_k_mj_load(void)
+{
+    // cudaFuncGetAttributes loads a kernel's code under lazy loading
+    // without running it (as rf_k_load_tails does for the library's tails).
+    const void *fns[] = {(const void *)k_first,          (const void *)k_first_write,
+                         (const void *)k_directory,      (const void *)k_hub_stats,
+                         (const void *)k_hub_flags,      (const void *)k_hub_slots,
+                         (const void *)k_hub_fill,       (const void *)k_driver_len,
+                         (const void *)k_chunks,         (const void *)k_items,
+                         (const void *)k_level<4, false>,  (const void *)k_level<8, false>,
+                         (const void *)k_level<16, false>, (const void *)k_level<32, false>,
+                         (const void *)k_level<4, true>,   (const void *)k_level<8, true>,
+                         (const void *)k_level<16, true>,  (const void *)k_level<32, true>};
+    for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
+        cudaFuncAttributes a;
+        (void)cudaFuncGetAttributes(&a, fns[i]);
+    }
+    (void)cudaGetLastError();
+}

@@ -116,6 +116,10 @@ cudaError_t rf_k_mj_count(cudaStream_t s, const rf_mj_level *lv, rf_mj_rows in, 
 cudaError_t rf_k_mj_write(cudaStream_t s, const rf_mj_level *lv, rf_mj_rows in, rf_mj_items items,
                           const uint64_t *out_pos, uint64_t *out, uint64_t out_cap);
 
+/* Loads the code of every kernel above (lazy module loading: each one's
+ * first launch would wait for it), none run. */
+void rf_k_mj_load(void);
+
 #ifdef __cplusplus
 }
 #endif

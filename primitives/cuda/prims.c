@@ -5,6 +5,8 @@
 #define _DEFAULT_SOURCE /* madvise */
 #include "cuda_internal.h"
 #include "codegen_plan.h"
+#include "joinsize.h"
+#include "multijoin.h"
 #include "../../common/rf_expr.h"
 #include "../rf_prims.h"
 
@@ -208,6 +210,28 @@ static void prime_wait(rf_cuda_ctx *c)
     pthread_mutex_unlock(&c->prime_lock);
 }
 
+static void *load_kernels(void *arg)
+{
+    rf_cuda_ctx *c = arg;
+    if (cudaSetDevice(c->device) == cudaSuccess) {
+        if (c->load_what & RF_CUDA_LOAD_MULTIJOIN)
+            rf_k_mj_load();
+        if (c->load_what & RF_CUDA_LOAD_JOIN_SIZE)
+            rf_k_js_load();
+    }
+    (void)cudaGetLastError(); /* this thread's: a kernel not loaded now loads at its launch */
+    return NULL;
+}
+
+void rf_cuda_load_ahead(rf_cuda_ctx *c, unsigned what)
+{
+    const char *e = getenv("RF_CUDA_LOAD_AHEAD");
+    if (c->loading || !what || (e && strcmp(e, "off") == 0))
+        return;
+    c->load_what = what;
+    c->loading = pthread_create(&c->loader_thread, NULL, load_kernels, c) == 0;
+}
+
 rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
 {
     int n = rf_cuda_device_count();
@@ -271,6 +295,8 @@ void rf_cuda_ctx_free(rf_cuda_ctx *c)
     if (!c)
         return;
     prime_wait(c);
+    if (c->loading)
+        pthread_join(c->loader_thread, NULL);
     if (c->stream)
         cudaStreamSynchronize(c->stream);
     rf_codegen_free(c);

@@ -53,6 +53,14 @@ rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st);
  * (--device-memory) reserves no more than that; SIZE_MAX: no cap. */
 void rf_cuda_set_prime_cap(size_t bytes);
 void rf_cuda_ctx_free(rf_cuda_ctx *c);
+/* The code of the kernels a program will launch that the start-up
+ * rehearsal does not run, loaded on a thread of their own while the
+ * program loads its inputs (lazy module loading would load each at its
+ * first launch, ~0.1 ms inside the query's time): RF_CUDA_LOAD_MULTIJOIN,
+ * the multiway join's; RF_CUDA_LOAD_JOIN_SIZE, --join=auto's statistic's.
+ * Once a context; RF_CUDA_LOAD_AHEAD=off: not at all. */
+enum { RF_CUDA_LOAD_MULTIJOIN = 1, RF_CUDA_LOAD_JOIN_SIZE = 2 };
+void rf_cuda_load_ahead(rf_cuda_ctx *c, unsigned what);
 const char *rf_cuda_device_name(const rf_cuda_ctx *c);
 /* Bytes of device memory held by live relations and scratch, and the peak. */
 size_t rf_cuda_bytes_in_use(const rf_cuda_ctx *c);

@@ -1882,6 +1882,18 @@ static void prefetch_add(prefetch_list *l, char *src, const char *const *names, 
 static void gpu_program_begins(rf_backend *be, const rf_hprogram *p)
 {
     gpu_impl *g = impl_of(be);
+    /* The multiway join's kernels and --join=auto's statistic's are not in
+     * the start-up rehearsal (most programs use neither): a program that
+     * does has their code loaded while its inputs load. */
+    unsigned load = 0;
+    for (int b = 0; b < p->nblocks; b++) {
+        if (p->blocks[b].term == RF_TERM_BRANCH_JOIN)
+            load |= RF_CUDA_LOAD_JOIN_SIZE;
+        for (int i = 0; i < p->blocks[b].nkernels; i++)
+            if (p->blocks[b].kernels[i].op == RF_K_MULTIJOIN)
+                load |= RF_CUDA_LOAD_MULTIJOIN;
+    }
+    rf_cuda_load_ahead(ctx_of(be), load);
     if (!g->fuse_codegen || getenv("RF_CUDA_NO_PREFETCH"))
         return;
     /* the select planner's constants (a look for a calibration file) read
