@@ -25,7 +25,8 @@ import sys
 import rfbench  # bench/rfbench.py (this script's folder is on sys.path)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-QUERIES = {"tc": "programs/tc.lql", "sg": "programs/same_generation.lql", "triangles": "programs/triangles.lql"}
+QUERIES = {"tc": "programs/tc.lql", "sg": "programs/same_generation.lql", "triangles": "programs/triangles.lql",
+           "four_cliques": "programs/four_cliques.lql"}
 STATS_TIMES = re.compile(r"^\s*load ([0-9.]+) s \(inputs read and resident\), query ([0-9.]+) s", re.M)
 STATS_DEVICE = re.compile(r"^redfox: stats \(backend (\w+), (.*)\)$", re.M)
 COUNT_LINE = re.compile(r"^# \S+ \((\d+) tuples, hash ([0-9a-f]+)\)$", re.M)

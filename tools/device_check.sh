@@ -28,6 +28,12 @@
 #                  and p2p-Gnutella31 (the graphs that once ran out of memory)
 #     union        the GPU union's windows against whole searches (RF_TEST_UNION_WINDOWS=off),
 #                  taking turns: SG usroads, SG SF.cedge, TC usroads, TC cal.cedge (--stats)
+#     wcoj-small   triangles and 4-cliques on seven small shared graphs, --join=auto,
+#                  wcoj and binary with the kernels loaded ahead and not
+#                  (RF_CUDA_LOAD_AHEAD=off), taking turns, 7 runs each (~6 min; issue 9's
+#                  "auto within 10% of the better plan" rows)
+#     wcoj-count   R-MAT 20 and 21 triangle counts, the bindings counted and made
+#                  (RF_WCOJ_COUNT=0), taking turns, 3 runs each (~1 min)
 #     gpus2        (a machine of two GPUs) tests/dist/run_gpus.sh, then SG on usroads,
 #                  fe_body and p2p-Gnutella31 (where the cards hold it) and TC on usroads and
 #                  p2p-Gnutella31, two rounds: on two GPUs agreeing on failures late (the
@@ -116,6 +122,27 @@ for step in "$@"; do
         --graphs CA-HepTh,p2p-Gnutella09,p2p-Gnutella04,SF.cedge,fe_body --repeat 3 >"$logs/recursion-alt-large.txt" 2>&1
       note "recursion, variants taking turns (unfused/fused best, median):"
       grep -h '^| t\|^| s' "$logs/recursion-alt-small.txt" "$logs/recursion-alt-large.txt" | tee -a "$out/summary.txt"
+      ;;
+    wcoj-small)
+      python3 bench/graph_alternate.py --redfox "$rf" --graphs-dir .data/graphs \
+        --graphs CA-HepTh,ego-Facebook,loc-Brightkite,wiki-Vote,usroads,delaunay_n16,p2p-Gnutella31 \
+        --queries triangles,four_cliques --repeat 7 \
+        --variants "auto=--join=auto,wcoj=--join=wcoj,binary=--join=binary,auto-lazy=RF_CUDA_LOAD_AHEAD=off --join=auto,wcoj-lazy=RF_CUDA_LOAD_AHEAD=off --join=wcoj" \
+        >"$logs/wcoj-small.txt" 2>&1
+      note "wcoj-small (auto first: the others' best and median over auto's):"
+      grep '^|' "$logs/wcoj-small.txt" | tee -a "$out/summary.txt"
+      ;;
+    wcoj-count)
+      g=build-dev/tests/bench/rf_graphgen
+      [ -f .data/rmat20.tsv ] || "$g" rmat 20 10000000 1 -o .data/rmat20.tsv
+      [ -f .data/rmat21.tsv ] || "$g" rmat 21 20000000 1 -o .data/rmat21.tsv
+      grep -v '^@output(triangle)' programs/triangles.lql >.data/tri_count.lql
+      for r in 1 2 3; do for gr in rmat20 rmat21; do for c in 0 1; do
+        f="$logs/wcoj-count-$gr-$c-$r.txt"
+        RF_WCOJ_COUNT=$c timeout 120 "$rf" run .data/tri_count.lql --input edge=.data/$gr.tsv --count --stats \
+          --join=wcoj --backend=gpu >"$f" 2>&1
+        note "$gr RF_WCOJ_COUNT=$c run $r: $(grep -o 'hash [0-9a-f]*' "$f") $(grep -o 'query [0-9.]* s' "$f")"
+      done; done; done
       ;;
     runs-apart)
       (RF="$rf" ROOT="$root" GRAPHS=.data/graphs LOG="$logs"

@@ -8,14 +8,16 @@
 #   .data/tpch     TPC-H SF 0.01 and DuckDB's answers (tests/tpch/run_tpch.sh)
 # Idempotent: what is there is kept. Prints the carry list at the end.
 #
-#   tools/device_prepare.sh [GRAPH ...]   (default: the recursion benchmark's eight and
-#                                          device_check.sh runs-apart's three)
+#   tools/device_prepare.sh [GRAPH ...]   (default: the recursion benchmark's eight,
+#                                          device_check.sh runs-apart's three and
+#                                          wcoj-small's other four)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 graphs=("$@")
 [ ${#graphs[@]} -gt 0 ] || graphs=(OL.cedge cal.cedge TG.cedge SF.cedge p2p-Gnutella09 p2p-Gnutella04 CA-HepTh fe_body
-                                   usroads usroads-48 p2p-Gnutella31)
+                                   usroads usroads-48 p2p-Gnutella31 ego-Facebook loc-Brightkite wiki-Vote
+                                   delaunay_n16)
 mkdir -p .data/debs .data/whl .data/graphs
 if ! ls .data/debs/*.deb >/dev/null 2>&1; then
   (cd .data/debs && apt-get download re2c lemon libcunit1 libcunit1-dev libsqlite3-dev sqlite3) >/dev/null
