@@ -22,13 +22,14 @@ RF_WCOJ_COUNT=0 (the bindings made and counted); so must the triangle
 counts with the listing not an output.
 
     wcoj_diff.py --redfox build/redfox [--count N] [--seed S] [--backend cpu|gpu]
-                 [--env NAME=VALUE]...
+                 [--env NAME=VALUE]... [--jobs J]
 
 With --backend gpu and no usable device it says so and exits 0 (skipped).
 --env sets variables for the redfox runs (RF_GPU_LFTJ_BUDGET=1 forces the
 GPU join's rounds down to single bindings; RF_GPU_LFTJ=host its host path).
 """
 import argparse
+import concurrent.futures
 import itertools
 import os
 import random
@@ -268,6 +269,55 @@ def triangle_count(graph):
     return n
 
 
+def check_program(a, tmp, i, graph, fset, tern, q):
+    """One random program: (problem or None, planned a MultiJoin, the
+    branches --join=auto ran, counted by a MULTIJOIN)."""
+    prog = os.path.join(tmp, "q%d.lql" % i)
+    with open(prog, "w") as fh:
+        fh.write(program_text(graph, tern, fset, q))
+    plan = subprocess.run([a.redfox, "explain", "--plan", prog, "--join=wcoj"], capture_output=True,
+                          text=True).stdout
+    rb, ob, eb = run(a.redfox, prog, "binary", a.backend)
+    rw, ow, ew = run(a.redfox, prog, "wcoj", a.backend)
+    expect = oracle(graph, tern, fset, q)
+    problem, ran, counted = None, set(), [0]
+    if rb != 0 or rw != 0:
+        problem = "exit %d / %d: %s %s" % (rb, rw, eb.strip(), ew.strip())
+    elif ob != ow:
+        problem = "binary and wcoj outputs differ"
+    elif parse_rows(ow, "q") != expect:
+        problem = "outputs differ from the oracle's %d rows" % len(expect)
+    elif "MultiJoin" not in plan:
+        problem = "--join=wcoj planned no MultiJoin"
+    else:
+        problem, ran = auto_problem(a.redfox, prog, a.backend, ob)
+    if not problem:
+        problem = count_problem(a, prog, graph, tern, fset, q, counted)
+    if problem:
+        problem = "FAIL program %d (seed %d): %s\n%s" % (i, a.seed, problem, open(prog).read())
+    return problem, "MultiJoin" in plan, ran, counted[0]
+
+
+def check_triangles(a, tmp, tri_count, i):
+    """The known triangle count of random graph i, six ways: the failures' lines."""
+    graph = random_graph(random.Random(a.seed * 1000 + i))
+    path = os.path.join(tmp, "g%d.tsv" % i)
+    with open(path, "w") as fh:
+        fh.writelines("%d\t%d\n" % e for e in graph)
+    fails = []
+    for prog, join, env in [(a.triangles, "wcoj", None), (a.triangles, "auto", None),
+                            (a.triangles, "binary", None), (tri_count, "wcoj", None),
+                            (tri_count, "auto", None), (tri_count, "wcoj", {"RF_WCOJ_COUNT": "0"})]:
+        rc, out, err = run(a.redfox, prog, join, a.backend, ["--input", "edge=" + path], env)
+        got = parse_rows(out, "ntriangles")
+        want = {(triangle_count(graph),)}
+        if rc != 0 or got != want:
+            fails.append("FAIL triangle count of graph %d (%s, --join=%s%s): %s, expected %s %s" %
+                         (i, os.path.basename(prog), join, " RF_WCOJ_COUNT=0" if env else "", got, want,
+                          err.strip()))
+    return fails
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--redfox", required=True)
@@ -275,6 +325,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--backend", default="cpu")
     ap.add_argument("--env", action="append", default=[])
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="programs checked at once (each run is a redfox process; default 1)")
     ap.add_argument("--triangles", default=os.path.join(os.path.dirname(__file__), "..", "..", "programs",
                                                         "triangles.lql"))
     a = ap.parse_args()
@@ -287,65 +339,39 @@ def main():
             print("skipped: no usable GPU (%s)" % err.strip().splitlines()[-1] if err.strip() else "?")
             return 0
     rng = random.Random(a.seed)
+    # every program drawn first, in order, so a seed names the same
+    # programs whatever --jobs is
+    problems = []
+    for i in range(a.count):
+        graph = random_graph(rng)
+        fset = random_graph(rng)
+        tern = sorted({(rng.randint(0, 6), rng.randint(0, 6), rng.randint(0, 6)) for _ in range(12)})
+        problems.append((i, graph, fset, tern, make_query(rng)))
     failures = 0
     used_multijoin = 0
     auto_ran = {"wcoj": 0, "binary": 0}
-    counted = [0]
-    with tempfile.TemporaryDirectory() as tmp:
+    counted = 0
+    with tempfile.TemporaryDirectory() as tmp, \
+            concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
         # the triangle count with the listing no output: counted bindings
         tri_count = os.path.join(tmp, "triangle_count.lql")
         with open(a.triangles) as fh, open(tri_count, "w") as out:
             out.write(fh.read().replace("@output(triangle).", ""))
-        for i in range(a.count):
-            graph = random_graph(rng)
-            fset = random_graph(rng)
-            tern = sorted({(rng.randint(0, 6), rng.randint(0, 6), rng.randint(0, 6)) for _ in range(12)})
-            q = make_query(rng)
-            prog = os.path.join(tmp, "q%d.lql" % i)
-            with open(prog, "w") as fh:
-                fh.write(program_text(graph, tern, fset, q))
-            plan = subprocess.run([a.redfox, "explain", "--plan", prog, "--join=wcoj"], capture_output=True,
-                                  text=True).stdout
-            used_multijoin += "MultiJoin" in plan
-            rb, ob, eb = run(a.redfox, prog, "binary", a.backend)
-            rw, ow, ew = run(a.redfox, prog, "wcoj", a.backend)
-            expect = oracle(graph, tern, fset, q)
-            problem = None
-            if rb != 0 or rw != 0:
-                problem = "exit %d / %d: %s %s" % (rb, rw, eb.strip(), ew.strip())
-            elif ob != ow:
-                problem = "binary and wcoj outputs differ"
-            elif parse_rows(ow, "q") != expect:
-                problem = "outputs differ from the oracle's %d rows" % len(expect)
-            elif "MultiJoin" not in plan:
-                problem = "--join=wcoj planned no MultiJoin"
-            else:
-                problem, ran = auto_problem(a.redfox, prog, a.backend, ob)
-                for b in ran:
-                    auto_ran[b] += 1
-            if not problem:
-                problem = count_problem(a, prog, graph, tern, fset, q, counted)
+        results = pool.map(lambda t: check_program(a, tmp, t[0], t[1], t[2], t[3], t[4]), problems)
+        for problem, multijoin, ran, n_counted in results:
+            used_multijoin += multijoin
+            counted += n_counted
+            for b in ran:
+                auto_ran[b] += 1
             if problem:
                 failures += 1
-                print("FAIL program %d (seed %d): %s\n%s" % (i, a.seed, problem, open(prog).read()))
+                print(problem)
         # known triangle counts, by another method
-        for i in range(10):
-            graph = random_graph(random.Random(a.seed * 1000 + i))
-            path = os.path.join(tmp, "g%d.tsv" % i)
-            with open(path, "w") as fh:
-                fh.writelines("%d\t%d\n" % e for e in graph)
-            for prog, join, env in [(a.triangles, "wcoj", None), (a.triangles, "auto", None),
-                                    (a.triangles, "binary", None), (tri_count, "wcoj", None),
-                                    (tri_count, "auto", None), (tri_count, "wcoj", {"RF_WCOJ_COUNT": "0"})]:
-                rc, out, err = run(a.redfox, prog, join, a.backend, ["--input", "edge=" + path], env)
-                got = parse_rows(out, "ntriangles")
-                want = {(triangle_count(graph),)}
-                if rc != 0 or got != want:
-                    failures += 1
-                    print("FAIL triangle count of graph %d (%s, --join=%s%s): %s, expected %s %s" %
-                          (i, os.path.basename(prog), join, " RF_WCOJ_COUNT=0" if env else "", got, want,
-                           err.strip()))
-        if counted[0] == 0:
+        for fails in pool.map(lambda i: check_triangles(a, tmp, tri_count, i), range(10)):
+            failures += len(fails)
+            for line in fails:
+                print(line)
+        if counted == 0:
             failures += 1
             print("FAIL no program counted its bindings in a MULTIJOIN")
         # both branches of --join=auto's choice must have run on some program
@@ -354,7 +380,7 @@ def main():
                 failures += 1
                 print("FAIL --join=auto never ran its %s branch" % b)
     print("%d programs (%d with a MultiJoin, %d counted by one; --join=auto ran wcoj on %d, binary on %d), "
-          "10 triangle counts, %d failed" % (a.count, used_multijoin, counted[0], auto_ran["wcoj"],
+          "10 triangle counts, %d failed" % (a.count, used_multijoin, counted, auto_ran["wcoj"],
                                               auto_ran["binary"], failures))
     return 1 if failures else 0
 
