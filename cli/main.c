@@ -45,7 +45,7 @@ static const char usage_text[] =
     "       redfox run PROG.dl [-F FACT_DIR] [-D OUTPUT_DIR|-] [-j N] [run options]\n"
     "                  [--print PRED]... [--count] [--stats] [--backend=auto|cpu|gpu] [--threads N]\n"
     "                  [--max-iterations N] [--device-memory SIZE] [--progress] [--profile TRACE.json] [--no-fuse]\n"
-    "                  [--join=auto|binary|wcoj] [--distribute] [--gpus N]\n"
+    "                  [--join=auto|binary|wcoj] [--distribute] [--gpus N] [--output-per-rank]\n"
     "       redfox explain --plan PROG.lql | --ir PROG.lql|PROG.rfx [--no-fuse] [--join=J] [--dot] [-o FILE]\n"
     "       redfox explain --cuda PROG.lql|PROG.rfx | --select-plans PROG.lql|PROG.rfx\n"
     "       redfox compile PROG.lql -o PROG.rfx [--no-fuse] [--join=J]\n"
@@ -116,7 +116,12 @@ static const char help_text[] =
     "                      RF_DISTRIBUTE=0 turns that off); rank 0 writes the\n"
     "                      outputs. The CPU backend in each rank (docs/distributed.md)\n"
     "  --gpus N            run as N processes, one per GPU (devices 0..N-1), the GPU\n"
-    "                      backend in each, exchanging through NCCL; rank 0 writes\n"    "                      the outputs\n"
+    "                      backend in each, exchanging through NCCL; rank 0 writes\n"
+    "                      the outputs\n"
+    "  --output-per-rank   (distributed, with --output DIR) each rank writes its own\n"
+    "                      rows of each output to DIR/PRED.part-K-of-N.tsv, none\n"
+    "                      gathered to rank 0: the parts are disjoint, each sorted,\n"
+    "                      their union the output; every part or none is written\n"
     "\n"
     "Without --output, outputs are printed sorted to stdout. Outputs are the\n"
     "@output predicates plus --print ones; with neither, every predicate defined\n"
@@ -347,7 +352,7 @@ static int run_program(int argc, char **argv, rf_comm *comm)
     RF_VEC(rf_input_override) inputs = {0};
     RF_VEC(rf_output_sink) sinks = {0};
     RF_VEC(const char *) prints = {0};
-    bool stats = false, count_only = false, progress = false;
+    bool stats = false, count_only = false, progress = false, per_rank = false;
     int err = 0, rc = RF_EXIT_OK;
     for (int i = 2; i < argc && !err; i++) {
         const char *v = NULL;
@@ -398,6 +403,8 @@ static int run_program(int argc, char **argv, rf_comm *comm)
             count_only = true;
         } else if (strcmp(argv[i], "--no-fuse") == 0) {
             fuse = false;
+        } else if (strcmp(argv[i], "--output-per-rank") == 0) {
+            per_rank = true;
         } else if (strcmp(argv[i], "--distribute") == 0) {
             /* (cmd_run looked for it) */
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -423,6 +430,12 @@ static int run_program(int argc, char **argv, rf_comm *comm)
         output_dir = !count_only && souffle_out_dir && strcmp(souffle_out_dir, "-") != 0 ? souffle_out_dir : NULL;
     if (!err && count_only && output_dir)
         err = usage("--count prints counts and hashes to stdout; it does not go with --output %s", output_dir);
+    if (!err && per_rank && (souffle || !output_dir))
+        err = usage("--output-per-rank writes each rank's rows to DIR/PRED.part-K-of-N.tsv: it needs --output DIR%s",
+                    souffle ? " and a .lql program" : "");
+    if (!err && per_rank && !comm)
+        err = usage("--output-per-rank is for distributed runs (mpirun -np N, --gpus N or --distribute; %s)",
+                    "docs/distributed.md");
     if (!err && strcmp(backend, "auto") && strcmp(backend, "cpu") && strcmp(backend, "gpu"))
         err = usage("unknown backend '%s' (auto, cpu or gpu)", backend);
     if (!err && threads_s) {
@@ -627,7 +640,9 @@ static int run_program(int argc, char **argv, rf_comm *comm)
          * differs between ranks, and a progress line counts rows, which
          * every rank must do alike. */
         .progress = progress ? RF_PROGRESS_ALWAYS : comm ? RF_PROGRESS_NONE : RF_PROGRESS_TERMINAL,
-        .discard_outputs = comm && comm->rank != 0,
+        .discard_outputs = comm && comm->rank != 0 && !per_rank,
+        .output_parts = per_rank ? comm->size : 0,
+        .output_part = per_rank ? comm->rank : 0,
         .max_iterations = max_iterations,
         .device_memory = device_memory,
         /* A device's memory is not the host's: spilling to it can help. */

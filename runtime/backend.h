@@ -117,6 +117,16 @@ struct rf_backend {
      * writing them involves no other rank; false (st) when a kernel
      * failed on some rank (the distribution layer learns of it late). */
     bool (*outputs_ready)(rf_backend *be, rf_dvar *const *vars, int n, rf_status *st);
+    /* Optional (NULL: not supported), instead of outputs_ready where each
+     * rank writes its own part of the outputs (rf_run_options.output_parts,
+     * --output-per-rank): every output keeps this rank's rows (a relation
+     * held whole on every rank: rank 0's copy alone), so that downloading
+     * it involves no other rank. All ranks together; false (st) as
+     * outputs_ready. */
+    bool (*outputs_local)(rf_backend *be, rf_dvar *const *vars, int n, rf_status *st);
+    /* Optional (NULL: ok itself): whether ok holds on every rank (all ranks
+     * together): the per-rank outputs are committed or dropped together. */
+    bool (*agree)(rf_backend *be, bool ok);
     /* Optional (NULL: the runtime downloads l and r and counts on the
      * host): sets *rows to the number of rows l joined with r on column
      * pairs (lkeys[i], rkeys[i]), i < nkeys, would make, without making

@@ -101,6 +101,7 @@ typedef struct dist_impl {
     bool fold;              /* keyless aggregates folded per rank (RF_DIST_FOLD=0: off) */
     size_t mj_copies;       /* MULTIJOINs whose input 0 stayed split beside a copy of it */
     size_t mj_counts;       /* counting MULTIJOINs whose ranks' counts were summed */
+    bool outputs_per_rank;  /* outputs_local ran: each rank wrote its own rows */
     bool mj_copy;           /* a MULTIJOIN's self-join positions read a copy sent everywhere,
                                input 0 stays split (RF_DIST_MULTIJOIN_COPY=0: the relation
                                itself goes everywhere, as before) */
@@ -1928,6 +1929,43 @@ static bool dist_outputs_ready(rf_backend *be, rf_dvar *const *vars, int n, rf_s
     return true;
 }
 
+/* --output-per-rank: every output stays where it is, each rank writing
+ * its own rows (a relation on every rank: rank 0 writes it, the others
+ * write empty parts). Marked gathered, so that its download is this
+ * rank's alone. */
+static bool dist_outputs_local(rf_backend *be, rf_dvar *const *vars, int n, rf_status *st)
+{
+    dist_impl *im = be->impl;
+    if (im->solo)
+        return true;
+    if (!settled_ok(im, st))
+        return false;
+    bool ok = true;
+    for (int i = 0; i < n; i++) {
+        if (!vars[i] || vars[i]->gathered)
+            continue;
+        if (ok && vars[i]->d.kind == PLACE_REPLICATED && im->comm->rank != 0)
+            ok = set_empty(im->inner, vars[i], st);
+        vars[i]->gathered = true;
+    }
+    uint64_t bad = !ok;   /* (all ranks go on to write, or none) */
+    control_allreduce(im, &bad, 1, RF_COMM_MAX);
+    if (bad && ok)
+        ok = inner_fail(st, "another rank could not keep its part of the outputs");
+    im->outputs_per_rank = true;
+    return ok;
+}
+
+static bool dist_agree(rf_backend *be, bool ok)
+{
+    dist_impl *im = be->impl;
+    if (im->solo)
+        return ok;
+    uint64_t bad = !ok;
+    control_allreduce(im, &bad, 1, RF_COMM_MAX);
+    return !bad;
+}
+
 void rf_backend_dist_set_output_threads(rf_backend *be, int threads)
 {
     dist_impl *im = be->impl;
@@ -1963,6 +2001,8 @@ static void dist_print_stats(rf_backend *be, FILE *f)
         fprintf(f, "  distributed: %zu aggregates with keys folded on each rank, then their partial rows by group "
                    "on every rank (%zu not: more than %zu partial rows, or a quarter of their input's)\n",
                 im->folded_keyed, im->fold_declined, im->fold_keyed_rows);
+    if (im->outputs_per_rank)
+        fprintf(f, "  distributed: outputs written per rank, none gathered\n");
     if (im->mj_copies || im->mj_counts)
         fprintf(f, "  distributed: %zu multiway joins over their first input's parts beside a copy of it sent "
                    "everywhere (self-joins), %zu counts of bindings summed over the ranks\n",
@@ -2113,6 +2153,8 @@ rf_backend *rf_backend_dist_new(rf_backend *inner, rf_comm *comm)
     be->program_begins = dist_program_begins;
     be->var_describe = dist_var_describe;
     be->outputs_ready = dist_outputs_ready;
+    be->outputs_local = dist_outputs_local;
+    be->agree = dist_agree;
     /* --join=auto counts its statistic from downloads (an all-gather: the
      * same count, so the same choice, on every rank), with the inner
      * backend's ratio */

@@ -1670,8 +1670,15 @@ static bool write_outputs(rt *r, const int *outs, int nouts, rf_status *st)
     char *created = NULL;
     bool ok = !dir || make_dir(dir, &created, st);
     int opened = 0;
+    int parts = r->opt->output_parts;
+    for (int i = 0; parts > 0 && ok && i < nouts; i++)
+        if (p->vars[outs[i]].limit >= 0)
+            ok = rf_fail(st, RF_EXIT_USAGE, "output '%s' has a @limit, which needs all of its rows in one place: "
+                                            "it cannot be written per rank", var_label(&p->vars[outs[i]]));
     for (; dir && ok && opened < nouts; opened++) {
-        char *path = rf_sprintf("%s/%s.tsv", dir, var_label(&p->vars[outs[opened]]));
+        char *path = parts > 0 ? rf_sprintf("%s/%s.part-%d-of-%d.tsv", dir, var_label(&p->vars[outs[opened]]),
+                                            r->opt->output_part + 1, parts)
+                               : rf_sprintf("%s/%s.tsv", dir, var_label(&p->vars[outs[opened]]));
         ok = rf_outfile_open(&files[opened], path, st);
         free(path);
         if (!ok)
@@ -1728,6 +1735,17 @@ static bool write_outputs(rt *r, const int *outs, int nouts, rf_status *st)
         }
         rf_table_free(&t);
     }
+    const char *fail_part = getenv("RF_TEST_PART_FAIL");   /* tests: this part (1..N) fails to write */
+    if (dir && ok && parts > 0 && fail_part && atoi(fail_part) == r->opt->output_part + 1)
+        ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot write part %d (RF_TEST_PART_FAIL)", r->opt->output_part + 1);
+    bool parts_dropped = false;   /* (every rank alike) */
+    if (dir && parts > 0 && r->be->agree) {
+        /* every rank's parts, or none: committed once all were written */
+        parts_dropped = !r->be->agree(r->be, ok);
+        if (ok && parts_dropped)
+            ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "another rank could not write its part of the outputs, so "
+                                                    "none was written (RF_DIST_VERBOSE=1 shows its message)");
+    }
     if (dir) {
         if (ok) {
             ok = rf_outfile_commit_all(files, opened, st);
@@ -1735,6 +1753,8 @@ static bool write_outputs(rt *r, const int *outs, int nouts, rf_status *st)
             for (int i = 0; i < opened; i++)
                 rf_outfile_abort(&files[i]);
         }
+        if (parts_dropped)   /* every rank's unfinished parts gone before the folder a rank made goes */
+            (void)r->be->agree(r->be, true);
         if (!ok)
             unmake_dir(dir, created);
     } else {
@@ -2048,11 +2068,15 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
         for (int v = 0; v < p->nvars; v++)
             if (r.keep[v])
                 outs[nouts++] = v;
-        if (r.be->outputs_ready) {
+        bool per_rank = opt->output_parts > 0 && !opt->discard_outputs && !opt->result_callback;
+        if (per_rank && !r.be->outputs_local) {
+            ok = rf_fail(st, RF_EXIT_USAGE, "outputs written per rank need a distributed run (mpirun, --gpus or "
+                                            "--distribute)");
+        } else if (per_rank || r.be->outputs_ready) {
             rf_dvar **dvs = rf_calloc((size_t)nouts + 1, sizeof *dvs);
             for (int i = 0; i < nouts; i++)
                 dvs[i] = r.dv[outs[i]];
-            ok = r.be->outputs_ready(r.be, dvs, nouts, st);
+            ok = per_rank ? r.be->outputs_local(r.be, dvs, nouts, st) : r.be->outputs_ready(r.be, dvs, nouts, st);
             free(dvs);
         }
         double w0 = rf_now();

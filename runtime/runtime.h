@@ -101,6 +101,15 @@ typedef struct rf_run_options {
      * result_callback): a distributed run's ranks other than 0, which
      * take part in every kernel while rank 0 alone writes the answers. */
     bool discard_outputs;
+    /* > 0 (--output-per-rank, a distributed run's rank): this process
+     * writes part output_part (0-based) of output_parts of every output,
+     * its own rows only, to output_dir/PRED.part-K-of-N.tsv (K from 1);
+     * the backend's outputs_local keeps each rank's rows instead of
+     * gathering them, and the parts are committed only where every rank
+     * wrote its own (the backend's agree). Needs output_dir; an output with
+     * @limit is refused (a limit needs all of its rows in one place). */
+    int output_parts;
+    int output_part;
     /* > 0 (--device-memory): the backend's relations are kept under this
      * many bytes between kernels by holding the least recently used ones
      * in host memory until a kernel reads them again (spilling; one

@@ -120,6 +120,36 @@ for prog in triangles.lql "$work/tri_count.lql"; do
     done
   done
 done
+# --output-per-rank: every rank writes its own rows, DIR/PRED.part-K-of-3.tsv,
+# nothing gathered; the parts' union is one process's output (split outputs,
+# aggregates held on every rank, strings); every part or none (one rank's
+# write failing: RF_TEST_PART_FAIL); an output with @limit refused.
+for prog in tc.lql same_generation.lql "$here/fold.lql" "$tests/golden/cases/strings.lql"; do
+  rm -rf "$work/pr_one" "$work/pr_parts"
+  "$redfox" run "$prog" --output "$work/pr_one" >/dev/null 2>&1 || note "$(basename "$prog"): one process exited $?"
+  timeout 60 $mpi "$redfox" run "$prog" --output "$work/pr_parts" --output-per-rank --stats 2>"$work/err" ||
+    note "$(basename "$prog") --output-per-rank exited $?: $(head -2 "$work/err")"
+  grep -q 'outputs written per rank, none gathered' "$work/err" ||
+    note "$(basename "$prog") --output-per-rank: --stats does not say so"
+  for f in "$work/pr_one"/*.tsv; do
+    b=$(basename "$f" .tsv)
+    [ "$(ls "$work/pr_parts/$b".part-*-of-3.tsv 2>/dev/null | wc -l)" = 3 ] ||
+      note "$(basename "$prog") --output-per-rank: not 3 parts of $b"
+    cmp -s <(sort "$f") <(cat "$work/pr_parts/$b".part-*-of-3.tsv | sort) ||
+      note "$(basename "$prog") --output-per-rank: the parts of $b are not one process's rows"
+  done
+done
+rm -rf "$work/pr_parts"
+RF_TEST_PART_FAIL=2 timeout 60 $mpi "$redfox" run tc.lql --output "$work/pr_parts" --output-per-rank >/dev/null 2>"$work/err"
+rc=$?
+[ $rc = 2 ] && [ ! -e "$work/pr_parts" ] && grep -q 'another rank could not write its part' "$work/err" ||
+  note "one rank's part failing: exit $rc, $(ls "$work/pr_parts" 2>&1 | head -3), $(head -1 "$work/err")"
+timeout 60 $mpi "$redfox" run "$tests/golden/cases/order_limit_top.lql" --output "$work/pr_parts" --output-per-rank \
+  >/dev/null 2>"$work/err"
+rc=$?
+[ $rc = 64 ] && [ ! -e "$work/pr_parts" ] && grep -q 'has a @limit' "$work/err" ||
+  note "--output-per-rank with a @limit: exit $rc, $(head -1 "$work/err")"
+rm -rf "$work/pr_one" "$work/pr_parts"
 # --distribute without a launcher: one rank, the same answers.
 "$redfox" run tc.lql --distribute --count >"$work/one" 2>&1 || note "--distribute alone exited $?"
 "$redfox" run tc.lql --count >"$work/plain" 2>&1

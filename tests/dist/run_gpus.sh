@@ -68,6 +68,23 @@ for prog in tc same_generation; do
   fi
 done
 
+# --output-per-rank on two GPUs: each rank downloads and writes its own rows
+# (DIR/PRED.part-K-of-2.tsv); their union is one GPU's output.
+for prog in "$tests/../programs/tc.lql" "$here/fold.lql"; do
+  in=()
+  [ "$(basename "$prog")" = tc.lql ] && in=(--input edge="$work/g.tsv")
+  rm -rf "$work/pr_one" "$work/pr_parts"
+  "$redfox" run "$prog" "${in[@]}" --output "$work/pr_one" --backend=gpu >/dev/null 2>&1
+  timeout 120 "$redfox" run "$prog" "${in[@]}" --output "$work/pr_parts" --output-per-rank --gpus 2 \
+    >/dev/null 2>"$work/err" || { echo "FAIL: $(basename "$prog") --output-per-rank on 2 GPUs: $(head -2 "$work/err")"; fail=1; }
+  for f in "$work/pr_one"/*.tsv; do
+    b=$(basename "$f" .tsv)
+    if ! cmp -s <(sort "$f") <(cat "$work/pr_parts/$b".part-*-of-2.tsv 2>/dev/null | sort); then
+      echo "FAIL: $(basename "$prog") --output-per-rank on 2 GPUs: the parts of $b are not one GPU's rows"
+      fail=1
+    fi
+  done
+done
 # Aggregates folded per rank, keyless and by group, some falling back
 # (tests/dist/fold.lql): by default (by group where a key is a string) and
 # every grouped one tried (RF_DIST_FOLD_KEYED=all).
