@@ -35,6 +35,12 @@ python3 "$tests/golden/run_golden.py" --redfox "$mpi $redfox" "${golden[@]}" | t
 
 python3 "$here/dist_diff.py" --redfox "$redfox" --mpirun "$mpi" --count $classic --seed 21 || fail=1
 python3 "$here/dist_diff.py" --redfox "$redfox" --mpirun "$mpi" --lang biz --count $biz --seed 21 || fail=1
+# The same generators written per rank (--output-per-rank): each output's
+# three parts together are one process's file.
+python3 "$here/dist_diff.py" --redfox "$redfox" --mpirun "$mpi" --count $((classic / 2)) --seed 27 --per-rank 3 ||
+  fail=1
+python3 "$here/dist_diff.py" --redfox "$redfox" --mpirun "$mpi" --lang biz --count $((biz / 2)) --seed 27 \
+  --per-rank 3 || fail=1
 # Random cyclic programs with multiway joins, listing and counting.
 python3 "$here/wcoj_dist.py" --redfox "$redfox" --mpirun "$mpi" --count $((classic / 2)) --seed 31 || fail=1
 # Joins hash both sides alike instead of replicating the smaller one (the
