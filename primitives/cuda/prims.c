@@ -226,7 +226,7 @@ static void *load_kernels(void *arg)
 void rf_cuda_load_ahead(rf_cuda_ctx *c, unsigned what)
 {
     const char *e = getenv("RF_CUDA_LOAD_AHEAD");
-    if (c->loading || !what || (e && strcmp(e, "off") == 0))
+    if (!c || c->loading || !what || (e && strcmp(e, "off") == 0))
         return;
     c->load_what = what;
     c->loading = pthread_create(&c->loader_thread, NULL, load_kernels, c) == 0;
