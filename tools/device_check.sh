@@ -34,6 +34,9 @@
 #                  "auto within 10% of the better plan" rows)
 #     wcoj-count   R-MAT 20 and 21 triangle counts, the bindings counted and made
 #                  (RF_WCOJ_COUNT=0), taking turns, 3 runs each (~1 min)
+#     scaling      (a machine of two GPUs) issue 10's table: TC, SG and triangles on the
+#                  largest carried graphs and R-MAT 20, one GPU against two (--gpus 2),
+#                  taking turns, 3 runs each (bench/graph_alternate.py; ~5 min)
 #     gpus2        (a machine of two GPUs) tests/dist/run_gpus.sh, then SG on usroads,
 #                  fe_body and p2p-Gnutella31 (where the cards hold it) and TC on usroads and
 #                  p2p-Gnutella31, two rounds: on two GPUs agreeing on failures late (the
@@ -169,6 +172,16 @@ for step in "$@"; do
             "UNION $(grep -E '^  2 +UNION' "$f" | awk '{print $4 " calls " $5 " s"}')"
         done
       done
+      ;;
+    scaling)
+      [ -f .data/graphs/rmat20.tsv ] || build-dev/tests/bench/rf_graphgen rmat 20 10000000 1 -o .data/graphs/rmat20.tsv
+      : >"$logs/scaling.txt"
+      for gq in tc:usroads,p2p-Gnutella31 sg:usroads,p2p-Gnutella31,fe_body triangles:rmat20; do
+        python3 bench/graph_alternate.py --redfox "$rf" --graphs-dir .data/graphs --graphs "${gq#*:}" \
+          --queries "${gq%%:*}" --repeat 3 --timeout 120 --variants "one=,two=--gpus 2" >>"$logs/scaling.txt" 2>&1
+      done
+      note "scaling, one GPU against two (two/one best, median: below 1 is faster on two):"
+      grep '^|' "$logs/scaling.txt" | tee -a "$out/summary.txt"
       ;;
     gpus2)
       timeout 300 bash tests/dist/run_gpus.sh "$rf" >"$logs/run_gpus.txt" 2>&1
