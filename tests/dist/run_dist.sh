@@ -171,6 +171,15 @@ rc=$?
 timeout 60 $mpi "$redfox" run tc.lql --progress >/dev/null 2>&1
 rc=$?
 [ $rc = 64 ] || note "--progress distributed: exit $rc"
+# --output-per-rank without --output, and outside a distributed run.
+timeout 60 $mpi "$redfox" run tc.lql --output-per-rank >/dev/null 2>"$work/err"
+rc=$?
+[ $rc = 64 ] && grep -q "output-per-rank writes each rank's rows .* it needs --output DIR" "$work/err" ||
+  note "--output-per-rank without --output: exit $rc, $(head -1 "$work/err")"
+"$redfox" run tc.lql --output "$work/pr_alone" --output-per-rank >/dev/null 2>"$work/err"
+rc=$?
+[ $rc = 64 ] && [ ! -e "$work/pr_alone" ] && grep -q "output-per-rank is for distributed runs" "$work/err" ||
+  note "--output-per-rank in one process: exit $rc, $(head -1 "$work/err")"
 
 if [ $fail = 0 ]; then echo "distributed runs: all passed"; fi
 exit $fail
