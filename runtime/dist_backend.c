@@ -1929,6 +1929,17 @@ static bool dist_outputs_ready(rf_backend *be, rf_dvar *const *vars, int n, rf_s
     return true;
 }
 
+/* Whether ok holds on every rank (one MAX all-reduce; all ranks together). */
+static bool dist_agree(rf_backend *be, bool ok)
+{
+    dist_impl *im = be->impl;
+    if (im->solo)
+        return ok;
+    uint64_t bad = !ok;
+    control_allreduce(im, &bad, 1, RF_COMM_MAX);
+    return !bad;
+}
+
 /* --output-per-rank: every output stays where it is, each rank writing
  * its own rows (a relation on every rank: rank 0 writes it, the others
  * write empty parts). Marked gathered, so that its download is this
@@ -1948,22 +1959,11 @@ static bool dist_outputs_local(rf_backend *be, rf_dvar *const *vars, int n, rf_s
             ok = set_empty(im->inner, vars[i], st);
         vars[i]->gathered = true;
     }
-    uint64_t bad = !ok;   /* (all ranks go on to write, or none) */
-    control_allreduce(im, &bad, 1, RF_COMM_MAX);
-    if (bad && ok)
+    bool all = dist_agree(be, ok);   /* all ranks go on to write, or none */
+    if (ok && !all)
         ok = inner_fail(st, "another rank could not keep its part of the outputs");
     im->outputs_per_rank = true;
     return ok;
-}
-
-static bool dist_agree(rf_backend *be, bool ok)
-{
-    dist_impl *im = be->impl;
-    if (im->solo)
-        return ok;
-    uint64_t bad = !ok;
-    control_allreduce(im, &bad, 1, RF_COMM_MAX);
-    return !bad;
 }
 
 void rf_backend_dist_set_output_threads(rf_backend *be, int threads)

@@ -199,9 +199,5 @@ extern "C" cudaError_t rf_k_js_probe(cudaStream_t s, rf_js_side side, const unsi
 extern "C" void rf_k_js_load(void)
 {
     const void *fns[] = {(const void *)js_count, (const void *)js_probe, (const void *)js_sample};
-    for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
-        cudaFuncAttributes a;
-        (void)cudaFuncGetAttributes(&a, fns[i]);
-    }
-    (void)cudaGetLastError();
+    rf_launch::load_code(fns, sizeof fns / sizeof *fns);
 }

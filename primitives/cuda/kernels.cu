@@ -1442,19 +1442,13 @@ cudaError_t rf_k_hash_avg_finish(cudaStream_t s, const unsigned long long *sums,
 
 void rf_k_load_tails(void)
 {
-    /* cudaFuncGetAttributes loads a kernel's code under lazy loading without
-     * running it: no arguments to make up, nothing on any stream. */
     const void *tails[] = {(const void *)k_seg_total_finish, (const void *)k_seg_iavg_finish,
                            (const void *)k_hash_avg_finish,  (const void *)k_fill,
                            (const void *)k_slot_flags,       (const void *)k_slot_groups,
                            (const void *)k_gather_slots,     (const void *)k_scan_tail,
                            (const void *)k_hash_groups,      (const void *)k_renumber,
                            (const void *)k_hash_fold,        (const void *)k_gather_rows};
-    for (size_t i = 0; i < sizeof tails / sizeof *tails; i++) {
-        cudaFuncAttributes a;
-        (void)cudaFuncGetAttributes(&a, tails[i]);
-    }
-    (void)cudaGetLastError();
+    rf_launch::load_code(tails, sizeof tails / sizeof *tails);
 }
 
 } // extern "C"

@@ -1,9 +1,11 @@
 // Launch shapes shared by the library's .cu files (kernels.cu, dense_set.cu,
 // multijoin.cu, joinsize.cu): the block size, a grid for n items capped so
-// that grid-stride loops take the rest, and that loop. CUDA C++ only.
+// that grid-stride loops take the rest, and that loop; loading kernels' code
+// ahead of their first launch. CUDA C++ only.
 #ifndef RF_CUDA_LAUNCH_CUH
 #define RF_CUDA_LAUNCH_CUH
 
+#include <cuda_runtime_api.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +23,19 @@ inline unsigned grid_for(uint64_t n)
     if (g > 65535u * 16u)
         g = 65535u * 16u;
     return (unsigned)g;
+}
+
+// Loads the code of kernels fns[0..n) without running them: under lazy
+// module loading (CUDA 12.2 on) a kernel's first launch waits for its code;
+// cudaFuncGetAttributes loads it with nothing on any stream. A kernel not
+// loaded here loads at its launch (errors cleared, not reported).
+inline void load_code(const void *const *fns, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        cudaFuncAttributes a;
+        (void)cudaFuncGetAttributes(&a, fns[i]);
+    }
+    (void)cudaGetLastError();
 }
 
 }  // namespace rf_launch

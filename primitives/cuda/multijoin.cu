@@ -464,8 +464,6 @@ extern "C" cudaError_t rf_k_mj_write(cudaStream_t s, const rf_mj_level *lv, rf_m
 
 extern "C" void rf_k_mj_load(void)
 {
-    // cudaFuncGetAttributes loads a kernel's code under lazy loading
-    // without running it (as rf_k_load_tails does for the library's tails).
     const void *fns[] = {(const void *)k_first,          (const void *)k_first_write,
                          (const void *)k_directory,      (const void *)k_hub_stats,
                          (const void *)k_hub_flags,      (const void *)k_hub_slots,
@@ -475,9 +473,5 @@ extern "C" void rf_k_mj_load(void)
                          (const void *)k_level<16, false>, (const void *)k_level<32, false>,
                          (const void *)k_level<4, true>,   (const void *)k_level<8, true>,
                          (const void *)k_level<16, true>,  (const void *)k_level<32, true>};
-    for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
-        cudaFuncAttributes a;
-        (void)cudaFuncGetAttributes(&a, fns[i]);
-    }
-    (void)cudaGetLastError();
+    rf_launch::load_code(fns, sizeof fns / sizeof *fns);
 }
