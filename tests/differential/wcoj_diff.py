@@ -333,6 +333,11 @@ def main():
     for kv in a.env:
         k, _, v = kv.partition("=")
         ENV[k] = v
+    if a.backend == "gpu" and a.jobs > 1:
+        # processes sharing one device: each would map half the memory it
+        # finds free into its pool at start (docs/design.md), and eight
+        # starting together ran the device out of memory
+        ENV.setdefault("RF_CUDA_POOL_PRIME", "off")
     if a.backend == "gpu":
         rc, _, err = run(a.redfox, a.triangles, "wcoj", "gpu")
         if rc != 0:
