@@ -297,6 +297,15 @@ static const char *where(const parser *ps, int lineno, int c, char *buf, size_t 
  * the global dictionary directly. */
 #define PAR_MIN_BYTES ((size_t)512 << 10)   /* smaller texts: one piece (a graph of 10^5 edges is ~1.4 MB) */
 #define PIECE_MIN_BYTES ((size_t)128 << 10)
+/* The two above, unless a test (the fact files' fuzzer) set smaller ones
+ * to cut texts of a few bytes into pieces (rf_set_parse_pieces). */
+static _Atomic size_t g_par_min = PAR_MIN_BYTES, g_piece_min = PIECE_MIN_BYTES;
+
+void rf_set_parse_pieces(size_t par_min, size_t piece_min)
+{
+    atomic_store(&g_par_min, par_min ? par_min : PAR_MIN_BYTES);
+    atomic_store(&g_piece_min, piece_min ? piece_min : PIECE_MIN_BYTES);
+}
 #define PIECES_PER_THREAD 4                 /* dynamic hand-out evens out slow pieces */
 #define STOP_CHECK_ROWS 1024                /* how often a piece looks for an earlier failure */
 
@@ -831,9 +840,11 @@ static void parse_piece(void *ctx, int p)
 static int pieces_for(size_t len, rf_file_format fmt, int arity)
 {
     int threads = rf_prims_threads();
-    if (threads <= 1 || len < PAR_MIN_BYTES || fmt == RF_FORMAT_CSV || arity == 0)
+    if (threads <= 1 || len < atomic_load(&g_par_min) || fmt == RF_FORMAT_CSV || arity == 0)
         return 1;
-    size_t n = (size_t)threads * PIECES_PER_THREAD, most = len / PIECE_MIN_BYTES;
+    size_t n = (size_t)threads * PIECES_PER_THREAD, most = len / atomic_load(&g_piece_min);
+    if (most < 1)
+        most = 1;
     return (int)(n < most ? n : most);
 }
 

@@ -214,6 +214,11 @@ bool rf_parse_facts(const char *name, const char *text, size_t len, rf_file_form
  * exactly the general path's rows and errors; off, every line takes the
  * general path (tests compare the two). On by default. */
 void rf_set_parse_fast_path(bool on);
+/* Tests: texts of at least par_min bytes are parsed in pieces of about
+ * piece_min bytes or more (as many as rf_prims_threads() x 4); 0, 0 sets
+ * the defaults back (512 KB, 128 KB). The rows, ids and errors are those
+ * of one piece either way. */
+void rf_set_parse_pieces(size_t par_min, size_t piece_min);
 
 /* ---- Output (output.c) ---- */
 /* Sorts rows in typed value order (rf_value_compare column by column) and

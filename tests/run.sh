@@ -2,8 +2,9 @@
 # Runs every test Red Fox has, the way CI does:
 #   1. build/       (Release): unit tests, golden end-to-end tests, the random
 #                   program differential suite, known graph results;
-#   2. build-fuzz/  (clang + libFuzzer): a short fuzz of the parser and the
-#                   .rfx loader (tools/fuzz.sh; longer runs by hand);
+#   2. build-fuzz/  (clang + libFuzzer): a short fuzz of the parsers, the
+#                   .rfx loader and the fact-file reader (tools/fuzz.sh;
+#                   longer runs by hand);
 #   3. build-asan/  (Debug, AddressSanitizer + UndefinedBehaviorSanitizer):
 #                   the same suites again, minus the long graph runs.
 # GPU tests skip with a message where no CUDA device is present.
@@ -20,7 +21,7 @@ echo "== Release build and tests =="
 RF_BUILD_DIR="$root/build" tools/bootstrap.sh
 ctest --test-dir build --output-on-failure -j "$jobs" "${exclude[@]}"
 
-echo "== Fuzz smoke: parser and .rfx loader (libFuzzer, ${RF_FUZZ_SECONDS:-15}s each) =="
+echo "== Fuzz smoke: parsers, .rfx loader and fact files (libFuzzer, ${RF_FUZZ_SECONDS:-15}s each) =="
 if command -v clang >/dev/null 2>&1; then
   tools/fuzz.sh "${RF_FUZZ_SECONDS:-15}"
 else

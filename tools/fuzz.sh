@@ -4,6 +4,9 @@
 #   fuzz_parser    : program text -> front end (tests/fuzz/)
 #   fuzz_parser_souffle : Soufflé (.dl) program text -> its front end
 #   fuzz_hir_load  : .rfx bytes   -> Harmony IR loader + verifier (tests/fuzz_hir/)
+#   fuzz_facts     : fact files (TSV, CSV, .tbl) -> runtime/io.c's parser, its
+#                    variants (pieces, fast path, columns read) against each
+#                    other and the writer's output read back (tests/fuzz/)
 # Every library a target links is built with coverage instrumentation so the
 # fuzzer sees inside the front end and the loader, not only the harness.
 # Crashes are left in the build folder as crash-* files; exit status non-zero.
@@ -22,14 +25,15 @@ if ! cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DRF_FUZZ=ON -DRF_WIT
       >"$build/configure.log" 2>&1; then
   cat "$build/configure.log" >&2; exit 1
 fi
-if ! cmake --build "$build" -j "$jobs" --target fuzz_parser fuzz_parser_souffle fuzz_hir_load fuzz_hir_seed \
+if ! cmake --build "$build" -j "$jobs" --target fuzz_parser fuzz_parser_souffle fuzz_hir_load fuzz_hir_seed fuzz_facts \
       >"$build/build.log" 2>&1; then
   cat "$build/build.log" >&2; exit 1
 fi
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/parser" "$work/souffle" "$work/hir"
+mkdir -p "$work/parser" "$work/souffle" "$work/hir" "$work/facts"
+cp "$root"/tests/fuzz/corpus_facts/* "$work/facts/"
 cp "$root"/tests/fuzz/corpus/* "$work/parser/"
 cp "$root"/tests/golden/souffle/*.dl "$work/souffle/"
 for f in "$root"/tests/golden/souffle/native/*.dl; do cp "$f" "$work/souffle/native-${f##*/}"; done
@@ -48,3 +52,7 @@ echo "fuzz: .rfx loader for ${seconds}s"
 ./tests/fuzz_hir/fuzz_hir_load -max_total_time="$seconds" -max_len=65536 "$work/hir" 2>"$build/fuzz_hir.log" ||
   { tail -40 "$build/fuzz_hir.log" >&2; exit 1; }
 tail -1 "$build/fuzz_hir.log"
+echo "fuzz: fact files for ${seconds}s"
+./tests/fuzz/fuzz_facts -max_total_time="$seconds" -max_len=4096 "$work/facts" 2>"$build/fuzz_facts.log" ||
+  { tail -40 "$build/fuzz_facts.log" >&2; exit 1; }
+tail -1 "$build/fuzz_facts.log"
