@@ -62,6 +62,9 @@ typedef struct rf_map_spec {
     const rf_code *proj;
 } rf_map_spec;
 bool rf_prim_map_many(const rf_table *in, int nmaps, const rf_map_spec *maps, rf_table *outs, rf_status *st);
+/* src's rows written over dst's from row at on (dst->cap >= at +
+ * src->nrows; dst->nrows untouched), by all threads for large tables. */
+void rf_copy_rows_at(rf_table *dst, size_t at, const rf_table *src);
 /* out := in's rows sorted lexicographically (unsigned words), duplicates
  * dropped; out is initialised here. */
 void rf_prim_sort(const rf_table *in, rf_table *out);

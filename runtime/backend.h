@@ -71,6 +71,14 @@ struct rf_backend {
     bool (*upload)(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st);
     /* Fills t (initialised by the caller with v's arity) with v's rows. */
     bool (*download)(rf_backend *be, const rf_dvar *v, rf_table *t, rf_status *st);
+    /* Optional (NULL: the runtime downloads into a table of its own and
+     * copies the rows over): writes v's rows into t's columns from row at
+     * on, where the caller made room for var_rows(v) of them (a bound: runs
+     * that share rows count them once each), and sets *rows to how many it
+     * wrote; t->nrows is left to the caller. Out-of-core kernels put each
+     * part's output straight in its place in the whole output this way
+     * (one pass over host memory instead of two). */
+    bool (*download_at)(rf_backend *be, const rf_dvar *v, rf_table *t, size_t at, size_t *rows, rf_status *st);
     /* Runs one kernel of p (any op but LOAD and CHECK_KEYS). A plain
      * kernel writes outs[0] and reads ins[0], ins[1] (k->in[0], k->in[1];
      * NULL for a variable never written: it reads as empty); a FUSED

@@ -577,6 +577,30 @@ static bool cpu_download(rf_backend *be, const rf_dvar *cv, rf_table *t, rf_stat
     return true;
 }
 
+static bool cpu_download_at(rf_backend *be, const rf_dvar *cv, rf_table *t, size_t at, size_t *rows_out,
+                            rf_status *st)
+{
+    rf_dvar *v = (rf_dvar *)cv;
+    dense_resolve(be, v);
+    rf_table rows;
+    const rf_table *from;
+    if (!v->has_runs) {   /* a bitmap: its rows made first */
+        rf_table_init(&rows, t->arity);
+        rf_dense_to_table(v->dense, &rows);
+        from = &rows;
+    } else {
+        from = table_of(be, v);
+    }
+    size_t n = from->nrows;
+    bool ok = from->arity == t->arity && at <= t->cap && n <= t->cap - at;
+    if (ok)
+        rf_copy_rows_at(t, at, from);
+    if (!v->has_runs)
+        rf_table_free(&rows);
+    *rows_out = ok ? n : 0;
+    return ok || rf_fail(st, RF_EXIT_RUNTIME_ERROR, "download of %zu rows at row %zu of a table of %zu", n, at, t->cap);
+}
+
 /* UNION with a bitmap: a copy of one input's bitmap plus the other's rows.
  * False when neither input has (or merits) a bitmap, or the other's rows
  * fall outside its ranges. */
@@ -1773,6 +1797,7 @@ rf_backend *rf_backend_cpu_new(int threads)
     be->var_rows = cpu_var_rows;
     be->upload = cpu_upload;
     be->download = cpu_download;
+    be->download_at = cpu_download_at;
     be->run = cpu_run;
     be->bytes_in_use = cpu_bytes_in_use;
     be->bytes_peak = cpu_bytes_peak;

@@ -277,6 +277,29 @@ static bool hy_download(rf_backend *be, const rf_dvar *v, rf_table *t, rf_status
     return impl_of(be)->be[s]->download(impl_of(be)->be[s], v->side[s], t, st);
 }
 
+static bool hy_download_at(rf_backend *be, const rf_dvar *v, rf_table *t, size_t at, size_t *rows, rf_status *st)
+{
+    int s = held_on(v);
+    *rows = 0;
+    if (s < 0)
+        return true;   /* no rows */
+    rf_backend *b = impl_of(be)->be[s];
+    if (b->download_at)
+        return b->download_at(b, v->side[s], t, at, rows, st);
+    rf_table tmp;
+    rf_table_init(&tmp, t->arity);
+    bool ok = b->download(b, v->side[s], &tmp, st);
+    if (ok && (at > t->cap || tmp.nrows > t->cap - at))
+        ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "download of %zu rows at row %zu of a table of %zu", tmp.nrows, at,
+                     t->cap);
+    if (ok)
+        rf_copy_rows_at(t, at, &tmp);
+    if (ok)
+        *rows = tmp.nrows;
+    rf_table_free(&tmp);
+    return ok;
+}
+
 static bool hy_column_sign_uniform(rf_backend *be, const rf_dvar *v, int col)
 {
     int s = held_on(v);
@@ -587,6 +610,7 @@ static rf_backend *hybrid_over(rf_backend *device, rf_backend *host, arrival *ar
     be->var_rows = hy_var_rows;
     be->upload = hy_upload;
     be->download = hy_download;
+    be->download_at = hy_download_at;
     be->run = hy_run;
     be->bytes_in_use = hy_bytes_in_use;
     be->bytes_peak = hy_bytes_peak;

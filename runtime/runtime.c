@@ -74,6 +74,7 @@ typedef struct rt {
     const rf_kernel *part_kernel; /* a plain kernel or MULTIJOIN running in parts: */
     rf_dvar **part_in;       /* its inputs by position (NULL: as usual) */
     int ooc_force;
+    bool ooc_copy_parts;     /* RF_OOC_DOWNLOAD_AT=off: never the backend's download_at */
     size_t ooc_kernels, ooc_parts, ooc_splits;
     struct ooc_hint { const rf_kernel *k; size_t parts, rows; } *ooc_hints;
     int nooc_hints;
@@ -554,68 +555,36 @@ static double var_bytes_of(rt *r, int v)
     return v < 0 ? 0.0 : (double)var_rows_of(r, v) * (double)r->p->vars[v].arity * 8.0;
 }
 
-/* The parts' outputs, held apart while the parts run and copied into one
- * table at the end, every (part, column) copy a task of its own: appended
- * one by one, the table grew by reallocation, copying what it held each
- * time (a tenth of an out-of-core TC's time on the CPU backend). */
-typedef struct part_outputs {
-    rf_table *t;
-    size_t n, cap;
-    rf_table *into;
-    size_t *at;              /* [n]: each part's first row in `into` */
-} part_outputs;
-
-static void part_outputs_push(part_outputs *po, rf_table *t)
+/* Appends v's rows to t, the output of a kernel run in parts: straight
+ * into their place where the backend can (download_at), else through a
+ * table of their own. t's capacity doubles as it fills (its large
+ * columns are remapped by realloc, not copied). (Before, each part's
+ * output was downloaded into a table of its own and all were copied into
+ * one at the end: two passes over host memory, each faulting in fresh
+ * pages.) */
+static bool append_download(rt *r, const rf_dvar *d, rf_table *t, rf_status *st)
 {
-    if (!t->nrows) {
-        rf_table_free(t);
-        return;
+    size_t most = r->be->var_rows(r->be, d), rows = 0;
+    if (!most)
+        return true;
+    rf_table_reserve(t, t->nrows + most);
+    bool ok;
+    if (r->be->download_at && !r->ooc_copy_parts) {
+        ok = r->be->download_at(r->be, d, t, t->nrows, &rows, st);
+    } else {
+        rf_table part;
+        rf_table_init(&part, t->arity);
+        ok = r->be->download(r->be, d, &part, st);
+        if (ok && part.nrows > most)
+            ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "a download of %zu rows where %zu were counted", part.nrows, most);
+        if (ok)
+            rf_copy_rows_at(t, t->nrows, &part);
+        rows = ok ? part.nrows : 0;
+        rf_table_free(&part);
     }
-    if (po->n == po->cap) {
-        po->cap = po->cap ? 2 * po->cap : 16;
-        po->t = rf_realloc(po->t, po->cap * sizeof *po->t);
-    }
-    rf_table_init(&po->t[po->n], t->arity);
-    rf_table_move(&po->t[po->n++], t);
-    rf_table_free(t);   /* (a move leaves t empty, not freed) */
-}
-
-static void part_outputs_copy(void *ctx, int task)
-{
-    part_outputs *po = ctx;
-    int arity = po->into->arity;
-    size_t p = (size_t)task / (size_t)arity;
-    int c = task % arity;
-    memcpy(po->into->cols[c] + po->at[p], po->t[p].cols[c], po->t[p].nrows * sizeof(rf_word));
-    free(po->t[p].cols[c]);   /* each column once, by its own task */
-    po->t[p].cols[c] = NULL;
-}
-
-/* into (empty, of the outputs' arity) := the parts' outputs in order;
- * po is emptied. */
-static void part_outputs_take(part_outputs *po, rf_table *into)
-{
-    if (po->n == 1) {
-        rf_table_move(into, &po->t[0]);
-        rf_table_free(&po->t[0]);
-    } else if (po->n > 1) {
-        po->at = rf_malloc(po->n * sizeof *po->at);
-        size_t rows = 0;
-        for (size_t p = 0; p < po->n; p++) {
-            po->at[p] = rows;
-            rows += po->t[p].nrows;
-        }
-        rf_table_resize(into, rows);
-        po->into = into;
-        if (into->arity > 0)
-            rf_par_for((int)(po->n * (size_t)into->arity), part_outputs_copy, po);
-        for (size_t p = 0; p < po->n; p++)
-            rf_table_free(&po->t[p]);
-        free(po->at);
-        po->at = NULL;
-    }
-    free(po->t);
-    *po = (part_outputs){0};
+    t->nrows += rows;
+    r->part_down_bytes += rows * (size_t)t->arity * sizeof(rf_word);
+    return ok;
 }
 
 /* One part: a key range and each bounded input position's rows in it. */
@@ -756,6 +725,21 @@ static bool run_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats 
             r->dv[out] = NULL;
         }
     }
+    /* Room in the output for as many rows as the inputs hold (a union's,
+     * a difference's, a sort's bound; a join may need more, and doubles
+     * it): address space only until the parts' rows arrive, and the rest
+     * given back at the end. Grown by doubling from nothing, columns of up
+     * to tens of MB are copied at each step (glibc remaps only larger
+     * ones): on the CPU backend, TC p2p-Gnutella09 at 64M lost ~1 s. */
+    size_t out_bound = 0;
+    for (int i = 0; ok && i < sp.npos; i++) {
+        int v = sp.var[i];
+        bool first = v >= 0;   /* each variable once: one column of it is at most what the host holds */
+        for (int j = 0; first && j < i; j++)
+            first = sp.var[j] != v;
+        if (first)
+            out_bound += full[v] ? full[v]->nrows : var_rows_of(r, v);
+    }
     /* The parts still to run, in increasing range order. */
     size_t cap = 0, nq = 0, head = 0, pivot_rows = 0;
     bool one_value = false;  /* a part of a single key value ran out of memory */
@@ -787,7 +771,8 @@ static bool run_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats 
     }
     rf_table *acc = rf_calloc(1, sizeof *acc);
     rf_table_init(acc, r->p->vars[out].arity);
-    part_outputs outs = {0};
+    if (ok)
+        rf_table_reserve(acc, out_bound);
     size_t ran = 0;
     double own_bytes = 0, whole_bytes = 0;
     for (int i = 0; i < sp.npos; i++)
@@ -819,16 +804,9 @@ static bool run_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats 
             own_bytes += var_bytes_of(r, out);
         }
         if (ok && r->dv[out]) {
-            rf_table t;
-            rf_table_init(&t, r->p->vars[out].arity);
             double t0 = rf_now();
-            ok = r->be->download(r->be, r->dv[out], &t, st);
+            ok = append_download(r, r->dv[out], acc, st);
             r->move_seconds += rf_now() - t0;
-            r->part_down_bytes += t.nrows * (size_t)t.arity * sizeof(rf_word);
-            if (ok)
-                part_outputs_push(&outs, &t);
-            else
-                rf_table_free(&t);
         }
         if (r->dv[out]) {
             r->be->var_free(r->be, r->dv[out]);
@@ -900,7 +878,6 @@ static bool run_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats 
     }
     free(full);
     free(owned);
-    part_outputs_take(&outs, acc);
     if (!ok) {
         rf_table_free(acc);
         free(acc);
@@ -910,6 +887,11 @@ static bool run_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats 
             add_note(st, "nor in parts: the rows of one key value alone do not fit");
         }
         return false;
+    }
+    if (acc->nrows && acc->cap > acc->nrows + acc->nrows / 4) {   /* the doublings' room given back */
+        for (int c = 0; c < acc->arity; c++)
+            acc->cols[c] = rf_realloc(acc->cols[c], acc->nrows * sizeof(rf_word));
+        acc->cap = acc->nrows;
     }
     r->spilled[out] = acc;
     touch(r, out);
@@ -2004,6 +1986,10 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
         const char *force = getenv("RF_TEST_OOC_PARTS");
         if (force && atoi(force) > 1)
             r.ooc_force = atoi(force) > 4096 ? 4096 : atoi(force);
+        /* Parts' outputs through a table of their own each, then copied
+         * into place (for measuring, and the tests of that path). */
+        const char *at = getenv("RF_OOC_DOWNLOAD_AT");
+        r.ooc_copy_parts = at && strcmp(at, "off") == 0;
     }
     r.ks = rf_calloc((size_t)p->nblocks + 1, sizeof *r.ks);
     r.entries = rf_calloc((size_t)p->nblocks + 1, sizeof *r.entries);

@@ -452,6 +452,33 @@ static bool gpu_download(rf_backend *be, const rf_dvar *v, rf_table *t, rf_statu
     return ensure_table(be, v, st) && sort_pending(be, v, st) && rf_drel_download(ctx_of(be), &v->rel, t, st);
 }
 
+/* Straight into t from row at on (the out-of-core parts' outputs, each in
+ * its place in the whole output): the staging threads fault the pages in
+ * once. A relation held as runs that do not merge on the device goes the
+ * long way (a table of its own, then copied over). */
+static bool gpu_download_at(rf_backend *be, const rf_dvar *v, rf_table *t, size_t at, size_t *rows, rf_status *st)
+{
+    *rows = 0;
+    if (!v->table_ok && v->nruns > 1) {
+        rf_table tmp;
+        rf_table_init(&tmp, t->arity);
+        bool ok = gpu_download(be, v, &tmp, st);
+        if (ok && (at > t->cap || tmp.nrows > t->cap - at))
+            ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "download of %zu rows at row %zu of a table of %zu", tmp.nrows,
+                         at, t->cap);
+        if (ok)
+            rf_copy_rows_at(t, at, &tmp);
+        if (ok)
+            *rows = tmp.nrows;
+        rf_table_free(&tmp);
+        return ok;
+    }
+    if (!ensure_table(be, v, st) || !sort_pending(be, v, st) || !rf_drel_download_at(ctx_of(be), &v->rel, t, at, st))
+        return false;
+    *rows = v->rel.nrows;
+    return true;
+}
+
 /* ---- String order: ranks of dictionary ids by text, for typed compares ---- */
 
 static bool code_compares_strings(const rf_code *c)
@@ -3057,6 +3084,7 @@ rf_backend *rf_backend_gpu_new(rf_status *st)
     be->upload = gpu_upload;
     be->upload_unsorted = gpu_upload_unsorted;
     be->download = gpu_download;
+    be->download_at = gpu_download_at;
     be->run = gpu_run;
     be->bytes_in_use = gpu_bytes_in_use;
     be->bytes_peak = gpu_bytes_peak;
