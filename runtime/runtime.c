@@ -71,6 +71,16 @@ typedef struct rt {
     /* Out-of-core kernels (ooc.h): run in parts after running out of
      * memory (or always in ooc_force parts: RF_TEST_OOC_PARTS, tests) */
     int in_parts;            /* a part is running: no parts inside it */
+    int kernel_at;           /* the running kernel's index in its block (r->block) */
+    /* A semi-naive step's UNION run with the DIFF before it, part by part
+     * (run_parts): skipped when reached, its output already in place. */
+    const rf_kernel *union_done;
+    rf_kernel_stats union_stats;
+    size_t unions_with_diff;
+    /* The UNIONs run so, each reading the DIFF's output: made once, so
+     * that a backend's notes on a kernel (kept by its address) stay its. */
+    struct union_copy { const rf_kernel *un; rf_kernel *copy; } *union_copies;
+    int nunion_copies;
     const rf_kernel *part_kernel; /* a plain kernel or MULTIJOIN running in parts: */
     rf_dvar **part_in;       /* its inputs by position (NULL: as usual) */
     int ooc_force;
@@ -587,6 +597,16 @@ static bool append_download(rt *r, const rf_dvar *d, rf_table *t, rf_status *st)
     return ok;
 }
 
+/* The room the doublings left given back (large columns are remapped). */
+static void table_fit(rf_table *t)
+{
+    if (t->nrows && t->cap > t->nrows + t->nrows / 4) {
+        for (int c = 0; c < t->arity; c++)
+            t->cols[c] = rf_realloc(t->cols[c], t->nrows * sizeof(rf_word));
+        t->cap = t->nrows;
+    }
+}
+
 /* One part: a key range and each bounded input position's rows in it. */
 typedef struct ooc_part {
     rf_ooc_range range;
@@ -661,6 +681,49 @@ static void free_handles(rt *r, rf_dvar **h, int n)
 
 static bool run_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats *s, rf_status *st);
 
+/* The semi-naive step after a DIFF d := n - f that runs in parts, as the
+ * lowering writes it (queryplan/seminaive): `b := COPY d` (freeing d),
+ * then `c := UNION f, b`. Both read f, and the UNION reads the DIFF's
+ * output, in the same key ranges, so the two run together part by part:
+ * f's part crosses to the device once, not twice, and d's part not at all
+ * (docs/distributed.md). Returns the UNION, and in u a copy of it that
+ * reads d where it reads b; NULL where the step is not of this shape or
+ * its kernels do not split alike (every input by its first column). */
+static const rf_kernel *union_after_diff(rt *r, const rf_kernel *k, const rf_ooc_split *sp, const rf_kernel **u)
+{
+    const rf_hblock *blk = &r->p->blocks[r->block];
+    if (k->op != RF_K_DIFF || r->kernel_at + 2 >= blk->nkernels || &blk->kernels[r->kernel_at] != k ||
+        getenv("RF_OOC_UNION_APART"))
+        return NULL;
+    const rf_kernel *cp = &blk->kernels[r->kernel_at + 1], *un = &blk->kernels[r->kernel_at + 2];
+    int d = k->out, n = k->in[0], f = k->in[1], b = cp->out;
+    if (cp->op != RF_K_COPY || cp->in[0] != d || !kernel_frees(cp, d) || r->keep[d] || b == f ||
+        un->op != RF_K_UNION || !((un->in[0] == f && un->in[1] == b) || (un->in[0] == b && un->in[1] == f)) ||
+        un->out == f || un->out == b || un->out == d || n < 0 || f < 0 || n == f)
+        return NULL;
+    rf_ooc_split su;
+    if (sp->npos != 2 || !rf_ooc_split_of(r->p, un, &su, NULL) || su.npos != 2)
+        return NULL;
+    for (int i = 0; i < 2; i++)
+        if (sp->col[i] != 0 || su.col[i] != 0 || sp->var[i] < 0 || su.var[i] < 0)
+            return NULL;
+    for (int i = 0; i < r->nunion_copies; i++)
+        if (r->union_copies[i].un == un) {
+            *u = r->union_copies[i].copy;
+            return un;
+        }
+    rf_kernel *c = rf_malloc(sizeof *c);
+    *c = *un;
+    c->nfree = 0;   /* (the UNION's own frees happen when it is reached) */
+    for (int i = 0; i < 2; i++)
+        if (c->in[i] == b)
+            c->in[i] = d;
+    r->union_copies = rf_realloc(r->union_copies, (size_t)(r->nunion_copies + 1) * sizeof *r->union_copies);
+    r->union_copies[r->nunion_copies++] = (struct union_copy){un, c};
+    *u = c;
+    return un;
+}
+
 static bool run_in_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats *s, rf_status *st)
 {
     double t0 = rf_now();
@@ -714,15 +777,23 @@ static bool run_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats 
      * once, for all parts); a FUSED group's members read by variable. */
     bool by_var = k->op == RF_K_FUSED;
     rf_dvar *over[RF_KERNEL_VARS_MAX] = {0}, *whole_dv[RF_KERNEL_VARS_MAX] = {0};
+    const rf_kernel *u = NULL;
+    const rf_kernel *un = ok && !by_var ? union_after_diff(r, k, &sp, &u) : NULL;
+    int f_pos = un ? (sp.var[0] == k->in[1] ? 0 : 1) : -1;   /* the DIFF's position of f */
+    rf_kernel_stats us;
+    memset(&us, 0, sizeof us);
     for (int i = 0; ok && !by_var && i < sp.npos; i++)
         if (sp.var[i] >= 0 && !bounded_pos(&sp, i) && full[sp.var[i]])
             ok = (whole_dv[i] = upload_new(r, sp.var[i], full[sp.var[i]], st)) != NULL;
-    int out = k->out;
-    if (ok) {
-        drop_spilled(r, out);
-        if (r->dv[out]) {
-            r->be->var_free(r->be, r->dv[out]);
-            r->dv[out] = NULL;
+    int out = k->out, out2 = un ? un->out : -1;
+    for (int o = 0; ok && o < 2; o++) {
+        int v = o ? out2 : out;
+        if (v < 0)
+            continue;
+        drop_spilled(r, v);
+        if (r->dv[v]) {
+            r->be->var_free(r->be, r->dv[v]);
+            r->dv[v] = NULL;
         }
     }
     /* Room in the output for as many rows as the inputs hold (a union's,
@@ -769,10 +840,16 @@ static bool run_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats 
             }
         }
     }
-    rf_table *acc = rf_calloc(1, sizeof *acc);
+    rf_table *acc = rf_calloc(1, sizeof *acc), *acc2 = NULL;
     rf_table_init(acc, r->p->vars[out].arity);
     if (ok)
         rf_table_reserve(acc, out_bound);
+    if (un) {   /* the union: f's rows and the difference's */
+        acc2 = rf_calloc(1, sizeof *acc2);
+        rf_table_init(acc2, r->p->vars[out2].arity);
+        if (ok)
+            rf_table_reserve(acc2, out_bound);
+    }
     size_t ran = 0;
     double own_bytes = 0, whole_bytes = 0;
     for (int i = 0; i < sp.npos; i++)
@@ -795,22 +872,49 @@ static bool run_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats 
         r->part_kernel = by_var ? NULL : k;
         r->part_in = over;
         ok = ok && run_compute(r, k, &ps, st);
+        rf_kernel_stats ps2;
+        memset(&ps2, 0, sizeof ps2);
+        if (ok && un) {   /* c's part := f's part UNION the difference's */
+            rf_dvar *over2[RF_KERNEL_VARS_MAX] = {0};
+            for (int i = 0; i < 2; i++)
+                over2[i] = u->in[i] == out ? r->dv[out] : over[f_pos];
+            if (!over2[0] || !over2[1])   /* (ensure_var made the difference's; f's part was uploaded) */
+                ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "internal error: a union's part has no input");
+            r->part_kernel = u;
+            r->part_in = over2;
+            ok = ok && run_compute(r, u, &ps2, st);
+            r->part_in = over;
+        }
         r->part_kernel = was;
         r->in_parts--;
         if (ok) {
             for (int i = 0; i < sp.npos; i++)
                 if (bounded_pos(&sp, i))
                     own_bytes += (double)pt->rows[i].nrows * (double)pt->rows[i].arity * 8.0;
-            own_bytes += var_bytes_of(r, out);
+            own_bytes += var_bytes_of(r, out) + (un ? var_bytes_of(r, out2) : 0.0);
         }
+        size_t had = acc->nrows, had2 = acc2 ? acc2->nrows : 0;
         if (ok && r->dv[out]) {
             double t0 = rf_now();
             ok = append_download(r, r->dv[out], acc, st);
             r->move_seconds += rf_now() - t0;
         }
-        if (r->dv[out]) {
-            r->be->var_free(r->be, r->dv[out]);
-            r->dv[out] = NULL;
+        if (ok && un && r->dv[out2]) {
+            double t0 = rf_now();
+            ok = append_download(r, r->dv[out2], acc2, st);
+            r->move_seconds += rf_now() - t0;
+        }
+        if (!ok) {   /* the part runs again, cut in two: nothing of it kept */
+            acc->nrows = had;
+            if (acc2)
+                acc2->nrows = had2;
+        }
+        for (int o = 0; o < 2; o++) {
+            int v = o ? out2 : out;
+            if (v >= 0 && r->dv[v]) {
+                r->be->var_free(r->be, r->dv[v]);
+                r->dv[v] = NULL;
+            }
         }
         for (int i = 0; i < sp.npos; i++)
             if (bounded_pos(&sp, i)) {
@@ -827,6 +931,11 @@ static bool run_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats 
             s->rows_out += ps.rows_out;
             s->seconds += ps.seconds;
             s->bytes_moved += ps.bytes_moved;
+            us.rows_in[0] += ps2.rows_in[0];
+            us.rows_in[1] += ps2.rows_in[1];
+            us.rows_out += ps2.rows_out;
+            us.seconds += ps2.seconds;
+            us.bytes_moved += ps2.bytes_moved;
             ooc_part_free(pt, &sp);
             head++;
             continue;
@@ -881,6 +990,10 @@ static bool run_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats 
     if (!ok) {
         rf_table_free(acc);
         free(acc);
+        if (acc2) {
+            rf_table_free(acc2);
+            free(acc2);
+        }
         if (one_value) {
             if (first.code)
                 *st = first;
@@ -888,15 +1001,20 @@ static bool run_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats 
         }
         return false;
     }
-    if (acc->nrows && acc->cap > acc->nrows + acc->nrows / 4) {   /* the doublings' room given back */
-        for (int c = 0; c < acc->arity; c++)
-            acc->cols[c] = rf_realloc(acc->cols[c], acc->nrows * sizeof(rf_word));
-        acc->cap = acc->nrows;
-    }
+    table_fit(acc);
     r->spilled[out] = acc;
     touch(r, out);
     size_t want = r->mem_limit ? parts_for_limit(r, own_bytes, whole_bytes) : 0;
     ooc_remember(r, k, want > ran ? want : ran, pivot_rows);
+    if (un) {
+        table_fit(acc2);
+        r->spilled[out2] = acc2;
+        touch(r, out2);
+        r->union_done = un;
+        r->union_stats = us;
+        r->unions_with_diff++;
+        ooc_remember(r, un, want > ran ? want : ran, pivot_rows);   /* (should it run alone) */
+    }
     return true;
 }
 
@@ -1056,6 +1174,14 @@ static bool run_kernel(rt *r, const rf_kernel *k, const rf_kernel *next, const i
     memset(&s, 0, sizeof s);
     size_t as_members = r->info.fused_run_as_members, moved = r->info.copies_moved;
     r->info.kernels_run++;
+    if (r->union_done && k != r->union_done && k->op != RF_K_COPY)
+        r->union_done = NULL;   /* (not reached as planned: run as usual) */
+    if (k == r->union_done && r->spilled && r->spilled[k->out]) {   /* run already, with the DIFF before it */
+        r->union_done = NULL;
+        s = r->union_stats;
+        touch(r, k->out);
+        goto ran;
+    }
     if (k->op == RF_K_CHECK_KEYS) {
         if (!run_check_keys(r, k, &s, st)) {
             rf_status_locate(st, k->origin.where, k->origin.what);
@@ -1232,10 +1358,12 @@ static bool interpret(rt *r, rf_status *st)
         }
         for (int i = 0; i < blk->nfree_entry; i++)
             free_var(r, blk->free_entry[i]);
-        for (int i = 0; i < blk->nkernels; i++)
+        for (int i = 0; i < blk->nkernels; i++) {
+            r->kernel_at = i;
             if (!run_kernel(r, &blk->kernels[i], i + 1 < blk->nkernels ? &blk->kernels[i + 1] : NULL, blk->conds,
                             blk->nconds, &r->ks[b][i], st))
                 return false;
+        }
         from = b;
         switch (blk->term) {
         case RF_TERM_FALLTHROUGH:
@@ -1910,8 +2038,8 @@ static void print_stats(rt *r, double total)
                 r->spills, (double)r->spill_bytes / 1e6, r->reloads, (double)r->reload_bytes / 1e6, r->oom_reruns);
         if (r->ooc_kernels)
             fprintf(e, "  out of core: %zu kernel runs in key-range parts, %zu parts (%zu cut in two after running out "
-                       "of memory)\n",
-                    r->ooc_kernels, r->ooc_parts, r->ooc_splits);
+                       "of memory); %zu semi-naive unions run with their difference, part by part\n",
+                    r->ooc_kernels, r->ooc_parts, r->ooc_splits, r->unions_with_diff);
         if (r->ooc_kernels || r->spills)
             fprintf(e, "  host<->device: %.1f MB to the device, %.1f MB back (parts %.1f up, %.1f down); %.6f s in "
                        "moves, %.6f s cutting parts, %.6f s in kernels run in parts (moves and cuts included)\n",
@@ -2107,6 +2235,9 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
     }
     free(r.spilled);
     free(r.ooc_hints);
+    for (int i = 0; i < r.nunion_copies; i++)
+        free(r.union_copies[i].copy);
+    free(r.union_copies);
     free(r.last_use);
     for (int b = 0; b < p->nblocks; b++)
         free(r.ks[b]);

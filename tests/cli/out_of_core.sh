@@ -43,6 +43,27 @@ else
     echo "FAIL no part was cut in two"
     fail=1
 fi
+# The semi-naive step's DIFF and UNION run together part by part (the
+# union skipped when reached): counted, and the answer and the bytes moved
+# compared with running them apart (RF_OOC_UNION_APART=1).
+for apart in 0 1; do
+    if [ $apart = 1 ]; then export RF_OOC_UNION_APART=1; fi
+    got=$(RF_TEST_OOC_PARTS=3 timeout 120 "$redfox" run "$root/programs/tc.lql" --input "edge=$work/g.tsv" \
+          --count --backend=cpu --device-memory 1G --stats 2>"$work/stats$apart")
+    unset RF_OOC_UNION_APART
+    eval "got$apart=\$got"
+    eval "together$apart=$(sed -n 's/.*; \([0-9]*\) semi-naive unions run with their difference.*/\1/p' "$work/stats$apart")"
+    eval "up$apart=$(sed -n 's/.*host<->device: \([0-9.]*\) MB to the device.*/\1/p' "$work/stats$apart")"
+done
+want=$(timeout 120 "$redfox" run "$root/programs/tc.lql" --input "edge=$work/g.tsv" --count --backend=cpu)
+if [ "$got0" = "$want" ] && [ "$got1" = "$want" ] && [ "${together0:-0}" -gt 0 ] && [ "${together1:-1}" = 0 ] &&
+   awk -v a="$up0" -v b="$up1" 'BEGIN { exit !(a + 0 < b + 0) }'; then
+    echo "ok   semi-naive unions with their differences: $together0, $up0 MB up against $up1 apart; $got0"
+else
+    echo "FAIL semi-naive unions with their differences: '$got0' / '$got1', want '$want'; $together0 / $together1 runs," \
+         "$up0 / $up1 MB up"
+    fail=1
+fi
 # Output files: the same bytes.
 timeout 120 "$redfox" run "$root/programs/same_generation.lql" --input "edge=$work/g.tsv" --backend=cpu \
     --output "$work/whole" >/dev/null
