@@ -34,6 +34,12 @@
 #                  "auto within 10% of the better plan" rows)
 #     wcoj-count   R-MAT 20 and 21 triangle counts, the bindings counted and made
 #                  (RF_WCOJ_COUNT=0), taking turns, 3 runs each (~1 min)
+#     wcoj-tests   the six gpu_wcoj ctests' random cyclic programs (wcoj_diff.py), split
+#                  over the GPUs present (three a card on two: ~8.5 min; one card: ~16)
+#     ooc          issue 10's out-of-core runs against the PCIe floor (bench/ooc_bench.py), three
+#                  variants taking turns, twice: as built, the semi-naive DIFF and UNION apart
+#                  (RF_OOC_UNION_APART=1), and also parts' outputs copied into place
+#                  (RF_OOC_DOWNLOAD_AT=off); then the GPU suite's out-of-core steps (~6 min)
 #     scaling      (a machine of two GPUs) issue 10's table: TC, SG and triangles on the
 #                  largest carried graphs and R-MAT 20, one GPU against two (--gpus 2),
 #                  taking turns, 3 runs each (bench/graph_alternate.py; ~5 min)
@@ -146,6 +152,47 @@ for step in "$@"; do
           --join=wcoj --backend=gpu >"$f" 2>&1
         note "$gr RF_WCOJ_COUNT=$c run $r: $(grep -o 'hash [0-9a-f]*' "$f") $(grep -o 'query [0-9.]* s' "$f")"
       done; done; done
+      ;;
+    wcoj-tests)
+      # (each program is ~12 GPU processes; the pool prime is off for processes run at once)
+      ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+      [ "${ngpu:-0}" -ge 1 ] || ngpu=1
+      wd() { python3 -u tests/differential/wcoj_diff.py --redfox "$rf" --backend gpu --jobs 12 "$@"; }
+      tests=("--count 60 --seed 2" "--count 30 --seed 3 --env RF_GPU_LFTJ_BUDGET=1"
+             "--count 30 --seed 4 --env RF_GPU_LFTJ_TEAM=32 --env RF_GPU_LFTJ_CHUNK=3"
+             "--count 30 --seed 5 --env RF_GPU_LFTJ_DIRECTORY=off --env RF_GPU_LFTJ_TEAM=4 --env RF_GPU_LFTJ_BITS=off"
+             "--count 40 --seed 6 --env RF_GPU_LFTJ_HUBS=always"
+             "--count 30 --seed 7 --env RF_GPU_LFTJ_HUBS=always --env RF_GPU_LFTJ_BITS=off --env RF_GPU_LFTJ_TEAM=32 --env RF_GPU_LFTJ_CHUNK=3")
+      for ((gi = 0; gi < ngpu && gi < 2; gi++)); do
+        (
+          for ((ti = gi; ti < ${#tests[@]}; ti += (ngpu < 2 ? 1 : 2))); do
+            # shellcheck disable=SC2086
+            CUDA_VISIBLE_DEVICES=$gi wd ${tests[$ti]} >"$logs/wcoj-test-$ti.txt" 2>&1
+            note "gpu_wcoj test $ti on GPU $gi (rc $?): $(tail -1 "$logs/wcoj-test-$ti.txt")"
+          done
+        ) &
+      done
+      wait
+      ;;
+    ooc)
+      runs=tc:p2p-Gnutella09:64M,sg:p2p-Gnutella09:256M,sg:p2p-Gnutella09:1G,tc:p2p-Gnutella31:2G
+      for round in 1 2; do
+        for v in built apart old; do
+          case $v in
+            built) envs=(X_UNUSED=) ;;
+            apart) envs=(RF_OOC_UNION_APART=1) ;;
+            old) envs=(RF_OOC_UNION_APART=1 RF_OOC_DOWNLOAD_AT=off) ;;
+          esac
+          f="$logs/ooc-$v-$round.md"
+          env "${envs[@]}" timeout 200 python3 bench/ooc_bench.py --build build-dev --graphs-dir .data/graphs \
+            --timeout 45 --runs "$runs" >"$f" 2>&1
+          note "ooc $v round $round (rc $?):"
+          grep '^|' "$f" | tee -a "$out/summary.txt"
+        done
+      done
+      timeout 300 bash tests/gpu/run_gpu_suite.sh --build build-dev --count 60 \
+        --only 'golden_gpu_ooc|differential_gpu_ooc' --log "$logs/ooc-suite" >"$logs/ooc-suite.txt" 2>&1
+      note "gpu out-of-core suite (rc $?): $(tail -1 "$logs/ooc-suite.txt")"
       ;;
     runs-apart)
       (RF="$rf" ROOT="$root" GRAPHS=.data/graphs LOG="$logs"
