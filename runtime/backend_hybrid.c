@@ -38,6 +38,7 @@
  * A run that ends before the device is there never waits for it
  * otherwise (the CLI ends the process: rf_backend_hybrid_device_starting). */
 #include "backend.h"
+#include "download_copy.h"
 #include "../primitives/rf_prims.h"
 
 #include <pthread.h>
@@ -284,20 +285,8 @@ static bool hy_download_at(rf_backend *be, const rf_dvar *v, rf_table *t, size_t
     if (s < 0)
         return true;   /* no rows */
     rf_backend *b = impl_of(be)->be[s];
-    if (b->download_at)
-        return b->download_at(b, v->side[s], t, at, rows, st);
-    rf_table tmp;
-    rf_table_init(&tmp, t->arity);
-    bool ok = b->download(b, v->side[s], &tmp, st);
-    if (ok && (at > t->cap || tmp.nrows > t->cap - at))
-        ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "download of %zu rows at row %zu of a table of %zu", tmp.nrows, at,
-                     t->cap);
-    if (ok)
-        rf_copy_rows_at(t, at, &tmp);
-    if (ok)
-        *rows = tmp.nrows;
-    rf_table_free(&tmp);
-    return ok;
+    return b->download_at ? b->download_at(b, v->side[s], t, at, rows, st)
+                          : rf_download_copy_at(b, v->side[s], t, at, rows, st);
 }
 
 static bool hy_column_sign_uniform(rf_backend *be, const rf_dvar *v, int col)

@@ -4,6 +4,7 @@
  * kernel to the backend; then writes the outputs. See runtime.h. */
 #include "runtime.h"
 #include "rf_outfile.h"
+#include "download_copy.h"
 #include "ooc.h"
 #include "rf_prims.h"
 #include "trace.h"
@@ -579,19 +580,10 @@ static bool append_download(rt *r, const rf_dvar *d, rf_table *t, rf_status *st)
         return true;
     rf_table_reserve(t, t->nrows + most);
     bool ok;
-    if (r->be->download_at && !r->ooc_copy_parts) {
+    if (r->be->download_at && !r->ooc_copy_parts)
         ok = r->be->download_at(r->be, d, t, t->nrows, &rows, st);
-    } else {
-        rf_table part;
-        rf_table_init(&part, t->arity);
-        ok = r->be->download(r->be, d, &part, st);
-        if (ok && part.nrows > most)
-            ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "a download of %zu rows where %zu were counted", part.nrows, most);
-        if (ok)
-            rf_copy_rows_at(t, t->nrows, &part);
-        rows = ok ? part.nrows : 0;
-        rf_table_free(&part);
-    }
+    else
+        ok = rf_download_copy_at(r->be, d, t, t->nrows, &rows, st);
     t->nrows += rows;
     r->part_down_bytes += rows * (size_t)t->arity * sizeof(rf_word);
     return ok;

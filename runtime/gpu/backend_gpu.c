@@ -4,6 +4,7 @@
  * device events. */
 #define _GNU_SOURCE /* sched_setaffinity, CPU_SET: bind_near_device */
 #include "../backend.h"
+#include "../download_copy.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -459,20 +460,8 @@ static bool gpu_download(rf_backend *be, const rf_dvar *v, rf_table *t, rf_statu
 static bool gpu_download_at(rf_backend *be, const rf_dvar *v, rf_table *t, size_t at, size_t *rows, rf_status *st)
 {
     *rows = 0;
-    if (!v->table_ok && v->nruns > 1) {
-        rf_table tmp;
-        rf_table_init(&tmp, t->arity);
-        bool ok = gpu_download(be, v, &tmp, st);
-        if (ok && (at > t->cap || tmp.nrows > t->cap - at))
-            ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "download of %zu rows at row %zu of a table of %zu", tmp.nrows,
-                         at, t->cap);
-        if (ok)
-            rf_copy_rows_at(t, at, &tmp);
-        if (ok)
-            *rows = tmp.nrows;
-        rf_table_free(&tmp);
-        return ok;
-    }
+    if (!v->table_ok && v->nruns > 1)
+        return rf_download_copy_at(be, v, t, at, rows, st);
     if (!ensure_table(be, v, st) || !sort_pending(be, v, st) || !rf_drel_download_at(ctx_of(be), &v->rel, t, at, st))
         return false;
     *rows = v->rel.nrows;
