@@ -691,7 +691,7 @@ static const rf_kernel *union_after_diff(rt *r, const rf_kernel *k, const rf_ooc
     int d = k->out, n = k->in[0], f = k->in[1], b = cp->out;
     if (cp->op != RF_K_COPY || cp->in[0] != d || !kernel_frees(cp, d) || r->keep[d] || b == f ||
         un->op != RF_K_UNION || !((un->in[0] == f && un->in[1] == b) || (un->in[0] == b && un->in[1] == f)) ||
-        un->out == f || un->out == b || un->out == d || n < 0 || f < 0 || n == f)
+        un->out == f || un->out == b || un->out == d || un->out == n || n < 0 || f < 0 || n == f)
         return NULL;
     rf_ooc_split su;
     if (sp->npos != 2 || !rf_ooc_split_of(r->p, un, &su, NULL) || su.npos != 2)
