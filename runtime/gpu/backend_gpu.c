@@ -24,6 +24,10 @@
 typedef struct rel_run {
     rf_drel rel;
     int refs;
+    /* The run whose allocation holds rel's rows, where rel is a section of
+     * a buffer several runs share (the sections of a set gathered to rank
+     * 0 that arrived in one buffer); NULL: rel owns its storage. */
+    struct rel_run *storage;
 } rel_run;
 
 /* A variable is a table (rel), a dense set (set, see rf_dset), or runs,
@@ -179,7 +183,10 @@ static rf_dvar *gpu_var_new(rf_backend *be, int arity, rf_status *st)
 static void run_unref(rf_backend *be, rel_run *r)
 {
     if (r && --r->refs == 0) {
-        rf_drel_free(ctx_of(be), &r->rel);
+        if (r->storage)
+            run_unref(be, r->storage);
+        else
+            rf_drel_free(ctx_of(be), &r->rel);
         free(r);
     }
 }
@@ -2632,16 +2639,24 @@ static bool gpu_move_rows(rf_backend *be, rf_dvar *v, rf_move_rows *how, rf_stat
          * (each is a sorted subsequence of a sorted part) */
         merged = ok && how->set && !unsorted;
         if (merged) {
-            ok = merge_sections(ctx, size, sec, &out, st);
+            /* RF_TEST_GPU_GATHER_RUNS=1: every set gathered to rank 0 is
+             * taken as too large to merge there (the tests' small graphs) */
+            const char *forced = how->to == RF_MOVE_ROOT ? getenv("RF_TEST_GPU_GATHER_RUNS") : NULL;
+            if (forced && *forced == '1')
+                ok = rf_fail(st, RF_EXIT_OUT_OF_MEMORY, "a set gathered to rank 0 (RF_TEST_GPU_GATHER_RUNS)");
+            else
+                ok = merge_sections(ctx, size, sec, &out, st);
             /* Rank 0 gathering a set too large to merge beside its parts
              * (same generation on p2p-Gnutella31 over two H200s: two 30 GB
-             * parts, a 59 GB union): the parts stay two runs, sorted and
-             * disjoint (a hash-placed set's parts share no row), merged
-             * where they are read (a download merges them on the host). */
+             * parts, a 59 GB union; on usroads over four, a 50 GB union of
+             * four parts): the parts stay runs, sorted and disjoint (a
+             * hash-placed set's parts share no row), merged where they are
+             * read (a count hashes them a key range at a time, a download
+             * merges them on the host). */
             int arriving = 0;
             for (int s = 0; s < size; s++)
                 arriving += s != me && sec[s].rows > 0;
-            if (!ok && st->code == RF_EXIT_OUT_OF_MEMORY && how->to == RF_MOVE_ROOT && arriving == 1 &&
+            if (!ok && st->code == RF_EXIT_OUT_OF_MEMORY && how->to == RF_MOVE_ROOT && arriving >= 1 &&
                 own.data == v->rel.data && own.rows == v->rel.nrows) {
                 rf_status_init(st);
                 ok = kept_as_runs = true;
@@ -2671,16 +2686,29 @@ static bool gpu_move_rows(rf_backend *be, rf_dvar *v, rf_move_rows *how, rf_stat
         rf_cuda_free(ctx, inbox, inbox_bytes);
     if (ok && kept_as_runs) {
         /* v's own rows become its first run (they are one already when
-         * v was held as runs), the arrived ones its second */
+         * v was held as runs), each other rank's section one more: views
+         * of the one buffer they arrived in, which the last of them frees */
         if (v->nruns == 0)
             runs_push(v, run_take(be, &v->rel));
         if (v->rel_is_view) {
             rf_drel_init(&v->rel, ar);
             v->rel_is_view = false;
         }
-        rf_drel arrived = {ar, inbox_bytes / ((size_t)ar * 8), inbox_bytes / ((size_t)ar * 8), (rf_word *)inbox};
+        size_t inbox_rows = inbox_bytes / ((size_t)ar * 8);
+        rf_drel arrived = {ar, inbox_rows, inbox_rows, (rf_word *)inbox};
         inbox = NULL;
-        runs_push(v, run_take(be, &arrived));
+        rel_run *buffer = run_take(be, &arrived);
+        buffer->refs = 0;
+        for (int s = 0; s < size; s++) {
+            if (s == me || sec[s].rows == 0)
+                continue;
+            rel_run *r = rf_calloc(1, sizeof *r);
+            r->rel = (rf_drel){ar, sec[s].rows, sec[s].stride, (rf_word *)sec[s].data};
+            r->refs = 1;
+            r->storage = buffer;
+            buffer->refs++;
+            runs_push(v, r);
+        }
         v->table_ok = false;
         impl_of(be)->runs_kept_gathered++;
     }

@@ -68,6 +68,36 @@ for prog in tc same_generation; do
   fi
 done
 
+# A set gathered to rank 0 too large to merge there stays as one run a rank
+# (backend_gpu.c, kept_as_runs; forced by RF_TEST_GPU_GATHER_RUNS=1), on as
+# many GPUs as are here up to four: counted (the runs hashed merged, and a
+# key range at a time with RF_TEST_GPU_RUNS_APART) and written, against one
+# GPU's answer, and that the path ran.
+n=$(( gpus < 4 ? gpus : 4 ))
+for prog in tc same_generation; do
+  want=$("$redfox" run "$tests/../programs/$prog.lql" --input edge="$work/g.tsv" --count --backend=gpu 2>/dev/null)
+  rm -rf "$work/gr_one" "$work/gr_runs"
+  "$redfox" run "$tests/../programs/$prog.lql" --input edge="$work/g.tsv" --output "$work/gr_one" --backend=gpu \
+    >/dev/null 2>&1
+  for apart in no 1000; do
+    e=(RF_TEST_GPU_GATHER_RUNS=1 RF_DIST_SET_BITMAPS=0)
+    [ $apart = no ] || e+=(RF_TEST_GPU_RUNS_APART=$apart)
+    got=$(env "${e[@]}" timeout 120 "$redfox" run \
+          "$tests/../programs/$prog.lql" --input edge="$work/g.tsv" --count --stats --gpus $n 2>"$work/err")
+    if [ -z "$want" ] || [ "$want" != "$got" ] || ! grep -q '[1-9][0-9]* sets gathered to rank 0 kept as runs' "$work/err"; then
+      echo "FAIL: $prog gathered as runs on $n GPUs (RF_TEST_GPU_RUNS_APART=$apart): '$got' against one GPU's '$want'"
+      grep -E 'runs \(|error' "$work/err"
+      fail=1
+    fi
+  done
+  RF_TEST_GPU_GATHER_RUNS=1 RF_DIST_SET_BITMAPS=0 timeout 120 "$redfox" run "$tests/../programs/$prog.lql" \
+    --input edge="$work/g.tsv" --output "$work/gr_runs" --gpus $n >/dev/null 2>"$work/err"
+  if ! diff -r "$work/gr_one" "$work/gr_runs" >/dev/null; then
+    echo "FAIL: $prog gathered as runs on $n GPUs, written: not one GPU's files; $(head -2 "$work/err")"
+    fail=1
+  fi
+done
+
 # --output-per-rank on two GPUs: each rank downloads and writes its own rows
 # (DIR/PRED.part-K-of-2.tsv); their union is one GPU's output.
 for prog in "$tests/../programs/tc.lql" "$here/fold.lql"; do
