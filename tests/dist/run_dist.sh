@@ -69,6 +69,20 @@ RF_DIST_SETS_STAY=0 $mpi "$redfox" run same_generation.lql --count --stats >"$wo
   note "sg RF_DIST_SETS_STAY=0 exited $?"
 ! grep -q "sets left where" "$work/err" || note "RF_DIST_SETS_STAY=0 left sets in place"
 [ "$(cat "$work/out")" = "$one" ] || note "sg with sets moved: $(cat "$work/out"), one process: $one"
+# --join=auto's statistic counted on each rank and summed (dist_join_size),
+# with both sides replicated and one side replicated (tests/dist/join_size.lql;
+# wcoj_dist.py above checks the other placements): one process's counts.
+python3 -c 'import random
+r = random.Random(5)
+for _ in range(4000): print(r.randrange(300), r.randrange(300), sep="\t")' >"$work/js.tsv"
+"$redfox" run "$here/join_size.lql" --input edge="$work/js.tsv" --count --stats >"$work/one" 2>"$work/one.err"
+$mpi "$redfox" run "$here/join_size.lql" --input edge="$work/js.tsv" --count --stats >"$work/out" 2>"$work/err" ||
+  note "join_size.lql exited $?"
+want=$(grep -o "binary plan's first join [0-9]* rows" "$work/one.err")
+got=$(grep -o "binary plan's first join [0-9]* rows" "$work/err")
+{ [ "$(echo "$want" | grep -c rows)" = 2 ] && [ "$want" = "$got" ] && cmp -s "$work/one" "$work/out" &&
+  grep -q '2 join sizes for --join=auto counted on each rank' "$work/err"; } ||
+  note "join sizes under the launcher: '$got' against one process's '$want'; $(grep 'join sizes' "$work/err")"
 # --output: the files once, equal to one process's.
 $mpi "$redfox" run tc.lql --output "$work/d" >/dev/null 2>&1 || note "tc --output exited $?"
 "$redfox" run tc.lql --output "$work/s" >/dev/null 2>&1

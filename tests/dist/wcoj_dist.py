@@ -3,7 +3,8 @@
 tests/differential/wcoj_diff.py (and each one's counting variant, whose
 MULTIJOIN counts its bindings) run with --join=wcoj and --join=auto in one
 process and under the launcher; --count's output (row counts and hashes)
-must be byte-identical. On GPUs: --mpirun '' --dist-arg=--gpus --dist-arg=2
+must be byte-identical, and --join=auto's statistic (the binary plan's
+first join's rows, --stats) the same number. On GPUs: --mpirun '' --dist-arg=--gpus --dist-arg=2
 --backend gpu (the one-process runs on one GPU).
 
     wcoj_dist.py --redfox build/redfox --mpirun "mpirun -np 3 ..." [--count N] [--seed S]
@@ -12,6 +13,7 @@ must be byte-identical. On GPUs: --mpirun '' --dist-arg=--gpus --dist-arg=2
 import argparse
 import os
 import random
+import re
 import shlex
 import subprocess
 import sys
@@ -19,6 +21,10 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "differential"))
 import wcoj_diff  # noqa: E402  (random programs and the counting variant)
+
+
+# --stats: "join choice stratumS (block B): ... binary plan's first join J rows"
+FIRST_JOIN = re.compile(r"join choice (\S+ \(block \d+\)).*?binary plan's first join (\d+) rows")
 
 
 class Args:
@@ -55,10 +61,17 @@ def main():
             for p in (prog, prog[:-4] + "_count.lql"):
                 for join in ("wcoj", "auto"):
                     cmd = [a.redfox, "run", p, "--join=" + join, "--count"]
+                    if join == "auto":   # and the statistic it chose by, counted alike
+                        cmd.append("--stats")
                     one = subprocess.run(cmd + ["--backend=" + a.backend], capture_output=True, text=True,
                                          timeout=120)
                     dist = subprocess.run(shlex.split(a.mpirun) + cmd + a.dist_arg, capture_output=True, text=True,
                                           timeout=120)
+                    counted = [FIRST_JOIN.findall(r.stderr) for r in (one, dist)]
+                    if counted[0] != counted[1]:
+                        failures += 1
+                        print("FAIL program %d (seed %d) %s: --join=auto's first join counted %s in one process, %s "
+                              "under the launcher" % (i, a.seed, os.path.basename(p), counted[0], counted[1]))
                     if one.returncode or dist.returncode or one.stdout != dist.stdout:
                         failures += 1
                         print("FAIL program %d (seed %d) %s --join=%s: one process %r (exit %d), under the launcher "
