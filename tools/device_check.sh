@@ -40,9 +40,13 @@
 #                  variants taking turns, twice: as built, the semi-naive DIFF and UNION apart
 #                  (RF_OOC_UNION_APART=1), and also parts' outputs copied into place
 #                  (RF_OOC_DOWNLOAD_AT=off); then the GPU suite's out-of-core steps (~6 min)
-#     scaling      (a machine of two GPUs) issue 10's table: TC, SG and triangles on the
-#                  largest carried graphs and R-MAT 20, one GPU against two (--gpus 2),
-#                  taking turns, 3 runs each (bench/graph_alternate.py; ~5 min)
+#     scaling      (a machine of two or four GPUs) issue 10's table: TC on R-MAT 16 and 17
+#                  (made here; 17's closure holds over 10^9 tuples), TC, SG on the largest
+#                  carried graphs, triangles on R-MAT 20, one GPU against two (--gpus 2)
+#                  and four (--gpus 4, where there are four), taking turns, 3 runs each
+#                  (bench/graph_alternate.py; ~5 min on two)
+#     tpch10-gpus:QS  (two or four GPUs) TPC-H SF 10 queries QS on one GPU, two and four,
+#                  taking turns, 2 runs each (bench/tpch_alternate.py)
 #     gpus2        (a machine of two GPUs) tests/dist/run_gpus.sh, then SG on usroads,
 #                  fe_body and p2p-Gnutella31 (where the cards hold it) and TC on usroads and
 #                  p2p-Gnutella31, two rounds: on two GPUs agreeing on failures late (the
@@ -221,14 +225,32 @@ for step in "$@"; do
       done
       ;;
     scaling)
+      # one GPU against two, and four where the machine has them
+      ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+      variants="one=,two=--gpus 2"
+      [ "$ngpu" -ge 4 ] && variants="$variants,four=--gpus 4"
+      [ -f .data/graphs/rmat16.tsv ] || build-dev/tests/bench/rf_graphgen rmat 16 131072 1 -o .data/graphs/rmat16.tsv
+      [ -f .data/graphs/rmat17.tsv ] || build-dev/tests/bench/rf_graphgen rmat 17 262144 1 -o .data/graphs/rmat17.tsv
       [ -f .data/graphs/rmat20.tsv ] || build-dev/tests/bench/rf_graphgen rmat 20 10000000 1 -o .data/graphs/rmat20.tsv
       : >"$logs/scaling.txt"
-      for gq in tc:usroads,p2p-Gnutella31 sg:usroads,p2p-Gnutella31,fe_body triangles:rmat20; do
+      for gq in tc:rmat16,rmat17,usroads,p2p-Gnutella31 sg:usroads,p2p-Gnutella31,fe_body triangles:rmat20; do
         python3 bench/graph_alternate.py --redfox "$rf" --graphs-dir .data/graphs --graphs "${gq#*:}" \
-          --queries "${gq%%:*}" --repeat 3 --timeout 120 --variants "one=,two=--gpus 2" >>"$logs/scaling.txt" 2>&1
+          --queries "${gq%%:*}" --repeat 3 --timeout 120 --variants "$variants" >>"$logs/scaling.txt" 2>&1
       done
-      note "scaling, one GPU against two (two/one best, median: below 1 is faster on two):"
+      note "scaling, one GPU against more ($variants; more/one best, median: below 1 is faster):"
       grep '^|' "$logs/scaling.txt" | tee -a "$out/summary.txt"
+      ;;
+    tpch10-gpus:*)
+      qs="${step#tpch10-gpus:}"
+      [ "$qs" = all ] && qs=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22
+      ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+      variants="one=,two=--gpus 2"
+      [ "$ngpu" -ge 4 ] && variants="$variants,four=--gpus 4"
+      sf10 >"$logs/sf10-gen.txt" 2>&1 || { note "SF 10 data FAILED"; continue; }
+      python3 bench/tpch_alternate.py --redfox "$rf" --data .data/sf10 --queries "$qs" --repeat 2 \
+        --variants "$variants" --log "$logs/tpch10-gpus" >"$logs/tpch10-gpus-$qs.txt" 2>"$logs/tpch10-gpus-$qs.err"
+      note "tpch sf10 on one GPU and more, $qs (rc $?):"
+      tee -a "$out/summary.txt" <"$logs/tpch10-gpus-$qs.txt"
       ;;
     gpus2)
       timeout 300 bash tests/dist/run_gpus.sh "$rf" >"$logs/run_gpus.txt" 2>&1
