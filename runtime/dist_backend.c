@@ -99,6 +99,7 @@ typedef struct dist_impl {
     int nvars;
     bool sets_stay;
     const rf_hprogram *prog;  /* the program running (program_begins) */
+    bool trace;             /* RF_DIST_TRACE=1: a line a move and a kernel run on rank 0 alone */
     size_t join_counts;     /* --join=auto's statistic counted where the rows are */
     size_t sets_left;
     bool fold;              /* keyless aggregates folded per rank (RF_DIST_FOLD=0: off) */
@@ -594,8 +595,23 @@ static void move_var(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
     if ((to == TO_HASH && dist_is(v, PLACE_HASH, nkeys)) || (to == TO_ALL && v->d.kind == PLACE_REPLICATED))
         return;
     double t0 = rf_now();
+    size_t sent = im->rows_sent;
     move_var_now(be, v, to, nkeys);
     im->move_seconds += rf_now() - t0;
+    if (im->trace) {   /* which relation, where to, which way (the GPU backend's own line has the phases) */
+        rf_backend *in = im->inner;
+        bool text = has_strings(v->types, v->arity);
+        bool device = in->move_rows && im->comm->alltoallv_device && v->arity >= 1 && !text;
+        char where[48];
+        if (to == TO_HASH)
+            snprintf(where, sizeof where, "hashed on %d column%s", nkeys, nkeys == 1 ? "" : "s");
+        else
+            snprintf(where, sizeof where, "%s", to == TO_ALL ? "everywhere" : "to rank 0");
+        fprintf(stderr, "redfox: rank %d moved %s %s (%s): sent %zu rows, %zu here now, %.2f ms\n", im->comm->rank,
+                v->hv ? v->hv->name : "a relation", where,
+                device ? "device to device" : text ? "through host memory, strings as text" : "through host memory",
+                im->rows_sent - sent, in->var_rows(in, v->inner), (rf_now() - t0) * 1e3);
+    }
 }
 
 static void move_var_now(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
@@ -1875,6 +1891,9 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
         return RF_RUN_FAILED;
     }
     if (root_only) {
+        if (im->trace)
+            fprintf(stderr, "redfox: rank %d: %s %s runs on rank 0 alone (it reads row positions)\n", im->comm->rank,
+                    rf_kop_name(k->op), outs[0]->hv ? outs[0]->hv->name : "");
         for (int i = 0; i < nin; i++)
             if (ins[i])
                 move_var(be, ins[i], TO_ROOT, 0);
@@ -2066,6 +2085,8 @@ static void dist_program_begins(rf_backend *be, const rf_hprogram *p)
 {
     dist_impl *im = be->impl;
     im->prog = p;
+    const char *trace = getenv("RF_DIST_TRACE");
+    im->trace = trace && *trace && strcmp(trace, "0") != 0;
     find_sets_that_may_stay(im, p);
     im->inner->time_kernels = be->time_kernels;
     if (im->inner->program_begins)

@@ -83,6 +83,10 @@ got=$(grep -o "binary plan's first join [0-9]* rows" "$work/err")
 { [ "$(echo "$want" | grep -c rows)" = 2 ] && [ "$want" = "$got" ] && cmp -s "$work/one" "$work/out" &&
   grep -q '2 join sizes for --join=auto counted on each rank' "$work/err"; } ||
   note "join sizes under the launcher: '$got' against one process's '$want'; $(grep 'join sizes' "$work/err")"
+# RF_DIST_TRACE=1: a line a relation moved (tc replicates its edges).
+RF_DIST_TRACE=1 $mpi "$redfox" run tc.lql --count >"$work/out" 2>"$work/err" || note "tc RF_DIST_TRACE=1 exited $?"
+grep -q '^redfox: rank 0 moved edge everywhere (through host memory): sent [0-9]* rows' "$work/err" ||
+  note "RF_DIST_TRACE=1 names no move: $(head -3 "$work/err")"
 # --output: the files once, equal to one process's.
 $mpi "$redfox" run tc.lql --output "$work/d" >/dev/null 2>&1 || note "tc --output exited $?"
 "$redfox" run tc.lql --output "$work/s" >/dev/null 2>&1
