@@ -47,6 +47,10 @@
 #                  (bench/graph_alternate.py; ~5 min on two)
 #     tpch10-gpus:QS  (two or four GPUs) TPC-H SF 10 queries QS on one GPU, two and four,
 #                  taking turns, 2 runs each (bench/tpch_alternate.py)
+#     sg-gpus      same generation on usroads, usroads-48 and p2p-Gnutella31 on one GPU and on
+#                  all GPUs here (--gpus N), the hashes and whether the answer was kept as runs
+#     tpch10-trace:QS  TPC-H SF 10 queries QS on one GPU and two with RF_DIST_TRACE=1 --stats
+#                  (each relation moved and which way; the logs in logs.tgz)
 #     gpus2        (a machine of two GPUs) tests/dist/run_gpus.sh, then SG on usroads,
 #                  fe_body and p2p-Gnutella31 (where the cards hold it) and TC on usroads and
 #                  p2p-Gnutella31, two rounds: on two GPUs agreeing on failures late (the
@@ -269,6 +273,43 @@ for step in "$@"; do
             note "$q $v $round: $(grep -o 'hash [0-9a-f]*' "$f") $(grep -o 'query [0-9.]* s' "$f")" \
               "$(grep -o '[0-9]* collective calls ([0-9.]* s' "$f") $(grep -o 'error:.*' "$f" | head -c 160)"
           done
+        done
+      done
+      ;;
+    sg-gpus)
+      # same generation on usroads, usroads-48 and p2p-Gnutella31 on every GPU here (--gpus N; on
+      # four, rank 0 keeps the gathered answer as four runs), against one GPU's hash
+      ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+      for g in usroads usroads-48 p2p-Gnutella31; do
+        for a in "--backend=gpu" "--gpus $ngpu"; do
+          f="$logs/sg-gpus-$g-${a##* }.txt"
+          # shellcheck disable=SC2086
+          timeout 200 "$rf" run programs/same_generation.lql --input edge=".data/graphs/$g.tsv" --count --stats $a \
+            >"$f" 2>&1
+          note "sg $g $a (rc $?): $(grep '^# ' "$f") $(grep -o 'query [0-9.]* s' "$f")" \
+            "$(grep -o '[0-9]* sets gathered to rank 0 kept as runs' "$f") $(grep -o 'error:.*' "$f" | head -c 200)"
+        done
+      done
+      ;;
+    tpch10-trace:*)
+      # TPC-H SF 10 queries QS on two GPUs with RF_DIST_TRACE=1 and --stats (where the time goes:
+      # each relation moved, which way, and each move's phases), and on one
+      qs="${step#tpch10-trace:}"
+      sf10 >"$logs/sf10-gen.txt" 2>&1 || { note "SF 10 data FAILED"; continue; }
+      for q in ${qs//,/ }; do
+        q=$(printf 'q%02d' "$q")
+        ins=()
+        for t in $(grep -oE '^(customer|orders|lineitem|part|partsupp|supplier|nation|region)\(' programs/tpch/$q.lql |
+                   tr -d '(' | sort -u); do
+          ins+=(--input "$t=.data/sf10/$t.tbl")
+        done
+        for a in "--backend=gpu" "--gpus 2"; do
+          f="$logs/trace-$q-${a##* }.txt"
+          # shellcheck disable=SC2086
+          RF_DIST_TRACE=1 timeout 120 "$rf" run programs/tpch/$q.lql "${ins[@]}" --stats --output "$logs/out-$q" $a \
+            >"$f" 2>&1
+          note "$q $a (rc $?): $(grep -o 'query [0-9.]* s' "$f"); $(grep -c 'moved' "$f") moves" \
+            "$(grep -o 'moved [0-9]* relations in [0-9.]* s' "$f")"
         done
       done
       ;;
