@@ -453,6 +453,7 @@ typedef struct strentry {
 
 static strentry *g_strs;
 static size_t g_nstrs, g_capstrs;
+static uint64_t g_print;   /* rf_str_fingerprint: a chain over the strings' hashes in id order */
 static uint64_t *g_slots;      /* (hash >> 32) << 32 | (id + 1); 0 = empty */
 static size_t g_nslots;
 static char **g_chunks;        /* the arena */
@@ -559,6 +560,7 @@ rf_word rf_str_intern_hashed(const char *s, size_t len, uint64_t h)
     }
     g_strs[g_nstrs] = (strentry){arena_copy(s, len), len, h};
     g_slots[i] = slot_of(h, g_nstrs);
+    g_print = (g_print ^ h) * 0x9e3779b97f4a7c15ull + 1;
     return g_nstrs++;
 }
 
@@ -598,6 +600,7 @@ void rf_str_prefetch_text(rf_word id)
 const char *rf_str_get(rf_word id) { return id < g_nstrs ? g_strs[id].text : "<bad string id>"; }
 size_t rf_str_len(rf_word id) { return id < g_nstrs ? g_strs[id].len : 0; }
 size_t rf_str_count(void) { return g_nstrs; }
+uint64_t rf_str_fingerprint(void) { return g_print ^ g_nstrs; }
 
 void rf_str_reset(void)
 {
@@ -611,4 +614,5 @@ void rf_str_reset(void)
     g_slots = NULL;
     g_free = NULL;
     g_nstrs = g_capstrs = g_nslots = g_nchunks = g_capchunks = g_free_len = 0;
+    g_print = 0;
 }

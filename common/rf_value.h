@@ -156,6 +156,10 @@ bool rf_str_missed(void);
 const char *rf_str_get(rf_word id);      /* NUL-terminated */
 size_t rf_str_len(rf_word id);
 size_t rf_str_count(void);
+/* A number that names the dictionary's contents, its strings in id order
+ * (two processes that interned the same strings in the same order agree:
+ * the distribution layer checks that every rank's ids mean the same). */
+uint64_t rf_str_fingerprint(void);
 void rf_str_reset(void);                 /* frees everything (tests) */
 
 /* The hash both string dictionaries use: eight bytes a step (the FNV-1a

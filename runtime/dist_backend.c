@@ -27,9 +27,18 @@
  * generation's loop, 7,078 calls of ~40 us over NCCL on usroads.
  * RF_DIST_AGREE=kernel brings it back, for measuring.)
  *
- * String values are ids in a per-process dictionary, which differ between
- * ranks once kernels make new strings; so rows hash string columns by
- * their text and carry them as text, interned again where they arrive. */
+ * String values are ids in a per-process dictionary. Every rank reads every
+ * input file whole, in the same order, so the ids the inputs and the
+ * program's constants get are the same on every rank; they differ only once
+ * kernels make new strings (concat, substr, to_string: rf_code_interns),
+ * in whatever order each rank's rows make them. So where no kernel of the
+ * program makes strings (string_ids: TPC-H's queries but q22), string
+ * columns hash and travel as their ids, like any other word (the GPU moves
+ * such relations device to device); the ranks check that their
+ * dictionaries agree once the inputs are read (a fingerprint, one
+ * all-reduce). Else rows hash string columns by their text and carry them
+ * as text, interned again where they arrive. RF_DIST_STRING_IDS=0: text
+ * always. */
 #include "dist_backend.h"
 
 #include "rf_prims.h"
@@ -100,6 +109,7 @@ typedef struct dist_impl {
     bool sets_stay;
     const rf_hprogram *prog;  /* the program running (program_begins) */
     bool trace;             /* RF_DIST_TRACE=1: a line a move and a kernel run on rank 0 alone */
+    bool string_ids;        /* strings hash and move as ids (the top of this file) */
     size_t join_counts;     /* --join=auto's statistic counted where the rows are */
     size_t sets_left;
     bool fold;              /* keyless aggregates folded per rank (RF_DIST_FOLD=0: off) */
@@ -702,8 +712,8 @@ static void dist_var_free(rf_backend *be, rf_dvar *v)
 
 static void dist_var_describe(rf_backend *be, rf_dvar *v, const rf_hvar *hv)
 {
-    (void)be;
-    v->types = hv->types;
+    dist_impl *im = be->impl;
+    v->types = im->string_ids ? NULL : hv->types;   /* (NULL: every column a word) */
     v->sorted = hv->sorted;
     v->hv = hv;
 }
@@ -748,8 +758,18 @@ static void dist_inputs_loaded(rf_backend *be)
     dist_impl *im = be->impl;
     if (im->solo || im->connected)
         return;
-    uint64_t none = 0;
-    control_allreduce(im, &none, 1, RF_COMM_SUM);
+    /* (the first collective: it also waits for the communicator) Where
+     * strings travel as ids, every rank's dictionary must be the same:
+     * the largest of each word and of its complement are the word itself
+     * on every rank only when all ranks agree. Inputs are placed by their
+     * strings' ids already, so a difference is an internal error, not a
+     * wrong answer. */
+    uint64_t count = rf_str_count(), print = rf_str_fingerprint();
+    uint64_t w[4] = {count, ~count, print, ~print};
+    control_allreduce(im, w, im->string_ids ? 4 : 1, RF_COMM_MAX);
+    if (im->string_ids && (w[0] != count || w[1] != ~count || w[2] != print || w[3] != ~print))
+        comm_failed(im, "internal error: the ranks' string dictionaries differ after reading the inputs "
+                        "(RF_DIST_STRING_IDS=0 moves strings as text)");
     im->connected = true;
 }
 
@@ -1578,7 +1598,7 @@ static rf_run_result run_folded(rf_backend *be, const rf_hprogram *p, const rf_k
     rf_dvar *part = im->failed ? NULL : dist_var_new(be, out->arity + (avg ? 1 : 0), &quiet);
     bool ok = part != NULL;
     if (ok) {
-        part->types = avg ? ap.types : out->types;
+        part->types = avg && !im->string_ids ? ap.types : out->types;
         part->sorted = false;
         rf_dvar *inner_outs[1] = {part->inner}, *inner_ins[RF_KERNEL_VARS_MAX] = {0};
         for (int i = 0; i < nin; i++)
@@ -2033,6 +2053,9 @@ static void dist_print_stats(rf_backend *be, FILE *f)
         fprintf(f, "  distributed: %zu multiway joins over their first input's parts beside a copy of it sent "
                    "everywhere (self-joins), %zu counts of bindings summed over the ranks\n",
                 im->mj_copies, im->mj_counts);
+    if (im->string_ids)
+        fprintf(f, "  distributed: strings hashed and moved as dictionary ids (no kernel makes strings; every "
+                   "rank's dictionary the same)\n");
     if (im->join_counts)
         fprintf(f, "  distributed: %zu join sizes for --join=auto counted on each rank and summed\n", im->join_counts);
     if (im->inner->print_stats)
@@ -2081,10 +2104,36 @@ static void find_sets_that_may_stay(dist_impl *im, const rf_hprogram *p)
     free(other);
 }
 
+/* Whether some kernel of p makes new strings (the top of this file). */
+static bool kernel_makes_strings(const rf_kernel *k)
+{
+    bool any = rf_code_interns(&k->filter);
+    for (int i = 0; i < k->nproj && !any; i++)
+        any = rf_code_interns(&k->proj[i]);
+    for (int i = 0; k->agg_arg && i < k->naggs && !any; i++)
+        any = rf_code_interns(&k->agg_arg[i]);
+    for (int i = 0; k->fused && i < k->fused->nmembers && !any; i++)
+        any = kernel_makes_strings(&k->fused->members[i]);
+    return any;
+}
+
+static bool program_makes_strings(const rf_hprogram *p)
+{
+    for (int b = 0; b < p->nblocks; b++)
+        for (int i = 0; i < p->blocks[b].nkernels; i++)
+            if (kernel_makes_strings(&p->blocks[b].kernels[i]))
+                return true;
+    return false;
+}
+
 static void dist_program_begins(rf_backend *be, const rf_hprogram *p)
 {
     dist_impl *im = be->impl;
     im->prog = p;
+    const char *ids = getenv("RF_DIST_STRING_IDS");
+    im->string_ids = !im->solo && !(ids && strcmp(ids, "0") == 0) && !program_makes_strings(p);
+    if (im->comm->rank == 1 && getenv("RF_TEST_DIST_STRING_SKEW"))   /* tests: rank 1's ids shifted by one */
+        (void)rf_str_intern("\x01skew", 5);
     const char *trace = getenv("RF_DIST_TRACE");
     im->trace = trace && *trace && strcmp(trace, "0") != 0;
     find_sets_that_may_stay(im, p);

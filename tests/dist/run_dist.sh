@@ -83,6 +83,21 @@ got=$(grep -o "binary plan's first join [0-9]* rows" "$work/err")
 { [ "$(echo "$want" | grep -c rows)" = 2 ] && [ "$want" = "$got" ] && cmp -s "$work/one" "$work/out" &&
   grep -q '2 join sizes for --join=auto counted on each rank' "$work/err"; } ||
   note "join sizes under the launcher: '$got' against one process's '$want'; $(grep 'join sizes' "$work/err")"
+# Strings hash and move as dictionary ids where no kernel makes strings
+# (strings.lql), as text where one does (string_functions.lql); the string
+# goldens again with text always (RF_DIST_STRING_IDS=0); and ranks whose
+# dictionaries differ stop with an internal error (RF_TEST_DIST_STRING_SKEW).
+cases="$tests/golden/cases"
+for p in strings:1 string_functions:0; do
+  n=$($mpi "$redfox" run "$cases/${p%%:*}.lql" --stats 2>&1 >/dev/null | grep -c 'strings hashed and moved as dictionary ids')
+  [ "$n" = "${p#*:}" ] || note "${p%%:*}.lql: strings moved as ids $n times, want ${p#*:}"
+done
+RF_DIST_STRING_IDS=0 python3 "$tests/golden/run_golden.py" --redfox "$mpi $redfox" strings count_strings \
+  negation_strings string_conversions | tail -n 3 || fail=1
+RF_TEST_DIST_STRING_SKEW=1 timeout 60 $mpi "$redfox" run "$cases/strings.lql" >"$work/out" 2>"$work/err"
+rc=$?
+[ $rc = 2 ] && grep -q "string dictionaries differ" "$work/err" ||
+  note "dictionaries that differ: exit $rc, $(head -2 "$work/err")"
 # RF_DIST_TRACE=1: a line a relation moved (tc replicates its edges).
 RF_DIST_TRACE=1 $mpi "$redfox" run tc.lql --count >"$work/out" 2>"$work/err" || note "tc RF_DIST_TRACE=1 exited $?"
 grep -q '^redfox: rank 0 moved edge everywhere (through host memory): sent [0-9]* rows' "$work/err" ||
