@@ -599,6 +599,12 @@ static void move_on_device(dist_impl *im, rf_dvar *v, target_kind to, int nkeys)
  * message is needed: each rank keeps its own rows of its copy. */
 static void move_var_now(rf_backend *be, rf_dvar *v, target_kind to, int nkeys);
 
+/* A relation's name for RF_DIST_TRACE (the planner's, e.g. path.new or t4). */
+static const char *var_name(const rf_dvar *v)
+{
+    return v && v->hv && v->hv->name ? v->hv->name : "a relation";
+}
+
 static void move_var(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
 {
     dist_impl *im = be->impl;
@@ -618,7 +624,7 @@ static void move_var(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
         else
             snprintf(where, sizeof where, "%s", to == TO_ALL ? "everywhere" : "to rank 0");
         fprintf(stderr, "redfox: rank %d moved %s %s (%s): sent %zu rows, %zu here now, %.2f ms\n", im->comm->rank,
-                v->hv ? v->hv->name : "a relation", where,
+                var_name(v), where,
                 device ? "device to device" : text ? "through host memory, strings as text" : "through host memory",
                 im->rows_sent - sent, in->var_rows(in, v->inner), (rf_now() - t0) * 1e3);
     }
@@ -1913,7 +1919,7 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
     if (root_only) {
         if (im->trace)
             fprintf(stderr, "redfox: rank %d: %s %s runs on rank 0 alone (it reads row positions)\n", im->comm->rank,
-                    rf_kop_name(k->op), outs[0]->hv ? outs[0]->hv->name : "");
+                    rf_kop_name(k->op), var_name(outs[0]));
         for (int i = 0; i < nin; i++)
             if (ins[i])
                 move_var(be, ins[i], TO_ROOT, 0);
