@@ -680,6 +680,32 @@ static void roundtrip(int arity, const rf_type *types, size_t nrows)
     rf_table_free(&back);
 }
 
+/* rf_str_fingerprint names the dictionary's strings in id order (the
+ * distribution layer's check that every rank's ids mean the same): the
+ * same strings interned in the same order agree, another order or one
+ * more string does not, and interning a string again changes nothing. */
+static uint64_t print_of(const char *const *words, int n)
+{
+    rf_str_reset();
+    for (int i = 0; i < n; i++)
+        (void)rf_str_intern(words[i], strlen(words[i]));
+    return rf_str_fingerprint();
+}
+
+static void test_str_fingerprint(void)
+{
+    const char *abc[] = {"alpha", "beta", "gamma"}, *acb[] = {"alpha", "gamma", "beta"};
+    const char *again[] = {"alpha", "beta", "alpha", "gamma", "beta"}, *more[] = {"alpha", "beta", "gamma", ""};
+    uint64_t p = print_of(abc, 3);
+    CU_ASSERT_EQUAL(print_of(abc, 3), p);
+    CU_ASSERT_EQUAL(print_of(again, 5), p);
+    CU_ASSERT_NOT_EQUAL(print_of(acb, 3), p);
+    CU_ASSERT_NOT_EQUAL(print_of(more, 4), p);
+    CU_ASSERT_NOT_EQUAL(print_of(abc, 2), p);
+    rf_str_reset();
+    CU_ASSERT_EQUAL(rf_str_count(), 0);
+}
+
 static void test_roundtrip(void)
 {
     g_rng = 20240613;
@@ -710,6 +736,7 @@ int main(void)
     CU_add_test(s, "dbgen .tbl files", test_tbl);
     CU_add_test(s, "dates and decimals written in typed order", test_write_dates_decimals);
     CU_add_test(s, "write then read, every type", test_roundtrip);
+    CU_add_test(s, "string dictionary fingerprint", test_str_fingerprint);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures();
