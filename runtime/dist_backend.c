@@ -111,6 +111,8 @@ typedef struct dist_impl {
     bool trace;             /* RF_DIST_TRACE=1: a line a move and a kernel run on rank 0 alone */
     bool string_ids;        /* strings hash and move as ids (the top of this file) */
     size_t join_counts;     /* --join=auto's statistic counted where the rows are */
+    bool fused_whole;       /* fused groups run whole on each rank where they can (RF_DIST_FUSED_WHOLE=0: off) */
+    size_t fused_whole_runs, fused_as_members;
     size_t sets_left;
     bool fold;              /* keyless aggregates folded per rank (RF_DIST_FOLD=0: off) */
     size_t mj_copies;       /* MULTIJOINs whose input 0 stayed split beside a copy of it */
@@ -1007,6 +1009,33 @@ static bool shift_rowids(dist_impl *im, const rf_kernel *k, rf_dvar *out, const 
     return ok;
 }
 
+/* Adds to each column c of this rank's output that holds row positions
+ * (pos[c] >= 0) the rows of external input pos[c] on the ranks before
+ * this one (a fused group run whole: run_fused_whole). Rows keep their
+ * order: a set stays sorted and distinct. */
+static bool shift_positions(dist_impl *im, rf_dvar *out, const int64_t *pos, const uint64_t *before, rf_status *st)
+{
+    rf_backend *in = im->inner;
+    bool any = false;
+    for (int c = 0; c < out->arity; c++)
+        any |= pos[c] >= 0 && before[pos[c]] != 0;
+    if (!any || in->var_rows(in, out->inner) == 0)
+        return true;
+    rf_table t;
+    rf_table_init(&t, out->arity);
+    bool ok = in->download(in, out->inner, &t, st);
+    for (int c = 0; ok && c < out->arity; c++) {
+        if (pos[c] < 0)
+            continue;
+        uint64_t add = before[pos[c]];
+        for (size_t i = 0; i < t.nrows; i++)
+            t.cols[c][i] += add;
+    }
+    ok = ok && in->upload(in, out->inner, &t, st);
+    rf_table_free(&t);
+    return ok;
+}
+
 /* The placement a projection keeps: when the output has every hashed
  * column of one input as a plain column (first_col: where that input's
  * columns start among the kernel's, l ++ r for a JOIN), each output row
@@ -1214,6 +1243,328 @@ static rf_run_result run_set_gather(rf_backend *be, const rf_hprogram *p, const 
             move_var(be, out, TO_HASH, default_prefix(out->arity));
     }
     return RF_RUN_DONE;
+}
+
+/* ---- Fused groups run whole on each rank ----
+ * A fused group (Kernel Weaver) whose internal variables never have to
+ * move runs whole on each rank over its part, as in one process. Its
+ * members are walked in order with the placement each internal variable
+ * would have (a MAP keeps its input's hash where it projects the hashed
+ * columns, a JOIN its sides', a SORT, AGG or DIFF its input's), and each
+ * member's need is met: a SORT's equal rows on one rank (hashed or
+ * replicated), a JOIN's, ANTIJOIN's, UNION's or DIFF's matching rows on
+ * one rank (sides hashed alike on a prefix of their keys, or one
+ * replicated), a keyed AGG's groups on one rank. An external input not
+ * read by an earlier member may move for it (as it would for the member
+ * alone: both sides external, join_inputs; one, hashed as the other side
+ * is, or everywhere when small); an internal one cannot, and the group
+ * then runs as its members, one by one, each moving what it needs.
+ *
+ * Row positions (RF_EX_ROWID: a bag body's row identities) are per rank:
+ * where a member projects them, or copies a column that holds them, the
+ * walk follows each output column to the external input whose rows bound
+ * the positions (a position in a MAP's, SORT's, AGG's or DIFF's output is
+ * below its input's rows); after the run each rank adds the rows of that
+ * input on the ranks before it, as shift_rowids does for a lone kernel,
+ * so that they stay unique. A filter, an aggregate or an expression other
+ * than a copy reading them, a key or a set operation over them, or
+ * positions in a JOIN's output: as members. Before, every fused group but
+ * the set gathers ran as its members: TPC-H on two GPUs lost fusion's
+ * 1.6-6x (docs/performance.md). */
+static bool pair_meets(dist a, dist b, int nkeys)
+{
+    if (a.kind == PLACE_REPLICATED || b.kind == PLACE_REPLICATED)
+        return true;
+    int pa = hash_prefix(a), pb = hash_prefix(b);
+    return nkeys > 0 && pa >= 1 && pa <= nkeys && pa == pb;
+}
+
+/* Moves the external input e so that its rows meet the other side's (a
+ * placement d) on the first nkeys columns; false where that cannot be. */
+static bool meet(rf_backend *be, rf_dvar *e, dist d, int nkeys)
+{
+    dist_impl *im = be->impl;
+    int p = hash_prefix(d);
+    if (p >= 1 && p <= nkeys) {
+        move_var(be, e, TO_HASH, p);
+        return true;
+    }
+    if (im->replicate_rows && dist_var_rows(be, e) <= im->replicate_rows) {
+        move_var(be, e, TO_ALL, 0);
+        return true;
+    }
+    return false;
+}
+
+/* The columns of a member's code that read row positions: -1 none, -2
+ * some way other than a copy; else the "bound" it copies (below). */
+typedef struct fw_var {
+    rf_dvar view;        /* d and arity: the placement the walk gives it */
+    int bound;           /* the external input (index into f->in) whose rows bound a position here, -1 none */
+    int64_t *pos;        /* [arity]: column c holds positions bounded by external input pos[c], or -1 */
+} fw_var;
+
+/* Where output column j of member mk takes positions from: code c over
+ * the inputs' columns (cols: the inputs' pos arrays laid end to end, l ++
+ * r), and the bounds of its inputs (rowid(i) reads input i's). -1: none;
+ * -2: it reads positions other than by copying them (the group runs as
+ * members). */
+static int64_t code_pos(const rf_code *c, const int64_t *cols, int ncols, const int bound_of[2])
+{
+    int col = rf_code_as_column(c);
+    if (col >= 0)
+        return col < ncols ? cols[col] : -2;
+    if (c->n == 1 && c->ins[0].op == RF_EX_ROWID)
+        return c->ins[0].index >= 0 && c->ins[0].index <= 1 && bound_of[c->ins[0].index] >= 0 ? bound_of[c->ins[0].index]
+                                                                                                  : -2;
+    for (int k = 0; k < c->n; k++) {
+        if (c->ins[k].op == RF_EX_ROWID)
+            return -2;
+        if (c->ins[k].op == RF_EX_COL && (c->ins[k].index >= ncols || cols[c->ins[k].index] != -1))
+            return -2;
+    }
+    return -1;
+}
+
+static rf_run_result run_fused_whole(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
+                                     rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
+{
+    dist_impl *im = be->impl;
+    rf_backend *in = im->inner;
+    const rf_fused *f = k->fused;
+    if (!im->fused_whole || f->nin > RF_KERNEL_VARS_MAX)
+        return RF_RUN_MEMBERS;
+    for (int m = 0; m < f->nmembers; m++)
+        if (f->members[m].op == RF_K_MULTIJOIN || kernel_rowid_use(&f->members[m]) == ROWID_OTHER)
+            return RF_RUN_MEMBERS;
+    fw_var *mv = rf_calloc((size_t)f->nmembers, sizeof *mv);   /* each member's output */
+    fw_var *ev = rf_calloc((size_t)f->nin, sizeof *ev);        /* each external input */
+    bool *read = rf_calloc((size_t)f->nin, sizeof *read);      /* by a member walked */
+    for (int e = 0; e < f->nin; e++) {
+        int ar = p->vars[f->in[e]].arity;
+        ev[e].pos = rf_malloc(((size_t)ar + 1) * sizeof *ev[e].pos);
+        for (int c = 0; c < ar; c++)
+            ev[e].pos[c] = -1;
+        ev[e].bound = e;
+    }
+    bool ok = true, positions = false;
+    for (int m = 0; ok && m < f->nmembers; m++) {
+        const rf_kernel *mk = &f->members[m];
+        fw_var *side[2] = {NULL, NULL};
+        int ext[2] = {-1, -1};
+        for (int i = 0; i < 2 && ok; i++) {
+            if (mk->in[i] < 0)
+                continue;
+            for (int e = 0; e < f->nin && ext[i] < 0; e++)
+                if (f->in[e] == mk->in[i] && ins[e])
+                    ext[i] = e;
+            for (int j = m - 1; ext[i] < 0 && !side[i] && j >= 0; j--)
+                if (f->members[j].out == mk->in[i])
+                    side[i] = &mv[j];
+            if (ext[i] >= 0) {
+                side[i] = &ev[ext[i]];
+                side[i]->view = *ins[ext[i]];
+            }
+            ok = side[i] != NULL;
+        }
+        if (!ok)
+            break;
+        /* an external side not read before may move: as the member alone would */
+        bool mov[2] = {ext[0] >= 0 && !read[ext[0]], ext[1] >= 0 && !read[ext[1]]};
+        fw_var *a = side[0], *b = side[1];
+        dist out = split();
+        switch (mk->op) {
+        case RF_K_MAP:
+            out = a->view.d.kind == PLACE_REPLICATED ? replicated() : projected(mk, &a->view, 0);
+            break;
+        case RF_K_SORT:
+            if (a->view.d.kind == PLACE_SPLIT && mov[0])
+                move_var(be, ins[ext[0]], TO_HASH, default_prefix(a->view.arity));
+            break;
+        case RF_K_AGG:
+            if (!(a->view.d.kind == PLACE_REPLICATED ||
+                  (mk->nkeys > 0 && hash_prefix(a->view.d) >= 1 && hash_prefix(a->view.d) <= mk->nkeys)) && mov[0])
+                move_var(be, ins[ext[0]], mk->nkeys ? TO_HASH : TO_ALL, mk->nkeys);
+            break;
+        case RF_K_JOIN:
+        case RF_K_ANTIJOIN:
+        case RF_K_UNION:
+        case RF_K_DIFF: {
+            bool keyed = mk->op == RF_K_JOIN || mk->op == RF_K_ANTIJOIN;
+            bool met = keyed ? pair_meets(a->view.d, b->view.d, mk->nkeys)
+                             : (mk->op == RF_K_DIFF && b->view.d.kind == PLACE_REPLICATED) ||
+                                   (a->view.d.kind == PLACE_REPLICATED && b->view.d.kind == PLACE_REPLICATED) ||
+                                   (a->view.d.kind == PLACE_HASH && same_dist(a->view.d, b->view.d));
+            if (!met && mov[0] && mov[1] && ins[ext[0]] != ins[ext[1]]) {
+                rf_dvar *x = ins[ext[0]], *y = ins[ext[1]];
+                if (keyed && mk->nkeys == 0) {   /* a cross product, an antijoin with no keys */
+                    size_t rx = dist_var_rows(be, x), ry = dist_var_rows(be, y);
+                    move_var(be, mk->op == RF_K_ANTIJOIN || ry <= rx ? y : x, TO_ALL, 0);
+                } else if (mk->op == RF_K_JOIN) {
+                    join_inputs(be, x, y, mk->nkeys);
+                } else if (keyed) {
+                    co_hash(be, x, y, mk->nkeys);
+                } else {   /* as a lone UNION or DIFF: hashed as one of them is, else on the first column */
+                    int j = hash_prefix(x->d) ? hash_prefix(x->d) : hash_prefix(y->d) ? hash_prefix(y->d)
+                                                                                      : default_prefix(x->arity);
+                    move_var(be, x, TO_HASH, j);
+                    move_var(be, y, TO_HASH, j);
+                }
+            } else if (!met && mov[1] && ext[0] < 0) {
+                (void)meet(be, ins[ext[1]], a->view.d, keyed ? mk->nkeys : hash_prefix(a->view.d));
+            } else if (!met && mov[0] && ext[1] < 0) {
+                (void)meet(be, ins[ext[0]], b->view.d, keyed ? mk->nkeys : hash_prefix(b->view.d));
+            }
+            break;
+        }
+        default:
+            ok = false;
+        }
+        /* the sides as they are now, and the need checked again */
+        for (int i = 0; i < 2; i++)
+            if (ext[i] >= 0) {
+                side[i]->view = *ins[ext[i]];
+                read[ext[i]] = true;
+            }
+        switch (ok ? mk->op : RF_K_COUNT_) {
+        case RF_K_MAP:
+            break;
+        case RF_K_SORT:
+            ok = a->view.d.kind != PLACE_SPLIT;
+            out = a->view.d;
+            break;
+        case RF_K_AGG:
+            ok = a->view.d.kind == PLACE_REPLICATED ||
+                 (mk->nkeys > 0 && hash_prefix(a->view.d) >= 1 && hash_prefix(a->view.d) <= mk->nkeys);
+            out = a->view.d;
+            break;
+        case RF_K_JOIN:
+            ok = pair_meets(a->view.d, b->view.d, mk->nkeys);
+            out = a->view.d.kind == PLACE_REPLICATED && b->view.d.kind == PLACE_REPLICATED ? replicated()
+                                                                                          : joined(mk, &a->view, &b->view);
+            break;
+        case RF_K_ANTIJOIN:
+            ok = b->view.d.kind == PLACE_REPLICATED || pair_meets(a->view.d, b->view.d, mk->nkeys);
+            out = a->view.d;
+            break;
+        case RF_K_UNION:
+        case RF_K_DIFF:
+            ok = (mk->op == RF_K_DIFF && b->view.d.kind == PLACE_REPLICATED) ||
+                 (a->view.d.kind == PLACE_REPLICATED && b->view.d.kind == PLACE_REPLICATED) ||
+                 (a->view.d.kind == PLACE_HASH && same_dist(a->view.d, b->view.d));
+            out = a->view.d;
+            break;
+        default:
+            ok = false;
+        }
+        if (!ok)
+            break;
+        /* where the output's columns take row positions from */
+        int ar = p->vars[mk->out].arity, na = a->view.arity, nb = b ? b->view.arity : 0;
+        mv[m].view.d = out;
+        mv[m].view.arity = ar;
+        mv[m].pos = rf_malloc(((size_t)ar + 1) * sizeof *mv[m].pos);
+        int64_t *cols = rf_malloc(((size_t)na + (size_t)nb + 1) * sizeof *cols);
+        memcpy(cols, a->pos, (size_t)na * sizeof *cols);
+        if (b)
+            memcpy(cols + na, b->pos, (size_t)nb * sizeof *cols);
+        bool any_in = false;
+        for (int c = 0; c < na + nb; c++)
+            any_in |= cols[c] != -1;
+        /* a position in a JOIN's output has no bound known before the run */
+        int bound_of[2] = {a->bound, mk->op == RF_K_JOIN ? (b ? b->bound : -1) : -1};
+        mv[m].bound = mk->op == RF_K_JOIN || mk->op == RF_K_UNION ? -1 : a->bound;
+        for (int c = 0; c < ar; c++)
+            mv[m].pos[c] = -1;
+        switch (mk->op) {
+        case RF_K_MAP:
+        case RF_K_JOIN:
+            ok = code_pos(&mk->filter, cols, na + nb, bound_of) == -1;
+            for (int c = 0; ok && c < ar && c < mk->nproj; c++) {
+                mv[m].pos[c] = code_pos(&mk->proj[c], cols, na + nb, bound_of);
+                ok = mv[m].pos[c] != -2;
+            }
+            break;
+        case RF_K_SORT:
+            memcpy(mv[m].pos, a->pos, (size_t)ar * sizeof *mv[m].pos);
+            break;
+        case RF_K_AGG:
+            for (int c = 0; ok && c < mk->nkeys; c++)
+                ok = cols[c] == -1;   /* (a group a row: its position would be in the output) */
+            for (int j = 0; ok && mk->agg_arg && j < mk->naggs; j++)
+                ok = code_pos(&mk->agg_arg[j], cols, na, bound_of) == -1;
+            break;
+        default:   /* set operations over positions: rows of two inputs would meet */
+            ok = !any_in;
+            if (ok && b)
+                memcpy(mv[m].pos, a->pos, (size_t)ar * sizeof *mv[m].pos);
+            break;
+        }
+        for (int c = 0; ok && c < ar; c++)
+            positions |= mv[m].pos[c] >= 0;
+        free(cols);
+    }
+    /* the external outputs: their placements and position columns */
+    dist made[RF_FUSED_MAX];
+    int64_t *shift_of[RF_FUSED_MAX] = {0};
+    for (int o = 0; ok && o < f->nout; o++) {
+        int m = f->nmembers - 1;
+        while (m >= 0 && f->members[m].out != f->out[o])
+            m--;
+        ok = m >= 0 && mv[m].pos;
+        if (ok) {
+            made[o] = mv[m].view.d;
+            shift_of[o] = mv[m].pos;
+        }
+    }
+    /* each external input's rows on the ranks before this one (one
+     * all-reduce; only where positions reach an output) */
+    uint64_t *before = NULL;
+    if (ok && positions) {
+        rf_comm *c = im->comm;
+        uint64_t *counts = rf_calloc((size_t)c->size * (size_t)f->nin, sizeof *counts);
+        for (int e = 0; e < f->nin; e++)
+            counts[(size_t)c->rank * f->nin + e] = ins[e] ? in->var_rows(in, ins[e]->inner) : 0;
+        control_allreduce(im, counts, c->size * f->nin, RF_COMM_SUM);
+        before = rf_calloc((size_t)f->nin, sizeof *before);
+        for (int r = 0; r < c->rank; r++)
+            for (int e = 0; e < f->nin; e++)
+                before[e] += counts[(size_t)r * f->nin + e];
+        free(counts);
+    }
+    rf_run_result res = RF_RUN_MEMBERS;
+    if (ok) {
+        rf_dvar *inner_outs[RF_KERNEL_VARS_MAX], *inner_ins[RF_KERNEL_VARS_MAX];
+        for (int o = 0; o < f->nout; o++)
+            inner_outs[o] = outs[o]->inner;
+        for (int i = 0; i < f->nin; i++)
+            inner_ins[i] = ins[i] ? ins[i]->inner : NULL;
+        res = im->failed ? RF_RUN_FAILED : in->run(in, p, k, inner_outs, inner_ins, stats, st);
+        uint64_t declined = res == RF_RUN_MEMBERS;   /* on some rank: the members, on every rank */
+        control_allreduce(im, &declined, 1, RF_COMM_MAX);
+        if (declined) {
+            res = RF_RUN_MEMBERS;
+        } else {
+            bool done = res == RF_RUN_DONE;
+            for (int o = 0; done && positions && o < f->nout; o++)
+                done = shift_positions(im, outs[o], shift_of[o], before, st);
+            res = agree_on(be, k, outs, f->nout, done, st) ? RF_RUN_DONE : RF_RUN_FAILED;
+            for (int o = 0; res == RF_RUN_DONE && o < f->nout; o++) {
+                outs[o]->d = made[o];
+                outs[o]->rows_known = false;
+            }
+            im->fused_whole_runs += res == RF_RUN_DONE;
+        }
+    }
+    for (int m = 0; m < f->nmembers; m++)
+        free(mv[m].pos);
+    for (int e = 0; e < f->nin; e++)
+        free(ev[e].pos);
+    free(mv);
+    free(ev);
+    free(read);
+    free(before);
+    return res;
 }
 
 /* ---- Keyless aggregates folded per rank ----
@@ -1790,8 +2141,14 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
         if (r != RF_RUN_MEMBERS)
             return r;
     }
-    if (k->op == RF_K_FUSED)
-        return run_set_gather(be, p, k, outs, ins, stats, st);
+    if (k->op == RF_K_FUSED) {
+        rf_run_result r = run_set_gather(be, p, k, outs, ins, stats, st);
+        if (r == RF_RUN_MEMBERS)
+            r = run_fused_whole(be, p, k, outs, ins, stats, st);
+        if (r == RF_RUN_MEMBERS)
+            im->fused_as_members++;
+        return r;
+    }
     int nin = k->op == RF_K_MULTIJOIN ? k->mj->nin : 2, nout = 1;
     rf_dvar *a = ins[0], *b = nin > 1 ? ins[1] : NULL;
     dist out = split();
@@ -2062,6 +2419,9 @@ static void dist_print_stats(rf_backend *be, FILE *f)
     if (im->string_ids)
         fprintf(f, "  distributed: strings hashed and moved as dictionary ids (no kernel makes strings; every "
                    "rank's dictionary the same)\n");
+    if (im->fused_whole_runs || im->fused_as_members)
+        fprintf(f, "  distributed: %zu fused groups run whole on each rank, %zu as their members\n",
+                im->fused_whole_runs, im->fused_as_members);
     if (im->join_counts)
         fprintf(f, "  distributed: %zu join sizes for --join=auto counted on each rank and summed\n", im->join_counts);
     if (im->inner->print_stats)
@@ -2140,6 +2500,8 @@ static void dist_program_begins(rf_backend *be, const rf_hprogram *p)
     im->string_ids = !im->solo && !(ids && strcmp(ids, "0") == 0) && !program_makes_strings(p);
     if (im->comm->rank == 1 && getenv("RF_TEST_DIST_STRING_SKEW"))   /* tests: rank 1's ids shifted by one */
         (void)rf_str_intern("\x01skew", 5);
+    const char *whole = getenv("RF_DIST_FUSED_WHOLE");
+    im->fused_whole = !(whole && strcmp(whole, "0") == 0);
     const char *trace = getenv("RF_DIST_TRACE");
     im->trace = trace && *trace && strcmp(trace, "0") != 0;
     find_sets_that_may_stay(im, p);

@@ -98,6 +98,19 @@ RF_TEST_DIST_STRING_SKEW=1 timeout 60 $mpi "$redfox" run "$cases/strings.lql" >"
 rc=$?
 [ $rc = 2 ] && grep -q "string dictionaries differ" "$work/err" ||
   note "dictionaries that differ: exit $rc, $(head -2 "$work/err")"
+# Fused groups run whole on each rank where no internal variable would
+# move (equality_joins.lql: five of six), as their members with
+# RF_DIST_FUSED_WHOLE=0; one process's output both ways.
+"$redfox" run "$cases/equality_joins.lql" >"$work/one" 2>/dev/null
+for whole in "" 0; do
+  RF_DIST_FUSED_WHOLE=$whole $mpi "$redfox" run "$cases/equality_joins.lql" --stats >"$work/out" 2>"$work/err" ||
+    note "equality_joins.lql (RF_DIST_FUSED_WHOLE=$whole) exited $?"
+  n=$(grep -oE '[0-9]+ fused groups run whole' "$work/err" | cut -d' ' -f1)
+  want=1
+  [ "$whole" = 0 ] && want=0
+  { cmp -s "$work/one" "$work/out" && [ "$(( ${n:-0} > 0 ))" = $want ]; } ||
+    note "equality_joins.lql (RF_DIST_FUSED_WHOLE=$whole): ${n:-0} groups run whole; $(diff "$work/one" "$work/out" | head -3)"
+done
 # RF_DIST_TRACE=1: a line a relation moved (tc replicates its edges).
 RF_DIST_TRACE=1 $mpi "$redfox" run tc.lql --count >"$work/out" 2>"$work/err" || note "tc RF_DIST_TRACE=1 exited $?"
 grep -q '^redfox: rank 0 moved edge everywhere (through host memory): sent [0-9]* rows' "$work/err" ||
