@@ -1410,9 +1410,9 @@ static rf_run_result run_fused_whole(rf_backend *be, const rf_hprogram *p, const
                     move_var(be, x, TO_HASH, j);
                     move_var(be, y, TO_HASH, j);
                 }
-            } else if (!met && mov[1] && ext[0] < 0) {
+            } else if (!met && mov[1]) {   /* to the other side as it is */
                 (void)meet(be, ins[ext[1]], a->view.d, keyed ? mk->nkeys : hash_prefix(a->view.d));
-            } else if (!met && mov[0] && ext[1] < 0) {
+            } else if (!met && mov[0]) {
                 (void)meet(be, ins[ext[0]], b->view.d, keyed ? mk->nkeys : hash_prefix(b->view.d));
             }
             break;
