@@ -1266,7 +1266,9 @@ static rf_run_result run_set_gather(rf_backend *be, const rf_hprogram *p, const 
  * the positions (a position in a MAP's, SORT's, AGG's or DIFF's output is
  * below its input's rows); after the run each rank adds the rows of that
  * input on the ranks before it, as shift_rowids does for a lone kernel,
- * so that they stay unique. A filter, an aggregate or an expression other
+ * so that they stay unique: rows holding positions are never equal on two
+ * ranks, so a SORT of them deduplicates where they are, placed as they
+ * may be. A filter, an aggregate or an expression other
  * than a copy reading them, a key or a set operation over them, or
  * positions in a JOIN's output: as members. Before, every fused group but
  * the set gathers ran as its members: TPC-H on two GPUs lost fusion's
@@ -1429,10 +1431,18 @@ static rf_run_result run_fused_whole(rf_backend *be, const rf_hprogram *p, const
         switch (ok ? mk->op : RF_K_COUNT_) {
         case RF_K_MAP:
             break;
-        case RF_K_SORT:
-            ok = a->view.d.kind != PLACE_SPLIT;
+        case RF_K_SORT: {
+            /* Rows holding row positions (shifted apart per rank after the
+             * run) are never equal on two ranks: deduplicated where they
+             * are, wherever that is (a set gather's JOIN that projects
+             * both sides' positions, TPC-H's bag bodies) */
+            bool apart = false;
+            for (int c = 0; c < a->view.arity; c++)
+                apart |= a->pos[c] >= 0;
+            ok = a->view.d.kind != PLACE_SPLIT || apart;
             out = a->view.d;
             break;
+        }
         case RF_K_AGG:
             ok = a->view.d.kind == PLACE_REPLICATED ||
                  (mk->nkeys > 0 && hash_prefix(a->view.d) >= 1 && hash_prefix(a->view.d) <= mk->nkeys);

@@ -111,6 +111,16 @@ for whole in "" 0; do
   { cmp -s "$work/one" "$work/out" && [ "$(( ${n:-0} > 0 ))" = $want ]; } ||
     note "equality_joins.lql (RF_DIST_FUSED_WHOLE=$whole): ${n:-0} groups run whole; $(diff "$work/one" "$work/out" | head -3)"
 done
+# ... and the row positions such a group projects shifted apart per rank
+# (bag_positions.lql: without the shift its rows collapse when they move).
+python3 -c 'for c in range(1000): print(c, 1, sep="\t")' >"$work/c.tsv"
+python3 -c 'for c in range(1000): print(0, c, 0, sep="\t")' >"$work/o.tsv"
+printf '0\t5\n' >"$work/l.tsv"
+bp=(--input c="$work/c.tsv" --input o="$work/o.tsv" --input l="$work/l.tsv")
+RF_DIST_REPLICATE_ROWS=0 $mpi "$redfox" run "$here/bag_positions.lql" "${bp[@]}" --stats >"$work/out" 2>"$work/err"
+n=$(grep -oE '[0-9]+ fused groups run whole' "$work/err" | cut -d' ' -f1)
+{ [ "$(grep -v '^#' "$work/out")" = "$(printf '0\t1000')" ] && [ "${n:-0}" -ge 1 ]; } ||
+  note "bag_positions.lql: $(grep -v '^#' "$work/out") (want 0 1000), ${n:-0} groups run whole"
 # RF_DIST_TRACE=1: a line a relation moved (tc replicates its edges).
 RF_DIST_TRACE=1 $mpi "$redfox" run tc.lql --count >"$work/out" 2>"$work/err" || note "tc RF_DIST_TRACE=1 exited $?"
 grep -q '^redfox: rank 0 moved edge everywhere (through host memory): sent [0-9]* rows' "$work/err" ||
