@@ -601,6 +601,14 @@ static void move_on_device(dist_impl *im, rf_dvar *v, target_kind to, int nkeys)
  * message is needed: each rank keeps its own rows of its copy. */
 static void move_var_now(rf_backend *be, rf_dvar *v, target_kind to, int nkeys);
 
+/* Whether v moves device to device (move_on_device) rather than through
+ * host tables: a backend and communicator that can, and no string column
+ * travelling as text. */
+static bool moves_on_device(const dist_impl *im, const rf_dvar *v)
+{
+    return im->inner->move_rows && im->comm->alltoallv_device && v->arity >= 1 && !has_strings(v->types, v->arity);
+}
+
 /* A relation's name for RF_DIST_TRACE (the planner's, e.g. path.new or t4). */
 static const char *var_name(const rf_dvar *v)
 {
@@ -618,8 +626,7 @@ static void move_var(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
     im->move_seconds += rf_now() - t0;
     if (im->trace) {   /* which relation, where to, which way (the GPU backend's own line has the phases) */
         rf_backend *in = im->inner;
-        bool text = has_strings(v->types, v->arity);
-        bool device = in->move_rows && im->comm->alltoallv_device && v->arity >= 1 && !text;
+        bool text = has_strings(v->types, v->arity), device = moves_on_device(im, v);
         char where[48];
         if (to == TO_HASH)
             snprintf(where, sizeof where, "hashed on %d column%s", nkeys, nkeys == 1 ? "" : "s");
@@ -638,7 +645,7 @@ static void move_var_now(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
     rf_backend *in = im->inner;
     rf_comm *c = im->comm;
     v->rows_known = false;   /* a set deduplicated where it lands, or copied everywhere */
-    if (in->move_rows && c->alltoallv_device && v->arity >= 1 && !has_strings(v->types, v->arity)) {
+    if (moves_on_device(im, v)) {
         move_on_device(im, v, to, nkeys);
         v->d = placed(to, nkeys);
         return;
@@ -1281,6 +1288,33 @@ static bool pair_meets(dist a, dist b, int nkeys)
     return nkeys > 0 && pa >= 1 && pa <= nkeys && pa == pb;
 }
 
+/* Whether member mk, run on each rank's parts of a and b (b NULL for one
+ * input) as they are placed, makes the parts of its whole answer (the
+ * needs in the table of docs/design.md, "Distribution"). apart: a's rows
+ * hold row positions, so no two ranks hold equal ones. */
+static bool member_need_met(const rf_kernel *mk, dist a, const dist *b, bool apart)
+{
+    switch (mk->op) {
+    case RF_K_MAP:
+        return true;
+    case RF_K_SORT:   /* equal rows on one rank */
+        return a.kind != PLACE_SPLIT || apart;
+    case RF_K_AGG:    /* a group's rows on one rank */
+        return a.kind == PLACE_REPLICATED || (mk->nkeys > 0 && hash_prefix(a) >= 1 && hash_prefix(a) <= mk->nkeys);
+    case RF_K_JOIN:   /* each matching pair on one rank */
+        return b && pair_meets(a, *b, mk->nkeys);
+    case RF_K_ANTIJOIN:   /* every row of b a row of a could match, where that row is */
+        return b && (b->kind == PLACE_REPLICATED || (a.kind != PLACE_REPLICATED && pair_meets(a, *b, mk->nkeys)));
+    case RF_K_UNION:
+    case RF_K_DIFF:   /* equal rows of both sides on one rank */
+        return b && ((mk->op == RF_K_DIFF && b->kind == PLACE_REPLICATED) ||
+                     (a.kind == PLACE_REPLICATED && b->kind == PLACE_REPLICATED) ||
+                     (a.kind == PLACE_HASH && same_dist(a, *b)));
+    default:
+        return false;
+    }
+}
+
 /* Moves the external input e so that its rows meet the other side's (a
  * placement d) on the first nkeys columns; false where that cannot be. */
 static bool meet(rf_backend *be, rf_dvar *e, dist d, int nkeys)
@@ -1374,18 +1408,17 @@ static rf_run_result run_fused_whole(rf_backend *be, const rf_hprogram *p, const
         /* an external side not read before may move: as the member alone would */
         bool mov[2] = {ext[0] >= 0 && !read[ext[0]], ext[1] >= 0 && !read[ext[1]]};
         fw_var *a = side[0], *b = side[1];
-        dist out = split();
-        switch (mk->op) {
-        case RF_K_MAP:
-            out = a->view.d.kind == PLACE_REPLICATED ? replicated() : projected(mk, &a->view, 0);
-            break;
+        bool apart = false;   /* (a SORT's rows holding row positions: see the top) */
+        for (int c = 0; c < a->view.arity; c++)
+            apart |= a->pos[c] >= 0;
+        bool met = member_need_met(mk, a->view.d, b ? &b->view.d : NULL, apart);
+        switch (met ? RF_K_COUNT_ : mk->op) {
         case RF_K_SORT:
-            if (a->view.d.kind == PLACE_SPLIT && mov[0])
+            if (mov[0])
                 move_var(be, ins[ext[0]], TO_HASH, default_prefix(a->view.arity));
             break;
         case RF_K_AGG:
-            if (!(a->view.d.kind == PLACE_REPLICATED ||
-                  (mk->nkeys > 0 && hash_prefix(a->view.d) >= 1 && hash_prefix(a->view.d) <= mk->nkeys)) && mov[0])
+            if (mov[0])
                 move_var(be, ins[ext[0]], mk->nkeys ? TO_HASH : TO_ALL, mk->nkeys);
             break;
         case RF_K_JOIN:
@@ -1393,11 +1426,7 @@ static rf_run_result run_fused_whole(rf_backend *be, const rf_hprogram *p, const
         case RF_K_UNION:
         case RF_K_DIFF: {
             bool keyed = mk->op == RF_K_JOIN || mk->op == RF_K_ANTIJOIN;
-            bool met = keyed ? pair_meets(a->view.d, b->view.d, mk->nkeys)
-                             : (mk->op == RF_K_DIFF && b->view.d.kind == PLACE_REPLICATED) ||
-                                   (a->view.d.kind == PLACE_REPLICATED && b->view.d.kind == PLACE_REPLICATED) ||
-                                   (a->view.d.kind == PLACE_HASH && same_dist(a->view.d, b->view.d));
-            if (!met && mov[0] && mov[1] && ins[ext[0]] != ins[ext[1]]) {
+            if (mov[0] && mov[1] && ins[ext[0]] != ins[ext[1]]) {
                 rf_dvar *x = ins[ext[0]], *y = ins[ext[1]];
                 if (keyed && mk->nkeys == 0) {   /* a cross product, an antijoin with no keys */
                     size_t rx = dist_var_rows(be, x), ry = dist_var_rows(be, y);
@@ -1412,15 +1441,15 @@ static rf_run_result run_fused_whole(rf_backend *be, const rf_hprogram *p, const
                     move_var(be, x, TO_HASH, j);
                     move_var(be, y, TO_HASH, j);
                 }
-            } else if (!met && mov[1]) {   /* to the other side as it is */
+            } else if (mov[1]) {   /* to the other side as it is */
                 (void)meet(be, ins[ext[1]], a->view.d, keyed ? mk->nkeys : hash_prefix(a->view.d));
-            } else if (!met && mov[0]) {
+            } else if (mov[0]) {
                 (void)meet(be, ins[ext[0]], b->view.d, keyed ? mk->nkeys : hash_prefix(b->view.d));
             }
             break;
         }
-        default:
-            ok = false;
+        default:   /* (met, or a MAP: nothing to move) */
+            break;
         }
         /* the sides as they are now, and the need checked again */
         for (int i = 0; i < 2; i++)
@@ -1428,47 +1457,15 @@ static rf_run_result run_fused_whole(rf_backend *be, const rf_hprogram *p, const
                 side[i]->view = *ins[ext[i]];
                 read[ext[i]] = true;
             }
-        switch (ok ? mk->op : RF_K_COUNT_) {
-        case RF_K_MAP:
-            break;
-        case RF_K_SORT: {
-            /* Rows holding row positions (shifted apart per rank after the
-             * run) are never equal on two ranks: deduplicated where they
-             * are, wherever that is (a set gather's JOIN that projects
-             * both sides' positions, TPC-H's bag bodies) */
-            bool apart = false;
-            for (int c = 0; c < a->view.arity; c++)
-                apart |= a->pos[c] >= 0;
-            ok = a->view.d.kind != PLACE_SPLIT || apart;
-            out = a->view.d;
-            break;
-        }
-        case RF_K_AGG:
-            ok = a->view.d.kind == PLACE_REPLICATED ||
-                 (mk->nkeys > 0 && hash_prefix(a->view.d) >= 1 && hash_prefix(a->view.d) <= mk->nkeys);
-            out = a->view.d;
-            break;
-        case RF_K_JOIN:
-            ok = pair_meets(a->view.d, b->view.d, mk->nkeys);
-            out = a->view.d.kind == PLACE_REPLICATED && b->view.d.kind == PLACE_REPLICATED ? replicated()
-                                                                                          : joined(mk, &a->view, &b->view);
-            break;
-        case RF_K_ANTIJOIN:
-            ok = b->view.d.kind == PLACE_REPLICATED || pair_meets(a->view.d, b->view.d, mk->nkeys);
-            out = a->view.d;
-            break;
-        case RF_K_UNION:
-        case RF_K_DIFF:
-            ok = (mk->op == RF_K_DIFF && b->view.d.kind == PLACE_REPLICATED) ||
-                 (a->view.d.kind == PLACE_REPLICATED && b->view.d.kind == PLACE_REPLICATED) ||
-                 (a->view.d.kind == PLACE_HASH && same_dist(a->view.d, b->view.d));
-            out = a->view.d;
-            break;
-        default:
-            ok = false;
-        }
+        ok = member_need_met(mk, a->view.d, b ? &b->view.d : NULL, apart);
         if (!ok)
             break;
+        dist out = a->view.d;   /* (SORT, AGG, ANTIJOIN, UNION, DIFF: their first input's) */
+        if (mk->op == RF_K_MAP)
+            out = a->view.d.kind == PLACE_REPLICATED ? replicated() : projected(mk, &a->view, 0);
+        else if (mk->op == RF_K_JOIN)
+            out = a->view.d.kind == PLACE_REPLICATED && b->view.d.kind == PLACE_REPLICATED ? replicated()
+                                                                                          : joined(mk, &a->view, &b->view);
         /* where the output's columns take row positions from */
         int ar = p->vars[mk->out].arity, na = a->view.arity, nb = b ? b->view.arity : 0;
         mv[m].view.d = out;
