@@ -782,9 +782,18 @@ static void dist_inputs_loaded(rf_backend *be)
     uint64_t count = rf_str_count(), print = rf_str_fingerprint();
     uint64_t w[4] = {count, ~count, print, ~print};
     control_allreduce(im, w, im->string_ids ? 4 : 1, RF_COMM_MAX);
-    if (im->string_ids && (w[0] != count || w[1] != ~count || w[2] != print || w[3] != ~print))
-        comm_failed(im, "internal error: the ranks' string dictionaries differ after reading the inputs "
-                        "(RF_DIST_STRING_IDS=0 moves strings as text)");
+    if (im->string_ids && (w[0] != count || w[1] != ~count || w[2] != print || w[3] != ~print)) {
+        /* every rank knows: rank 0 says so before any rank aborts the job
+         * (one more collective), so that the message is never lost to an
+         * abort from another rank */
+        if (im->comm->rank == 0)
+            fprintf(stderr, "redfox: error: rank 0 of %d: internal error: the ranks' string dictionaries differ "
+                            "after reading the inputs (RF_DIST_STRING_IDS=0 moves strings as text)\n",
+                    im->comm->size);
+        uint64_t said = 0;
+        control_allreduce(im, &said, 1, RF_COMM_SUM);
+        im->comm->abort(im->comm, RF_EXIT_RUNTIME_ERROR);
+    }
     im->connected = true;
 }
 
