@@ -181,6 +181,14 @@ struct rf_backend {
      * strings. False with st clear: not here (the runtime downloads). */
     bool (*block_hashes)(rf_backend *be, const rf_dvar *v, size_t block_rows, uint64_t seed, uint64_t **hashes,
                          size_t *nrows, rf_status *st);
+    /* Optional (NULL: rf_add_to_columns_copy, through a host table): adds
+     * add[c] (wrapping) to every value of column c of v, for c below v's
+     * arity, in place; add[c] == 0 leaves column c. The distribution layer
+     * shifts the row positions a rank numbered by the rows of the ranks
+     * before it this way. Rows keep their order: a caller whose columns
+     * must stay sorted and distinct adds no more than keeps them below
+     * 2^63. */
+    bool (*add_to_columns)(rf_backend *be, rf_dvar *v, const uint64_t *add, rf_status *st);
 };
 
 /* The backends' default wcoj_auto_ratio (how they were measured:

@@ -306,6 +306,23 @@ static bool hy_block_hashes(rf_backend *be, const rf_dvar *v, size_t block_rows,
     return b->block_hashes(b, v->side[s], block_rows, seed, hashes, nrows, st);
 }
 
+/* On the device where the rows are there (and it adds in place), else on
+ * the side holding them, through a host table; the other side's copy is
+ * stale after. */
+static bool hy_add_to_columns(rf_backend *be, rf_dvar *v, const uint64_t *add, rf_status *st)
+{
+    hybrid_impl *h = impl_of(be);
+    int s = v && v->valid[DEV] && h->be[DEV] && h->be[DEV]->add_to_columns ? DEV : held_on(v);
+    if (s < 0)
+        return true;   /* no rows */
+    rf_backend *b = h->be[s];
+    bool ok = b->add_to_columns ? b->add_to_columns(b, v->side[s], add, st)
+                                : rf_add_to_columns_copy(b, v->side[s], v->arity, add, st);
+    if (ok)
+        written_on(be, v, s);
+    return ok;
+}
+
 static bool has_member(const rf_kernel *k, rf_kop op)
 {
     for (int i = 0; k->op == RF_K_FUSED && i < k->fused->nmembers; i++)
@@ -607,6 +624,7 @@ static rf_backend *hybrid_over(rf_backend *device, rf_backend *host, arrival *ar
     be->print_stats = hy_print_stats;
     be->column_sign_uniform = hy_column_sign_uniform;
     be->block_hashes = hy_block_hashes;
+    be->add_to_columns = hy_add_to_columns;
     be->upload_unsorted = !device || device->upload_unsorted ? hy_upload_unsorted : NULL;
     be->program_begins = hy_program_begins;
     be->join_size = (!device || device->join_size) && host->join_size ? hy_join_size : NULL;

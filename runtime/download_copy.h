@@ -24,4 +24,22 @@ static inline bool rf_download_copy_at(rf_backend *b, const rf_dvar *v, rf_table
     return ok;
 }
 
+/* A backend's add_to_columns where it has none: v's rows (arity columns)
+ * downloaded, the constants added on the host, the rows uploaded again
+ * (the CPU backend's way: its download and upload are copies). */
+static inline bool rf_add_to_columns_copy(rf_backend *b, rf_dvar *v, int arity, const uint64_t *add, rf_status *st)
+{
+    if (b->var_rows(b, v) == 0)
+        return true;
+    rf_table t;
+    rf_table_init(&t, arity);
+    bool ok = b->download(b, v, &t, st);
+    for (int c = 0; ok && c < arity; c++)
+        for (size_t i = 0; add[c] && i < t.nrows; i++)
+            t.cols[c][i] += add[c];
+    ok = ok && b->upload(b, v, &t, st);
+    rf_table_free(&t);
+    return ok;
+}
+
 #endif

@@ -475,6 +475,8 @@ cudaError_t rf_k_gather_rows(cudaStream_t s, rf_cols src, int ncols, const uint6
 /* pos[n] = pos[n-1] + flags[n-1] (n >= 1): completes a flag scan. */
 cudaError_t rf_k_scan_tail(cudaStream_t s, const uint8_t *flags, uint64_t *pos, size_t n);
 cudaError_t rf_k_fill(cudaStream_t s, uint64_t *p, size_t n, uint64_t v);
+/* p[i] += v (wrapping), i < n. */
+cudaError_t rf_k_add_const(cudaStream_t s, uint64_t *p, size_t n, uint64_t v);
 /* Loads (lazy module loading: on first launch, ~0.1-0.2 ms each) the
  * library kernels that run after a generated kernel: a reducing gather's
  * slots, groups and finishes, the hash aggregate's folds. The start-up

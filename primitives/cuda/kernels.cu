@@ -736,6 +736,11 @@ __global__ void k_fill(uint64_t *p, uint64_t n, uint64_t v)
     RF_GRID_LOOP(i, n) p[i] = v;
 }
 
+__global__ void k_add_const(uint64_t *p, uint64_t n, uint64_t v)
+{
+    RF_GRID_LOOP(i, n) p[i] += v;
+}
+
 Shifts make_shifts(const int *shift, const int *bits, int n)
 {
     Shifts s{};
@@ -1170,6 +1175,11 @@ cudaError_t rf_k_scan_tail(cudaStream_t s, const uint8_t *flags, uint64_t *pos, 
 cudaError_t rf_k_fill(cudaStream_t s, uint64_t *p, size_t n, uint64_t v)
 {
     LAUNCH(k_fill, n, s, p, n, v);
+}
+
+cudaError_t rf_k_add_const(cudaStream_t s, uint64_t *p, size_t n, uint64_t v)
+{
+    LAUNCH(k_add_const, n, s, p, n, v);
 }
 
 } // extern "C"

@@ -3910,6 +3910,15 @@ bool rf_cuda_measure_pcie(rf_cuda_ctx *c, size_t bytes, double *d2h_gbs, double 
     return ok;
 }
 
+bool rf_drel_add_to_columns(rf_cuda_ctx *c, rf_drel *r, const uint64_t *add, rf_status *st)
+{
+    for (int k = 0; k < r->arity && r->nrows > 0; k++)
+        if (add[k] && !rf_cuda_check(c, rf_k_add_const(c->stream, r->data + (size_t)k * r->cap, r->nrows, add[k]),
+                                     "row positions shifted", st))
+            return false;
+    return true;
+}
+
 bool rf_drel_column_sign_uniform(rf_cuda_ctx *c, const rf_drel *r, int col)
 {
     if (col < 0 || col >= r->arity || r->nrows == 0)

@@ -114,6 +114,9 @@ size_t rf_drel_bytes(const rf_drel *r);
 /* True when every value of column col has the same top bit (false also on
  * a CUDA error, which only costs the caller a host scan). */
 bool rf_drel_column_sign_uniform(rf_cuda_ctx *c, const rf_drel *r, int col);
+/* Column k of r += add[k] (wrapping; add[k] == 0 leaves it), in place, on
+ * the context's stream (no host wait). */
+bool rf_drel_add_to_columns(rf_cuda_ctx *c, rf_drel *r, const uint64_t *add, rf_status *st);
 
 /* String order for typed comparisons and min/max on strings: rank[id] is the
  * position of string `id` in bytewise text order (the caller computes it

@@ -2301,6 +2301,36 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
     rf_cuda_print_select_plans(ctx, f);
 }
 
+/* The row positions a rank numbered shifted by the rows of the ranks before
+ * it (the distribution layer), on the device: one pass over the columns
+ * named, instead of the rows down to the host and back. The rows keep
+ * their order and their distinctness; a table made from runs is copied
+ * first (the runs are shared and immutable). */
+static bool gpu_add_to_columns(rf_backend *be, rf_dvar *v, const uint64_t *add, rf_status *st)
+{
+    rf_cuda_ctx *ctx = ctx_of(be);
+    if (!ensure_table(be, v, st) || !sort_pending(be, v, st))
+        return false;
+    bool distinct = v->distinct, sorted_set = v->sorted_set;
+    if (v->rel_is_view) {
+        rf_drel own;
+        rf_drel_init(&own, v->rel.arity);
+        if (!rf_drel_copy(ctx, &own, &v->rel, "row positions shifted", st)) {
+            rf_drel_free(ctx, &own);
+            return false;
+        }
+        becomes_table(be, v);   /* (the runs dropped: rel, their view, reset) */
+        v->rel = own;
+    } else {
+        becomes_table(be, v);   /* (a dense set of the old rows dropped; rel stays) */
+    }
+    v->distinct = distinct;
+    v->sorted_set = sorted_set;
+    v->stamp = ++impl_of(be)->last_stamp;
+    v->minus_stamp = 0;
+    return rf_drel_add_to_columns(ctx, &v->rel, add, st);
+}
+
 static bool gpu_column_sign_uniform(rf_backend *be, const rf_dvar *v, int col)
 {
     if (!v->table_ok && v->nruns > 1) {
@@ -2508,7 +2538,7 @@ static bool gpu_move_rows(rf_backend *be, rf_dvar *v, rf_move_rows *how, rf_stat
     int size = c->size, me = c->rank, ar = v->rel.arity;
     const char *trace_env = getenv("RF_DIST_TRACE");
     bool trace = trace_env && *trace_env && strcmp(trace_env, "0") != 0;
-    double t_start = trace ? rf_now() : 0, t_split = 0, t_counts = 0, t_sent = 0;
+    double t_start = trace ? rf_now() : 0, t_split = t_start, t_counts = t_start, t_sent = 0;   /* (from_all: no split, no counts) */
     if (size > RF_CUDA_MAX_RANKS || ar < 1)
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "internal error: a device move of %d columns over %d ranks", ar,
                        size);
@@ -3113,6 +3143,7 @@ rf_backend *rf_backend_gpu_new(rf_status *st)
     be->column_sign_uniform = gpu_column_sign_uniform;
     be->move_rows = gpu_move_rows;
     be->block_hashes = gpu_block_hashes;
+    be->add_to_columns = gpu_add_to_columns;
     be->impl = g;
     return be;
 }

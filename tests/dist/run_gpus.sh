@@ -150,6 +150,18 @@ for prog in "$tests/../programs/triangles.lql" "$work/tri_count.lql"; do
     fi
   done
 done
+# Row positions a fused group run whole projects, shifted apart per rank on
+# the device (gpu_add_to_columns; tests/dist/bag_positions.lql: without the
+# shift its rows collapse when they move), and the positions a MAP numbers.
+python3 -c 'for c in range(1000): print(c, 1, sep="\t")' >"$work/c.tsv"
+python3 -c 'for c in range(1000): print(0, c, 0, sep="\t")' >"$work/o.tsv"
+printf '0\t5\n' >"$work/l.tsv"
+RF_DIST_REPLICATE_ROWS=0 "$redfox" run "$here/bag_positions.lql" --input c="$work/c.tsv" --input o="$work/o.tsv" \
+  --input l="$work/l.tsv" --stats --gpus 2 >"$work/out" 2>"$work/err"
+n=$(grep -oE '[0-9]+ fused groups run whole' "$work/err" | cut -d' ' -f1)
+{ [ "$(grep -v '^#' "$work/out")" = "$(printf '0\t1000')" ] && [ "${n:-0}" -ge 1 ]; } ||
+  { echo "FAIL: bag_positions.lql on 2 GPUs: $(grep -v '^#' "$work/out") (want 0 1000), ${n:-0} groups run whole," \
+      "$(grep -m1 error "$work/err")"; fail=1; }
 # TPC-H SF 0.01 on two GPUs, where its data and DuckDB's answers are here
 # (tools/device_prepare.sh carries .data/tpch).
 if [ -f "$tests/../.data/tpch/sf0.01/lineitem.tbl" ] && [ -f "$tests/../.data/tpch/ref-sf0.01/q01.tsv" ]; then
