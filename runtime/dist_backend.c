@@ -2162,8 +2162,16 @@ static rf_run_result dist_run(rf_backend *be, const rf_hprogram *p, const rf_ker
         rf_run_result r = run_set_gather(be, p, k, outs, ins, stats, st);
         if (r == RF_RUN_MEMBERS)
             r = run_fused_whole(be, p, k, outs, ins, stats, st);
-        if (r == RF_RUN_MEMBERS)
+        if (r == RF_RUN_MEMBERS) {
             im->fused_as_members++;
+            if (im->trace) {
+                fprintf(stderr, "redfox: rank %d: fused group %s runs as its members:", im->comm->rank,
+                        var_name(outs[0]));
+                for (int m = 0; m < k->fused->nmembers; m++)
+                    fprintf(stderr, " %s", rf_kop_name(k->fused->members[m].op));
+                fputc('\n', stderr);
+            }
+        }
         return r;
     }
     int nin = k->op == RF_K_MULTIJOIN ? k->mj->nin : 2, nout = 1;

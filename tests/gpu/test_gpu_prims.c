@@ -1890,6 +1890,37 @@ static void test_tabulate_id_range(void)
         rf_expr_free(es[k]);
     }
     printf("id-range tables: %zu interned strings, %d row faults agreed\n", rf_str_count(), faults);
+    /* Fewer rows than interned strings (a rank of a distributed run: the
+     * whole dictionary, a part of the rows): only the ids some row holds
+     * are evaluated (present_ids). 100 / strlen(s) faults on the empty
+     * string, interned but in no row: over the whole range it would fall
+     * back to the distinct ids (a table short of the dictionary); over
+     * the present ids it is a table of every id, and each row still gets
+     * the host's value. */
+    size_t n = rf_str_count(), rows2 = n * 3 / 4;
+    CHECK(rows2 > 65536 && rows2 < n, "present ids: %zu rows for %zu strings", rows2, n);
+    rf_table in2;
+    rf_table_init(&in2, 4);
+    rf_table_resize(&in2, rows2);
+    for (size_t r = 0; r < in2.nrows; r++) {
+        in2.cols[0][r] = rf_word_from_int((int64_t)(r % 5));
+        in2.cols[1][r] = ids[(r * 2) % DISTINCT];   /* every other id of ids: half of them */
+        in2.cols[2][r] = ids[r % 16];
+        in2.cols[3][r] = rf_word_from_int(1);
+    }
+    rf_expr *ps[] = {
+        e2(RF_EX_LIKE, B, ecol(RF_TYPE_STRING, 1), estr("%special%requests%")),
+        e2(RF_EX_DIV, L, ecst(L, 100), e1(RF_EX_STRLEN, L, ecol(RF_TYPE_STRING, 1))),
+    };
+    for (size_t k = 0; k < sizeof ps / sizeof *ps; k++) {
+        bool host = false;
+        size_t ntab = 0;
+        compare_tabulated(ps[k], &in2, &host, &ntab, &faults);
+        CHECK(!host && ntab >= n, "present ids, expression %zu: %s, a table of %zu words for %zu strings", k,
+              host ? "host" : "device", ntab, n);
+        rf_expr_free(ps[k]);
+    }
+    rf_table_free(&in2);
     free(ids);
     rf_table_free(&in);
 }
