@@ -189,6 +189,24 @@ struct rf_backend {
      * must stay sorted and distinct adds no more than keeps them below
      * 2^63. */
     bool (*add_to_columns)(rf_backend *be, rf_dvar *v, const uint64_t *add, rf_status *st);
+    /* Optional, all four or none (NULL: every process reads each input
+     * file whole): input files read in shares. input_share: true where
+     * this process reads share *part of *nparts of an input's lines
+     * (rf_read_facts_share) instead of the whole file. Then, all processes
+     * together, for each such input in the same order:
+     * share_count(mine, &before) returns the sum of every process's mine
+     * and sets before to the sum over the shares before this one's (the
+     * lines of the shares, once a share, also when it could not be read;
+     * the rows read, where readers see row positions); share_settle(ok)
+     * is true where every share was read, else
+     * false with the status of the first share (in file order) that failed,
+     * the same on every process; upload_share(t) makes v the union of
+     * every process's t (each unsorted, duplicates allowed), deduplicated
+     * and placed by the backend. */
+    bool (*input_share)(rf_backend *be, int *part, int *nparts);
+    uint64_t (*share_count)(rf_backend *be, uint64_t mine, uint64_t *before);
+    bool (*share_settle)(rf_backend *be, bool ok, rf_status *st);
+    bool (*upload_share)(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st);
 };
 
 /* The backends' default wcoj_auto_ratio (how they were measured:

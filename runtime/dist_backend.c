@@ -113,6 +113,8 @@ typedef struct dist_impl {
     bool string_ids;        /* strings hash and move as ids (the top of this file) */
     size_t join_counts;     /* --join=auto's statistic counted where the rows are */
     bool fused_whole;       /* fused groups run whole on each rank where they can (RF_DIST_FUSED_WHOLE=0: off) */
+    bool input_shares;      /* input files read in shares (RF_DIST_INPUT_SHARES=0: whole on every rank) */
+    size_t input_shares_read;
     size_t fused_whole_runs, fused_as_members;
     size_t sets_left;
     bool fold;              /* keyless aggregates folded per rank (RF_DIST_FOLD=0: off) */
@@ -2364,6 +2366,80 @@ static bool dist_outputs_ready(rf_backend *be, rf_dvar *const *vars, int n, rf_s
 }
 
 /* Whether ok holds on every rank (one MAX all-reduce; all ranks together). */
+/* ---- Input files read in shares ----
+ * Each rank reads one share of an input's lines (rf_read_facts_share) and
+ * the rows go where they are placed (hashed on the first columns, as a
+ * whole file's rows are kept by keep_part), instead of every rank reading
+ * the whole file and keeping its rows: on one host the ranks share its
+ * cores, so reading the whole file on each took TPC-H SF 10's q03 3.9 s
+ * to load on two H200s against 1.6 s on one. Only inputs without string
+ * columns (every rank must intern every string in the same order: strings
+ * as ids) and, in the runtime, neither CSV nor rows from memory (inline
+ * facts go with rank 0's share). By default where relations move device
+ * to device (dist_program_begins says why); RF_DIST_INPUT_SHARES=1 on
+ * every backend (the CPU's tests), =0 never. */
+static bool dist_input_share(rf_backend *be, int *part, int *nparts)
+{
+    dist_impl *im = be->impl;
+    *part = im->comm->rank;
+    *nparts = im->comm->size;
+    return !im->solo && im->input_shares;
+}
+
+static uint64_t dist_share_count(rf_backend *be, uint64_t mine, uint64_t *before)
+{
+    dist_impl *im = be->impl;
+    rf_comm *c = im->comm;
+    uint64_t *per = rf_calloc((size_t)c->size, sizeof *per), total = 0;
+    per[c->rank] = mine;
+    control_allreduce(im, per, c->size, RF_COMM_SUM);
+    *before = 0;
+    for (int r = 0; r < c->size; r++) {
+        *before += r < c->rank ? per[r] : 0;
+        total += per[r];
+    }
+    free(per);
+    return total;
+}
+
+static bool dist_share_settle(rf_backend *be, bool ok, rf_status *st)
+{
+    dist_impl *im = be->impl;
+    rf_comm *c = im->comm;
+    uint64_t first = ok ? (uint64_t)c->size : (uint64_t)c->rank;   /* shares in rank order: the lowest fails first */
+    control_allreduce(im, &first, 1, RF_COMM_MIN);
+    if (first >= (uint64_t)c->size)
+        return true;
+    control_bcast_status(im, st, (int)first);
+    return false;
+}
+
+static bool dist_upload_share(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
+{
+    dist_impl *im = be->impl;
+    if (!upload_begins(v, t, st))
+        return false;
+    bool ok;
+    if (im->inner->upload_unsorted) {
+        ok = im->inner->upload_unsorted(im->inner, v->inner, t, st);
+    } else {
+        rf_table part;
+        rf_table_init(&part, t->arity);
+        rf_table_copy(&part, t);
+        rf_prim_sort_unique(&part);
+        ok = im->inner->upload(im->inner, v->inner, &part, st);
+        rf_table_free(&part);
+    }
+    if (!dist_share_settle(be, ok, st))   /* (the first rank that failed: its status everywhere) */
+        return false;
+    /* each rank's share is a set: equal rows of two shares meet where
+     * they are hashed to, and the move merges them as a set */
+    v->d = split();
+    move_var(be, v, TO_HASH, default_prefix(t->arity));
+    im->input_shares_read++;
+    return true;
+}
+
 static bool dist_agree(rf_backend *be, bool ok)
 {
     dist_impl *im = be->impl;
@@ -2444,6 +2520,9 @@ static void dist_print_stats(rf_backend *be, FILE *f)
     if (im->string_ids)
         fprintf(f, "  distributed: strings hashed and moved as dictionary ids (no kernel makes strings; every "
                    "rank's dictionary the same)\n");
+    if (im->input_shares_read)
+        fprintf(f, "  distributed: %zu input files read in shares (a share of the lines on each rank)\n",
+                im->input_shares_read);
     if (im->fused_whole_runs || im->fused_as_members)
         fprintf(f, "  distributed: %zu fused groups run whole on each rank, %zu as their members\n",
                 im->fused_whole_runs, im->fused_as_members);
@@ -2527,6 +2606,13 @@ static void dist_program_begins(rf_backend *be, const rf_hprogram *p)
         (void)rf_str_intern("\x01skew", 5);
     const char *whole = getenv("RF_DIST_FUSED_WHOLE");
     im->fused_whole = !(whole && strcmp(whole, "0") == 0);
+    /* input files in shares where rows move device to device (the GPUs);
+     * moved through host tables, the rows cost more than the parse saved
+     * (TPC-H SF 1 q03, two CPU ranks: load 7.2-12.3 s against 6.2-6.8 s;
+     * lineitem's move 2.0 s). RF_DIST_INPUT_SHARES=1: always, =0: never. */
+    const char *shares = getenv("RF_DIST_INPUT_SHARES");
+    im->input_shares = shares && *shares ? strcmp(shares, "0") != 0
+                                         : im->inner->move_rows != NULL && im->comm->alltoallv_device != NULL;
     const char *trace = getenv("RF_DIST_TRACE");
     im->trace = trace && *trace && strcmp(trace, "0") != 0;
     find_sets_that_may_stay(im, p);
@@ -2711,6 +2797,10 @@ rf_backend *rf_backend_dist_new(rf_backend *inner, rf_comm *comm)
     be->outputs_ready = dist_outputs_ready;
     be->outputs_local = dist_outputs_local;
     be->agree = dist_agree;
+    be->input_share = dist_input_share;
+    be->share_count = dist_share_count;
+    be->share_settle = dist_share_settle;
+    be->upload_share = dist_upload_share;
     /* --join=auto's statistic: each rank counts its pairs, the counts
      * summed (dist_join_size: the same count, so the same choice, on every
      * rank), with the inner backend's ratio */

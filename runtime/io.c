@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,6 +337,7 @@ typedef struct load_job {
     int print_col;             /* -1, or the unread column that gets a
                                   fingerprint of the row's unread fields */
     atomic_int first_failed;   /* earliest piece known to have failed */
+    int first_line;            /* the text's first line's number (a share of a file: not 1) */
 } load_job;
 
 /* Strings wait in a short queue before they are interned, in their order
@@ -961,7 +963,7 @@ static void plan_pieces(load_job *j, const char *text, size_t len, rf_table *t)
     split_lines(text, len, j->pieces, j->npieces);
     rf_par_for(j->npieces, count_lines, j);
     size_t at = t->nrows;
-    int line = 1;
+    int line = j->first_line;
     for (int p = 0; p < j->npieces; p++) {
         piece *pc = &j->pieces[p];
         pc->first_line = line;
@@ -1020,9 +1022,11 @@ static size_t gather_pieces(load_job *j)
 }
 
 static bool parse_facts(const char *name, const char *text, size_t len, rf_file_format fmt, int arity,
-                        const rf_type *types, const bool *needed, bool fingerprint, rf_table *t, rf_status *st)
+                        const rf_type *types, const bool *needed, bool fingerprint, int first_line, rf_table *t,
+                        rf_status *st)
 {
-    load_job j = {.name = name, .fmt = fmt, .arity = arity, .types = types, .needed = needed, .print_col = -1};
+    load_job j = {.name = name, .fmt = fmt, .arity = arity, .types = types, .needed = needed, .print_col = -1,
+                  .first_line = first_line};
     for (int c = 0; fingerprint && needed && c < arity && j.print_col < 0; c++)
         if (!needed[c])
             j.print_col = c;
@@ -1065,6 +1069,7 @@ static bool parse_facts(const char *name, const char *text, size_t len, rf_file_
 typedef struct read_job {
     int fd;
     char *buf;
+    size_t from;               /* the file offset of buf[0] */
     size_t len;
     size_t chunk;              /* bytes a task */
     int nchunks;
@@ -1077,7 +1082,7 @@ static void read_chunk(void *ctx, int k)
     read_job *rj = ctx;
     size_t off = (size_t)k * rj->chunk, end = off + rj->chunk < rj->len ? off + rj->chunk : rj->len;
     while (off < end) {
-        ssize_t got = pread(rj->fd, rj->buf + off, end - off, (off_t)off);
+        ssize_t got = pread(rj->fd, rj->buf + off, end - off, (off_t)(rj->from + off));
         if (got < 0 && errno == EINTR)
             continue;
         if (got <= 0) {
@@ -1099,6 +1104,24 @@ static size_t read_chunk_bytes(size_t len)
     return chunk < READ_CHUNK_MIN ? READ_CHUNK_MIN : chunk > READ_CHUNK_MAX ? READ_CHUNK_MAX : chunk;
 }
 
+/* Bytes [from, from + len) of fd into a new buffer (NUL-terminated), read
+ * by several threads at once; *err an errno, or -1 for a short read (the
+ * file changed), or 0. */
+static char *read_range(int fd, size_t from, size_t len, int *err)
+{
+    read_job rj = {.fd = fd, .from = from, .len = len};
+    rj.buf = rf_malloc(rj.len + 1);
+    rf_hint_huge_pages(rj.buf, rj.len + 1);
+    rj.chunk = read_chunk_bytes(rj.len ? rj.len : 1);
+    rj.nchunks = (int)((rj.len + rj.chunk - 1) / rj.chunk);
+    atomic_init(&rj.short_read, 0);
+    atomic_init(&rj.err, 0);
+    rf_par_for(rj.nchunks, read_chunk, &rj);
+    rj.buf[rj.len] = '\0';
+    *err = atomic_load(&rj.err) ? atomic_load(&rj.err) : atomic_load(&rj.short_read) ? -1 : 0;
+    return rj.buf;
+}
+
 static char *read_text(const char *path, size_t *len, rf_status *st)
 {
     int fd = open(path, O_RDONLY);
@@ -1111,35 +1134,27 @@ static char *read_text(const char *path, size_t *len, rf_status *st)
         close(fd);
         return rf_read_file(path, len, st);
     }
-    read_job rj = {.fd = fd, .len = (size_t)sb.st_size};
-    rj.buf = rf_malloc(rj.len + 1);
-    rf_hint_huge_pages(rj.buf, rj.len + 1);
-    rj.chunk = read_chunk_bytes(rj.len);
-    rj.nchunks = (int)((rj.len + rj.chunk - 1) / rj.chunk);
-    atomic_init(&rj.short_read, 0);
-    atomic_init(&rj.err, 0);
-    rf_par_for(rj.nchunks, read_chunk, &rj);
-    char probe;
-    bool grew = pread(fd, &probe, 1, (off_t)rj.len) == 1;
+    int err = 0;
+    char *buf = read_range(fd, 0, (size_t)sb.st_size, &err), probe;
+    bool grew = pread(fd, &probe, 1, (off_t)sb.st_size) == 1;
     close(fd);
-    if (atomic_load(&rj.err)) {
-        rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot read '%s': %s", path, strerror(atomic_load(&rj.err)));
-        free(rj.buf);
+    if (err > 0) {
+        rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot read '%s': %s", path, strerror(err));
+        free(buf);
         return NULL;
     }
-    if (atomic_load(&rj.short_read) || grew) { /* changed while read: read it the plain way */
-        free(rj.buf);
+    if (err < 0 || grew) { /* changed while read: read it the plain way */
+        free(buf);
         return rf_read_file(path, len, st);
     }
-    rj.buf[rj.len] = '\0';
-    *len = rj.len;
-    return rj.buf;
+    *len = (size_t)sb.st_size;
+    return buf;
 }
 
 bool rf_parse_facts(const char *name, const char *text, size_t len, rf_file_format fmt, int arity,
                     const rf_type *types, const bool *needed, rf_table *t, rf_status *st)
 {
-    return parse_facts(name, text, len, fmt, arity, types, needed, false, t, st);
+    return parse_facts(name, text, len, fmt, arity, types, needed, false, 1, t, st);
 }
 
 static bool read_facts(const char *path, rf_file_format fmt, int arity, const rf_type *types,
@@ -1149,7 +1164,7 @@ static bool read_facts(const char *path, rf_file_format fmt, int arity, const rf
     char *text = read_text(path, &len, st);
     if (!text)
         return false;
-    bool ok = parse_facts(path, text, len, fmt, arity, types, needed, fingerprint, t, st);
+    bool ok = parse_facts(path, text, len, fmt, arity, types, needed, fingerprint, 1, t, st);
     free(text);
     return ok;
 }
@@ -1164,4 +1179,79 @@ bool rf_read_facts_fingerprinted(const char *path, rf_file_format fmt, int arity
                                  const bool *needed, rf_table *t, rf_status *st)
 {
     return read_facts(path, fmt, arity, types, needed, true, t, st);
+}
+
+/* ---- One share of a file's lines (distributed runs) ----
+ * Share k of n begins after the first newline at or after byte
+ * len / n * k (k > 0; the file's start for k = 0) and ends where share
+ * k + 1 begins, as split_lines cuts pieces: the shares cover every line
+ * once, in order. */
+static bool share_start(int fd, size_t len, int k, int n, size_t *at)
+{
+    if (k <= 0) {
+        *at = 0;
+        return true;
+    }
+    if (k >= n) {
+        *at = len;
+        return true;
+    }
+    char block[65536];
+    for (size_t off = len / (size_t)n * (size_t)k; off < len;) {
+        ssize_t got = pread(fd, block, sizeof block < len - off ? sizeof block : len - off, (off_t)off);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return false;
+        const char *nl = memchr(block, '\n', (size_t)got);
+        if (nl) {
+            *at = off + (size_t)(nl - block) + 1;
+            return true;
+        }
+        off += (size_t)got;
+    }
+    *at = len;
+    return true;
+}
+
+bool rf_regular_file(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0;
+}
+
+bool rf_read_facts_share(const char *path, rf_file_format fmt, int arity, const rf_type *types, const bool *needed,
+                         bool fingerprint, int part, int nparts, uint64_t (*lines_before)(void *ctx, uint64_t lines),
+                         void *ctx, rf_table *t, rf_status *st)
+{
+    char *text = NULL;
+    size_t from = 0, to = 0;
+    int fd = open(path, O_RDONLY);
+    struct stat sb;
+    bool ok = fd >= 0;
+    if (!ok)
+        rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot open '%s': %s", path, strerror(errno));
+    else if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+        ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot read '%s' in shares: not a regular file", path);
+    errno = 0;
+    if (ok && !(share_start(fd, (size_t)sb.st_size, part, nparts, &from) &&
+                share_start(fd, (size_t)sb.st_size, part + 1, nparts, &to)))
+        ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot read '%s': %s", path, errno ? strerror(errno) : "short read");
+    size_t len = to > from ? to - from : 0;
+    if (ok) {
+        int err = 0;
+        text = read_range(fd, from, len, &err);
+        if (err)
+            ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "cannot read '%s': %s", path,
+                         err > 0 ? strerror(err) : "it changed while read");
+    }
+    if (fd >= 0)
+        close(fd);
+    /* every process asks, read or not (a collective in a distributed run) */
+    uint64_t before = lines_before(ctx, ok ? newlines(text, text + len) : 0);
+    if (ok)
+        ok = parse_facts(path, text, len, fmt, arity, types, needed, fingerprint,
+                         before < (uint64_t)INT_MAX ? (int)before + 1 : INT_MAX, t, st);
+    free(text);
+    return ok;
 }

@@ -297,6 +297,32 @@ static void append_memory_rows(rt *r, int v, const rf_table *rows, const bool *n
     }
 }
 
+/* Whether this process reads only its share of v's input file (a
+ * distributed run: rf_backend.input_share): a regular TBL or TSV file (a
+ * CSV record may span lines) of a set variable with no string column read
+ * (every process interns every input string in the same order). Every
+ * process decides alike: the same program and file. */
+static bool load_in_shares(rt *r, int v, const bool *needed, const char *path, rf_file_format fmt, int *part,
+                           int *nparts)
+{
+    const rf_hvar *hv = &r->p->vars[v];
+    if (!r->be->input_share || !r->be->input_share(r->be, part, nparts) || *nparts < 2 || !path ||
+        fmt == RF_FORMAT_CSV || hv->arity < 1 || !hv->sorted || !rf_regular_file(path))
+        return false;
+    for (int c = 0; c < hv->arity; c++)
+        if (hv->types[c] == RF_TYPE_STRING && (!needed || needed[c]))
+            return false;
+    return true;
+}
+
+static uint64_t share_lines_before(void *ctx, uint64_t lines)
+{
+    rf_backend *be = ctx;
+    uint64_t before = 0;
+    (void)be->share_count(be, lines, &before);
+    return before;
+}
+
 /* *rows_read: the rows read (facts, memory and file), before deduplication. */
 static bool load_columns(rt *r, int v, const bool *needed, size_t *rows_read, rf_status *st)
 {
@@ -321,11 +347,23 @@ static bool load_columns(rt *r, int v, const bool *needed, size_t *rows_read, rf
     if (memory)
         append_memory_rows(r, v, memory->rows, needed, &t);
     bool ok = true;
-    if (path)
+    int part = 0, nparts = 1;
+    bool shares = !memory && load_in_shares(r, v, needed, path, fmt, &part, &nparts);
+    if (shares) {
+        if (part != 0)   /* (the inline facts once, with the first share) */
+            rf_table_resize(&t, 0);
+        ok = rf_read_facts_share(path, fmt, hv->arity, hv->types, needed, needed && r->positions[v], part, nparts,
+                                 share_lines_before, r->be, &t, st);
+        ok = r->be->share_settle(r->be, ok, st);   /* (every process: the first failure's status) */
+    } else if (path)
         ok = needed && r->positions[v]
                  ? rf_read_facts_fingerprinted(path, fmt, hv->arity, hv->types, needed, &t, st)
                  : rf_read_facts(path, fmt, hv->arity, hv->types, needed, &t, st);
     *rows_read = t.nrows;
+    if (shares && ok && needed && r->positions[v]) {   /* (every process's rows: run_load compares them with v's) */
+        uint64_t before = 0;
+        *rows_read = r->be->share_count(r->be, t.nrows, &before);
+    }
     if (!ok && option) {
         char *note = rf_sprintf("from --input %s=%s", option->pred, option->path);
         rf_status_locate(st, NULL, note);
@@ -335,7 +373,9 @@ static bool load_columns(rt *r, int v, const bool *needed, size_t *rows_read, rf
         rf_status_locate(st, hv->input_where, note);
         free(note);
     }
-    if (ok && r->be->upload_unsorted) {
+    if (ok && shares) {
+        ok = ensure_var(r, v, st) && r->be->upload_share(r->be, r->dv[v], &t, st);
+    } else if (ok && r->be->upload_unsorted) {
         ok = ensure_var(r, v, st) && r->be->upload_unsorted(r->be, r->dv[v], &t, st);
     } else if (ok) {
         rf_prim_sort_unique(&t);

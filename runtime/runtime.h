@@ -207,6 +207,21 @@ bool rf_read_facts(const char *path, rf_file_format fmt, int arity, const rf_typ
  * column's words are no values of its type: nothing may read them. */
 bool rf_read_facts_fingerprinted(const char *path, rf_file_format fmt, int arity, const rf_type *types,
                                  const bool *needed, rf_table *t, rf_status *st);
+/* Whether path names a regular file of at least one byte (one that
+ * rf_read_facts_share can read a share of). */
+bool rf_regular_file(const char *path);
+/* The rows of share `part` of `nparts` of the file's lines (shares cut at
+ * newlines, in file order: a distributed run's process reads its own),
+ * parsed as rf_read_facts parses the whole file (rf_read_facts_fingerprinted
+ * where fingerprint); lines_before(ctx, lines)
+ * is told how many lines this share holds and returns how many the
+ * shares before it hold (every caller calls it exactly once, also when
+ * its share cannot be read), so that messages name the file's line. The
+ * caller excludes CSV (a record may span lines) and string columns (their
+ * ids would differ between processes). */
+bool rf_read_facts_share(const char *path, rf_file_format fmt, int arity, const rf_type *types, const bool *needed,
+                         bool fingerprint, int part, int nparts, uint64_t (*lines_before)(void *ctx, uint64_t lines),
+                         void *ctx, rf_table *t, rf_status *st);
 /* The same over text in memory (tests); `name` is used in messages. */
 bool rf_parse_facts(const char *name, const char *text, size_t len, rf_file_format fmt, int arity,
                     const rf_type *types, const bool *needed, rf_table *t, rf_status *st);

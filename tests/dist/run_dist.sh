@@ -121,6 +121,40 @@ RF_DIST_REPLICATE_ROWS=0 $mpi "$redfox" run "$here/bag_positions.lql" "${bp[@]}"
 n=$(grep -oE '[0-9]+ fused groups run whole' "$work/err" | cut -d' ' -f1)
 { [ "$(grep -v '^#' "$work/out")" = "$(printf '0\t1000')" ] && [ "${n:-0}" -ge 1 ]; } ||
   note "bag_positions.lql: $(grep -v '^#' "$work/out") (want 0 1000), ${n:-0} groups run whole"
+# Input files read in shares (each rank parses a share of the lines; the
+# rows go where they are hashed; on the CPU only with
+# RF_DIST_INPUT_SHARES=1): tc's answer on a file of 3000 lines, one of
+# fewer lines than ranks, one without a final newline, against one
+# process, and that shares were read (by default here: not); bad rows in a
+# later share, and in two shares: one process's message and exit, byte for
+# byte (the first in file order, its line the file's).
+python3 -c 'import random; random.seed(5)
+for i in range(3000): print(random.randrange(400), random.randrange(400), sep="\t")' >"$work/e.tsv"
+printf '1\t2\n2\t3\n' >"$work/short.tsv"
+printf '1\t2\n2\t3\n3\t4\n4\t1' >"$work/nonl.tsv"
+for f in e short nonl; do
+  "$redfox" run tc.lql --input edge="$work/$f.tsv" --count >"$work/one" 2>&1
+  for s in 1 ""; do
+    RF_DIST_INPUT_SHARES=$s $mpi "$redfox" run tc.lql --input edge="$work/$f.tsv" --count --stats >"$work/out" \
+      2>"$work/err" || note "tc on $f.tsv (RF_DIST_INPUT_SHARES=$s) exited $?"
+    n=$(grep -oE '[0-9]+ input files read in shares' "$work/err" | cut -d' ' -f1)
+    want=0
+    [ "$s" = 1 ] && want=1
+    { [ "$(grep '^#' "$work/out")" = "$(grep '^#' "$work/one")" ] && [ "${n:-0}" = $want ]; } ||
+      note "tc on $f.tsv (RF_DIST_INPUT_SHARES=$s): $(grep '^#' "$work/out") against $(grep '^#' "$work/one"), ${n:-0} shares"
+  done
+done
+awk 'NR==2500 {print "x\t1"; next} {print}' "$work/e.tsv" >"$work/bad1.tsv"
+awk 'NR==1700 || NR==2900 {print "7\t1\t3"; next} {print}' "$work/e.tsv" >"$work/bad2.tsv"
+for f in bad1 bad2; do
+  "$redfox" run tc.lql --input edge="$work/$f.tsv" --count >"$work/one" 2>"$work/one.err"
+  want_rc=$?
+  RF_DIST_INPUT_SHARES=1 timeout 60 $mpi "$redfox" run tc.lql --input edge="$work/$f.tsv" --count >"$work/out" \
+    2>"$work/err"
+  rc=$?
+  { [ $rc = $want_rc ] && [ $rc != 0 ] && cmp -s "$work/one.err" "$work/err" && [ ! -s "$work/out" ]; } ||
+    note "$f.tsv in shares: exit $rc (one process $want_rc), $(head -c 300 "$work/err") against $(head -c 300 "$work/one.err")"
+done
 # RF_DIST_TRACE=1: a line a relation moved (tc replicates its edges).
 RF_DIST_TRACE=1 $mpi "$redfox" run tc.lql --count >"$work/out" 2>"$work/err" || note "tc RF_DIST_TRACE=1 exited $?"
 grep -q '^redfox: rank 0 moved edge everywhere (through host memory): sent [0-9]* rows' "$work/err" ||

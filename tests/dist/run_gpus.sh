@@ -150,6 +150,17 @@ for prog in "$tests/../programs/triangles.lql" "$work/tri_count.lql"; do
     fi
   done
 done
+# Input files read in shares (the default on GPUs: each rank parses a share
+# of the lines, the rows moved device to device where they are hashed): tc
+# on a graph file, one GPU's hash, and that the share was read.
+python3 -c 'for c in range(20000):
+    for k in range(9): print(c * 10 + k, c * 10 + k + 1, sep="\t")' >"$work/g.tsv"
+"$redfox" run "$tests/../programs/tc.lql" --input edge="$work/g.tsv" --count --backend=gpu >"$work/one" 2>/dev/null
+"$redfox" run "$tests/../programs/tc.lql" --input edge="$work/g.tsv" --count --stats --gpus 2 >"$work/out" 2>"$work/err"
+n=$(grep -oE '[0-9]+ input files read in shares' "$work/err" | cut -d' ' -f1)
+{ [ "$(grep '^#' "$work/out")" = "$(grep '^#' "$work/one")" ] && [ "${n:-0}" = 1 ]; } ||
+  { echo "FAIL: tc in shares on 2 GPUs: $(grep '^#' "$work/out") against $(grep '^#' "$work/one"), ${n:-0} shares"
+    fail=1; }
 # Row positions a fused group run whole projects, shifted apart per rank on
 # the device (gpu_add_to_columns; tests/dist/bag_positions.lql: without the
 # shift its rows collapse when they move), and the positions a MAP numbers.
