@@ -908,32 +908,37 @@ static bool dist_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status
  * deduplicates the whole. (The runtime sorts a whole input on the host for
  * a backend without this entry: 60M rows of TPC-H SF 10's lineitem took a
  * GPU rank 50-75 s to load, against 2 s for one GPU.) */
+/* t's rows (unsorted, duplicates allowed) as v's part: sorted and
+ * deduplicated by the inner backend where it can, else on the host (in
+ * own, a table the caller lets it sort in place, or in a copy of t). */
+static bool inner_upload_unsorted(dist_impl *im, rf_dvar *v, const rf_table *t, rf_table *own, rf_status *st)
+{
+    if (im->inner->upload_unsorted)
+        return im->inner->upload_unsorted(im->inner, v->inner, own ? own : t, st);
+    rf_table copy;
+    if (!own) {
+        rf_table_init(&copy, t->arity);
+        rf_table_copy(&copy, t);
+    }
+    rf_table *s = own ? own : &copy;
+    rf_prim_sort_unique(s);
+    bool ok = im->inner->upload(im->inner, v->inner, s, st);
+    if (!own)
+        rf_table_free(&copy);
+    return ok;
+}
+
 static bool dist_upload_unsorted(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
 {
     dist_impl *im = be->impl;
     if (!upload_begins(v, t, st))
         return false;
+    if (im->solo)
+        return inner_upload_unsorted(im, v, t, NULL, st);
     rf_table part;
-    const rf_table *mine = t;
-    bool owned = !im->solo;
-    if (owned) {
-        keep_part(t, default_prefix(t->arity), v->types, im->comm->size, im->comm->rank, &part);
-        mine = &part;
-    }
-    bool ok;
-    if (im->inner->upload_unsorted) {
-        ok = im->inner->upload_unsorted(im->inner, v->inner, mine, st);
-    } else {
-        if (!owned) {
-            rf_table_init(&part, t->arity);
-            rf_table_copy(&part, t);
-            owned = true;
-        }
-        rf_prim_sort_unique(&part);
-        ok = im->inner->upload(im->inner, v->inner, &part, st);
-    }
-    if (owned)
-        rf_table_free(&part);
+    keep_part(t, default_prefix(t->arity), v->types, im->comm->size, im->comm->rank, &part);
+    bool ok = inner_upload_unsorted(im, v, &part, &part, st);
+    rf_table_free(&part);
     return ok;
 }
 
@@ -2419,17 +2424,7 @@ static bool dist_upload_share(rf_backend *be, rf_dvar *v, const rf_table *t, rf_
     dist_impl *im = be->impl;
     if (!upload_begins(v, t, st))
         return false;
-    bool ok;
-    if (im->inner->upload_unsorted) {
-        ok = im->inner->upload_unsorted(im->inner, v->inner, t, st);
-    } else {
-        rf_table part;
-        rf_table_init(&part, t->arity);
-        rf_table_copy(&part, t);
-        rf_prim_sort_unique(&part);
-        ok = im->inner->upload(im->inner, v->inner, &part, st);
-        rf_table_free(&part);
-    }
+    bool ok = inner_upload_unsorted(im, v, t, NULL, st);
     if (!dist_share_settle(be, ok, st))   /* (the first rank that failed: its status everywhere) */
         return false;
     /* each rank's share is a set: equal rows of two shares meet where

@@ -1247,11 +1247,20 @@ bool rf_read_facts_share(const char *path, rf_file_format fmt, int arity, const 
     }
     if (fd >= 0)
         close(fd);
-    /* every process asks, read or not (a collective in a distributed run) */
+    /* Parsed first, its lines counted from 1, and only then the lines of
+     * the shares before it asked for (every process asks, read or not: a
+     * collective in a distributed run, whose first one waits for the
+     * communicator to open, meanwhile); a share that failed is parsed
+     * again from its line in the file, so that the message names it. */
+    size_t had = t->nrows;
+    bool parsed = ok && parse_facts(path, text, len, fmt, arity, types, needed, fingerprint, 1, t, st);
     uint64_t before = lines_before(ctx, ok ? newlines(text, text + len) : 0);
-    if (ok)
-        ok = parse_facts(path, text, len, fmt, arity, types, needed, fingerprint,
-                         before < (uint64_t)INT_MAX ? (int)before + 1 : INT_MAX, t, st);
+    if (ok && !parsed && before > 0) {
+        rf_table_resize(t, had);
+        rf_status_init(st);
+        parsed = parse_facts(path, text, len, fmt, arity, types, needed, fingerprint,
+                             before < (uint64_t)INT_MAX ? (int)before + 1 : INT_MAX, t, st);
+    }
     free(text);
-    return ok;
+    return ok && parsed;
 }
