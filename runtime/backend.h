@@ -59,6 +59,10 @@ struct rf_backend {
      * reads (the CPU backend does: in a loop of one-row deltas they cost
      * as much as the kernels' work). */
     bool time_kernels;
+    /* Set by the backend: host tables it takes or fills whole (spilled
+     * variables, out-of-core parts and outputs) cross fastest when made in
+     * the host pool (rf_table_reserve_pooled: the GPU's pinned arena). */
+    bool pooled_tables;
 
     rf_dvar *(*var_new)(rf_backend *be, int arity, rf_status *st);
     void (*var_free)(rf_backend *be, rf_dvar *v);

@@ -615,6 +615,7 @@ static rf_backend *hybrid_over(rf_backend *device, rf_backend *host, arrival *ar
     be->var_free = hy_var_free;
     be->var_rows = hy_var_rows;
     be->upload = hy_upload;
+    be->pooled_tables = true;   /* (the device's, once it is there: the heap until) */
     be->download = hy_download;
     be->download_at = hy_download_at;
     be->run = hy_run;

@@ -3,6 +3,8 @@
 #include "ooc.h"
 #include "rf_prims.h"
 
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -323,7 +325,7 @@ static size_t lower_bound(const rf_table *t, rf_word v)
     return a;
 }
 
-void rf_ooc_cut(const rf_table *t, int col, bool sorted_by_col, const rf_ooc_range *ranges, int n,
+void rf_ooc_cut(const rf_table *t, int col, bool sorted_by_col, const rf_ooc_range *ranges, int n, bool pooled,
                 rf_table *parts, bool *views)
 {
     *views = sorted_by_col && col == 0;
@@ -351,6 +353,8 @@ void rf_ooc_cut(const rf_table *t, int col, bool sorted_by_col, const rf_ooc_ran
             total += k;
         }
         rf_table_init(&parts[i], t->arity);
+        if (pooled)
+            rf_table_reserve_pooled(&parts[i], total);
         rf_table_resize(&parts[i], total);
     }
     rf_par_for(j.nchunks, cut_write, &j);
@@ -368,4 +372,111 @@ void rf_ooc_parts_free(rf_table *parts, int n, bool views)
             rf_table_free(&parts[i]);
         }
     }
+}
+
+/* ---- The test host pool (RF_TEST_HOST_POOL) ----
+ * Live columns in an open-addressing set of their addresses; a removed
+ * one leaves a mark (the set's own address) until the next rehash. */
+#define TEST_POOL_OFFSET 64
+
+static struct {
+    pthread_mutex_t mu;
+    void **slots;
+    size_t cap, live, used;   /* used: live and marks */
+} tp = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static size_t tp_slot(const void *p, size_t cap) { return ((uintptr_t)p >> 6) * 11400714819323198485ull & (cap - 1); }
+
+static bool tp_mark(const void *s) { return s == (const void *)&tp; }
+
+static void tp_insert(void *p)
+{
+    if (2 * (tp.used + 1) > tp.cap) {   /* rehash the live columns into room for four times as many */
+        size_t cap = 256;
+        while (cap < 4 * (tp.live + 1))
+            cap *= 2;
+        void **slots = rf_calloc(cap, sizeof *slots);
+        for (size_t i = 0; i < tp.cap; i++)
+            if (tp.slots[i] && !tp_mark(tp.slots[i])) {
+                size_t j = tp_slot(tp.slots[i], cap);
+                while (slots[j])
+                    j = (j + 1) & (cap - 1);
+                slots[j] = tp.slots[i];
+            }
+        free(tp.slots);
+        tp.slots = slots;
+        tp.cap = cap;
+        tp.used = tp.live;
+    }
+    size_t j = tp_slot(p, tp.cap);
+    while (tp.slots[j])
+        j = (j + 1) & (tp.cap - 1);
+    tp.slots[j] = p;
+    tp.live++;
+    tp.used++;
+}
+
+/* p's slot, or -1. */
+static long tp_find(const void *p)
+{
+    if (!tp.cap)
+        return -1;
+    for (size_t j = tp_slot(p, tp.cap); tp.slots[j]; j = (j + 1) & (tp.cap - 1))
+        if (tp.slots[j] == p)
+            return (long)j;
+    return -1;
+}
+
+static void *tp_alloc(size_t bytes)
+{
+    char *block = rf_malloc(bytes + TEST_POOL_OFFSET);
+    pthread_mutex_lock(&tp.mu);
+    tp_insert(block + TEST_POOL_OFFSET);
+    pthread_mutex_unlock(&tp.mu);
+    return block + TEST_POOL_OFFSET;
+}
+
+static bool tp_owns(const void *p)
+{
+    pthread_mutex_lock(&tp.mu);
+    bool in = tp_find(p) >= 0;
+    pthread_mutex_unlock(&tp.mu);
+    return in;
+}
+
+static void tp_free(void *p)
+{
+    pthread_mutex_lock(&tp.mu);
+    long j = tp_find(p);
+    if (j >= 0) {
+        tp.slots[j] = (void *)&tp;
+        tp.live--;
+    }
+    pthread_mutex_unlock(&tp.mu);
+    if (j >= 0)
+        free((char *)p - TEST_POOL_OFFSET);
+}
+
+static void tp_shrink(void *p, size_t bytes)
+{
+    (void)p;   /* (the block keeps its size: still "the first bytes, in place") */
+    (void)bytes;
+}
+
+static const rf_host_pool test_pool = {.alloc = tp_alloc, .owns = tp_owns, .free = tp_free, .shrink = tp_shrink};
+
+static void test_pool_set(void) { (void)rf_host_pool_set(&test_pool); }
+
+void rf_ooc_test_pool_install(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, test_pool_set);
+}
+
+size_t rf_ooc_test_pool_live(void)
+{
+    pthread_mutex_lock(&tp.mu);
+    size_t n = tp.live;
+    pthread_mutex_unlock(&tp.mu);
+    return n;
 }

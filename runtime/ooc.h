@@ -53,9 +53,19 @@ int rf_ooc_ranges(const rf_table *t, int col, rf_ooc_range r, int n, rf_ooc_rang
  * parts[i] (initialised here, t's arity; rows keep their order). Where
  * sorted_by_col (col 0 of a sorted variable) the parts are views into t's
  * columns: *views set, and the caller must not free them (rf_ooc_parts_free
- * knows). Otherwise copies, made in one pass over t on the worker pool. */
-void rf_ooc_cut(const rf_table *t, int col, bool sorted_by_col, const rf_ooc_range *ranges, int n,
+ * knows). Otherwise copies, made in one pass over t on the worker pool (in
+ * the host pool where pooled: rf_table_reserve_pooled). */
+void rf_ooc_cut(const rf_table *t, int col, bool sorted_by_col, const rf_ooc_range *ranges, int n, bool pooled,
                 rf_table *parts, bool *views);
 void rf_ooc_parts_free(rf_table *parts, int n, bool views);
+
+/* RF_TEST_HOST_POOL=1: a host pool for the CPU backend's tests, so that
+ * the pooled tables' paths (rf_table_reserve_pooled) run without a GPU:
+ * its columns are heap blocks offset by 64 bytes, so one freed or
+ * reallocated by the heap instead of the pool aborts (ASan names it).
+ * Installed once a process; no other pool may be. */
+void rf_ooc_test_pool_install(void);
+/* Columns the test pool holds now. */
+size_t rf_ooc_test_pool_live(void);
 
 #endif

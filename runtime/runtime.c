@@ -86,6 +86,8 @@ typedef struct rt {
     rf_dvar **part_in;       /* its inputs by position (NULL: as usual) */
     int ooc_force;
     bool ooc_copy_parts;     /* RF_OOC_DOWNLOAD_AT=off: never the backend's download_at */
+    bool pooled;             /* host tables that cross made in the host pool (be->pooled_tables) */
+    bool pool_always;        /* from the first (RF_TEST_HOST_POOL), not from the first kernel run in parts: pool_now */
     size_t ooc_kernels, ooc_parts, ooc_splits;
     struct ooc_hint { const rf_kernel *k; size_t parts, rows; } *ooc_hints;
     int nooc_hints;
@@ -98,6 +100,15 @@ static bool kernel_frees(const rf_kernel *k, int var)
             return true;
     return false;
 }
+
+/* Whether a host table that will cross to the device is made in the host
+ * pool (pinned on the GPU: it then crosses at the bus's speed, but pinning
+ * costs more than a staged copy, once for the arena's size). Only once a
+ * kernel has run in parts: then the run is out of core and its loop will
+ * send tables across again and again, reusing the arena (a run that spills
+ * once and runs one kernel in parts, SG p2p-Gnutella09 under 1G on an H200,
+ * lost 0.1 s pinning 2 GB it used once). RF_TEST_HOST_POOL: always. */
+static bool pool_now(const rt *r) { return r->pooled && (r->ooc_kernels > 0 || r->pool_always); }
 
 static void drop_spilled(rt *r, int v)
 {
@@ -173,6 +184,8 @@ static bool spill_var(rt *r, int v, rf_status *st)
 {
     rf_table *t = rf_calloc(1, sizeof *t);
     rf_table_init(t, r->p->vars[v].arity);
+    if (pool_now(r))   /* (what is spilled crosses back whole or in parts) */
+        rf_table_reserve_pooled(t, r->be->var_rows(r->be, r->dv[v]));
     double t0 = rf_now();
     bool ok = r->be->download(r->be, r->dv[v], t, st);
     r->move_seconds += rf_now() - t0;
@@ -629,14 +642,12 @@ static bool append_download(rt *r, const rf_dvar *d, rf_table *t, rf_status *st)
     return ok;
 }
 
-/* The room the doublings left given back (large columns are remapped). */
+/* The room the doublings left given back (in place: large columns are
+ * remapped, pinned ones cut). */
 static void table_fit(rf_table *t)
 {
-    if (t->nrows && t->cap > t->nrows + t->nrows / 4) {
-        for (int c = 0; c < t->arity; c++)
-            t->cols[c] = rf_realloc(t->cols[c], t->nrows * sizeof(rf_word));
-        t->cap = t->nrows;
-    }
+    if (t->nrows && t->cap > t->nrows + t->nrows / 4)
+        rf_table_shrink(t, t->nrows);
 }
 
 /* One part: a key range and each bounded input position's rows in it. */
@@ -666,7 +677,8 @@ static void ooc_cut(rt *r, const rf_ooc_split *sp, rf_table *const *whole, const
         if (!bounded_pos(sp, i))
             continue;
         bool views;
-        rf_ooc_cut(whole[i], sp->col[i], r->p->vars[sp->var[i]].sorted, ranges, n, cut, &views);
+        rf_ooc_cut(whole[i], sp->col[i], r->p->vars[sp->var[i]].sorted, ranges, n, pool_now(r), cut,
+                   &views);
         for (int j = 0; j < n; j++) {
             parts[j].rows[i] = cut[j];
             parts[j].views[i] = views;
@@ -829,19 +841,23 @@ static bool run_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats 
         }
     }
     /* Room in the output for as many rows as the inputs hold (a union's,
-     * a difference's, a sort's bound; a join may need more, and doubles
-     * it): address space only until the parts' rows arrive, and the rest
-     * given back at the end. Grown by doubling from nothing, columns of up
-     * to tens of MB are copied at each step (glibc remaps only larger
-     * ones): on the CPU backend, TC p2p-Gnutella09 at 64M lost ~1 s. */
-    size_t out_bound = 0;
+     * a sort's bound; a difference's is its first input's; a join may need
+     * more, and doubles it), the rest given back at the end: in the heap
+     * address space only until the parts' rows arrive; in the host pool
+     * pinned at once, so the bound is kept tight. Grown by doubling from
+     * nothing, columns of up to tens of MB are copied at each step (glibc
+     * remaps only larger ones): on the CPU backend, TC p2p-Gnutella09 at
+     * 64M lost ~1 s. */
+    size_t out_bound = 0, diff_bound = 0;
     for (int i = 0; ok && i < sp.npos; i++) {
         int v = sp.var[i];
         bool first = v >= 0;   /* each variable once: one column of it is at most what the host holds */
         for (int j = 0; first && j < i; j++)
             first = sp.var[j] != v;
-        if (first)
-            out_bound += full[v] ? full[v]->nrows : var_rows_of(r, v);
+        size_t rows = first ? (full[v] ? full[v]->nrows : var_rows_of(r, v)) : 0;
+        out_bound += rows;
+        if (first && k->op == RF_K_DIFF && v == k->in[0])
+            diff_bound = rows;
     }
     /* The parts still to run, in increasing range order. */
     size_t cap = 0, nq = 0, head = 0, pivot_rows = 0;
@@ -874,13 +890,14 @@ static bool run_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats 
     }
     rf_table *acc = rf_calloc(1, sizeof *acc), *acc2 = NULL;
     rf_table_init(acc, r->p->vars[out].arity);
+    void (*reserve)(rf_table *, size_t) = pool_now(r) ? rf_table_reserve_pooled : rf_table_reserve;
     if (ok)
-        rf_table_reserve(acc, out_bound);
+        reserve(acc, k->op == RF_K_DIFF ? diff_bound : out_bound);
     if (un) {   /* the union: f's rows and the difference's */
         acc2 = rf_calloc(1, sizeof *acc2);
         rf_table_init(acc2, r->p->vars[out2].arity);
         if (ok)
-            rf_table_reserve(acc2, out_bound);
+            reserve(acc2, out_bound);
     }
     size_t ran = 0;
     double own_bytes = 0, whole_bytes = 0;
@@ -1789,10 +1806,18 @@ static bool hash_in_backend(rt *r, int v, const rf_hvar *hv, size_t *nrows, uint
 }
 
 /* An output's rows into t (initialised with its arity): downloaded, or
- * taken over from host memory where --device-memory spilled it. */
-static bool fetch_output(rt *r, int v, rf_table *t, rf_status *st)
+ * from host memory where --device-memory spilled it: taken over where
+ * nothing reads it after (take), else copied (two sinks may write one
+ * predicate). (A copy of TC's 21M rows on p2p-Gnutella09 into fresh pages
+ * was most of a 64M out-of-core run's 0.3 s of output.) */
+static bool fetch_output(rt *r, int v, rf_table *t, bool take, rf_status *st)
 {
-    if (r->spilled && r->spilled[v]) {   /* copied: two sinks may write one predicate */
+    if (r->spilled && r->spilled[v] && take) {
+        rf_table_move(t, r->spilled[v]);
+        drop_spilled(r, v);
+        return true;
+    }
+    if (r->spilled && r->spilled[v]) {
         rf_table_copy(t, r->spilled[v]);
         return true;
     }
@@ -1844,7 +1869,7 @@ static bool write_outputs(rt *r, const int *outs, int nouts, rf_status *st)
         }
         rf_table t;
         rf_table_init(&t, hv->arity);
-        ok = fetch_output(r, outs[i], &t, st);
+        ok = fetch_output(r, outs[i], &t, true, st);   /* (outs holds each variable once) */
         if (r->trace) {
             char *name = rf_sprintf("download %s", var_label(hv));
             rf_trace_slice(r->trace, RF_TRACK_MAIN, name, "download", d0, rf_now(),
@@ -1945,7 +1970,7 @@ static bool write_sinks(rt *r, const int *outs, int nouts, rf_status *st)
         const rf_hvar *hv = &p->vars[var_of[s]];
         rf_table t;
         rf_table_init(&t, hv->arity);
-        ok = fetch_output(r, var_of[s], &t, st);
+        ok = fetch_output(r, var_of[s], &t, false, st);
         if (ok) {
             output_rows(r, var_of[s], &t, hv);
             double w0 = rf_now();
@@ -1990,7 +2015,7 @@ static bool give_results(rt *r, const int *outs, int nouts, rf_status *st)
         const rf_hvar *hv = &r->p->vars[outs[i]];
         rf_table t;
         rf_table_init(&t, hv->arity);
-        ok = fetch_output(r, outs[i], &t, st);
+        ok = fetch_output(r, outs[i], &t, false, st);
         if (ok) {
             output_rows(r, outs[i], &t, hv);
             ok = r->opt->result_callback(r->opt->result_ctx, var_label(hv), &t, hv->types, st);
@@ -2150,6 +2175,11 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
          * into place (for measuring, and the tests of that path). */
         const char *at = getenv("RF_OOC_DOWNLOAD_AT");
         r.ooc_copy_parts = at && strcmp(at, "off") == 0;
+        const char *pool = getenv("RF_TEST_HOST_POOL");
+        if (pool && strcmp(pool, "1") == 0)
+            rf_ooc_test_pool_install();
+        r.pool_always = pool && strcmp(pool, "1") == 0;
+        r.pooled = r.be->pooled_tables || r.pool_always;
     }
     r.ks = rf_calloc((size_t)p->nblocks + 1, sizeof *r.ks);
     r.entries = rf_calloc((size_t)p->nblocks + 1, sizeof *r.entries);

@@ -247,6 +247,7 @@ rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
     rf_cuda_ctx *c = rf_calloc(1, sizeof *c);
     c->device = device;
     pthread_mutex_init(&c->prime_lock, NULL);
+    rf_cuda_host_arena_start();
     struct cudaDeviceProp prop;
     if (!rf_cuda_check(c, cudaSetDevice(device), "cudaSetDevice", st) ||
         !rf_cuda_check(c, cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties", st))
@@ -709,6 +710,33 @@ static cudaError_t stage_copy(rf_cuda_ctx *c, rf_word *dev, size_t cap, rf_word 
     return (cudaError_t)atomic_load(&j.failed);
 }
 
+/* Whether every host column [host[k], + col_bytes) lies in the pinned
+ * arena (host_arena.c): then it crosses in one copy a column, no staging. */
+static bool host_cols_pinned(rf_word *const *host, int arity, size_t col_bytes)
+{
+    for (int k = 0; k < arity; k++)
+        if (!rf_cuda_host_pinned(host[k], col_bytes))
+            return false;
+    return arity > 0 && col_bytes > 0;
+}
+
+/* One copy a column between a device relation's columns and pinned host
+ * columns, on c->stream, waited for (the caller may free the host side as
+ * soon as this returns). */
+static bool pinned_copy(rf_cuda_ctx *c, rf_word *dev, size_t cap, rf_word *const *host, int arity, size_t col_bytes,
+                        bool up, rf_status *st)
+{
+    for (int k = 0; k < arity; k++) {
+        rf_word *d = dev + (size_t)k * cap;
+        cudaError_t e = up ? cudaMemcpyAsync(d, host[k], col_bytes, cudaMemcpyHostToDevice, c->stream)
+                           : cudaMemcpyAsync(host[k], d, col_bytes, cudaMemcpyDeviceToHost, c->stream);
+        if (!rf_cuda_check(c, e, up ? "upload" : "download", st))
+            return false;
+    }
+    *(up ? &c->io.pinned_up_bytes : &c->io.pinned_down_bytes) += col_bytes * (size_t)arity;
+    return rf_cuda_sync(c, st);
+}
+
 /* Large fresh columns (64 MB and more: glibc maps each as a mapping of its
  * own): ask for transparent huge pages (512 times fewer faults); a no-op
  * where THP is off or the memory is faulted already. The whole mapping is
@@ -755,8 +783,10 @@ bool rf_drel_download_at(rf_cuda_ctx *c, const rf_drel *r, rf_table *t, size_t a
         if (at == 0 && t->cap * 8 >= ((size_t)64 << 20)) /* the first piece: the whole column advised */
             advise_huge(t->cols[k], t->cap * 8);
     }
-    bool ok = rf_cuda_sync(c, st);
-    if (ok && r->arity > 0 && col_bytes > 0) {
+    bool ok;
+    if (host_cols_pinned(host, r->arity, col_bytes)) {
+        ok = pinned_copy(c, r->data, r->cap, host, r->arity, col_bytes, false, st);
+    } else if ((ok = rf_cuda_sync(c, st)) && r->arity > 0 && col_bytes > 0) {
         cudaError_t e = stage_copy(c, r->data, r->cap, host, r->arity, col_bytes, false, (size_t)256 << 10);
         if (e != cudaSuccess)
             ok = rf_cuda_check(c, e, "download", st);
@@ -774,8 +804,10 @@ bool rf_drel_download(rf_cuda_ctx *c, const rf_drel *r, rf_table *t, rf_status *
     for (int k = 0; k < r->arity && col_bytes >= ((size_t)64 << 20); k++)
         advise_huge(t->cols[k], col_bytes);
     /* The chunk threads read device memory on their own streams. */
-    bool ok = rf_cuda_sync(c, st);
-    if (ok && r->arity > 0 && col_bytes > 0) {
+    bool ok;
+    if (host_cols_pinned(t->cols, r->arity, col_bytes)) {
+        ok = pinned_copy(c, r->data, r->cap, t->cols, r->arity, col_bytes, false, st);
+    } else if ((ok = rf_cuda_sync(c, st)) && r->arity > 0 && col_bytes > 0) {
         /* Chunks of a staging buffer, or smaller where that would leave
          * threads idle: into fresh memory the copy out is page faults (~2.7
          * us a 4 KB page in the VM), which go as fast as threads take them
@@ -804,7 +836,9 @@ bool rf_drel_upload(rf_cuda_ctx *c, rf_drel *r, const rf_table *t, const char *w
         return false;
     size_t col_bytes = t->nrows * 8, total = col_bytes * (size_t)t->arity;
     bool ok = true;
-    if (total >= RF_STAGED_UPLOAD_MIN && c->nstage > 1) {
+    if (host_cols_pinned(t->cols, t->arity, col_bytes)) {
+        ok = pinned_copy(c, tmp.data, tmp.cap, t->cols, t->arity, col_bytes, true, st);
+    } else if (total >= RF_STAGED_UPLOAD_MIN && c->nstage > 1) {
         /* The allocation is ordered on c->stream; the staging streams
          * write it only once that is done. */
         ok = rf_cuda_sync(c, st);
@@ -3983,6 +4017,110 @@ bool rf_cuda_measure_pcie(rf_cuda_ctx *c, size_t bytes, double *d2h_gbs, double 
         *(dir == 0 ? d2h_gbs : h2d_gbs) = best;
     }
     rf_cuda_free(c, dev, bytes);
+    return ok;
+}
+
+/* The best of three timings of moving bytes, as GB/s. */
+static double best_rate(size_t bytes, double seconds[3])
+{
+    double best = 0;
+    for (int i = 0; i < 3; i++)
+        if (seconds[i] > 0 && (double)bytes / seconds[i] / 1e9 > best)
+            best = (double)bytes / seconds[i] / 1e9;
+    return best;
+}
+
+/* The library's upload of t into d and download back into t, timed. */
+static bool library_moves(rf_cuda_ctx *c, rf_drel *d, rf_table *t, size_t bytes, double *up, double *down,
+                          rf_status *st)
+{
+    double sec[3];
+    bool ok = true;
+    for (int dir = 0; ok && dir < 2; dir++) {
+        for (int rep = 0; ok && rep < 3; rep++) {
+            double t0 = rf_now();
+            ok = dir == 0 ? rf_drel_upload(c, d, t, "move rates", st) : rf_drel_download_at(c, d, t, 0, st);
+            sec[rep] = rf_now() - t0;
+        }
+        *(dir == 0 ? up : down) = best_rate(bytes, sec);
+    }
+    return ok;
+}
+
+bool rf_cuda_measure_moves(rf_cuda_ctx *c, size_t bytes, rf_move_rates *m, rf_status *st)
+{
+    memset(m, 0, sizeof *m);
+    size_t rows = bytes / 16 ? bytes / 16 : 1;
+    bytes = rows * 16;
+    rf_table t;
+    rf_table_init(&t, 2);
+    rf_table_resize(&t, rows);
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < rows; i++)
+            t.cols[k][i] = i * 2 + (size_t)k;
+    rf_drel d;
+    rf_drel_init(&d, 2);
+    double sec[3];
+    bool ok = library_moves(c, &d, &t, bytes, &m->staged_up, &m->staged_down, st);   /* staged: pageable */
+    for (int rep = 0; ok && rep < 3; rep++) {
+        rf_table f;
+        rf_table_init(&f, 2);
+        rf_table_reserve(&f, rows);
+        double t0 = rf_now();
+        ok = rf_drel_download_at(c, &d, &f, 0, st);
+        sec[rep] = rf_now() - t0;
+        rf_table_free(&f);
+    }
+    m->staged_down_fresh = best_rate(bytes, sec);
+    for (int rep = 0; ok && rep < 3; rep++) {   /* pinning what is faulted */
+        double t0 = rf_now();
+        for (int k = 0; ok && k < 2; k++)
+            ok = rf_cuda_check(c, cudaHostRegister(t.cols[k], rows * 8, cudaHostRegisterDefault), "host register", st);
+        sec[rep] = rf_now() - t0;
+        if (ok && rep < 2)
+            for (int k = 0; k < 2; k++)
+                cudaHostUnregister(t.cols[k]);
+    }
+    m->host_register = best_rate(bytes, sec);
+    for (int dir = 0; ok && dir < 2; dir++) {   /* pinned (t's columns, registered) */
+        for (int rep = 0; ok && rep < 3; rep++) {
+            ok = rf_cuda_sync(c, st);
+            double t0 = rf_now();
+            for (int k = 0; ok && k < 2; k++)
+                ok = rf_cuda_check(c, dir == 0 ? cudaMemcpyAsync(d.data + (size_t)k * d.cap, t.cols[k], rows * 8,
+                                                                 cudaMemcpyHostToDevice, c->stream)
+                                               : cudaMemcpyAsync(t.cols[k], d.data + (size_t)k * d.cap, rows * 8,
+                                                                 cudaMemcpyDeviceToHost, c->stream),
+                                   "pinned move", st);
+            ok = ok && rf_cuda_sync(c, st);
+            sec[rep] = rf_now() - t0;
+        }
+        *(dir == 0 ? &m->pinned_up : &m->pinned_down) = best_rate(bytes, sec);
+    }
+    for (int k = 0; k < 2; k++)
+        cudaHostUnregister(t.cols[k]);
+    (void)cudaGetLastError();
+    for (int rep = 0; ok && rep < 3; rep++) {
+        void *p = NULL;
+        double t0 = rf_now();
+        ok = rf_cuda_check(c, cudaHostAlloc(&p, bytes, cudaHostAllocDefault), "host alloc", st);
+        if (ok)
+            cudaFreeHost(p);
+        sec[rep] = rf_now() - t0;
+    }
+    m->host_alloc = best_rate(bytes, sec);
+    rf_table a;   /* in the arena */
+    rf_table_init(&a, 2);
+    rf_table_reserve_pooled(&a, rows);
+    rf_table_resize(&a, rows);
+    if (ok && rf_cuda_host_pinned(a.cols[0], rows * 8)) {
+        for (int k = 0; k < 2; k++)
+            memcpy(a.cols[k], t.cols[k], rows * 8);
+        ok = library_moves(c, &d, &a, bytes, &m->arena_up, &m->arena_down, st);
+    }
+    rf_table_free(&a);
+    rf_drel_free(c, &d);
+    rf_table_free(&t);
     return ok;
 }
 

@@ -73,6 +73,7 @@ bool rf_cuda_timer_stop(rf_cuda_ctx *c, double *seconds, rf_status *st);
 typedef struct rf_cuda_io_stats {
     size_t upload_bytes, download_bytes;
     double upload_seconds, download_seconds;
+    size_t pinned_up_bytes, pinned_down_bytes;   /* of those, straight from and into pinned tables */
     size_t allocs, syncs;
     double init_seconds;       /* context creation (driver, pool, buffers) */
 } rf_cuda_io_stats;
@@ -85,6 +86,26 @@ bool rf_cuda_measure_floors(rf_cuda_ctx *c, size_t bytes, size_t n, double *copy
 /* Host<->device bandwidth through pinned memory (GB/s), in chunks as the
  * downloads use them: the floor of moving an answer to the host. */
 bool rf_cuda_measure_pcie(rf_cuda_ctx *c, size_t bytes, double *d2h_gbs, double *h2d_gbs, rf_status *st);
+/* What moving a two-column table of `bytes` between host and device costs
+ * by each path an out-of-core part could take (GB/s, best of 3): the
+ * staged copies of rf_drel_upload / rf_drel_download_at from and into
+ * pageable memory (faulted in, and fresh), one copy a column from and into
+ * pinned memory, and pinning itself: cudaHostRegister (with its
+ * unregister) of faulted pageable memory and cudaHostAlloc (with its
+ * free); and the library's own upload and download of a table made in the
+ * pinned arena. For bench/gpu_floors.c --moves. */
+typedef struct rf_move_rates {
+    double staged_up, staged_down, staged_down_fresh, pinned_up, pinned_down, host_register, host_alloc;
+    double arena_up, arena_down;   /* rf_drel_upload / _download_at of a table in the arena (0: none) */
+} rf_move_rates;
+bool rf_cuda_measure_moves(rf_cuda_ctx *c, size_t bytes, rf_move_rates *m, rf_status *st);
+/* The pinned host arena (host_arena.c): started with the first context
+ * (unless RF_CUDA_PINNED_MAX is 0), it holds tables made with
+ * rf_table_reserve_pooled, which cross the bus without staging. Whether
+ * [p, p + bytes) lies in it; the bytes it has pinned. */
+void rf_cuda_host_arena_start(void);
+bool rf_cuda_host_pinned(const void *p, size_t bytes);
+size_t rf_cuda_host_pinned_bytes(void);
 /* Waits for all queued work. */
 bool rf_cuda_sync(rf_cuda_ctx *c, rf_status *st);
 

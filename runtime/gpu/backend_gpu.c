@@ -2262,6 +2262,10 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
             io.init_seconds, io.upload_bytes / 1e6, io.upload_seconds,
             io.upload_seconds > 0 ? io.upload_bytes / io.upload_seconds / 1e9 : 0.0, io.download_bytes / 1e6,
             io.download_seconds, io.download_seconds > 0 ? io.download_bytes / io.download_seconds / 1e9 : 0.0);
+    if (io.pinned_up_bytes || io.pinned_down_bytes)
+        fprintf(f, "  gpu: of those, %.1f MB up and %.1f MB down straight from and into pinned host tables (arena %.1f "
+                   "MB)\n",
+                io.pinned_up_bytes / 1e6, io.pinned_down_bytes / 1e6, rf_cuda_host_pinned_bytes() / 1e6);
     if (impl_of(be)->bound[0])
         fprintf(f, "  gpu: %s\n", impl_of(be)->bound);
     fprintf(f, "  gpu: %zu pool allocations, %zu host waits; peak device memory %.1f MiB\n", io.allocs, io.syncs,
@@ -3129,6 +3133,7 @@ rf_backend *rf_backend_gpu_new(rf_status *st)
     be->var_free = gpu_var_free;
     be->var_rows = gpu_var_rows;
     be->upload = gpu_upload;
+    be->pooled_tables = true;   /* (the pinned arena: host_arena.c) */
     be->upload_unsorted = gpu_upload_unsorted;
     be->download = gpu_download;
     be->download_at = gpu_download_at;

@@ -227,7 +227,7 @@ static void check_cut(const rf_table *t, bool sorted, int n)
     }
     rf_table parts[64 + 3];
     bool views;
-    rf_ooc_cut(t, 0, sorted, ranges, got, parts, &views);
+    rf_ooc_cut(t, 0, sorted, ranges, got, false, parts, &views);
     CU_ASSERT_EQUAL(views, sorted);
     /* Reference: row by row, each row to its range, in order. */
     size_t *at = calloc(got > 0 ? (size_t)got : 1, sizeof *at), total = 0;
@@ -260,7 +260,7 @@ static void check_cut(const rf_table *t, bool sorted, int n)
             CU_ASSERT_TRUE(one_value);
         rf_table sp[3];
         bool sv;
-        rf_ooc_cut(&parts[r], 0, sorted, sub, ns, sp, &sv);
+        rf_ooc_cut(&parts[r], 0, sorted, sub, ns, false, sp, &sv);
         size_t n2 = 0;
         for (int i = 0; i < ns; i++) {
             for (size_t j = 0; j < sp[i].nrows; j++)
@@ -300,11 +300,68 @@ static void test_ranges_balance(void)
     CU_ASSERT_EQUAL(got, 8);
     rf_table parts[11];
     bool views;
-    rf_ooc_cut(&t, 0, false, ranges, got, parts, &views);
+    rf_ooc_cut(&t, 0, false, ranges, got, false, parts, &views);
     for (int r = 0; r < got; r++)
         CU_ASSERT_TRUE(parts[r].nrows > 400000 / 8 * 8 / 10 && parts[r].nrows < 400000 / 8 * 12 / 10);
     rf_ooc_parts_free(parts, got, views);
     rf_table_free(&t);
+}
+
+/* Tables in a host pool (the test pool: rf_ooc_test_pool_install): made
+ * there when asked, kept there as they grow (rows kept), cut in place, and
+ * freed through it, however the table is moved; cut copies made there when
+ * pooled; heap tables untouched. The test pool's columns are heap blocks
+ * offset by 64 bytes, so a column the heap freed would abort here. */
+static void test_host_pool(void)
+{
+    rf_ooc_test_pool_install();
+    size_t live0 = rf_ooc_test_pool_live();
+    rf_table t;
+    rf_table_init(&t, 2);
+    rf_table_reserve_pooled(&t, 1000);
+    CU_ASSERT_TRUE(rf_host_pool_owns(t.cols[0]) && rf_host_pool_owns(t.cols[1]));
+    CU_ASSERT_EQUAL(rf_ooc_test_pool_live(), live0 + 2);
+    rf_table_resize(&t, 1000);
+    for (size_t i = 0; i < 1000; i++) {
+        t.cols[0][i] = i;
+        t.cols[1][i] = 7 * i;
+    }
+    rf_table_reserve(&t, 5000);   /* grown: still pooled, rows kept */
+    CU_ASSERT_TRUE(t.cap >= 5000 && rf_host_pool_owns(t.cols[0]) && rf_host_pool_owns(t.cols[1]));
+    CU_ASSERT_EQUAL(rf_ooc_test_pool_live(), live0 + 2);
+    bool kept = true;
+    for (size_t i = 0; i < 1000; i++)
+        kept = kept && t.cols[0][i] == i && t.cols[1][i] == 7 * i;
+    CU_ASSERT_TRUE(kept);
+    rf_table_shrink(&t, 10);   /* (never below nrows) */
+    CU_ASSERT_EQUAL(t.cap, 1000);
+    CU_ASSERT_TRUE(rf_host_pool_owns(t.cols[0]));
+    rf_ooc_range ranges[4 + 3];
+    int got = rf_ooc_ranges(&t, 0, (rf_ooc_range){0, UINT64_MAX}, 4, ranges);
+    rf_table parts[4 + 3];
+    bool views;
+    rf_ooc_cut(&t, 0, false, ranges, got, true, parts, &views);
+    CU_ASSERT_FALSE(views);
+    size_t rows = 0;
+    for (int r = 0; r < got; r++) {
+        rows += parts[r].nrows;
+        CU_ASSERT_TRUE(parts[r].nrows == 0 || rf_host_pool_owns(parts[r].cols[0]));
+    }
+    CU_ASSERT_EQUAL(rows, 1000);
+    rf_ooc_parts_free(parts, got, views);
+    rf_table moved;
+    rf_table_init(&moved, 2);
+    rf_table_move(&moved, &t);   /* freed through the pool from its new owner */
+    rf_table_free(&t);
+    rf_table_free(&moved);
+    CU_ASSERT_EQUAL(rf_ooc_test_pool_live(), live0);
+    rf_table h;   /* the heap's, as before */
+    rf_table_init(&h, 1);
+    rf_table_resize(&h, 100);
+    CU_ASSERT_FALSE(rf_host_pool_owns(h.cols[0]));
+    rf_table_shrink(&h, 100);
+    rf_table_free(&h);
+    CU_ASSERT_EQUAL(rf_ooc_test_pool_live(), live0);
 }
 
 int main(void)
@@ -317,6 +374,7 @@ int main(void)
     CU_add_test(s, "computed columns, row identities, keyless aggregates", test_split_refusals);
     CU_add_test(s, "ranges and cuts against a row-by-row reference", test_ranges_and_cuts);
     CU_add_test(s, "ranges balance uniform values", test_ranges_balance);
+    CU_add_test(s, "tables in a host pool", test_host_pool);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures();
