@@ -83,6 +83,20 @@ struct rf_backend {
      * part's output straight in its place in the whole output this way
      * (one pass over host memory instead of two). */
     bool (*download_at)(rf_backend *be, const rf_dvar *v, rf_table *t, size_t at, size_t *rows, rf_status *st);
+    /* Optional, all three or none (NULL: upload and download_at): double
+     * buffering of out-of-core parts. upload_ahead is upload that may
+     * return while t's rows still cross (the next part's, while this
+     * part's kernels run): the backend orders everything that touches v
+     * after them, and t stays untouched until v has been read by a kernel
+     * or freed, or moves_wait has returned. download_at_ahead is
+     * download_at whose rows may still be crossing when it returns: they
+     * are in t once moves_wait returns, and t is not freed, grown or
+     * written in those rows before; v may be freed at once (the backend
+     * keeps its storage until the copy is done). */
+    bool (*upload_ahead)(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st);
+    bool (*download_at_ahead)(rf_backend *be, const rf_dvar *v, rf_table *t, size_t at, size_t *rows,
+                              rf_status *st);
+    bool (*moves_wait)(rf_backend *be, rf_status *st);
     /* Runs one kernel of p (any op but LOAD and CHECK_KEYS). A plain
      * kernel writes outs[0] and reads ins[0], ins[1] (k->in[0], k->in[1];
      * NULL for a variable never written: it reads as empty); a FUSED

@@ -89,6 +89,8 @@ typedef struct rt {
     bool pooled;             /* host tables that cross made in the host pool (be->pooled_tables) */
     bool pool_always;        /* from the first (RF_TEST_HOST_POOL), not from the first kernel run in parts: pool_now */
     size_t ooc_kernels, ooc_parts, ooc_splits;
+    size_t parts_ahead;      /* parts uploaded while the one before ran (the backend's upload_ahead) */
+    size_t downloads_ahead;  /* part outputs still crossing (download_at_ahead) until moves_wait */
     struct ooc_hint { const rf_kernel *k; size_t parts, rows; } *ooc_hints;
     int nooc_hints;
 } rt;
@@ -626,14 +628,37 @@ static double var_bytes_of(rt *r, int v)
  * output was downloaded into a table of its own and all were copied into
  * one at the end: two passes over host memory, each faulting in fresh
  * pages.) */
+/* Waits for the part outputs still crossing (download_at_ahead) and for
+ * uploads ahead, whose host rows may then be freed. st keeps an earlier
+ * failure; false if this one fails. */
+static bool moves_wait(rt *r, rf_status *st)
+{
+    if (!r->be->moves_wait)
+        return true;
+    r->downloads_ahead = 0;
+    rf_status mine;
+    rf_status_init(&mine);
+    double t0 = rf_now();
+    bool ok = r->be->moves_wait(r->be, &mine);
+    r->move_seconds += rf_now() - t0;
+    if (!ok && !st->code)
+        *st = mine;
+    return ok;
+}
+
 static bool append_download(rt *r, const rf_dvar *d, rf_table *t, rf_status *st)
 {
     size_t most = r->be->var_rows(r->be, d), rows = 0;
     if (!most)
         return true;
+    if (t->cap < t->nrows + most && r->downloads_ahead && !moves_wait(r, st))   /* (t moves as it grows) */
+        return false;
     rf_table_reserve(t, t->nrows + most);
     bool ok;
-    if (r->be->download_at && !r->ooc_copy_parts)
+    if (r->be->download_at_ahead && !r->ooc_copy_parts) {
+        ok = r->be->download_at_ahead(r->be, d, t, t->nrows, &rows, st);
+        r->downloads_ahead++;
+    } else if (r->be->download_at && !r->ooc_copy_parts)
         ok = r->be->download_at(r->be, d, t, t->nrows, &rows, st);
     else
         ok = rf_download_copy_at(r->be, d, t, t->nrows, &rows, st);
@@ -697,13 +722,15 @@ static void add_note(rf_status *st, const char *note)
     snprintf(st->message + n, sizeof st->message - n, " (%s)", note);
 }
 
-static rf_dvar *upload_new(rt *r, int v, const rf_table *t, rf_status *st)
+/* v's rows t in a new backend variable: ahead, where the backend can, for
+ * a part uploaded while the one before runs. */
+static rf_dvar *upload_new(rt *r, int v, const rf_table *t, bool ahead, rf_status *st)
 {
     rf_dvar *d = r->be->var_new(r->be, r->p->vars[v].arity, st);
     if (d && r->be->var_describe)
         r->be->var_describe(r->be, d, &r->p->vars[v]);
     double t0 = rf_now();
-    bool ok = d && r->be->upload(r->be, d, t, st);
+    bool ok = d && (ahead && r->be->upload_ahead ? r->be->upload_ahead(r->be, d, t, st) : r->be->upload(r->be, d, t, st));
     r->move_seconds += rf_now() - t0;
     if (ok)
         r->part_up_bytes += t->nrows * (size_t)t->arity * sizeof(rf_word);
@@ -828,7 +855,7 @@ static bool run_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats 
     memset(&us, 0, sizeof us);
     for (int i = 0; ok && !by_var && i < sp.npos; i++)
         if (sp.var[i] >= 0 && !bounded_pos(&sp, i) && full[sp.var[i]])
-            ok = (whole_dv[i] = upload_new(r, sp.var[i], full[sp.var[i]], st)) != NULL;
+            ok = (whole_dv[i] = upload_new(r, sp.var[i], full[sp.var[i]], false, st)) != NULL;
     int out = k->out, out2 = un ? un->out : -1;
     for (int o = 0; ok && o < 2; o++) {
         int v = o ? out2 : out;
@@ -905,14 +932,37 @@ static bool run_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats 
         if (!bounded_pos(&sp, i) && sp.var[i] >= 0)
             whole_bytes += var_bytes_of(r, sp.var[i]);
     r->ooc_kernels++;
+    /* Double buffering: the next part's inputs, uploaded ahead while this
+     * part runs (next_for: the part they are for; -1: none). */
+    rf_dvar *next[RF_KERNEL_VARS_MAX] = {0};
+    size_t next_for = SIZE_MAX;
     while (ok && head < nq) {
         ooc_part *pt = &q[head];
         for (int i = 0; ok && i < sp.npos; i++) {
             over[i] = whole_dv[i];
-            if (bounded_pos(&sp, i))
-                ok = (over[i] = upload_new(r, sp.var[i], &pt->rows[i], st)) != NULL;
+            if (bounded_pos(&sp, i) && next_for == head) {
+                over[i] = next[i];
+                next[i] = NULL;
+            } else if (bounded_pos(&sp, i)) {
+                ok = (over[i] = upload_new(r, sp.var[i], &pt->rows[i], false, st)) != NULL;
+            }
             if (ok && by_var && bounded_pos(&sp, i))
                 r->dv[sp.var[i]] = over[i];
+        }
+        next_for = SIZE_MAX;
+        if (ok && r->be->upload_ahead && head + 1 < nq) {   /* the next part's, beside this one's kernels */
+            bool all = true;
+            rf_status ahead_st;
+            rf_status_init(&ahead_st);
+            for (int i = 0; all && i < sp.npos; i++)
+                if (bounded_pos(&sp, i))
+                    all = (next[i] = upload_new(r, sp.var[i], &q[head + 1].rows[i], true, &ahead_st)) != NULL;
+            if (all) {
+                next_for = head + 1;
+                r->parts_ahead++;
+            } else {   /* (no room for two parts: it is uploaded when it runs) */
+                free_handles(r, next, sp.npos);
+            }
         }
         rf_kernel_stats ps;
         memset(&ps, 0, sizeof ps);
@@ -985,10 +1035,13 @@ static bool run_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats 
             us.rows_out += ps2.rows_out;
             us.seconds += ps2.seconds;
             us.bytes_moved += ps2.bytes_moved;
-            ooc_part_free(pt, &sp);
+            if (!r->be->upload_ahead)   /* (else its host rows go after moves_wait: a copy may still read them) */
+                ooc_part_free(pt, &sp);
             head++;
             continue;
         }
+        free_handles(r, next, sp.npos);   /* (the queue changes: the next part is uploaded again) */
+        next_for = SIZE_MAX;
         if (st->code != RF_EXIT_OUT_OF_MEMORY)
             break;
         /* Too large still: cut the part in two (by its own rows). */
@@ -1000,6 +1053,10 @@ static bool run_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats 
         }
         rf_status_init(st);
         ok = true;
+        if (r->be->upload_ahead && !moves_wait(r, st)) {   /* (the part's rows go below: no copy may read them) */
+            ok = false;
+            break;
+        }
         r->ooc_splits++;
         if (nq + (size_t)n > cap) {
             cap = 2 * cap + (size_t)n;
@@ -1019,7 +1076,10 @@ static bool run_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats 
         nq += (size_t)n - 1;
     }
     r->part_in = NULL;
-    for (size_t j = head; j < nq; j++)
+    free_handles(r, next, sp.npos);
+    if (!moves_wait(r, st))   /* (before the parts' host rows go and the outputs are read) */
+        ok = false;
+    for (size_t j = r->be->upload_ahead ? 0 : head; j < nq; j++)
         ooc_part_free(&q[j], &sp);
     free(q);
     free_handles(r, whole_dv, sp.npos);
@@ -2097,6 +2157,10 @@ static void print_stats(rt *r, double total)
             fprintf(e, "  out of core: %zu kernel runs in key-range parts, %zu parts (%zu cut in two after running out "
                        "of memory); %zu semi-naive unions run with their difference, part by part\n",
                     r->ooc_kernels, r->ooc_parts, r->ooc_splits, r->unions_with_diff);
+        if (r->ooc_kernels && r->be->upload_ahead)
+            fprintf(e, "  out of core: %zu parts' inputs uploaded while the part before ran, outputs downloaded while "
+                       "the part after ran\n",
+                    r->parts_ahead);
         if (r->ooc_kernels || r->spills)
             fprintf(e, "  host<->device: %.1f MB to the device, %.1f MB back (parts %.1f up, %.1f down); %.6f s in "
                        "moves, %.6f s cutting parts, %.6f s in kernels run in parts (moves and cuts included)\n",

@@ -154,6 +154,10 @@ struct rf_cuda_ctx {
     bool stage_registered;     /* cudaHostRegister'ed (else cudaMallocHost) */
     int nstage;
     cudaStream_t stage_stream[RF_MAX_STAGE];
+    /* Copies of pinned tables that run beside the kernels (rf_drel_upload_ahead,
+     * rf_drel_download_at_ahead): one stream a direction (the two copy
+     * engines), made on first use. */
+    cudaStream_t up_stream, down_stream;
     /* Join algorithm: 0 chosen by size (rf_cuda_join), 1 merge, 2 hash. */
     int join_mode;
     bool small_sort;         /* sorts of a few rows by one block (RF_CUDA_SMALL_SORT=off: never) */

@@ -35,7 +35,7 @@
 #define ARENA_REGIONS 64
 #define ARENA_EXTENTS 4096
 #define ARENA_ALIGN ((size_t)2 << 20)         /* a huge page */
-#define ARENA_MIN_COLUMN ((size_t)1 << 20)    /* smaller columns stay in the heap */
+#define ARENA_MIN_COLUMN ((size_t)1 << 20)    /* smaller columns stay in the heap (RF_CUDA_PINNED_MIN: tests) */
 #define ARENA_MIN_REGION ((size_t)256 << 20)
 
 typedef struct extent {
@@ -49,6 +49,7 @@ static struct {
     pthread_mutex_t mu;
     atomic_bool ready;            /* installed as the tables' pool */
     size_t limit, pinned;
+    size_t min_column;
     atomic_int nregions;          /* regions are only added: read without the lock */
     struct { char *p; size_t n; } regions[ARENA_REGIONS];
     int nextents;                 /* sorted by address */
@@ -57,6 +58,8 @@ static struct {
 
 static void arena_limit(void)
 {
+    const char *m = getenv("RF_CUDA_PINNED_MIN");   /* (tests: small tables pinned too, their copies ahead) */
+    g.min_column = m && *m ? (size_t)strtoull(m, NULL, 10) : ARENA_MIN_COLUMN;
     const char *e = getenv("RF_CUDA_PINNED_MAX");
     if (e && *e) {
         char *end;
@@ -152,7 +155,7 @@ static void *take_fit(size_t n)
 
 static void *arena_alloc(size_t bytes)
 {
-    if (bytes < ARENA_MIN_COLUMN)
+    if (bytes < g.min_column || bytes == 0)
         return NULL;
     size_t n = (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
     pthread_mutex_lock(&g.mu);

@@ -316,6 +316,13 @@ void rf_cuda_ctx_free(rf_cuda_ctx *c)
     if (c->host_small)
         cudaFreeHost(c->host_small);
     stage_free(c);
+    for (int i = 0; i < 2; i++) {
+        cudaStream_t cs = i ? c->down_stream : c->up_stream;
+        if (cs) {
+            cudaStreamSynchronize(cs);
+            cudaStreamDestroy(cs);
+        }
+    }
     if (c->ev_start)
         cudaEventDestroy(c->ev_start);
     if (c->ev_stop)
@@ -862,6 +869,139 @@ bool rf_drel_upload(rf_cuda_ctx *c, rf_drel *r, const rf_table *t, const char *w
     c->io.upload_bytes += total;
     c->io.upload_seconds += rf_now() - t0;
     return true;
+}
+
+/* ---- Copies beside the kernels ---- */
+
+static bool copy_stream(rf_cuda_ctx *c, bool up, cudaStream_t *s, rf_status *st)
+{
+    cudaStream_t *mine = up ? &c->up_stream : &c->down_stream;
+    if (!*mine && !rf_cuda_check(c, cudaStreamCreateWithFlags(mine, cudaStreamNonBlocking), "stream", st))
+        return false;
+    *s = *mine;
+    return true;
+}
+
+/* An event recorded on `on` (timing off: the cheap kind), or NULL. */
+static cudaEvent_t mark(rf_cuda_ctx *c, cudaStream_t on, rf_status *st)
+{
+    cudaEvent_t e = NULL;
+    if (!rf_cuda_check(c, cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "event", st))
+        return NULL;
+    if (!rf_cuda_check(c, cudaEventRecord(e, on), "event", st)) {
+        cudaEventDestroy(e);
+        return NULL;
+    }
+    return e;
+}
+
+/* The columns' copies on copy stream s after what c->stream has queued;
+ * *done marks their end. */
+static bool copy_ahead(rf_cuda_ctx *c, rf_word *dev, size_t cap, rf_word *const *host, int arity, size_t col_bytes,
+                       bool up, rf_cuda_done **done, rf_status *st)
+{
+    cudaStream_t s;
+    if (!copy_stream(c, up, &s, st))
+        return false;
+    cudaEvent_t after = mark(c, c->stream, st);
+    if (!after)
+        return false;
+    bool ok = rf_cuda_check(c, cudaStreamWaitEvent(s, after, 0), "stream wait", st);
+    cudaEventDestroy(after);   /* (a wait already queued keeps its meaning) */
+    for (int k = 0; ok && k < arity; k++) {
+        rf_word *d = dev + (size_t)k * cap;
+        ok = rf_cuda_check(c, up ? cudaMemcpyAsync(d, host[k], col_bytes, cudaMemcpyHostToDevice, s)
+                                 : cudaMemcpyAsync(host[k], d, col_bytes, cudaMemcpyDeviceToHost, s),
+                           up ? "upload" : "download", st);
+    }
+    cudaEvent_t end = ok ? mark(c, s, st) : NULL;
+    if (!end)
+        return false;
+    *done = (rf_cuda_done *)end;
+    *(up ? &c->io.pinned_up_bytes : &c->io.pinned_down_bytes) += col_bytes * (size_t)arity;
+    *(up ? &c->io.upload_bytes : &c->io.download_bytes) += col_bytes * (size_t)arity;
+    return true;
+}
+
+bool rf_drel_upload_ahead(rf_cuda_ctx *c, rf_drel *r, const rf_table *t, const char *what, rf_cuda_done **done,
+                          rf_status *st)
+{
+    *done = NULL;
+    size_t col_bytes = t->nrows * 8;
+    if (!host_cols_pinned(t->cols, t->arity, col_bytes))
+        return rf_drel_upload(c, r, t, what, st);
+    double t0 = rf_now();
+    rf_drel tmp;
+    rf_drel_init(&tmp, t->arity);
+    if (!rf_drel_alloc(c, &tmp, t->nrows, what, st))
+        return false;
+    if (!copy_ahead(c, tmp.data, tmp.cap, t->cols, t->arity, col_bytes, true, done, st)) {
+        rf_cuda_copies_wait(c, st);   /* (nothing may still read tmp) */
+        rf_drel_free(c, &tmp);
+        return false;
+    }
+    tmp.nrows = t->nrows;
+    rf_drel_move(c, r, &tmp);
+    c->io.upload_seconds += rf_now() - t0;   /* (the time to start it) */
+    return true;
+}
+
+bool rf_drel_download_at_ahead(rf_cuda_ctx *c, const rf_drel *r, rf_table *t, size_t at, rf_cuda_done **done,
+                               rf_status *st)
+{
+    *done = NULL;
+    if (r->arity != t->arity || r->arity > RF_CUDA_MAX_COLS || at > t->cap || r->nrows > t->cap - at)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "download of %zu rows at row %zu of a table of %zu", r->nrows, at,
+                       t->cap);
+    size_t col_bytes = r->nrows * 8;
+    rf_word *host[RF_CUDA_MAX_COLS];
+    for (int k = 0; k < r->arity; k++)
+        host[k] = t->cols[k] + at;
+    if (!host_cols_pinned(host, r->arity, col_bytes))
+        return rf_drel_download_at(c, r, t, at, st);
+    double t0 = rf_now();
+    bool ok = copy_ahead(c, r->data, r->cap, host, r->arity, col_bytes, false, done, st);
+    c->io.download_seconds += rf_now() - t0;
+    return ok;
+}
+
+void rf_cuda_wait_done(rf_cuda_ctx *c, rf_cuda_done *done)
+{
+    if (!done)
+        return;
+    cudaEvent_t e = (cudaEvent_t)done;
+    (void)cudaStreamWaitEvent(c->stream, e, 0);   /* (an error here shows at the next check) */
+    cudaEventDestroy(e);
+}
+
+bool rf_cuda_done_finished(rf_cuda_done *done, bool block)
+{
+    cudaEvent_t e = (cudaEvent_t)done;
+    if (block)
+        return cudaEventSynchronize(e) == cudaSuccess;   /* (a failed copy shows in rf_cuda_copies_wait) */
+    if (cudaEventQuery(e) == cudaErrorNotReady) {
+        (void)cudaGetLastError();   /* ("not ready" is no error to keep; launches were checked as made) */
+        return false;
+    }
+    return true;   /* (or failed: rf_cuda_copies_wait reports it) */
+}
+
+void rf_cuda_done_release(rf_cuda_done *done)
+{
+    if (done)
+        cudaEventDestroy((cudaEvent_t)done);
+}
+
+bool rf_cuda_copies_wait(rf_cuda_ctx *c, rf_status *st)
+{
+    bool ok = true;
+    double t0 = rf_now();
+    if (c->up_stream)
+        ok = rf_cuda_check(c, cudaStreamSynchronize(c->up_stream), "upload", st) && ok;
+    if (c->down_stream)
+        ok = rf_cuda_check(c, cudaStreamSynchronize(c->down_stream), "download", st) && ok;
+    c->io.copies_wait_seconds += rf_now() - t0;
+    return ok;
 }
 
 bool rf_cuda_set_string_ranks(rf_cuda_ctx *c, const uint32_t *rank, size_t n, rf_status *st)

@@ -74,6 +74,7 @@ typedef struct rf_cuda_io_stats {
     size_t upload_bytes, download_bytes;
     double upload_seconds, download_seconds;
     size_t pinned_up_bytes, pinned_down_bytes;   /* of those, straight from and into pinned tables */
+    double copies_wait_seconds;                  /* the host waiting for copies started ahead */
     size_t allocs, syncs;
     double init_seconds;       /* context creation (driver, pool, buffers) */
 } rf_cuda_io_stats;
@@ -128,6 +129,30 @@ bool rf_drel_download(rf_cuda_ctx *c, const rf_drel *r, rf_table *t, rf_status *
 /* r's rows into rows [at, at + r->nrows) of t (same arity, room for them:
  * t->cap; t->nrows is the caller's), for a table downloaded in pieces. */
 bool rf_drel_download_at(rf_cuda_ctx *c, const rf_drel *r, rf_table *t, size_t at, rf_status *st);
+/* Copies that run beside the kernels (double buffering of out-of-core
+ * parts): where t's columns are pinned (the arena), each starts the copy
+ * on a copy stream of its direction, after the work queued on the
+ * context's stream so far, and returns at once with *done, the mark of its
+ * end (else *done stays NULL: the caller copies as before). The upload's
+ * rows are r's; nothing on the stream waits for them until
+ * rf_cuda_wait_done(c, done); t stays untouched until then. The
+ * download's rows are in t's [at, at + r->nrows) once rf_cuda_copies_wait
+ * returns; r's storage is freed only after its copy finished
+ * (rf_cuda_done_finished) or rf_cuda_wait_done(c, done). */
+typedef struct rf_cuda_done rf_cuda_done;
+bool rf_drel_upload_ahead(rf_cuda_ctx *c, rf_drel *r, const rf_table *t, const char *what, rf_cuda_done **done,
+                          rf_status *st);
+bool rf_drel_download_at_ahead(rf_cuda_ctx *c, const rf_drel *r, rf_table *t, size_t at, rf_cuda_done **done,
+                               rf_status *st);
+/* Work queued on the context's stream from now on waits for done, which is
+ * released (NULL: nothing). */
+void rf_cuda_wait_done(rf_cuda_ctx *c, rf_cuda_done *done);
+/* Whether done's copy has finished (block: the host waits for it first);
+ * then release it. */
+bool rf_cuda_done_finished(rf_cuda_done *done, bool block);
+void rf_cuda_done_release(rf_cuda_done *done);
+/* The host waits for every copy started ahead (the first error, if any). */
+bool rf_cuda_copies_wait(rf_cuda_ctx *c, rf_status *st);
 /* row[0..arity) := row i of r (one host wait; for a few rows, such as the
  * bounds of a binary search). */
 bool rf_drel_read_row(rf_cuda_ctx *c, const rf_drel *r, size_t i, uint64_t *row, rf_status *st);

@@ -77,6 +77,11 @@ struct rf_dvar {
      * its delta with MAP and SORT only for the join: the sort (and its host
      * waits) is saved every iteration. RF_CUDA_PENDING_SORT=off. */
     bool pending_sort;
+    /* Copies still crossing beside the kernels (gpu_upload_ahead,
+     * gpu_download_at_ahead): the device work that reads rel waits for
+     * up_done first, and its storage is freed only after down_done
+     * (settle). */
+    rf_cuda_done *up_done, *down_done;
 };
 
 /* When to hold the full relation of a semi-naive UNION as runs
@@ -157,6 +162,10 @@ typedef struct gpu_impl {
     size_t fused_generated, fused_library; /* reducing gathers run as one generated kernel, or not */
     bool pending_sorts;      /* SORTs of distinct rows left for a join's probe side (RF_CUDA_PENDING_SORT) */
     size_t sorts_left, sorts_done_later; /* --stats */
+    /* Variables freed while their rows still cross to the host
+     * (gpu_download_at_ahead): freed once the copy is done (reap), so the
+     * next part's kernels need not wait for it. */
+    RF_VEC(rf_dvar *) crossing;
 } gpu_impl;
 
 static rf_cuda_ctx *ctx_of(rf_backend *be) { return ((gpu_impl *)be->impl)->ctx; }
@@ -258,15 +267,59 @@ static void drop_set(rf_backend *be, rf_dvar *v)
     v->has_set = false;
 }
 
-static void gpu_var_free(rf_backend *be, rf_dvar *v)
+/* Work queued from now on (kernels, copies, frees) comes after v's copies
+ * started ahead. Every entry that touches a variable's storage settles it
+ * first, so a copy ahead is never raced, whatever the runtime does next. */
+static void settle(rf_backend *be, const rf_dvar *cv)
 {
+    rf_dvar *v = (rf_dvar *)cv;
     if (!v)
         return;
+    rf_cuda_wait_done(ctx_of(be), v->up_done);
+    rf_cuda_wait_done(ctx_of(be), v->down_done);
+    v->up_done = v->down_done = NULL;
+}
+
+static void var_free_now(rf_backend *be, rf_dvar *v)
+{
+    settle(be, v);
     drop_runs(be, v);
     rf_drel_free(ctx_of(be), &v->rel);
     drop_set(be, v);
     free(v->runs);
     free(v);
+}
+
+/* Frees the crossing variables whose copies are done (all: waits for
+ * them); at most `keep` may stay (the oldest are waited for). */
+static void reap(rf_backend *be, int keep)
+{
+    gpu_impl *g = impl_of(be);
+    size_t kept = 0, n = g->crossing.len;
+    for (size_t i = 0; i < n; i++) {
+        rf_dvar *v = g->crossing.items[i];
+        /* (waits where more than `keep` would stay: those after this one, and those kept) */
+        bool wait = (int)(n - i + kept) > keep;
+        if (rf_cuda_done_finished(v->down_done, wait)) {
+            rf_cuda_done_release(v->down_done);
+            v->down_done = NULL;
+            var_free_now(be, v);
+        } else {
+            g->crossing.items[kept++] = v;
+        }
+    }
+    g->crossing.len = kept;
+}
+
+static void gpu_var_free(rf_backend *be, rf_dvar *v)
+{
+    if (!v)
+        return;
+    if (v->down_done) {   /* its storage stays until its rows have crossed */
+        RF_PUSH(impl_of(be)->crossing, v);
+        return;
+    }
+    var_free_now(be, v);
 }
 
 static size_t gpu_var_rows(rf_backend *be, const rf_dvar *v)
@@ -373,31 +426,40 @@ static bool reads_in_any_order(const rf_hprogram *p, const rf_kernel *k, int v)
     return true;
 }
 
-static bool gpu_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
+/* v about to take new rows (an upload): what it was goes. */
+static bool upload_begins(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
 {
     if (t->arity != v->rel.arity)
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "upload of arity %d into a relation of arity %d",
                        t->arity, v->rel.arity);
+    settle(be, v);
     becomes_table(be, v);
     v->stamp = ++impl_of(be)->last_stamp;
     v->minus_stamp = 0;
     v->set_never = false;
     v->set_retry = 0;
-    return rf_drel_upload(ctx_of(be), &v->rel, t, "an input relation", st);
+    return true;
+}
+
+static bool gpu_upload(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
+{
+    return upload_begins(be, v, t, st) && rf_drel_upload(ctx_of(be), &v->rel, t, "an input relation", st);
+}
+
+/* Double buffering of out-of-core parts (backend.h): the next part's rows
+ * cross on the upload copy stream while the kernels of this one run. */
+static bool gpu_upload_ahead(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
+{
+    return upload_begins(be, v, t, st) &&
+           rf_drel_upload_ahead(ctx_of(be), &v->rel, t, "an out-of-core part", &v->up_done, st);
 }
 
 /* An input file's rows, in file order: uploaded as they are, then sorted
  * and deduplicated on the device. */
 static bool gpu_upload_unsorted(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
 {
-    if (t->arity != v->rel.arity)
-        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "upload of arity %d into a relation of arity %d",
-                       t->arity, v->rel.arity);
-    becomes_table(be, v);
-    v->stamp = ++impl_of(be)->last_stamp;
-    v->minus_stamp = 0;
-    v->set_never = false;
-    v->set_retry = 0;
+    if (!upload_begins(be, v, t, st))
+        return false;
     rf_cuda_ctx *c = ctx_of(be);
     rf_drel raw;
     rf_drel_init(&raw, t->arity);
@@ -440,6 +502,7 @@ static bool runs_download_apart(rf_backend *be, const rf_dvar *v, rf_table *t, r
 
 static bool gpu_download(rf_backend *be, const rf_dvar *v, rf_table *t, rf_status *st)
 {
+    settle(be, v);
     bool apart = !v->table_ok && v->nruns > 1 && getenv("RF_TEST_GPU_RUNS_APART");
     if (apart || (!v->table_ok && v->nruns > 1 && !ensure_table(be, v, st))) {
         if (!apart && st->code != RF_EXIT_OUT_OF_MEMORY)
@@ -467,12 +530,38 @@ static bool gpu_download(rf_backend *be, const rf_dvar *v, rf_table *t, rf_statu
 static bool gpu_download_at(rf_backend *be, const rf_dvar *v, rf_table *t, size_t at, size_t *rows, rf_status *st)
 {
     *rows = 0;
+    settle(be, v);
     if (!v->table_ok && v->nruns > 1)
         return rf_download_copy_at(be, v, t, at, rows, st);
     if (!ensure_table(be, v, st) || !sort_pending(be, v, st) || !rf_drel_download_at(ctx_of(be), &v->rel, t, at, st))
         return false;
     *rows = v->rel.nrows;
     return true;
+}
+
+/* The same, its rows crossing on the download copy stream while the next
+ * part's kernels run (in t once gpu_moves_wait returns). */
+static bool gpu_download_at_ahead(rf_backend *be, const rf_dvar *cv, rf_table *t, size_t at, size_t *rows,
+                                  rf_status *st)
+{
+    rf_dvar *v = (rf_dvar *)cv;
+    *rows = 0;
+    reap(be, 2);   /* (two parts' outputs at most still on the device) */
+    settle(be, v);
+    if (!v->table_ok && v->nruns > 1)
+        return rf_download_copy_at(be, v, t, at, rows, st);
+    if (!ensure_table(be, v, st) || !sort_pending(be, v, st) ||
+        !rf_drel_download_at_ahead(ctx_of(be), &v->rel, t, at, &v->down_done, st))
+        return false;
+    *rows = v->rel.nrows;
+    return true;
+}
+
+static bool gpu_moves_wait(rf_backend *be, rf_status *st)
+{
+    bool ok = rf_cuda_copies_wait(ctx_of(be), st);
+    reap(be, 0);
+    return ok;
 }
 
 /* ---- String order: ranks of dictionary ids by text, for typed compares ---- */
@@ -2034,6 +2123,8 @@ static void release_output(rf_backend *be, rf_dvar *out, rf_dvar *const *ins, in
 static bool gpu_join_size(rf_backend *be, const rf_dvar *l, const rf_dvar *r, int nkeys, const int *lkeys,
                           const int *rkeys, uint64_t *rows, rf_status *st)
 {
+    settle(be, l);
+    settle(be, r);
     if (!ensure_table(be, l, st) || !ensure_table(be, r, st) || !sort_pending(be, l, st) || !sort_pending(be, r, st))
         return false;
     return rf_cuda_join_size(ctx_of(be), &l->rel, lkeys, &r->rel, rkeys, nkeys, rows, st);
@@ -2242,6 +2333,12 @@ static rf_run_result gpu_run_kernel(rf_backend *be, const rf_hprogram *p, const 
 static rf_run_result gpu_run(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
                              rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
+    int no = k->op == RF_K_FUSED ? k->fused->nout : 1;
+    int ni = k->op == RF_K_FUSED ? k->fused->nin : k->op == RF_K_MULTIJOIN ? k->mj->nin : 2;
+    for (int i = 0; i < no; i++)
+        settle(be, outs[i]);
+    for (int i = 0; i < ni; i++)
+        settle(be, ins[i]);
     rf_run_result r = gpu_run_kernel(be, p, k, outs, ins, stats, st);
     if (r == RF_RUN_FAILED && st->code == RF_EXIT_OUT_OF_MEMORY)
         impl_of(be)->memory_short = true;
@@ -2264,8 +2361,9 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
             io.download_seconds, io.download_seconds > 0 ? io.download_bytes / io.download_seconds / 1e9 : 0.0);
     if (io.pinned_up_bytes || io.pinned_down_bytes)
         fprintf(f, "  gpu: of those, %.1f MB up and %.1f MB down straight from and into pinned host tables (arena %.1f "
-                   "MB)\n",
-                io.pinned_up_bytes / 1e6, io.pinned_down_bytes / 1e6, rf_cuda_host_pinned_bytes() / 1e6);
+                   "MB); %.4f s waiting for copies run beside the kernels (their seconds above are only their starts)\n",
+                io.pinned_up_bytes / 1e6, io.pinned_down_bytes / 1e6, rf_cuda_host_pinned_bytes() / 1e6,
+                io.copies_wait_seconds);
     if (impl_of(be)->bound[0])
         fprintf(f, "  gpu: %s\n", impl_of(be)->bound);
     fprintf(f, "  gpu: %zu pool allocations, %zu host waits; peak device memory %.1f MiB\n", io.allocs, io.syncs,
@@ -2312,6 +2410,7 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
  * first (the runs are shared and immutable). */
 static bool gpu_add_to_columns(rf_backend *be, rf_dvar *v, const uint64_t *add, rf_status *st)
 {
+    settle(be, v);
     rf_cuda_ctx *ctx = ctx_of(be);
     if (!ensure_table(be, v, st) || !sort_pending(be, v, st))
         return false;
@@ -2337,6 +2436,7 @@ static bool gpu_add_to_columns(rf_backend *be, rf_dvar *v, const uint64_t *add, 
 
 static bool gpu_column_sign_uniform(rf_backend *be, const rf_dvar *v, int col)
 {
+    settle(be, v);
     if (!v->table_ok && v->nruns > 1) {
         /* each run's words below 2^63, so their union's: not merged here
          * (it may not fit: runs_block_hashes) */
@@ -2537,6 +2637,7 @@ static bool move_set_as_bitmap(rf_backend *be, rf_dvar *v, rf_move_rows *how, bo
 
 static bool gpu_move_rows(rf_backend *be, rf_dvar *v, rf_move_rows *how, rf_status *st)
 {
+    settle(be, v);
     rf_cuda_ctx *ctx = ctx_of(be);
     rf_comm *c = how->comm;
     int size = c->size, me = c->rank, ar = v->rel.arity;
@@ -2973,6 +3074,7 @@ static bool runs_download_apart(rf_backend *be, const rf_dvar *v, rf_table *t, r
 static bool gpu_block_hashes(rf_backend *be, const rf_dvar *v, size_t block_rows, uint64_t seed, uint64_t **hashes,
                              size_t *nrows, rf_status *st)
 {
+    settle(be, v);
     *hashes = NULL;
     *nrows = 0;
     bool apart = !v->table_ok && v->nruns > 1 && getenv("RF_TEST_GPU_RUNS_APART");
@@ -3007,6 +3109,8 @@ static void gpu_destroy(rf_backend *be)
         return;
     gpu_impl *g = be->impl;
     if (g) {
+        reap(be, 0);
+        RF_VEC_FREE(g->crossing);
         rf_cuda_ctx_free(g->ctx);
         free(g->refused);
         free(g->frames);
@@ -3137,6 +3241,12 @@ rf_backend *rf_backend_gpu_new(rf_status *st)
     be->upload_unsorted = gpu_upload_unsorted;
     be->download = gpu_download;
     be->download_at = gpu_download_at;
+    const char *ahead = getenv("RF_CUDA_MOVES_AHEAD");   /* off: parts' copies in turn with their kernels */
+    if (!(ahead && strcmp(ahead, "off") == 0)) {
+        be->upload_ahead = gpu_upload_ahead;
+        be->download_at_ahead = gpu_download_at_ahead;
+        be->moves_wait = gpu_moves_wait;
+    }
     be->run = gpu_run;
     be->bytes_in_use = gpu_bytes_in_use;
     be->bytes_peak = gpu_bytes_peak;

@@ -110,10 +110,13 @@ step differential_gpu_runs env RF_CUDA_RUNS=always python3 "$ROOT/tests/differen
 # 3b''. Out of core on the device (issue 10): every kernel that splits runs
 #     in key-range parts under --device-memory (RF_TEST_OOC_PARTS), its parts
 #     uploaded and outputs downloaded; the business programs with a one-byte
-#     limit, every variable spilled between kernels as well.
-step golden_gpu_ooc env RF_TEST_OOC_PARTS=3 python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" \
-  --backend gpu --extra-arg=--device-memory=1G
-step differential_gpu_ooc env RF_TEST_OOC_PARTS=3 python3 "$ROOT/tests/differential/run.py" --redfox "$RF" \
+#     limit, every variable spilled between kernels as well. The first two
+#     with every column that crosses in the pinned arena (RF_CUDA_PINNED_MIN=1),
+#     so each part's inputs are uploaded while the part before runs and its
+#     output downloaded while the next runs (copies beside the kernels).
+step golden_gpu_ooc env RF_TEST_OOC_PARTS=3 RF_CUDA_PINNED_MIN=1 python3 "$ROOT/tests/golden/run_golden.py" \
+  --redfox "$RF" --backend gpu --extra-arg=--device-memory=1G
+step differential_gpu_ooc env RF_TEST_OOC_PARTS=3 RF_CUDA_PINNED_MIN=1 python3 "$ROOT/tests/differential/run.py" --redfox "$RF" \
   --count "$COUNT" --seed 31 --backend gpu --compare-backend cpu --jobs 16 --extra-arg=--device-memory=1G
 step differential_gpu_ooc_biz env RF_TEST_OOC_PARTS=4 python3 "$ROOT/tests/differential/run.py" --redfox "$RF" \
   --lang biz --count "$COUNT" --seed 32 --backend gpu --compare-backend cpu --jobs 16 --extra-arg=--device-memory=1
@@ -236,6 +239,9 @@ if [ "$SANITIZE" = 1 ]; then
     step memcheck_programs sanitized_programs
     step memcheck_differential python3 "$ROOT/tests/differential/run.py" --count 40 --seed 5 --jobs 8 \
       --redfox "$W memcheck $RF" --backend gpu
+    step memcheck_ooc bash -c "cd '$ROOT/programs' && for p in tc same_generation points_to; do
+        RF_TEST_OOC_PARTS=3 RF_CUDA_PINNED_MIN=1 '$W' memcheck '$RF' run \$p.lql --backend=gpu --device-memory=1 \
+          >/dev/null || exit 1; done; echo memcheck ooc ok"
     step racecheck_programs bash -c "cd '$ROOT/programs' && for p in tc same_generation triangles aggregation; do
         [ -f \$p.lql ] || continue; '$W' racecheck '$RF' run \$p.lql --backend=gpu >/dev/null || exit 1; done; echo racecheck ok"
   fi
