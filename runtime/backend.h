@@ -88,7 +88,8 @@ struct rf_backend {
      * return while t's rows still cross (the next part's, while this
      * part's kernels run): the backend orders everything that touches v
      * after them, and t stays untouched until v has been read by a kernel
-     * or freed, or moves_wait has returned. download_at_ahead is
+     * or freed, or moves_wait has returned; it may decline (false, st set:
+     * the runtime then uploads the part when it runs). download_at_ahead is
      * download_at whose rows may still be crossing when it returns: they
      * are in t once moves_wait returns, and t is not freed, grown or
      * written in those rows before; v may be freed at once (the backend

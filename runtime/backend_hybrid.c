@@ -289,6 +289,42 @@ static bool hy_download_at(rf_backend *be, const rf_dvar *v, rf_table *t, size_t
                           : rf_download_copy_at(b, v->side[s], t, at, rows, st);
 }
 
+/* Double buffering of out-of-core parts (backend.h): the device's, where
+ * the rows go there and it has it; declined otherwise (the part is then
+ * uploaded when it runs). */
+static bool hy_upload_ahead(rf_backend *be, rf_dvar *v, const rf_table *t, rf_status *st)
+{
+    hybrid_impl *h = impl_of(be);
+    int s = upload_side(be, t->nrows);
+    rf_backend *b = h->be[s];
+    if (s != DEV || !b->upload_ahead)
+        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "no upload ahead on this side");
+    if (!side_var(be, v, s, st) || !b->upload_ahead(b, v->side[s], t, st))
+        return false;
+    written_on(be, v, s);
+    return true;
+}
+
+static bool hy_download_at_ahead(rf_backend *be, const rf_dvar *v, rf_table *t, size_t at, size_t *rows,
+                                 rf_status *st)
+{
+    int s = held_on(v);
+    rf_backend *b = s < 0 ? NULL : impl_of(be)->be[s];
+    if (b && b->download_at_ahead)
+        return b->download_at_ahead(b, v->side[s], t, at, rows, st);
+    return hy_download_at(be, v, t, at, rows, st);
+}
+
+static bool hy_moves_wait(rf_backend *be, rf_status *st)
+{
+    hybrid_impl *h = impl_of(be);
+    bool ok = true;
+    for (int s = 0; s < 2; s++)
+        if (h->be[s] && h->be[s]->moves_wait)
+            ok = h->be[s]->moves_wait(h->be[s], st) && ok;
+    return ok;
+}
+
 static bool hy_column_sign_uniform(rf_backend *be, const rf_dvar *v, int col)
 {
     int s = held_on(v);
@@ -618,6 +654,11 @@ static rf_backend *hybrid_over(rf_backend *device, rf_backend *host, arrival *ar
     be->pooled_tables = true;   /* (the device's, once it is there: the heap until) */
     be->download = hy_download;
     be->download_at = hy_download_at;
+    if (!device || device->upload_ahead) {   /* (an arriving device: the GPU's, once there) */
+        be->upload_ahead = hy_upload_ahead;
+        be->download_at_ahead = hy_download_at_ahead;
+        be->moves_wait = hy_moves_wait;
+    }
     be->run = hy_run;
     be->bytes_in_use = hy_bytes_in_use;
     be->bytes_peak = hy_bytes_peak;
