@@ -37,9 +37,10 @@
 #     wcoj-tests   the six gpu_wcoj ctests' random cyclic programs (wcoj_diff.py), split
 #                  over the GPUs present (three a card on two: ~8.5 min; one card: ~16)
 #     ooc          issue 10's out-of-core runs against the PCIe floor (bench/ooc_bench.py), three
-#                  variants taking turns, twice: as built, the semi-naive DIFF and UNION apart
-#                  (RF_OOC_UNION_APART=1), and also parts' outputs copied into place
-#                  (RF_OOC_DOWNLOAD_AT=off); then the GPU suite's out-of-core steps (~6 min)
+#                  variants taking turns, twice: as built, the parts' copies in turn with their
+#                  kernels (RF_CUDA_MOVES_AHEAD=off), and also staged from the heap instead of
+#                  the pinned arena (RF_CUDA_PINNED_MAX=0); then the GPU suite's out-of-core
+#                  steps (~7 min)
 #     scaling      (a machine of two or four GPUs) issue 10's table: TC on R-MAT 16 and 17
 #                  (made here; 17's closure holds over 10^9 tuples), TC, SG on the largest
 #                  carried graphs, triangles on R-MAT 20, one GPU against two (--gpus 2)
@@ -185,11 +186,11 @@ for step in "$@"; do
     ooc)
       runs=tc:p2p-Gnutella09:64M,sg:p2p-Gnutella09:256M,sg:p2p-Gnutella09:1G,tc:p2p-Gnutella31:2G
       for round in 1 2; do
-        for v in built apart old; do
+        for v in built inturn staged; do
           case $v in
             built) envs=(X_UNUSED=) ;;
-            apart) envs=(RF_OOC_UNION_APART=1) ;;
-            old) envs=(RF_OOC_UNION_APART=1 RF_OOC_DOWNLOAD_AT=off) ;;
+            inturn) envs=(RF_CUDA_MOVES_AHEAD=off) ;;
+            staged) envs=(RF_CUDA_MOVES_AHEAD=off RF_CUDA_PINNED_MAX=0) ;;
           esac
           f="$logs/ooc-$v-$round.md"
           env "${envs[@]}" timeout 200 python3 bench/ooc_bench.py --build build-dev --graphs-dir .data/graphs \

@@ -50,6 +50,7 @@ static struct {
     atomic_bool ready;            /* installed as the tables' pool */
     size_t limit, pinned;
     size_t min_column;
+    bool no_register;             /* rf_cuda_host_arena_test_start: the extents' logic without a device */
     atomic_int nregions;          /* regions are only added: read without the lock */
     struct { char *p; size_t n; } regions[ARENA_REGIONS];
     int nextents;                 /* sorted by address */
@@ -112,7 +113,7 @@ static bool add_region(size_t bytes)
 #endif
     fault_job j = {.p = p, .n = want};
     rf_par_for((int)((want + FAULT_CHUNK - 1) / FAULT_CHUNK), fault_piece, &j);
-    if (cudaHostRegister(p, want, cudaHostRegisterPortable) != cudaSuccess) {
+    if (!g.no_register && cudaHostRegister(p, want, cudaHostRegisterPortable) != cudaSuccess) {
         (void)cudaGetLastError();
         munmap(p, want);
         g.limit = g.pinned;   /* (the host will not pin more: stop asking) */
@@ -239,6 +240,19 @@ void rf_cuda_host_arena_start(void)
     if (!atomic_load(&g.ready)) {
         arena_limit();
         if (g.limit >= ARENA_MIN_REGION && rf_host_pool_set(&arena_pool))   /* (not under a test's pool) */
+            atomic_store_explicit(&g.ready, true, memory_order_release);
+    }
+    pthread_mutex_unlock(&g.mu);
+}
+
+void rf_cuda_host_arena_test_start(size_t limit, size_t min_column)
+{
+    pthread_mutex_lock(&g.mu);
+    if (!atomic_load(&g.ready)) {
+        g.limit = limit;
+        g.min_column = min_column;
+        g.no_register = true;
+        if (rf_host_pool_set(&arena_pool))
             atomic_store_explicit(&g.ready, true, memory_order_release);
     }
     pthread_mutex_unlock(&g.mu);

@@ -107,6 +107,10 @@ bool rf_cuda_measure_moves(rf_cuda_ctx *c, size_t bytes, rf_move_rates *m, rf_st
 void rf_cuda_host_arena_start(void);
 bool rf_cuda_host_pinned(const void *p, size_t bytes);
 size_t rf_cuda_host_pinned_bytes(void);
+/* Tests: the arena started without a device, its regions mapped but not
+ * registered (its extents' logic only), pinning at most limit bytes in
+ * columns of min_column bytes or more; a no-op once the arena started. */
+void rf_cuda_host_arena_test_start(size_t limit, size_t min_column);
 /* Waits for all queued work. */
 bool rf_cuda_sync(rf_cuda_ctx *c, rf_status *st);
 

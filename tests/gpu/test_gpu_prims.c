@@ -1823,6 +1823,70 @@ static void test_device_model(void)
     rf_table_free(&in);
 }
 
+/* The pinned arena's extents (host_arena.c), without a device: started in
+ * test mode (regions mapped, not registered) with room for one region of
+ * 256 MB. Columns of 1 MB or more are made there, first fit in address
+ * order; freed neighbours merge; a shrunk column gives its tail back; a
+ * pooled table stays in it as it grows, rows kept; what does not fit, or
+ * is small, lives in the heap and is freed there. (Run first: on a device
+ * machine the contexts made later find the arena started.) */
+static void test_host_arena(void)
+{
+    const size_t MB = (size_t)1 << 20, W = MB / 8;   /* W: rows of one MB a column */
+    rf_cuda_host_arena_test_start(256 * MB, MB);
+    CHECK(rf_cuda_host_pinned_bytes() == 0, "the arena starts empty");
+    rf_table a, b, c;
+    rf_table *all[3] = {&a, &b, &c};
+    for (int i = 0; i < 3; i++) {
+        rf_table_init(all[i], 1);
+        rf_table_reserve_pooled(all[i], 8 * W);
+    }
+    CHECK(rf_cuda_host_pinned_bytes() == 256 * MB, "one region: %zu", rf_cuda_host_pinned_bytes());
+    CHECK(rf_cuda_host_pinned(a.cols[0], 8 * MB) && rf_host_pool_owns(a.cols[0]), "a pooled column is in the arena");
+    CHECK(b.cols[0] == a.cols[0] + 8 * W && c.cols[0] == b.cols[0] + 8 * W, "first fit in address order");
+    CHECK(!rf_cuda_host_pinned(c.cols[0], 300 * MB), "a range past the region is not pinned");
+    rf_word *at = a.cols[0];
+    rf_table_free(&a);
+    rf_table_free(&b);
+    rf_table d;   /* 16 MB: fits where a and b were, merged */
+    rf_table_init(&d, 1);
+    rf_table_reserve_pooled(&d, 16 * W);
+    CHECK(d.cols[0] == at, "freed neighbours merge: %p against %p", (void *)d.cols[0], (void *)at);
+    rf_table_resize(&d, 100);
+    for (size_t i = 0; i < 100; i++)
+        d.cols[0][i] = i * 3;
+    rf_table_shrink(&d, 100);   /* 2 MB kept (a huge page), 14 MB given back */
+    rf_table e;
+    rf_table_init(&e, 1);
+    rf_table_reserve_pooled(&e, 8 * W);   /* (capacities double from 16 rows: powers of two) */
+    CHECK(e.cols[0] == at + 2 * W, "a shrunk column's tail is free: %p against %p", (void *)e.cols[0],
+          (void *)(at + 2 * W));
+    rf_table_reserve(&d, 4 * W);   /* grown: still in the arena, rows kept */
+    bool kept = true;
+    for (size_t i = 0; i < 100; i++)
+        kept = kept && d.cols[0][i] == i * 3;
+    CHECK(rf_host_pool_owns(d.cols[0]) && kept, "a pooled table grows in the arena with its rows");
+    rf_table big, small;   /* past the limit, and under the least column: the heap */
+    rf_table_init(&big, 1);
+    rf_table_reserve_pooled(&big, 240 * W);
+    CHECK(!rf_host_pool_owns(big.cols[0]) && !rf_cuda_host_pinned(big.cols[0], MB), "no room: the heap");
+    CHECK(rf_cuda_host_pinned_bytes() == 256 * MB, "the limit holds: %zu", rf_cuda_host_pinned_bytes());
+    rf_table_init(&small, 1);
+    rf_table_reserve_pooled(&small, W / 2);
+    CHECK(!rf_host_pool_owns(small.cols[0]), "a small column: the heap");
+    rf_table_free(&big);
+    rf_table_free(&small);
+    rf_table_free(&c);
+    rf_table_free(&d);
+    rf_table_free(&e);
+    rf_table whole;   /* all free again: one extent of the whole region */
+    rf_table_init(&whole, 1);
+    rf_table_reserve_pooled(&whole, 256 * W);
+    CHECK(whole.cols[0] == at && rf_cuda_host_pinned(whole.cols[0], 256 * MB), "every extent merged back");
+    rf_table_free(&whole);
+    printf("host arena: extents made, merged, cut and refused (%d failures so far)\n", g_fail);
+}
+
 /* Columns of many rows whose ids cover most of the dictionary get a table
  * over every interned id (tabulate_id_range), the others one over their
  * distinct ids: both give each row the host's value or fault. */
@@ -2972,6 +3036,7 @@ int main(int argc, char **argv)
         else
             g_rng = strtoull(argv[i], NULL, 10) | 1;
     }
+    test_host_arena();       /* host memory only */
     test_codegen_compiles(); /* NVRTC only: no device needed */
     test_selplan_codegen();
     test_device_model();
