@@ -12,8 +12,10 @@ A run is QUERY:GRAPH:LIMIT (QUERY tc, sg or triangles; LIMIT as
 --device-memory takes it). Prints a markdown table: the in-memory and
 out-of-core query seconds, MB up and down, the floor (MB up / h2d + MB down
 / d2h), out-of-core over floor (the issue's target: at most 3), the seconds
-inside kernels run in parts and in the moves, and whether both runs gave the
-same answer (the hash --count prints).
+inside kernels run in parts and in the moves, the parts whose inputs were
+uploaded while the part before ran and the MB that crossed straight from and
+into pinned host tables (GPU), and whether both runs gave the same answer
+(the hash --count prints).
 """
 import argparse
 import datetime
@@ -31,6 +33,8 @@ COUNT = re.compile(r"^# \S+ \((\d+) tuples, hash ([0-9a-f]+)\)$", re.M)
 MOVES = re.compile(r"host<->device: ([\d.]+) MB to the device, ([\d.]+) MB back \(parts ([\d.]+) up, ([\d.]+) down\); "
                    r"([\d.]+) s in moves, ([\d.]+) s cutting parts, ([\d.]+) s in kernels run in parts")
 PARTS = re.compile(r"out of core: (\d+) kernel runs in key-range parts, (\d+) parts")
+AHEAD = re.compile(r"out of core: (\d+) parts' inputs uploaded while the part before ran")
+PINNED = re.compile(r"of those, ([\d.]+) MB up and ([\d.]+) MB down straight from and into pinned host tables")
 
 
 def run(a, query, graph, extra, log):
@@ -88,8 +92,8 @@ def main():
         print("# PCIe floor: pinned host-to-device %.1f GB/s, device-to-host %.1f GB/s (rf_gpu_floors, this run)" %
               (h2d, d2h))
     print("| query | graph | limit | in memory s | out of core s | parts | MB up | MB down | floor s | ooc/floor "
-          "| in parts s | moves s | cutting s | same answer |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+          "| in parts s | moves s | cutting s | parts ahead | MB pinned up/down | same answer |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
     sys.stdout.flush()
     for query, graph, limit in runs:
         base, err0 = run(a, query, graph, [], log)
@@ -109,6 +113,10 @@ def main():
                       "%.2f" % (t1 / floor) if floor and t1 else "-", mv.group(7), mv.group(5), mv.group(6)]
         else:
             cells += ["0", "0", "-", "-", "-", "-", "-"]
+        ah = AHEAD.search(ooc) if ooc else None
+        pin = PINNED.search(ooc) if ooc else None
+        cells.append(ah.group(1) if ah else "-")
+        cells.append("%.0f / %.0f" % (float(pin.group(1)), float(pin.group(2))) if pin else "-")
         c0 = COUNT.search(base) if base else None
         c1 = COUNT.search(ooc) if ooc else None
         cells.append(("yes" if c0.groups() == c1.groups() else "NO") if c0 and c1 else "-")
