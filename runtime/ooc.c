@@ -255,31 +255,36 @@ int rf_ooc_ranges(const rf_table *t, int col, rf_ooc_range r, int n, rf_ooc_rang
     return count;
 }
 
-/* ---- Cutting a table into the ranges' rows ---- */
-static int range_of(const rf_ooc_range *ranges, int n, rf_word v)
-{
-    if (v < ranges[0].lo || v > ranges[n - 1].hi)
-        return -1;
-    int a = 0, b = n - 1;   /* the last range whose lo <= v */
-    while (a < b) {
-        int m = (a + b + 1) / 2;
-        if (ranges[m].lo <= v)
-            a = m;
-        else
-            b = m - 1;
-    }
-    return v <= ranges[a].hi ? a : -1;
-}
-
-enum { CUT_CHUNK = 1 << 18 };
+/* ---- Cutting a table into the ranges' rows ----
+ * Two passes over the cut column, each on the worker pool a chunk at a
+ * time: the first finds each row's range (a branch-free binary search over
+ * the ranges' lower ends, the compare a conditional move) and counts the
+ * rows a chunk gives each range; the second copies every row to its place
+ * in its range's part, by the range the first pass noted (2 bytes a row),
+ * not searched again. */
+enum { CUT_CHUNK = 1 << 18, CUT_NONE = 0xFFFF };
 
 typedef struct cut_job {
     const rf_table *t;
     int col, n, nchunks;
     const rf_ooc_range *ranges;
+    rf_word *los;            /* [n]: the ranges' lower ends, in order */
+    uint16_t *which;         /* [rows]: each row's range, CUT_NONE outside them all */
     size_t *counts;          /* [nchunks][n]: rows of chunk c in range i, then where they go */
     rf_table *parts;
 } cut_job;
+
+static int range_of(const cut_job *j, rf_word v)
+{
+    const rf_word *lo = j->los;
+    size_t base = 0, len = (size_t)j->n;
+    while (len > 1) {   /* the last range whose lo <= v */
+        size_t half = len / 2;
+        base = lo[base + half] <= v ? base + half : base;
+        len -= half;
+    }
+    return v >= lo[0] && v <= j->ranges[base].hi ? (int)base : -1;
+}
 
 static void cut_count(void *ctx, int c)
 {
@@ -288,7 +293,8 @@ static void cut_count(void *ctx, int c)
     size_t end = ((size_t)c + 1) * CUT_CHUNK < j->t->nrows ? ((size_t)c + 1) * CUT_CHUNK : j->t->nrows;
     const rf_word *v = j->t->cols[j->col];
     for (size_t i = (size_t)c * CUT_CHUNK; i < end; i++) {
-        int r = range_of(j->ranges, j->n, v[i]);
+        int r = range_of(j, v[i]);
+        j->which[i] = r < 0 ? CUT_NONE : (uint16_t)r;
         if (r >= 0)
             cnt[r]++;
     }
@@ -299,14 +305,14 @@ static void cut_write(void *ctx, int c)
     cut_job *j = ctx;
     size_t *at = j->counts + (size_t)c * (size_t)j->n;
     size_t end = ((size_t)c + 1) * CUT_CHUNK < j->t->nrows ? ((size_t)c + 1) * CUT_CHUNK : j->t->nrows;
-    const rf_word *v = j->t->cols[j->col];
+    int arity = j->t->arity;
     for (size_t i = (size_t)c * CUT_CHUNK; i < end; i++) {
-        int r = range_of(j->ranges, j->n, v[i]);
-        if (r < 0)
+        unsigned r = j->which[i];
+        if (r == CUT_NONE)
             continue;
         rf_table *part = &j->parts[r];
         size_t to = at[r]++;
-        for (int a = 0; a < j->t->arity; a++)
+        for (int a = 0; a < arity; a++)
             part->cols[a][to] = j->t->cols[a][i];
     }
 }
@@ -344,6 +350,10 @@ void rf_ooc_cut(const rf_table *t, int col, bool sorted_by_col, const rf_ooc_ran
     cut_job j = {.t = t, .col = col, .n = n, .ranges = ranges, .parts = parts};
     j.nchunks = (int)((t->nrows + CUT_CHUNK - 1) / CUT_CHUNK);
     j.counts = rf_calloc((size_t)(j.nchunks ? j.nchunks : 1) * (size_t)n, sizeof *j.counts);
+    j.los = rf_malloc((size_t)n * sizeof *j.los);
+    for (int i = 0; i < n; i++)
+        j.los[i] = ranges[i].lo;
+    j.which = rf_malloc((t->nrows ? t->nrows : 1) * sizeof *j.which);
     rf_par_for(j.nchunks, cut_count, &j);
     for (int i = 0; i < n; i++) {
         size_t total = 0;
@@ -359,6 +369,8 @@ void rf_ooc_cut(const rf_table *t, int col, bool sorted_by_col, const rf_ooc_ran
     }
     rf_par_for(j.nchunks, cut_write, &j);
     free(j.counts);
+    free(j.los);
+    free(j.which);
 }
 
 void rf_ooc_parts_free(rf_table *parts, int n, bool views)

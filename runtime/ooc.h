@@ -54,7 +54,7 @@ int rf_ooc_ranges(const rf_table *t, int col, rf_ooc_range r, int n, rf_ooc_rang
  * sorted_by_col (col 0 of a sorted variable) the parts are views into t's
  * columns: *views set, and the caller must not free them (rf_ooc_parts_free
  * knows). Otherwise copies, made in one pass over t on the worker pool (in
- * the host pool where pooled: rf_table_reserve_pooled). */
+ * the host pool where pooled: rf_table_reserve_pooled). n < 65535. */
 void rf_ooc_cut(const rf_table *t, int col, bool sorted_by_col, const rf_ooc_range *ranges, int n, bool pooled,
                 rf_table *parts, bool *views);
 void rf_ooc_parts_free(rf_table *parts, int n, bool views);
