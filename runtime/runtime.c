@@ -933,7 +933,7 @@ static bool run_parts(rt *r, const rf_kernel *k, size_t nparts, rf_kernel_stats 
             whole_bytes += var_bytes_of(r, sp.var[i]);
     r->ooc_kernels++;
     /* Double buffering: the next part's inputs, uploaded ahead while this
-     * part runs (next_for: the part they are for; -1: none). */
+     * part runs (next_for: the part they are for; SIZE_MAX: none). */
     rf_dvar *next[RF_KERNEL_VARS_MAX] = {0};
     size_t next_for = SIZE_MAX;
     while (ok && head < nq) {
@@ -2240,9 +2240,9 @@ bool rf_run_ex(const rf_hprogram *p, const rf_run_options *opt, rf_run_info *inf
         const char *at = getenv("RF_OOC_DOWNLOAD_AT");
         r.ooc_copy_parts = at && strcmp(at, "off") == 0;
         const char *pool = getenv("RF_TEST_HOST_POOL");
-        if (pool && strcmp(pool, "1") == 0)
-            rf_ooc_test_pool_install();
         r.pool_always = pool && strcmp(pool, "1") == 0;
+        if (r.pool_always)
+            rf_ooc_test_pool_install();
         r.pooled = r.be->pooled_tables || r.pool_always;
     }
     r.ks = rf_calloc((size_t)p->nblocks + 1, sizeof *r.ks);

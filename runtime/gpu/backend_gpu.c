@@ -527,34 +527,36 @@ static bool gpu_download(rf_backend *be, const rf_dvar *v, rf_table *t, rf_statu
  * its place in the whole output): the staging threads fault the pages in
  * once. A relation held as runs that do not merge on the device goes the
  * long way (a table of its own, then copied over). */
-static bool gpu_download_at(rf_backend *be, const rf_dvar *v, rf_table *t, size_t at, size_t *rows, rf_status *st)
+/* ahead: its rows cross on the download copy stream while the next part's
+ * kernels run (in t once gpu_moves_wait returns). */
+static bool download_at(rf_backend *be, const rf_dvar *cv, rf_table *t, size_t at, size_t *rows, bool ahead,
+                        rf_status *st)
 {
+    rf_dvar *v = (rf_dvar *)cv;
     *rows = 0;
+    if (ahead)
+        reap(be, 2);   /* (two parts' outputs at most still on the device) */
     settle(be, v);
     if (!v->table_ok && v->nruns > 1)
         return rf_download_copy_at(be, v, t, at, rows, st);
-    if (!ensure_table(be, v, st) || !sort_pending(be, v, st) || !rf_drel_download_at(ctx_of(be), &v->rel, t, at, st))
+    rf_cuda_ctx *c = ctx_of(be);
+    if (!ensure_table(be, v, st) || !sort_pending(be, v, st) ||
+        !(ahead ? rf_drel_download_at_ahead(c, &v->rel, t, at, &v->down_done, st)
+                : rf_drel_download_at(c, &v->rel, t, at, st)))
         return false;
     *rows = v->rel.nrows;
     return true;
 }
 
-/* The same, its rows crossing on the download copy stream while the next
- * part's kernels run (in t once gpu_moves_wait returns). */
-static bool gpu_download_at_ahead(rf_backend *be, const rf_dvar *cv, rf_table *t, size_t at, size_t *rows,
+static bool gpu_download_at(rf_backend *be, const rf_dvar *v, rf_table *t, size_t at, size_t *rows, rf_status *st)
+{
+    return download_at(be, v, t, at, rows, false, st);
+}
+
+static bool gpu_download_at_ahead(rf_backend *be, const rf_dvar *v, rf_table *t, size_t at, size_t *rows,
                                   rf_status *st)
 {
-    rf_dvar *v = (rf_dvar *)cv;
-    *rows = 0;
-    reap(be, 2);   /* (two parts' outputs at most still on the device) */
-    settle(be, v);
-    if (!v->table_ok && v->nruns > 1)
-        return rf_download_copy_at(be, v, t, at, rows, st);
-    if (!ensure_table(be, v, st) || !sort_pending(be, v, st) ||
-        !rf_drel_download_at_ahead(ctx_of(be), &v->rel, t, at, &v->down_done, st))
-        return false;
-    *rows = v->rel.nrows;
-    return true;
+    return download_at(be, v, t, at, rows, true, st);
 }
 
 static bool gpu_moves_wait(rf_backend *be, rf_status *st)
