@@ -161,6 +161,7 @@ struct rf_cuda_ctx {
     /* Join algorithm: 0 chosen by size (rf_cuda_join), 1 merge, 2 hash. */
     int join_mode;
     bool small_sort;         /* sorts of a few rows by one block (RF_CUDA_SMALL_SORT=off: never) */
+    uint64_t wide_sort_max;  /* rows of more than 64 key bits one sort takes (2^32; RF_CUDA_WIDE_SORT_MAX, tests) */
     size_t hash_joins, merge_joins;
     /* RF_CUDA_TRACE=1: where a kernel's time goes, phase by phase
      * (rf_cuda_trace; the stream is synchronised at each mark, so traced
@@ -359,6 +360,13 @@ bool rf_cub_sort_pairs(rf_cuda_ctx *c, uint64_t *keys, uint64_t *keys_alt, uint3
                        uint32_t *vals_alt, size_t n, int end_bit, rf_status *st);
 bool rf_cub_sort_keys(rf_cuda_ctx *c, uint64_t *keys, uint64_t *keys_alt, size_t n,
                       int end_bit, rf_status *st);
+/* Sorts keys[0..n) on bits [0, end_bit) and writes their distinct values,
+ * in order, to *out (keys or keys_alt: the buffer the sort did not end in;
+ * the other is free after it), their number to *count_dev on the device.
+ * Any n (64-bit counts throughout). */
+bool rf_cub_sort_unique_keys(rf_cuda_ctx *c, uint64_t *keys, uint64_t *keys_alt, size_t n,
+                             int end_bit, unsigned long long *count_dev, uint64_t **out,
+                             rf_status *st);
 /* pos[i] = sum of flags[0..i), for i in [0, n]: pos has n+1 entries, the
  * total is pos[n]. */
 bool rf_cub_flag_scan(rf_cuda_ctx *c, const uint8_t *flags, uint64_t *pos, size_t n,
@@ -376,12 +384,9 @@ cudaError_t rf_k_iota(cudaStream_t s, uint32_t *perm, size_t n);
  * (perm may be NULL: row i); column first+j is shifted left by shift[j]. */
 cudaError_t rf_k_pack(cudaStream_t s, rf_cols cols, int first, int ncols, const int *shift_host,
                       const uint32_t *perm, size_t n, uint64_t *keys);
-/* flags[i] = first row or keys[i] != keys[i-1]. */
-cudaError_t rf_k_key_heads(cudaStream_t s, const uint64_t *keys, size_t n, uint8_t *flags);
-/* For flagged i, unpacks keys[i] into dst row pos[i]. */
-cudaError_t rf_k_unpack(cudaStream_t s, const uint64_t *keys, size_t n, const uint8_t *flags,
-                        const uint64_t *pos, int ncols, const int *shift_host,
-                        const int *bits_host, rf_wcols dst);
+/* Unpacks keys[i] into dst row i (the inverse of rf_k_pack). */
+cudaError_t rf_k_unpack(cudaStream_t s, const uint64_t *keys, size_t n, int ncols,
+                        const int *shift_host, const int *bits_host, rf_wcols dst);
 cudaError_t rf_k_gather(cudaStream_t s, rf_cols src, int ncols, const uint32_t *perm, size_t n,
                         rf_wcols dst);
 /* One block sorts and deduplicates the n rows of a small relation (n <=

@@ -186,22 +186,14 @@ __global__ void k_pack(rf_cols cols, int first, int ncols, Shifts sh, const uint
     }
 }
 
-__global__ void k_key_heads(const uint64_t *keys, uint64_t n, uint8_t *flags)
-{
-    RF_GRID_LOOP(i, n) flags[i] = i == 0 || keys[i] != keys[i - 1];
-}
-
-__global__ void k_unpack(const uint64_t *keys, uint64_t n, const uint8_t *flags,
-                         const uint64_t *pos, int ncols, Shifts sh, rf_wcols dst)
+__global__ void k_unpack(const uint64_t *keys, uint64_t n, int ncols, Shifts sh, rf_wcols dst)
 {
     RF_GRID_LOOP(i, n)
     {
-        if (flags && !flags[i])
-            continue;
-        uint64_t k = keys[i], o = pos ? pos[i] : i;
+        uint64_t k = keys[i];
         for (int j = 0; j < ncols; j++) {
             uint64_t mask = sh.bits[j] >= 64 ? ~0ull : ((1ull << sh.bits[j]) - 1);
-            dst.c[j][o] = (k >> sh.s[j]) & mask;
+            dst.c[j][i] = (k >> sh.s[j]) & mask;
         }
     }
 }
@@ -944,16 +936,10 @@ cudaError_t rf_k_pack(cudaStream_t s, rf_cols cols, int first, int ncols, const 
            keys);
 }
 
-cudaError_t rf_k_key_heads(cudaStream_t s, const uint64_t *keys, size_t n, uint8_t *flags)
+cudaError_t rf_k_unpack(cudaStream_t s, const uint64_t *keys, size_t n, int ncols,
+                        const int *shift_host, const int *bits_host, rf_wcols dst)
 {
-    LAUNCH(k_key_heads, n, s, keys, n, flags);
-}
-
-cudaError_t rf_k_unpack(cudaStream_t s, const uint64_t *keys, size_t n, const uint8_t *flags,
-                        const uint64_t *pos, int ncols, const int *shift_host,
-                        const int *bits_host, rf_wcols dst)
-{
-    LAUNCH(k_unpack, n, s, keys, n, flags, pos, ncols, make_shifts(shift_host, bits_host, ncols),
+    LAUNCH(k_unpack, n, s, keys, n, ncols, make_shifts(shift_host, bits_host, ncols),
            dst);
 }
 

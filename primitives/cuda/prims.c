@@ -276,6 +276,10 @@ rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
     c->join_mode = jm && strcmp(jm, "merge") == 0 ? 1 : jm && strcmp(jm, "hash") == 0 ? 2 : 0;
     const char *ss = getenv("RF_CUDA_SMALL_SORT");
     c->small_sort = !(ss && strcmp(ss, "off") == 0);
+    const char *wm = getenv("RF_CUDA_WIDE_SORT_MAX");
+    c->wide_sort_max = wm && *wm ? strtoull(wm, NULL, 10) : UINT32_MAX;
+    if (c->wide_sort_max < 2 || c->wide_sort_max > UINT32_MAX)
+        c->wide_sort_max = UINT32_MAX;
     const char *tr = getenv("RF_CUDA_TRACE");
     c->trace = tr && *tr && strcmp(tr, "0") != 0;
     c->trace_nosync = c->trace && strcmp(tr, "host") == 0;
@@ -2176,9 +2180,6 @@ bool rf_cuda_sort_unique(rf_cuda_ctx *c, const rf_drel *r, rf_drel *out, const c
     }
     if (!check_arity(r, what, st))
         return false;
-    if (n > UINT32_MAX)
-        return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "relation %s has %zu rows; the GPU sort takes at most 2^32",
-                       what ? what : "?", n);
     tmpbuf maxb = {0}, keys = {0}, keys_alt = {0}, perm = {0}, perm_alt = {0}, flags = {0}, pos = {0};
     rf_drel sorted, res;
     rf_drel_init(&sorted, a);
@@ -2235,6 +2236,16 @@ bool rf_cuda_sort_unique(rf_cuda_ctx *c, const rf_drel *r, rf_drel *out, const c
         }
     }
 
+    /* Rows of more than 64 key bits carry a permutation of 32 bits a row:
+     * more rows than it numbers are reported as memory running out, so
+     * that the runtime runs the kernel in key-range parts, each under the
+     * limit (rows of one key have no limit). */
+    if (ng > 1 && n > c->wide_sort_max) {
+        rf_fail(st, RF_EXIT_OUT_OF_MEMORY,
+                "relation %s has %zu rows of more than 64 key bits; the GPU sort takes at most %llu such rows at once",
+                what ? what : "?", n, (unsigned long long)c->wide_sort_max);
+        goto fail;
+    }
     if (!tmp_get(c, &keys, n * 8, "sort keys", st) || !tmp_get(c, &keys_alt, n * 8, "sort keys", st))
         goto fail;
     int shift[RF_CUDA_MAX_COLS];
@@ -2247,21 +2258,18 @@ bool rf_cuda_sort_unique(rf_cuda_ctx *c, const rf_drel *r, rf_drel *out, const c
             shift[k] = s;
             s += bits[k];
         }
+        uint64_t *distinct = NULL, total = 0;
+        if (!tmp_get(c, &pos, 8, "sort count", st))
+            goto fail;
         CK(rf_k_pack(c->stream, in, 0, a, shift, NULL, n, keys.p), "sort pack");
-        if (!rf_cub_sort_keys(c, keys.p, keys_alt.p, n, gbits[0], st))
+        if (!rf_cub_sort_unique_keys(c, keys.p, keys_alt.p, n, gbits[0], pos.p, &distinct, st) ||
+            !read_word(c, (const uint64_t *)pos.p, &total, st))
             goto fail;
-        tmp_put(c, &keys_alt);
-        if (!tmp_get(c, &flags, n, "sort flags", st) || !tmp_get(c, &pos, (n + 1) * 8, "sort positions", st))
-            goto fail;
-        CK(rf_k_key_heads(c->stream, keys.p, n, flags.p), "unique");
-        if (!rf_cub_flag_scan(c, flags.p, pos.p, n, st))
-            goto fail;
-        uint64_t total;
-        if (!read_word(c, (uint64_t *)pos.p + n, &total, st))
-            goto fail;
+        tmp_put(c, distinct == keys.p ? &keys_alt : &keys);
         if (!rf_drel_alloc(c, &res, (size_t)total, what, st))
             goto fail;
-        CK(rf_k_unpack(c->stream, keys.p, n, flags.p, pos.p, a, shift, bits, rf_wcols_of(&res)), "unpack");
+        CK(rf_k_unpack(c->stream, distinct, (size_t)total, a, shift, bits, rf_wcols_of(&res)),
+           "unpack");
     } else {
         /* LSD over column groups: a stable key-value sort per group carries
          * the permutation; then gather every column once. */

@@ -407,6 +407,12 @@ def main():
     a = ap.parse_args()
     if a.break_oracle:
         os.environ["RF_DIFF_BREAK_ORACLE"] = "1"   # for the worker processes
+    if "gpu" in (a.backend, a.compare_backend) and a.jobs > 1:
+        # processes sharing one device: each maps half the memory it finds
+        # free into its pool at start (docs/design.md), and sixteen starting
+        # together left later ones none to make their context with (an H200,
+        # the twenty-second session: "GPU out of memory in cudaSetDevice")
+        os.environ.setdefault("RF_CUDA_POOL_PRIME", "off")
 
     if a.print is not None:
         print(lql.to_text(GENERATORS[a.lang](a.print))[0], end="")
