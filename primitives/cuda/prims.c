@@ -2006,7 +2006,7 @@ void rf_cuda_string_table_stats(const rf_cuda_ctx *c, size_t *tables, size_t *en
 }
 
 /* A MAP or JOIN the device cannot run: downloaded, run by the CPU library
- * (the same semantics, rf_prims.h), uploaded. */
+ * (the same semantics, rf_prims.h), uploaded. r sorted, l in any order. */
 static bool host_kernel(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int nkeys, const rf_code *filter,
                         int nproj, const rf_code *proj, rf_drel *out, const char *what, rf_status *st)
 {
@@ -2017,7 +2017,10 @@ static bool host_kernel(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int 
     bool ok = rf_drel_download(c, l, &tl, st) && (!r || rf_drel_download(c, r, &tr, st));
     rf_table_free(&res); /* the primitives initialise their output */
     if (ok) {
-        ok = r ? rf_prim_join(&tl, &tr, nkeys, filter, nproj, proj, &res, st)
+        /* l in any order: a fused group's JOIN probes with its left
+         * side unsorted (the SORT member left out), and the merge join
+         * would miss the rows of l out of order */
+        ok = r ? rf_prim_join_probe(&tl, &tr, nkeys, filter, nproj, proj, &res, st)
                : rf_prim_map(&tl, filter, nproj, proj, &res, st);
         if (ok) {
             rf_drel tmp;
@@ -2847,8 +2850,9 @@ bool rf_cuda_aggregate_multi(rf_cuda_ctx *c, const rf_drel *in, int nkeys, int n
                              const char *what, rf_status *st)
 {
     tmpbuf flags = {0}, pos = {0}, starts = {0}, vals = {0}, sums = {0};
-    rf_drel res;
+    rf_drel res, host_vals;
     rf_drel_init(&res, nkeys + naggs);
+    rf_drel_init(&host_vals, 1);
     if (!check_arity(in, what, st))
         return false;
     if (naggs < 1 || nkeys + naggs > RF_CUDA_MAX_COLS || nkeys > in->arity)
@@ -2904,15 +2908,22 @@ bool rf_cuda_aggregate_multi(rf_cuda_ctx *c, const rf_drel *in, int nkeys, int n
             v = in->data + (size_t)col * in->cap;
         } else {
             /* String functions in the argument: tabulated over the ids the
-             * column holds (prepare), or refused when they cannot be. */
+             * column holds (prepare), or, where they cannot be (substr with
+             * a column as its length), evaluated by the host on every row
+             * (host_kernel: the CPU's semantics) and uploaded. */
             prepared pp = {0};
             if (!prepare(c, NULL, 1, arg, in, in->arity, NULL, &pp, st))
                 goto fail;
             if (pp.host) {
                 prepared_free(&pp);
-                rf_fail(st, RF_EXIT_RUNTIME_ERROR, "the aggregate argument of %s uses string functions the GPU "
-                        "backend cannot run (run it with --backend=cpu)", what ? what : "?");
-                goto fail;
+                rf_drel_free(c, &host_vals);
+                rf_drel_init(&host_vals, 1);
+                if (!host_kernel(c, in, NULL, 0, NULL, 1, arg, &host_vals, what, st) ||
+                    (t == RF_TYPE_STRING && (fn == RF_AGG_MIN || fn == RF_AGG_MAX) &&
+                     !rf_cuda_update_string_ranks(c, st)))
+                    goto fail;
+                v = host_vals.data;
+                goto have_values;
             }
             if (pp.owned && (fn == RF_AGG_MIN || fn == RF_AGG_MAX) && t == RF_TYPE_STRING &&
                 !rf_cuda_update_string_ranks(c, st)) {
@@ -2931,6 +2942,7 @@ bool rf_cuda_aggregate_multi(rf_cuda_ctx *c, const rf_drel *in, int nkeys, int n
                 goto fail;
             v = vals.p;
         }
+    have_values:
         if (fn == RF_AGG_COUNT_DISTINCT) {
             if (!count_distinct(c, v, n, starts.p, g, result, what, st))
                 goto fail;
@@ -2977,6 +2989,7 @@ done:
     tmp_put(c, &starts);
     tmp_put(c, &vals);
     tmp_put(c, &sums);
+    rf_drel_free(c, &host_vals);
     rf_drel_move(c, out, &res);
     out->arity = nkeys + naggs;
     return true;
@@ -2986,6 +2999,7 @@ fail:
     tmp_put(c, &starts);
     tmp_put(c, &vals);
     tmp_put(c, &sums);
+    rf_drel_free(c, &host_vals);
     rf_drel_free(c, &res);
     return false;
 }
