@@ -188,6 +188,16 @@ bool rf_ooc_split_of(const rf_hprogram *p, const rf_kernel *k, rf_ooc_split *s, 
             s->col[i] = -1;
     if (ok && (k->out < 0 || p->vars[k->out].arity < 1))
         ok = fail_why(&w, "its output has no column");
+    /* A MAP's rows are made one by one and its output is unsorted (a set
+     * whose order no reader sees), so any column of its input bounds a
+     * share of its rows: the input's first, where that is its sort order,
+     * so that the parts are views into it instead of copies (TC's step
+     * MAP t1(y, x) := path.delta(x, y) was cut by y, a pass over the
+     * delta's rows per iteration). */
+    if (ok && k->op == RF_K_MAP && k->in[0] >= 0 && p->vars[k->in[0]].sorted && !kernel_reads_rowid(k)) {
+        s->col[0] = 0;
+        return true;
+    }
     ok = ok && need_rows(&w, last, 0);
     for (int m = 0; ok && w.f && m < w.f->nmembers; m++)
         if (!w.visited[m])

@@ -145,7 +145,8 @@ static void rehearse(rf_cuda_ctx *c)
  * 0.5; 0 or off: none), for processes that share a device; a process with
  * a device memory budget primes at most that (rf_cuda_set_prime_cap):
  * sixteen test processes under --device-memory on one device took half of
- * what the others had left each, until one could not make its context. */
+ * what the others had left each, until one could not make its context.
+ * Nor does it prime where other processes hold a tenth of the device. */
 static _Atomic size_t prime_cap = SIZE_MAX;
 
 void rf_cuda_set_prime_cap(size_t bytes) { atomic_store(&prime_cap, bytes); }
@@ -161,7 +162,13 @@ static void *prime_pool(void *arg)
         return NULL;
     size_t free_b = 0, total_b = 0;
     cudaStream_t s = NULL;
-    if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess &&
+    /* Only on a device this process has (nearly) to itself: where other
+     * processes hold a tenth of it or more (a test harness's parallel
+     * runs, ranks sharing one card, another user), half of what they left
+     * would be taken from them, and the next to start could not make its
+     * context (sixteen differential runs on one H200: "GPU out of memory
+     * in cudaSetDevice"). */
+    if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess && (double)free_b >= 0.9 * (double)total_b &&
         cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess) {
         size_t want = (size_t)((double)free_b * (share < 1.0 ? share : 1.0));
         if (want > atomic_load(&prime_cap))

@@ -128,28 +128,39 @@ static void test_split_refusals(void)
 {
     const char *text = "edge(x, y) -> int32(x), int32(y).\n"
                        "shifted(x, y) -> int32(x), int32(y).\n"
+                       "sums(s, z) -> int32(s), int32(z).\n"
                        "outdeg[x] = n -> int32(x), int64(n).\n"
                        "nedges[] = n -> int64(n).\n"
-                       "@output(shifted). @output(outdeg). @output(nedges).\n"
+                       "@output(shifted). @output(sums). @output(outdeg). @output(nedges).\n"
                        "shifted(x + 1, y) <- edge(x, y).\n"
+                       "sums(x + y, z) <- edge(x, y), edge(y, z).\n"
                        "outdeg[x] = n <- agg<<n = count()>> edge(x, _).\n"
                        "nedges[] = n <- agg<<n = count()>> edge(_, _).\n"
                        "edge(1, 2). edge(1, 3). edge(2, 3).\n";
     rf_hprogram *h = lower_text(text, false);
     rf_ooc_split s;
     const char *why = NULL;
-    /* A computed first column comes from no input column. */
-    const rf_kernel *map = writer(h, "t0", false);
-    int shifted_tmp = -1;
+    /* A computed first column comes from no input column: a JOIN's
+     * output is then bounded by none of its inputs' ... */
+    const rf_kernel *map = NULL, *join = NULL;
     for (int b = 0; b < h->nblocks; b++)
         for (int i = 0; i < h->blocks[b].nkernels; i++) {
             const rf_kernel *k = &h->blocks[b].kernels[i];
             if (k->op == RF_K_MAP && rf_code_as_column(&k->proj[0]) < 0 && k->proj[0].ins[0].op != RF_EX_ROWID)
-                shifted_tmp = k->out, map = k;
+                map = k;
+            if (k->op == RF_K_JOIN && rf_code_as_column(&k->proj[0]) < 0)
+                join = k;
         }
-    CU_ASSERT_FATAL(shifted_tmp >= 0);
-    CU_ASSERT_FALSE(rf_ooc_split_of(h, map, &s, &why));
+    CU_ASSERT_FATAL(map != NULL && join != NULL);
+    CU_ASSERT_FALSE(rf_ooc_split_of(h, join, &s, &why));
     CU_ASSERT_PTR_NOT_NULL(why ? strstr(why, "computed") : NULL);
+    /* ... but a MAP makes its rows one by one into an unsorted output, so
+     * its sorted input's first column bounds a share of them (the parts
+     * views into it). */
+    why = NULL;
+    CU_ASSERT_TRUE(rf_ooc_split_of(h, map, &s, &why));
+    CU_ASSERT_EQUAL(s.col[0], 0);
+    CU_ASSERT_EQUAL(s.var[0], var_named(h, "edge"));
     /* Row identities (count bodies) would restart in every part; a keyless
      * aggregate's one row comes from every row. */
     int rowid_maps = 0, keyless = 0;
