@@ -134,6 +134,9 @@ static void test_split_refusals(void)
                        "@output(shifted). @output(sums). @output(outdeg). @output(nedges).\n"
                        "shifted(x + 1, y) <- edge(x, y).\n"
                        "sums(x + y, z) <- edge(x, y), edge(y, z).\n"
+                       "three(c) -> int32(c).\n"
+                       "@output(three).\n"
+                       "three(3) <- edge(_, _), !edge(7, 7).\n"
                        "outdeg[x] = n <- agg<<n = count()>> edge(x, _).\n"
                        "nedges[] = n <- agg<<n = count()>> edge(_, _).\n"
                        "edge(1, 2). edge(1, 3). edge(2, 3).\n";
@@ -146,6 +149,8 @@ static void test_split_refusals(void)
     for (int b = 0; b < h->nblocks; b++)
         for (int i = 0; i < h->blocks[b].nkernels; i++) {
             const rf_kernel *k = &h->blocks[b].kernels[i];
+            if (k->nproj < 1 || (k->in[0] >= 0 && h->vars[k->in[0]].arity == 0))
+                continue;
             if (k->op == RF_K_MAP && rf_code_as_column(&k->proj[0]) < 0 && k->proj[0].ins[0].op != RF_EX_ROWID)
                 map = k;
             if (k->op == RF_K_JOIN && rf_code_as_column(&k->proj[0]) < 0)
@@ -161,6 +166,18 @@ static void test_split_refusals(void)
     CU_ASSERT_TRUE(rf_ooc_split_of(h, map, &s, &why));
     CU_ASSERT_EQUAL(s.col[0], 0);
     CU_ASSERT_EQUAL(s.var[0], var_named(h, "edge"));
+    /* A MAP over a relation of no columns (`three(3) <- ..., !edge(7, 7)`:
+     * the constant made from a nullary test) has none to split by. */
+    int nullary_maps = 0;
+    for (int b = 0; b < h->nblocks; b++)
+        for (int i = 0; i < h->blocks[b].nkernels; i++) {
+            const rf_kernel *k = &h->blocks[b].kernels[i];
+            if (k->op == RF_K_MAP && k->in[0] >= 0 && h->vars[k->in[0]].arity == 0) {
+                nullary_maps++;
+                CU_ASSERT_FALSE(rf_ooc_split_of(h, k, &s, &why));
+            }
+        }
+    CU_ASSERT_EQUAL(nullary_maps, 1);
     /* Row identities (count bodies) would restart in every part; a keyless
      * aggregate's one row comes from every row. */
     int rowid_maps = 0, keyless = 0;
