@@ -8,6 +8,11 @@
 #   tools/device_check.sh STEP...
 #     tests        goldens on the GPU, TPC-H SF 0.01 fused and --no-fuse
 #                  (against DuckDB's answers carried in .data/tpch), test_gpu_prims
+#     suite:RE[:N] the GPU suite's steps whose names match RE (tests/gpu/run_gpu_suite.sh
+#                  --only RE, N random programs a step, default 200), at most 540 s, every
+#                  step's log kept (its ctest_gpu alone took 523 s on one H200: name it apart)
+#     rmat17       TC on R-MAT 17 (made here) on one GPU, --count --stats, twice: 1,434,190,824
+#                  paths (an independent BFS's count), through one-key sorts past 2^32 rows
 #     patterns     Kernel Weaver patterns a, d, e at 10^8 rows, 3 runs
 #                  (bench/weaver_patterns.py; data made on the machine)
 #     trace:P-sS   one RF_CUDA_TRACE=1 run of pattern P at selectivity S (e.g.
@@ -90,6 +95,22 @@ for step in "$@"; do
       note "tpch sf0.01 --no-fuse: $(tail -1 "$logs/tpch001-nofuse.txt")"
       timeout 300 build-dev/tests/gpu/test_gpu_prims >"$logs/gpu_prims.txt" 2>&1
       note "test_gpu_prims rc=$?: $(tail -1 "$logs/gpu_prims.txt")"
+      ;;
+    suite:*)
+      spec="${step#suite:}"; re="${spec%%:*}"; n=200
+      [ "$spec" != "$re" ] && n="${spec#*:}"
+      timeout 540 bash tests/gpu/run_gpu_suite.sh --build build-dev --count "$n" --only "$re" \
+        --log "$logs/suite" >"$logs/suite.txt" 2>&1
+      note "gpu suite '$re' ($n programs a step, rc $?):"
+      grep -E '^(ok|FAIL)' "$logs/suite.txt" | tee -a "$out/summary.txt"
+      ;;
+    rmat17)
+      [ -f .data/graphs/rmat17.tsv ] || build-dev/tests/bench/rf_graphgen rmat 17 262144 1 -o .data/graphs/rmat17.tsv
+      for i in 1 2; do
+        "$rf" run programs/tc.lql --input edge=.data/graphs/rmat17.tsv --backend=gpu --count --stats \
+          >"$logs/rmat17-$i.txt" 2>&1
+        note "tc R-MAT 17, one GPU (rc $?): $(grep -E '^# path' "$logs/rmat17-$i.txt") $(grep -oE 'query [0-9.]+ s' "$logs/rmat17-$i.txt")"
+      done
       ;;
     patterns)
       python3 bench/weaver_patterns.py --redfox "$rf" --rows 1e8 --patterns a,d,e --repeat 3 \
