@@ -277,6 +277,14 @@ static bool load_columns(rt *r, int v, const bool *needed, size_t *rows_read, rf
 
 static bool run_load(rt *r, int v, rf_status *st)
 {
+    /* A fingerprinted file row holds a fingerprint where a column is
+     * unread, an inline fact its value: equal rows of the two would stay
+     * apart (count() over `e(_)` with e(-1) inline and -1 in the file
+     * counted it twice), so such a load keeps every column. */
+    if (r->needed[v] && r->positions[v] && r->p->vars[v].nfacts > 0) {
+        free(r->needed[v]);
+        r->needed[v] = NULL;   /* (--stats: not pruned) */
+    }
     const bool *needed = r->needed[v];
     size_t rows_read = 0;
     if (!load_columns(r, v, needed, &rows_read, st))

@@ -23,7 +23,7 @@ note() { echo "FAIL: $*"; fail=1; }
 golden=(aggregation bag_identities count_strings dates decimals equality_joins functional_ok
         if_and_logic input_override multi_aggregates negation_strings order_limit_top recursion
         string_conversions string_functions host_string_functions strings substr_compare total_exact
-        weaver_shared_input
+        count_facts_and_file weaver_shared_input
         tc same_generation four_cliques points_to even_odd
         division_by_zero fd_rule_violation fd_recursive_violation int_overflow_add missing_input
         syntax_error_once not_text bad_row tbl_bad_field)
