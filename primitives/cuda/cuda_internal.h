@@ -161,7 +161,9 @@ struct rf_cuda_ctx {
     /* Join algorithm: 0 chosen by size (rf_cuda_join), 1 merge, 2 hash. */
     int join_mode;
     bool small_sort;         /* sorts of a few rows by one block (RF_CUDA_SMALL_SORT=off: never) */
-    uint64_t wide_sort_max;  /* rows of more than 64 key bits one sort takes (2^32; RF_CUDA_WIDE_SORT_MAX, tests) */
+    /* Rows of more than 64 key bits one sort takes: 2^32 - 1, the ids of
+     * its 32-bit permutation (RF_CUDA_WIDE_SORT_MAX lowers it, for tests). */
+    uint64_t wide_sort_max;
     size_t hash_joins, merge_joins;
     /* RF_CUDA_TRACE=1: where a kernel's time goes, phase by phase
      * (rf_cuda_trace; the stream is synchronised at each mark, so traced

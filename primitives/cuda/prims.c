@@ -2923,8 +2923,7 @@ bool rf_cuda_aggregate_multi(rf_cuda_ctx *c, const rf_drel *in, int nkeys, int n
                 goto fail;
             if (pp.host) {
                 prepared_free(&pp);
-                rf_drel_free(c, &host_vals);
-                rf_drel_init(&host_vals, 1);
+                rf_drel_free(c, &host_vals);   /* (an earlier aggregate's) */
                 if (!host_kernel(c, in, NULL, 0, NULL, 1, arg, &host_vals, what, st) ||
                     (t == RF_TYPE_STRING && (fn == RF_AGG_MIN || fn == RF_AGG_MAX) &&
                      !rf_cuda_update_string_ranks(c, st)))
