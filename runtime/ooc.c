@@ -193,8 +193,10 @@ bool rf_ooc_split_of(const rf_hprogram *p, const rf_kernel *k, rf_ooc_split *s, 
      * share of its rows: the input's first, where that is its sort order,
      * so that the parts are views into it instead of copies (TC's step
      * MAP t1(y, x) := path.delta(x, y) was cut by y, a pass over the
-     * delta's rows per iteration). */
-    if (ok && k->op == RF_K_MAP && k->in[0] >= 0 && p->vars[k->in[0]].arity >= 1 && p->vars[k->in[0]].sorted &&
+     * delta's rows per iteration). RF_OOC_MAP_VIEWS=off cuts it by its
+     * output's column as before, for measuring. */
+    const char *views = getenv("RF_OOC_MAP_VIEWS");
+    if (ok && k->op == RF_K_MAP && !(views && strcmp(views, "off") == 0) && k->in[0] >= 0 && p->vars[k->in[0]].arity >= 1 && p->vars[k->in[0]].sorted &&
         !kernel_reads_rowid(k)) {
         s->col[0] = 0;
         return true;

@@ -192,7 +192,7 @@ for step in "$@"; do
              "--count 30 --seed 4 --env RF_GPU_LFTJ_TEAM=32 --env RF_GPU_LFTJ_CHUNK=3"
              "--count 30 --seed 5 --env RF_GPU_LFTJ_DIRECTORY=off --env RF_GPU_LFTJ_TEAM=4 --env RF_GPU_LFTJ_BITS=off"
              "--count 40 --seed 6 --env RF_GPU_LFTJ_HUBS=always"
-             "--count 30 --seed 7 --env RF_GPU_LFTJ_HUBS=always --env RF_GPU_LFTJ_BITS=off --env RF_GPU_LFTJ_TEAM=32 --env RF_GPU_LFTJ_CHUNK=3")
+             "--count 30 --seed 7 --env RF_GPU_LFTJ_HUBS=always --env RF_GPU_LFTJ_BITS=off --env RF_GPU_LFTJ_TEAM=32 --env RF_GPU_LFTJ_CHUNK=3 --env RF_GPU_LFTJ_GENERAL=1")
       for ((gi = 0; gi < ngpu && gi < 2; gi++)); do
         (
           for ((ti = gi; ti < ${#tests[@]}; ti += (ngpu < 2 ? 1 : 2))); do

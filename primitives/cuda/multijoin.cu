@@ -18,10 +18,25 @@
 
 #include "launch.cuh"
 
+#include <cstdlib>
+
 namespace {
 
 using rf_launch::grid_for;
 using rf_launch::kBlock;
+
+// The kernels compiled for a level of 1, 2 or 3 inputs (triangles' and
+// 4-cliques' levels), the general one (0) for more; RF_GPU_LFTJ_GENERAL=1
+// runs the general one always, for tests and measurements.
+__host__ int specialised(int npart)
+{
+    static int general = -1;
+    if (general < 0) {
+        const char *e = getenv("RF_GPU_LFTJ_GENERAL");
+        general = e && *e == '1';
+    }
+    return general || npart > 3 ? 0 : npart;
+}
 
 __device__ __forceinline__ uint64_t lower(const uint64_t *col, uint64_t lo, uint64_t hi, uint64_t v)
 {
@@ -78,13 +93,29 @@ __device__ __forceinline__ void range_of(const rf_mj_level &lv, int x, const rf_
 // Whether value v, found at position j of the driver's range [dlo, dhi),
 // is a new value there and lies in every other input's range (a bit of the
 // range's bitmap where it has one, else a binary search).
-__device__ __forceinline__ bool member(const rf_mj_level &lv, int drv, const uint64_t *lo, const uint64_t *hi,
-                                       const uint32_t *hub, uint64_t j, uint64_t dlo, uint64_t v)
+//
+// NP > 0: the level has NP inputs taking part, known when compiled, so the
+// loops over them unroll and the ranges stay in registers (with NP = 0,
+// any number up to RF_MULTIJOIN_MAX_IN, they live in local memory: a
+// 320-byte stack frame a thread, and the triangle count's inner loop read
+// them from there for every value).
+//
+// A range's bitmap: with one or two inputs (hub_pointers<NP>) its words
+// were found once a work item (hub_bits_of); with more, from its slot here
+// (the pointers cost each thread registers the larger levels were not
+// measured without).
+template <int NP>
+__host__ __device__ constexpr bool hub_pointers()
 {
-    const uint64_t *dcol = lv.cols[drv][lv.col[drv]];
-    if (j > dlo && dcol[j - 1] == v)
-        return false;   // a later column of the driver repeats the value
-    for (int x = 0; x < lv.npart; x++) {
+    return NP == 1 || NP == 2;
+}
+
+template <int NP>
+__device__ __forceinline__ bool member(const rf_mj_level &lv, int drv, const uint64_t *lo, const uint64_t *hi,
+                                       const uint32_t *hub, const uint32_t *const *hub_bits, uint64_t v)
+{
+#pragma unroll
+    for (int x = 0; x < (NP ? NP : lv.npart); x++) {
         if (x == drv)
             continue;
         if (lv.col[x] == 0 && lv.dir[x].off) {   // level 0: the whole first column
@@ -93,11 +124,13 @@ __device__ __forceinline__ bool member(const rf_mj_level &lv, int drv, const uin
                 return false;
             continue;
         }
-        if (hub[x] != RF_MJ_NO_HUB) {
-            const rf_mj_hubs &h = lv.hub[x];
-            const uint64_t b = v - h.min;   // (wraps below min: beyond the bitmap)
-            if (v < h.min || (b >> 5) >= h.words ||
-                !((__ldg(&h.bits[(uint64_t)hub[x] * h.words + (b >> 5)]) >> (b & 31)) & 1u))
+        if (hub_pointers<NP>() ? hub_bits[x] != nullptr : hub[x] != RF_MJ_NO_HUB) {
+            const uint64_t b = v - lv.hub[x].min;   // (wraps below min: beyond the bitmap)
+            if ((b >> 5) >= lv.hub[x].words)
+                return false;
+            const uint32_t *words =
+                hub_pointers<NP>() ? hub_bits[x] : lv.hub[x].bits + (uint64_t)hub[x] * lv.hub[x].words;
+            if (!((__ldg(&words[b >> 5]) >> (b & 31)) & 1u))
                 return false;
             continue;
         }
@@ -107,6 +140,17 @@ __device__ __forceinline__ bool member(const rf_mj_level &lv, int drv, const uin
             return false;
     }
     return true;
+}
+
+// Where a binding's range in input x has a bitmap (hub slot not
+// RF_MJ_NO_HUB), the bitmap's words, else NULL: found once a work item,
+// not for every value.
+template <int NP>
+__device__ __forceinline__ void hub_bits_of(const rf_mj_level &lv, const uint32_t *hub, const uint32_t **bits)
+{
+#pragma unroll
+    for (int x = 0; x < (NP ? NP : lv.npart); x++)
+        bits[x] = hub[x] != RF_MJ_NO_HUB ? lv.hub[x].bits + (uint64_t)hub[x] * lv.hub[x].words : nullptr;
 }
 
 __global__ void k_first(rf_mj_level lv, int drv, uint8_t *flags)
@@ -120,8 +164,11 @@ __global__ void k_first(rf_mj_level lv, int drv, uint8_t *flags)
     }
     const uint64_t *dcol = lv.cols[drv][0];
     for (uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; j < lv.nrows[drv];
-         j += (uint64_t)gridDim.x * blockDim.x)
-        flags[j] = member(lv, drv, lo, hi, hub, j, 0, dcol[j]);
+         j += (uint64_t)gridDim.x * blockDim.x) {
+        const uint64_t v = dcol[j];
+        // (a value's first row only: the driver's next column repeats it)
+        flags[j] = !(j > 0 && dcol[j - 1] == v) && member<0>(lv, drv, lo, hi, hub, nullptr, v);
+    }
 }
 
 __global__ void k_first_write(rf_mj_level lv, int drv, const uint8_t *flags, const uint64_t *pos, uint64_t *out)
@@ -146,17 +193,27 @@ __device__ __forceinline__ unsigned match_bits(const uint32_t *bits, uint64_t b,
 }
 
 // Every input's range for binding `row` (and bitmap slot), and the
-// shortest (the driver); false when one is empty.
+// shortest (the driver, its range [*dlo, *dhi)); false when one is empty.
+// (No array is indexed by a value known only when run: with NP > 0 they
+// stay in registers.)
+template <int NP>
 __device__ __forceinline__ bool ranges_of(const rf_mj_level &lv, const rf_mj_rows &in, uint64_t row,
-                                          uint64_t *lo, uint64_t *hi, uint32_t *hub, int *drv_out)
+                                          uint64_t *lo, uint64_t *hi, uint32_t *hub, int *drv_out,
+                                          uint64_t *dlo, uint64_t *dhi)
 {
     int drv = 0;
-    for (int x = 0; x < lv.npart; x++) {
+    uint64_t best = ~0ull;
+#pragma unroll
+    for (int x = 0; x < (NP ? NP : lv.npart); x++) {
         range_of(lv, x, in, row, &lo[x], &hi[x], &hub[x]);
         if (lo[x] >= hi[x])
             return false;
-        if (hi[x] - lo[x] < hi[drv] - lo[drv])
+        if (hi[x] - lo[x] < best) {
+            best = hi[x] - lo[x];
             drv = x;
+            *dlo = lo[x];
+            *dhi = hi[x];
+        }
     }
     *drv_out = drv;
     return true;
@@ -234,14 +291,16 @@ __global__ void k_hub_fill(const uint64_t *col0, const uint64_t *col1, uint64_t 
     }
 }
 
+template <int NP>
 __global__ void k_driver_len(rf_mj_level lv, rf_mj_rows in, uint64_t *len)
 {
     for (uint64_t row = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; row < in.n;
          row += (uint64_t)gridDim.x * blockDim.x) {
-        uint64_t lo[RF_MULTIJOIN_MAX_IN], hi[RF_MULTIJOIN_MAX_IN];
-        uint32_t hub[RF_MULTIJOIN_MAX_IN];
+        uint64_t lo[NP ? NP : RF_MULTIJOIN_MAX_IN], hi[NP ? NP : RF_MULTIJOIN_MAX_IN];
+        uint32_t hub[NP ? NP : RF_MULTIJOIN_MAX_IN];
+        uint64_t dlo = 0, dhi = 0;
         int drv;
-        len[row] = ranges_of(lv, in, row, lo, hi, hub, &drv) ? hi[drv] - lo[drv] : 0;
+        len[row] = ranges_of<NP>(lv, in, row, lo, hi, hub, &drv, &dlo, &dhi) ? dhi - dlo : 0;
     }
 }
 
@@ -264,8 +323,8 @@ __global__ void k_items(const uint64_t *istart, uint64_t n, uint64_t *item_row)
 // the extensions go to out from out_pos[item]; else their number to
 // counts[item]. A team's lanes run the same trips, so a ballot over the
 // team's mask is convergent.
-template <int G, bool write>
-__global__ void k_level(rf_mj_level lv, rf_mj_rows in, rf_mj_items items, uint64_t *counts,
+template <int G, bool write, int NP, int MINB>
+__global__ void __launch_bounds__(kBlock, MINB) k_level(rf_mj_level lv, rf_mj_rows in, rf_mj_items items, uint64_t *counts,
                         const uint64_t *out_pos, uint64_t *out, uint64_t out_cap)
 {
     const int lane = threadIdx.x & 31;
@@ -276,16 +335,20 @@ __global__ void k_level(rf_mj_level lv, rf_mj_rows in, rf_mj_items items, uint64
     for (uint64_t it = team; it < items.n; it += nteams) {
         const uint64_t row = items.row[it];
         const uint64_t chunk = it - items.istart[row];
-        uint64_t lo[RF_MULTIJOIN_MAX_IN], hi[RF_MULTIJOIN_MAX_IN];
-        uint32_t hub[RF_MULTIJOIN_MAX_IN];
+        uint64_t lo[NP ? NP : RF_MULTIJOIN_MAX_IN], hi[NP ? NP : RF_MULTIJOIN_MAX_IN];
+        uint32_t hub[NP ? NP : RF_MULTIJOIN_MAX_IN];
+        uint64_t dlo = 0, dhi = 0;
         int drv = 0;
         uint64_t found = 0;
         const uint64_t base = write ? out_pos[it] : 0;
-        if (ranges_of(lv, in, row, lo, hi, hub, &drv)) {
+        if (ranges_of<NP>(lv, in, row, lo, hi, hub, &drv, &dlo, &dhi)) {
+            const uint32_t *hub_bits[NP ? NP : RF_MULTIJOIN_MAX_IN];
+            if (hub_pointers<NP>())
+                hub_bits_of<NP>(lv, hub, hub_bits);
             const uint64_t *dcol = lv.cols[drv][lv.col[drv]];
-            const uint64_t cbeg = lo[drv] + chunk * items.chunk;
-            const uint64_t cend = cbeg + items.chunk < hi[drv] ? cbeg + items.chunk : hi[drv];
-            const uint64_t bit0 = items.bits ? items.doff[row] - lo[drv] : 0;   // bit of driver row j: bit0 + j
+            const uint64_t cbeg = dlo + chunk * items.chunk;
+            const uint64_t cend = cbeg + items.chunk < dhi ? cbeg + items.chunk : dhi;
+            const uint64_t bit0 = items.bits ? items.doff[row] - dlo : 0;   // bit of driver row j: bit0 + j
             if (write && items.bits) {
                 // From the count's match bits: each lane takes `per`
                 // consecutive driver rows of the chunk, counts its matches,
@@ -330,8 +393,16 @@ __global__ void k_level(rf_mj_level lv, rf_mj_rows in, rf_mj_items items, uint64
                             v = dcol[j];
                     } else {
                         v = dcol[j];
-                        ok = member(lv, drv, lo, hi, hub, j, lo[drv], v);
                     }
+                }
+                if (!(write && items.bits)) {
+                    // A value counts at its first row in the driver's range
+                    // (a later column of the driver repeats it): the row
+                    // before is the previous lane's value, loaded already.
+                    uint64_t prev = __shfl_up_sync(tmask, v, 1, G);
+                    if (tlane == 0 && j < cend && j > dlo)
+                        prev = dcol[j - 1];
+                    ok = j < cend && !(j > dlo && prev == v) && member<NP>(lv, drv, lo, hi, hub, hub_bits, v);
                 }
                 const unsigned ballot = __ballot_sync(tmask, ok);
                 if (!write && items.bits && tlane == 0 && ballot) {
@@ -357,6 +428,33 @@ __global__ void k_level(rf_mj_level lv, rf_mj_rows in, rf_mj_items items, uint64
     }
 }
 
+// Blocks a multiprocessor must hold at once (__launch_bounds__), which
+// caps the registers a thread: the counting and writing passes are bound by
+// how many warps hide their loads' latency. Measured (H200, R-MAT 20's
+// triangle count, 2026-12-02): the two-input count at 46 registers (5
+// blocks) 16.1 ms, held to 40 (6 blocks) 13.8 ms, to 32 (8 blocks; 76
+// bytes spilled) 12.6 ms; the two-input write 11.3 -> 9.0 ms at 6 blocks.
+// Levels of three or more inputs keep the compiler's choice: held to 40 or
+// 32 they spill 80-128 bytes, and they were not measured so.
+template <bool write, int NP>
+constexpr int level_min_blocks()
+{
+    return NP == 1 || NP == 2 ? (write ? 6 : 8) : 1;
+}
+
+template <bool write, int NP>
+void launch_level_np(cudaStream_t s, unsigned grid, const rf_mj_level *lv, rf_mj_rows in, rf_mj_items items,
+                     uint64_t *counts, const uint64_t *out_pos, uint64_t *out, uint64_t out_cap)
+{
+    constexpr int B = level_min_blocks<write, NP>();
+    switch (items.team) {
+    case 4: k_level<4, write, NP, B><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap); break;
+    case 8: k_level<8, write, NP, B><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap); break;
+    case 16: k_level<16, write, NP, B><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap); break;
+    default: k_level<32, write, NP, B><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap); break;
+    }
+}
+
 template <bool write>
 cudaError_t launch_level(cudaStream_t s, const rf_mj_level *lv, rf_mj_rows in, rf_mj_items items, uint64_t *counts,
                          const uint64_t *out_pos, uint64_t *out, uint64_t out_cap)
@@ -364,11 +462,11 @@ cudaError_t launch_level(cudaStream_t s, const rf_mj_level *lv, rf_mj_rows in, r
     if (items.n == 0)
         return cudaSuccess;
     const unsigned grid = grid_for(items.n * (uint64_t)items.team);
-    switch (items.team) {
-    case 4: k_level<4, write><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap); break;
-    case 8: k_level<8, write><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap); break;
-    case 16: k_level<16, write><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap); break;
-    default: k_level<32, write><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap); break;
+    switch (specialised(lv->npart)) {
+    case 1: launch_level_np<write, 1>(s, grid, lv, in, items, counts, out_pos, out, out_cap); break;
+    case 2: launch_level_np<write, 2>(s, grid, lv, in, items, counts, out_pos, out, out_cap); break;
+    case 3: launch_level_np<write, 3>(s, grid, lv, in, items, counts, out_pos, out, out_cap); break;
+    default: launch_level_np<write, 0>(s, grid, lv, in, items, counts, out_pos, out, out_cap); break;
     }
     return cudaGetLastError();
 }
@@ -430,7 +528,12 @@ extern "C" cudaError_t rf_k_mj_driver_len(cudaStream_t s, const rf_mj_level *lv,
 {
     if (in.n == 0)
         return cudaSuccess;
-    k_driver_len<<<grid_for(in.n), kBlock, 0, s>>>(*lv, in, len);
+    switch (specialised(lv->npart)) {
+    case 1: k_driver_len<1><<<grid_for(in.n), kBlock, 0, s>>>(*lv, in, len); break;
+    case 2: k_driver_len<2><<<grid_for(in.n), kBlock, 0, s>>>(*lv, in, len); break;
+    case 3: k_driver_len<3><<<grid_for(in.n), kBlock, 0, s>>>(*lv, in, len); break;
+    default: k_driver_len<0><<<grid_for(in.n), kBlock, 0, s>>>(*lv, in, len); break;
+    }
     return cudaGetLastError();
 }
 
@@ -467,11 +570,19 @@ extern "C" void rf_k_mj_load(void)
     const void *fns[] = {(const void *)k_first,          (const void *)k_first_write,
                          (const void *)k_directory,      (const void *)k_hub_stats,
                          (const void *)k_hub_flags,      (const void *)k_hub_slots,
-                         (const void *)k_hub_fill,       (const void *)k_driver_len,
-                         (const void *)k_chunks,         (const void *)k_items,
-                         (const void *)k_level<4, false>,  (const void *)k_level<8, false>,
-                         (const void *)k_level<16, false>, (const void *)k_level<32, false>,
-                         (const void *)k_level<4, true>,   (const void *)k_level<8, true>,
-                         (const void *)k_level<16, true>,  (const void *)k_level<32, true>};
+                         (const void *)k_hub_fill,       (const void *)k_driver_len<0>,
+                         (const void *)k_driver_len<1>,  (const void *)k_driver_len<2>,
+                         (const void *)k_driver_len<3>,  (const void *)k_chunks,
+                         (const void *)k_items,
+#define RF_MJ_COUNT(G, NP) (const void *)k_level<G, false, NP, level_min_blocks<false, NP>()>
+#define RF_MJ_WRITE(G, NP) (const void *)k_level<G, true, NP, level_min_blocks<true, NP>()>
+#define RF_MJ_LEVELS(NP)                                                                                    \
+    RF_MJ_COUNT(4, NP), RF_MJ_COUNT(8, NP), RF_MJ_COUNT(16, NP), RF_MJ_COUNT(32, NP), RF_MJ_WRITE(4, NP),   \
+        RF_MJ_WRITE(8, NP), RF_MJ_WRITE(16, NP), RF_MJ_WRITE(32, NP)
+                         RF_MJ_LEVELS(0), RF_MJ_LEVELS(1), RF_MJ_LEVELS(2), RF_MJ_LEVELS(3)
+#undef RF_MJ_LEVELS
+#undef RF_MJ_WRITE
+#undef RF_MJ_COUNT
+    };
     rf_launch::load_code(fns, sizeof fns / sizeof *fns);
 }
