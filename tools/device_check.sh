@@ -38,7 +38,8 @@
 #                  (RF_CUDA_LOAD_AHEAD=off), taking turns, 7 runs each (~6 min; issue 9's
 #                  "auto within 10% of the better plan" rows)
 #     wcoj-count   R-MAT 20 and 21 triangle counts, the bindings counted and made
-#                  (RF_WCOJ_COUNT=0), taking turns, 3 runs each (~1 min)
+#                  (RF_WCOJ_COUNT=0), and counted by the general level kernels
+#                  (RF_GPU_LFTJ_GENERAL=1), taking turns, 3 runs each (~1 min)
 #     wcoj-tests   the six gpu_wcoj ctests' random cyclic programs (wcoj_diff.py), split
 #                  over the GPUs present (three a card on two: ~8.5 min; one card: ~16)
 #     ooc          issue 10's out-of-core runs against the PCIe floor (bench/ooc_bench.py), three
@@ -176,11 +177,14 @@ for step in "$@"; do
       [ -f .data/rmat20.tsv ] || "$g" rmat 20 10000000 1 -o .data/rmat20.tsv
       [ -f .data/rmat21.tsv ] || "$g" rmat 21 20000000 1 -o .data/rmat21.tsv
       grep -v '^@output(triangle)' programs/triangles.lql >.data/tri_count.lql
-      for r in 1 2 3; do for gr in rmat20 rmat21; do for c in 0 1; do
+      # variants: the bindings made (RF_WCOJ_COUNT=0), counted, and counted by the
+      # general level kernels (RF_GPU_LFTJ_GENERAL=1: not those compiled for 1-3 inputs)
+      for r in 1 2 3; do for gr in rmat20 rmat21; do for c in 0 1 g; do
         f="$logs/wcoj-count-$gr-$c-$r.txt"
-        RF_WCOJ_COUNT=$c timeout 120 "$rf" run .data/tri_count.lql --input edge=.data/$gr.tsv --count --stats \
+        env RF_WCOJ_COUNT=${c/g/1} RF_GPU_LFTJ_GENERAL=$([ $c = g ] && echo 1 || echo 0) RF_GPU_LFTJ_TRACE=1 \
+          timeout 120 "$rf" run .data/tri_count.lql --input edge=.data/$gr.tsv --count --stats \
           --join=wcoj --backend=gpu >"$f" 2>&1
-        note "$gr RF_WCOJ_COUNT=$c run $r: $(grep -o 'hash [0-9a-f]*' "$f") $(grep -o 'query [0-9.]* s' "$f")"
+        note "$gr variant $c run $r: $(grep -o 'hash [0-9a-f]*' "$f") $(grep -o 'query [0-9.]* s' "$f") level 2 $(grep -o 'level 2:.*' "$f" | grep -o 'count [0-9.]* ms')"
       done; done; done
       ;;
     wcoj-tests)
