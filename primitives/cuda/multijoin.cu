@@ -30,12 +30,8 @@ using rf_launch::kBlock;
 // runs the general one always, for tests and measurements.
 __host__ int specialised(int npart)
 {
-    static int general = -1;
-    if (general < 0) {
-        const char *e = getenv("RF_GPU_LFTJ_GENERAL");
-        general = e && *e == '1';
-    }
-    return general || npart > 3 ? 0 : npart;
+    const char *general = getenv("RF_GPU_LFTJ_GENERAL");   // (read each time: a few launches a level)
+    return (general && *general == '1') || npart > 3 ? 0 : npart;
 }
 
 __device__ __forceinline__ uint64_t lower(const uint64_t *col, uint64_t lo, uint64_t hi, uint64_t v)
