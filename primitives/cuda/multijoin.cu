@@ -86,9 +86,10 @@ __device__ __forceinline__ void range_of(const rf_mj_level &lv, int x, const rf_
     *hi_out = hi;
 }
 
-// Whether value v, found at position j of the driver's range [dlo, dhi),
-// is a new value there and lies in every other input's range (a bit of the
-// range's bitmap where it has one, else a binary search).
+// Whether driver value v lies in every other input's range (a bit of the
+// range's bitmap where it has one, else a binary search). The caller
+// takes each value at its first row in the driver's range only (a later
+// column of the driver repeats it).
 //
 // NP > 0: the level has NP inputs taking part, known when compiled, so the
 // loops over them unroll and the ranges stay in registers (with NP = 0,
