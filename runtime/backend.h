@@ -35,13 +35,14 @@ typedef enum rf_run_result { RF_RUN_FAILED = 0, RF_RUN_DONE = 1, RF_RUN_MEMBERS 
  * tables gives. */
 struct rf_comm;
 typedef enum rf_move_to {
-    RF_MOVE_HASH,            /* row to rank rf_dist_row_rank(its first nkeys columns) */
+    RF_MOVE_HASH,            /* row to rank rf_dist_row_rank_cols(its nkeys columns cols, or first nkeys) */
     RF_MOVE_ALL,             /* every row to every rank */
     RF_MOVE_ROOT             /* every row to rank 0 */
 } rf_move_to;
 typedef struct rf_move_rows {
     rf_move_to to;
-    int nkeys;               /* RF_MOVE_HASH: the hashed prefix (>= 1) */
+    int nkeys;               /* RF_MOVE_HASH: how many columns are hashed (>= 1) */
+    const int *cols;         /* RF_MOVE_HASH: those columns, in order (NULL: the prefix 0..nkeys-1) */
     bool from_all;           /* every rank holds every row now: keep this rank's, send nothing */
     bool set;
     struct rf_comm *comm;

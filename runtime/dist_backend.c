@@ -160,8 +160,14 @@ static bool is_string(const rf_type *types, int c) { return types && types[c] ==
 
 int rf_dist_row_rank(const rf_table *t, size_t row, int nkeys, const rf_type *types, int size)
 {
+    return rf_dist_row_rank_cols(t, row, nkeys, NULL, types, size);
+}
+
+int rf_dist_row_rank_cols(const rf_table *t, size_t row, int nkeys, const int *cols, const rf_type *types, int size)
+{
     uint64_t h = 0x6a09e667f3bcc909ull;
-    for (int c = 0; c < nkeys; c++) {
+    for (int k = 0; k < nkeys; k++) {
+        int c = cols ? cols[k] : k;
         rf_word w = t->cols[c][row];
         if (is_string(types, c))
             w = rf_str_hash(rf_str_get(w), rf_str_len(w));
@@ -470,17 +476,20 @@ static void exchange_rows(dist_impl *im, const rf_table *t, const int *dest, con
 
 typedef enum target_kind { TO_HASH, TO_ALL, TO_ROOT } target_kind;
 
-/* The placement a move to `to` leaves. */
-static dist placed(target_kind to, int nkeys)
+/* The placement a move to `to` leaves (cols: TO_HASH on those columns,
+ * in that order, rather than on the prefix of nkeys; at most
+ * DIST_MAX_LISTED of them, which move_var_cols' callers keep to). */
+static dist placed(target_kind to, int nkeys, const int *cols)
 {
     dist d = {to == TO_HASH ? PLACE_HASH : to == TO_ALL ? PLACE_REPLICATED : PLACE_SPLIT, to == TO_HASH ? nkeys : 0,
               false, {0}};
+    bool prefix = true;
+    for (int i = 0; to == TO_HASH && cols && i < nkeys && i < DIST_MAX_LISTED; i++) {
+        d.cols[i] = cols[i];
+        prefix = prefix && cols[i] == i;
+    }
+    d.listed = to == TO_HASH && cols && !prefix;
     return d;
-}
-
-static bool dist_is(const rf_dvar *v, placement kind, int nkeys)
-{
-    return v->d.kind == kind && (kind != PLACE_HASH || (!v->d.listed && v->d.nkeys == nkeys));
 }
 
 /* d hashes the prefix of some length (returned; 0: it does not). */
@@ -515,6 +524,7 @@ static bool inner_fail(rf_status *st, const char *fmt, ...)
 typedef struct dest_of {
     target_kind to;
     int nkeys;
+    const int *cols;   /* TO_HASH: the hashed columns (NULL: the prefix) */
     const rf_type *types;
     int size;
 } dest_of;
@@ -522,7 +532,7 @@ typedef struct dest_of {
 static int row_dest(const rf_table *t, size_t i, const void *ctx)
 {
     const dest_of *d = ctx;
-    return d->to == TO_ALL ? -1 : d->to == TO_ROOT ? 0 : rf_dist_row_rank(t, i, d->nkeys, d->types, d->size);
+    return d->to == TO_ALL ? -1 : d->to == TO_ROOT ? 0 : rf_dist_row_rank_cols(t, i, d->nkeys, d->cols, d->types, d->size);
 }
 
 /* t emptied for rows of the arity (its storage kept when the arity is
@@ -542,13 +552,13 @@ static void reuse_table(rf_table *t, int arity)
  * and sent, and what arrives from the ranks before this one goes before
  * its own rows, from the ranks after it after them (the order a move
  * through the host gives). */
-static void move_inside(dist_impl *im, rf_dvar *v, target_kind to, int nkeys)
+static void move_inside(dist_impl *im, rf_dvar *v, target_kind to, int nkeys, const int *cols)
 {
     rf_backend *in = im->inner;
     rf_comm *c = im->comm;
     rf_status st;
     rf_status_init(&st);
-    dest_of how = {to, nkeys, v->types, c->size};
+    dest_of how = {to, nkeys, cols, v->types, c->size};
     bool from_all = v->d.kind == PLACE_REPLICATED;   /* keep this rank's rows, no messages */
     rf_table *away = &im->away, *before = &im->before, *after = &im->after;
     reuse_table(away, v->arity);
@@ -578,7 +588,7 @@ static void move_inside(dist_impl *im, rf_dvar *v, target_kind to, int nkeys)
 /* move_var through the inner backend's move_rows: the rows go from
  * device memory to device memory (the NCCL communicator), as many words
  * as through the host, none of them through it. */
-static void move_on_device(dist_impl *im, rf_dvar *v, target_kind to, int nkeys)
+static void move_on_device(dist_impl *im, rf_dvar *v, target_kind to, int nkeys, const int *cols)
 {
     rf_backend *in = im->inner;
     rf_status st;
@@ -586,6 +596,7 @@ static void move_on_device(dist_impl *im, rf_dvar *v, target_kind to, int nkeys)
     rf_move_rows how = {
         .to = to == TO_HASH ? RF_MOVE_HASH : to == TO_ALL ? RF_MOVE_ALL : RF_MOVE_ROOT,
         .nkeys = nkeys,
+        .cols = to == TO_HASH ? cols : NULL,
         .from_all = v->d.kind == PLACE_REPLICATED,
         .set = v->sorted,
         .comm = im->comm,
@@ -606,7 +617,7 @@ static void move_on_device(dist_impl *im, rf_dvar *v, target_kind to, int nkeys)
  * input may be moved in place; it stays moved, which is what a loop wants
  * (an input joined every iteration moves once). From replicated, no
  * message is needed: each rank keeps its own rows of its copy. */
-static void move_var_now(rf_backend *be, rf_dvar *v, target_kind to, int nkeys);
+static void move_var_now(rf_backend *be, rf_dvar *v, target_kind to, int nkeys, const int *cols);
 
 /* Whether v moves device to device (move_on_device) rather than through
  * host tables: a backend and communicator that can, and no string column
@@ -622,20 +633,27 @@ static const char *var_name(const rf_dvar *v)
     return v && v->hv && v->hv->name ? v->hv->name : "a relation";
 }
 
-static void move_var(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
+/* move_var to rows hashed on columns cols[0..nkeys) of v, in that order
+ * (NULL: the prefix of nkeys): the placement a projection of v that puts
+ * those columns first leaves hashed on its prefix. */
+static void move_var_cols(rf_backend *be, rf_dvar *v, target_kind to, int nkeys, const int *cols)
 {
     dist_impl *im = be->impl;
-    if ((to == TO_HASH && dist_is(v, PLACE_HASH, nkeys)) || (to == TO_ALL && v->d.kind == PLACE_REPLICATED))
+    if ((to == TO_HASH && same_dist(v->d, placed(TO_HASH, nkeys, cols))) || (to == TO_ALL && v->d.kind == PLACE_REPLICATED))
         return;
     double t0 = rf_now();
     size_t sent = im->rows_sent;
-    move_var_now(be, v, to, nkeys);
+    move_var_now(be, v, to, nkeys, cols);
     im->move_seconds += rf_now() - t0;
     if (im->trace) {   /* which relation, where to, which way (the GPU backend's own line has the phases) */
         rf_backend *in = im->inner;
         bool text = has_strings(v->types, v->arity), device = moves_on_device(im, v);
         char where[48];
-        if (to == TO_HASH)
+        if (to == TO_HASH && v->d.listed) {
+            int at = snprintf(where, sizeof where, "hashed on column%s", nkeys == 1 ? "" : "s");
+            for (int i = 0; i < nkeys && at > 0 && (size_t)at < sizeof where; i++)
+                at += snprintf(where + at, sizeof where - (size_t)at, "%s %d", i ? "," : "", cols[i]);
+        } else if (to == TO_HASH)
             snprintf(where, sizeof where, "hashed on %d column%s", nkeys, nkeys == 1 ? "" : "s");
         else
             snprintf(where, sizeof where, "%s", to == TO_ALL ? "everywhere" : "to rank 0");
@@ -646,20 +664,25 @@ static void move_var(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
     }
 }
 
-static void move_var_now(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
+static void move_var(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
+{
+    move_var_cols(be, v, to, nkeys, NULL);
+}
+
+static void move_var_now(rf_backend *be, rf_dvar *v, target_kind to, int nkeys, const int *cols)
 {
     dist_impl *im = be->impl;
     rf_backend *in = im->inner;
     rf_comm *c = im->comm;
     v->rows_known = false;   /* a set deduplicated where it lands, or copied everywhere */
     if (moves_on_device(im, v)) {
-        move_on_device(im, v, to, nkeys);
-        v->d = placed(to, nkeys);
+        move_on_device(im, v, to, nkeys, cols);
+        v->d = placed(to, nkeys, cols);
         return;
     }
     if (in->split_rows && in->merge_rows) {
-        move_inside(im, v, to, nkeys);
-        v->d = placed(to, nkeys);
+        move_inside(im, v, to, nkeys, cols);
+        v->d = placed(to, nkeys, cols);
         return;
     }
     rf_status st;
@@ -670,7 +693,7 @@ static void move_var_now(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
         comm_failed(im, st.message);
     int *dest = rf_malloc(rf_mul_size(t.nrows + 1, sizeof *dest));
     for (size_t i = 0; i < t.nrows; i++)
-        dest[i] = to == TO_ALL ? -1 : to == TO_ROOT ? 0 : rf_dist_row_rank(&t, i, nkeys, v->types, c->size);
+        dest[i] = to == TO_ALL ? -1 : to == TO_ROOT ? 0 : rf_dist_row_rank_cols(&t, i, nkeys, cols, v->types, c->size);
     rf_table part;
     if (v->d.kind == PLACE_REPLICATED) {   /* keep this rank's rows, no messages */
         rf_table_init(&part, v->arity);
@@ -692,7 +715,7 @@ static void move_var_now(rf_backend *be, rf_dvar *v, target_kind to, int nkeys)
     if (!in->upload(in, v->inner, &part, &st))
         comm_failed(im, st.message);
     rf_table_free(&part);
-    v->d = placed(to, nkeys);
+    v->d = placed(to, nkeys, cols);
 }
 
 static dist hashed(int nkeys) { return (dist){PLACE_HASH, nkeys, false, {0}}; }
@@ -1379,6 +1402,127 @@ static int64_t code_pos(const rf_code *c, const int64_t *cols, int ncols, const 
     return -1;
 }
 
+/* The members of f reading variable v. */
+static int group_readers(const rf_fused *f, int v)
+{
+    int n = 0;
+    for (int m = 0; m < f->nmembers; m++)
+        n += (f->members[m].in[0] == v) + (f->members[m].in[1] == v);
+    return n;
+}
+
+/* A group that ends in a keyed AGG over a chain of members that carry
+ * columns through (a SORT; a MAP's plain columns; a JOIN's columns of one
+ * side, its other side replicated): the AGG needs its groups' rows on one
+ * rank, and the walk below can only have an external input moved for the
+ * member that reads it first, which needs nothing (a MAP) or the JOIN's
+ * keys. So before the walk, the AGG's key columns are followed back to
+ * the external input e they come from, and e is moved hashed on those
+ * columns, in key order (a listed hash: move_var_cols), the JOIN's other
+ * side everywhere (where it is small): the chain's projections then carry
+ * the hash to the AGG's key prefix (projected). Nothing moves where the
+ * placements as they are already meet every need of the chain. TPC-H
+ * q13's MAP -> SORT -> AGG and q08's JOIN -> SORT -> AGG ran as their
+ * members before (q15's, q17's and q20's still do: their MAPs filter or
+ * narrow lineitem, below). */
+static void hash_for_keys(rf_backend *be, const rf_hprogram *p, const rf_fused *f, rf_dvar *const *ins)
+{
+    dist_impl *im = be->impl;
+    const rf_kernel *agg = &f->members[f->nmembers - 1];
+    if (agg->op != RF_K_AGG || agg->nkeys < 1 || agg->nkeys > DIST_MAX_LISTED)
+        return;
+    int need[DIST_MAX_LISTED], chain[RF_FUSED_MAX], nchain = 0, other[RF_FUSED_MAX], sides[RF_FUSED_MAX], e = -1;
+    for (int k = 0; k < agg->nkeys; k++)
+        need[k] = k;
+    other[0] = -1;
+    sides[0] = 0;
+    chain[nchain++] = f->nmembers - 1;
+    int var = agg->in[0];
+    for (int m = f->nmembers - 2; e < 0; m--) {
+        for (int x = 0; x < f->nin && e < 0; x++)
+            if (f->in[x] == var && ins[x])
+                e = x;
+        if (e >= 0)
+            break;
+        while (m >= 0 && f->members[m].out != var)
+            m--;
+        if (m < 0 || group_readers(f, var) != 1)
+            return;
+        const rf_kernel *mk = &f->members[m];
+        int side = 0;
+        other[nchain] = -1;
+        /* Moving e costs as much as moving what the members would move
+         * instead only where each MAP keeps every row and is no narrower
+         * than its input (else e crosses with rows or columns the MAP
+         * drops: TPC-H q15's date filter keeps 4% of lineitem) and a JOIN
+         * reads e itself (below: e would move for the JOIN anyway). */
+        if (mk->op == RF_K_MAP && (mk->filter.n > 0 || mk->in[0] < 0 ||
+                                   p->vars[mk->out].arity < p->vars[mk->in[0]].arity))
+            return;
+        if (nchain > 1 && f->members[chain[nchain - 1]].op == RF_K_JOIN)
+            return;   /* a JOIN only at the chain's head */
+        if (mk->op == RF_K_MAP || mk->op == RF_K_JOIN) {
+            int na = mk->op == RF_K_JOIN && mk->in[0] >= 0 ? p->vars[mk->in[0]].arity : INT32_MAX;
+            for (int k = 0; k < agg->nkeys; k++) {
+                int c = need[k] < mk->nproj ? rf_code_as_column(&mk->proj[need[k]]) : -1;
+                if (c < 0 || (k > 0 && (c >= na) != side))
+                    return;
+                side = c >= na;
+                need[k] = side ? c - na : c;
+            }
+            if (mk->op == RF_K_JOIN) {   /* the other side: an external input, replicated below */
+                int ov = mk->in[1 - side];
+                for (int x = 0; x < f->nin && other[nchain] < 0; x++)
+                    if (f->in[x] == ov && ins[x] && group_readers(f, ov) == 1)
+                        other[nchain] = x;
+                if (other[nchain] < 0)
+                    return;
+            }
+        } else if (mk->op != RF_K_SORT) {
+            return;
+        }
+        sides[nchain] = side;
+        chain[nchain++] = m;
+        var = mk->in[side];
+    }
+    if (group_readers(f, f->in[e]) != 1)
+        return;
+    /* the placements as they are, carried down the chain: every need met? */
+    rf_dvar here;
+    memset(&here, 0, sizeof here);
+    here.d = ins[e]->d;
+    here.arity = ins[e]->arity;
+    bool met = true;
+    for (int i = nchain - 1; i >= 0 && met; i--) {
+        const rf_kernel *mk = &f->members[chain[i]];
+        if (mk->op == RF_K_JOIN) {
+            const rf_dvar *o = ins[other[i]], *l = sides[i] ? o : &here, *r = sides[i] ? &here : o;
+            met = member_need_met(mk, l->d, &r->d, false);
+            here.d = l->d.kind == PLACE_REPLICATED && r->d.kind == PLACE_REPLICATED ? replicated() : joined(mk, l, r);
+        } else {
+            met = member_need_met(mk, here.d, NULL, false);
+            if (mk->op == RF_K_MAP)
+                here.d = here.d.kind == PLACE_REPLICATED ? replicated() : projected(mk, &here, 0);
+        }
+        here.arity = p->vars[mk->out].arity;
+    }
+    /* (a JOIN whose sides meet as they are: the members move only its
+     * output, which may be the smaller) */
+    const rf_kernel *head = &f->members[chain[nchain - 1]];
+    if (met || (head->op == RF_K_JOIN &&
+                member_need_met(head, sides[nchain - 1] ? ins[other[nchain - 1]]->d : ins[e]->d,
+                                sides[nchain - 1] ? &ins[e]->d : &ins[other[nchain - 1]]->d, false)))
+        return;
+    for (int i = 0; i < nchain; i++)
+        if (other[i] >= 0 && ins[other[i]]->d.kind != PLACE_REPLICATED &&
+            !(im->replicate_rows && dist_var_rows(be, ins[other[i]]) <= im->replicate_rows))
+            return;   /* a side too large to copy everywhere: the walk decides */
+    for (int i = 0; i < nchain; i++)
+        if (other[i] >= 0)
+            move_var(be, ins[other[i]], TO_ALL, 0);
+    move_var_cols(be, ins[e], TO_HASH, agg->nkeys, need);
+}
+
 static rf_run_result run_fused_whole(rf_backend *be, const rf_hprogram *p, const rf_kernel *k, rf_dvar *const *outs,
                                      rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
@@ -1390,6 +1534,7 @@ static rf_run_result run_fused_whole(rf_backend *be, const rf_hprogram *p, const
     for (int m = 0; m < f->nmembers; m++)
         if (f->members[m].op == RF_K_MULTIJOIN || kernel_rowid_use(&f->members[m]) == ROWID_OTHER)
             return RF_RUN_MEMBERS;
+    hash_for_keys(be, p, f, ins);   /* (every rank alike, failed or not: its moves are collectives) */
     fw_var *mv = rf_calloc((size_t)f->nmembers, sizeof *mv);   /* each member's output */
     fw_var *ev = rf_calloc((size_t)f->nin, sizeof *ev);        /* each external input */
     bool *read = rf_calloc((size_t)f->nin, sizeof *read);      /* by a member walked */

@@ -22,6 +22,10 @@ void rf_backend_dist_set_output_threads(rf_backend *be, int threads);
  * first nkeys columns; string columns (types[c] == RF_TYPE_STRING; types
  * may be NULL: none) hash by their text, so every rank agrees. */
 int rf_dist_row_rank(const rf_table *t, size_t row, int nkeys, const rf_type *types, int size);
+/* The same hash of columns cols[0..nkeys) in that order (NULL: the first
+ * nkeys): a row's rank agrees with rf_dist_row_rank's of any projection of
+ * it that puts those columns first. */
+int rf_dist_row_rank_cols(const rf_table *t, size_t row, int nkeys, const int *cols, const rf_type *types, int size);
 /* The words sending row i of t to rank dest[i] (-1: to every rank) makes:
  * *buf (malloc'd) holds, for rank 0, then 1, ..., a row count and the
  * rows (a string as its length and its bytes in words); counts[d] the

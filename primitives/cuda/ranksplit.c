@@ -24,11 +24,15 @@ static unsigned split_blocks(rf_cuda_ctx *c, size_t n, uint64_t *chunk)
     return (unsigned)((n + *chunk - 1) / *chunk);
 }
 
-bool rf_cuda_rank_split(rf_cuda_ctx *c, const rf_drel *r, int nkeys, int size, uint64_t *packed, size_t *rows,
-                        rf_status *st)
+bool rf_cuda_rank_split(rf_cuda_ctx *c, const rf_drel *r, int nkeys, const int *cols, int size, uint64_t *packed,
+                        size_t *rows, rf_status *st)
 {
     memset(rows, 0, (size_t)size * sizeof *rows);
-    if (size < 1 || size > RF_CUDA_MAX_RANKS || nkeys < 0 || nkeys > r->arity || r->arity < 1)
+    bool cols_ok = true;
+    for (int k = 0; cols && k < nkeys && k < RF_CUDA_MAX_COLS; k++)
+        cols_ok = cols_ok && cols[k] >= 0 && cols[k] < r->arity;
+    if (size < 1 || size > RF_CUDA_MAX_RANKS || nkeys < 0 || nkeys > r->arity || nkeys > RF_CUDA_MAX_COLS ||
+        r->arity < 1 || !cols_ok)
         return rf_fail(st, RF_EXIT_RUNTIME_ERROR, "internal error: rank split of %d ranks on %d of %d columns", size,
                        nkeys, r->arity);
     if (r->nrows == 0)
@@ -36,6 +40,9 @@ bool rf_cuda_rank_split(rf_cuda_ctx *c, const rf_drel *r, int nkeys, int size, u
     rf_rs_shape sh;
     memset(&sh, 0, sizeof sh);
     sh.cols = rf_cols_of(r);
+    sh.keys = sh.cols;
+    for (int k = 0; cols && k < nkeys; k++)
+        sh.keys.c[k] = sh.cols.c[cols[k]];
     sh.arity = r->arity;
     sh.nkeys = nkeys;
     sh.size = size;

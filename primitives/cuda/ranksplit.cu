@@ -14,7 +14,7 @@ namespace {
 using rf_launch::kBlock;
 constexpr int kWarps = kBlock / 32;
 
-// rf_dist_row_rank (runtime/dist_backend.c) on a row of words: the same
+// rf_dist_row_rank_cols (runtime/dist_backend.c) on a row of words: the same
 // hash, so that rows uploaded by the host and rows moved here agree.
 __device__ __forceinline__ uint64_t mix64(uint64_t h, uint64_t v)
 {
@@ -27,7 +27,7 @@ __device__ __forceinline__ int rank_of(const rf_rs_shape &sh, uint64_t i)
 {
     uint64_t h = 0x6a09e667f3bcc909ull;
     for (int c = 0; c < sh.nkeys; c++)
-        h = mix64(h, sh.cols.c[c][i]);
+        h = mix64(h, sh.keys.c[c][i]);
     h ^= h >> 29;
     return (int)(((h * 0x94d049bb133111ebull) >> 32) % (uint64_t)sh.size);
 }

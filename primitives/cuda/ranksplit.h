@@ -13,10 +13,11 @@ extern "C" {
 #endif
 
 /* Rows [b * chunk, (b + 1) * chunk) of n are block b's (chunk a multiple
- * of the block size); the rank of a row is rf_dist_row_rank's hash of its
- * first nkeys columns, modulo size (<= RF_CUDA_MAX_RANKS). */
+ * of the block size); the rank of a row is rf_dist_row_rank_cols's hash of
+ * the columns keys.c[0..nkeys) (the first nkeys of cols, or others in
+ * another order), modulo size (<= RF_CUDA_MAX_RANKS); cols are what moves. */
 typedef struct rf_rs_shape {
-    rf_cols cols;
+    rf_cols cols, keys;
     int arity, nkeys, size;
     uint64_t n, chunk;
 } rf_rs_shape;

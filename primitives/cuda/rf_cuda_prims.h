@@ -392,14 +392,14 @@ bool rf_cuda_join_to_set(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int
 /* ---- Moving rows between ranks (the distribution layer, ranksplit.c) ---- */
 #define RF_CUDA_MAX_RANKS 64
 /* r's rows regrouped by rank into packed (room for r->nrows * arity
- * words): the rank of a row is rf_dist_row_rank's hash (runtime/
- * dist_backend.c) of its first nkeys columns as words, so no column of
- * them may hold strings; rank d's rows, in r's order, make the section at
- * packed + arity * (rows[0] + ... + rows[d-1]), column c of it at
- * c * rows[d] from there. rows: size entries. size <= RF_CUDA_MAX_RANKS,
- * arity >= 1. */
-bool rf_cuda_rank_split(rf_cuda_ctx *c, const rf_drel *r, int nkeys, int size, uint64_t *packed, size_t *rows,
-                        rf_status *st);
+ * words): the rank of a row is rf_dist_row_rank_cols's hash (runtime/
+ * dist_backend.c) of its columns cols[0..nkeys) in that order (cols NULL:
+ * its first nkeys) as words, so no column of them may hold strings; rank
+ * d's rows, in r's order, make the section at packed + arity * (rows[0] +
+ * ... + rows[d-1]), column c of it at c * rows[d] from there. rows: size
+ * entries. size <= RF_CUDA_MAX_RANKS, arity >= 1. */
+bool rf_cuda_rank_split(rf_cuda_ctx *c, const rf_drel *r, int nkeys, const int *cols, int size, uint64_t *packed,
+                        size_t *rows, rf_status *st);
 /* Rows of device memory: column c at data + c * stride. */
 typedef struct rf_row_section {
     const uint64_t *data;

@@ -2680,7 +2680,7 @@ static bool gpu_move_rows(rf_backend *be, rf_dvar *v, rf_move_rows *how, rf_stat
     if (how->to == RF_MOVE_HASH) {
         packed_bytes = rf_mul_size(rf_mul_size(n, (size_t)ar), 8);
         packed = n ? rf_cuda_alloc(ctx, packed_bytes, "rows moving between ranks", st) : NULL;
-        ok = ok && (!n || packed) && rf_cuda_rank_split(ctx, &v->rel, how->nkeys, size, packed, rows, st);
+        ok = ok && (!n || packed) && rf_cuda_rank_split(ctx, &v->rel, how->nkeys, how->cols, size, packed, rows, st);
         size_t at = 0;
         for (int d = 0; ok && d < size; d++) {
             if (d == me)

@@ -122,6 +122,26 @@ RF_DIST_REPLICATE_ROWS=0 $mpi "$redfox" run "$here/bag_positions.lql" "${bp[@]}"
 n=$(grep -oE '[0-9]+ fused groups run whole' "$work/err" | cut -d' ' -f1)
 { [ "$(grep -v '^#' "$work/out")" = "$(printf '0\t1000')" ] && [ "${n:-0}" -ge 1 ]; } ||
   note "bag_positions.lql: $(grep -v '^#' "$work/out") (want 0 1000), ${n:-0} groups run whole"
+# Groups whose AGG keys on columns their input is not hashed on
+# (fused_keys.lql): the input moves hashed on those columns (a listed
+# hash), and every group runs whole; one process's answer, also as members.
+python3 -c 'import random; random.seed(3)
+for i in range(5000): print(random.randrange(3000), random.randrange(40), sep="\t")' >"$work/r.tsv"
+python3 -c 'import random; random.seed(4)
+for i in range(6000): print(random.randrange(500), random.randrange(50), random.randrange(1000), sep="\t")' >"$work/big.tsv"
+python3 -c 'for s in range(0, 50, 3): print(s, "n%d" % s, sep="\t")' >"$work/small.tsv"
+fk=(--input r="$work/r.tsv" --input big="$work/big.tsv" --input small="$work/small.tsv")
+"$redfox" run "$here/fused_keys.lql" "${fk[@]}" >"$work/one" 2>/dev/null
+for whole in "" 0; do
+  RF_DIST_INPUT_SHARES=1 RF_DIST_FUSED_WHOLE=$whole RF_DIST_TRACE=1 $mpi "$redfox" run "$here/fused_keys.lql" "${fk[@]}" \
+    --stats >"$work/out" 2>"$work/err" || note "fused_keys.lql (RF_DIST_FUSED_WHOLE=$whole) exited $?"
+  n=$(grep -oE '[0-9]+ fused groups run whole' "$work/err" | cut -d' ' -f1)
+  want=3
+  [ "$whole" = 0 ] && want=0
+  listed=$(grep -cE 'rank 0 moved .* hashed on column [12] ' "$work/err")
+  { cmp -s "$work/one" "$work/out" && [ "${n:-0}" = $want ] && { [ "$whole" = 0 ] || [ "$listed" = 2 ]; }; } ||
+    note "fused_keys.lql (RF_DIST_FUSED_WHOLE=$whole): ${n:-0} groups run whole (want $want), $listed listed moves; $(diff "$work/one" "$work/out" | head -3)"
+done
 # Input files read in shares (each rank parses a share of the lines; the
 # rows go where they are hashed; on the CPU only with
 # RF_DIST_INPUT_SHARES=1): tc's answer on a file of 3000 lines, one of

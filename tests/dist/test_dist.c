@@ -3,6 +3,7 @@
  * rf_dist_unpack) with strings sent as text. The exchanges themselves run
  * under mpirun in run_dist.sh. */
 #include <CUnit/Basic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +41,38 @@ static void test_row_rank(void)
     for (size_t i = 0; i < t.nrows; i++)   /* one rank: everything on rank 0 */
         CU_ASSERT_EQUAL(rf_dist_row_rank(&t, i, 2, two_ints, 1), 0);
     rf_table_free(&t);
+}
+
+/* Listed columns hash as the prefix of a projection that puts them first
+ * (the placement a MAP of a listed move keeps): a row of (a, s, b) hashed
+ * on columns 2, 1 goes where the row (b, s) goes hashed on 2, strings by
+ * their text; NULL columns are the prefix. */
+static void test_row_rank_cols(void)
+{
+    rf_type wide[3] = {RF_TYPE_INT64, RF_TYPE_STRING, RF_TYPE_INT64}, proj[2] = {RF_TYPE_INT64, RF_TYPE_STRING};
+    rf_table t, p;
+    rf_table_init(&t, 3);
+    rf_table_init(&p, 2);
+    char text[32];
+    for (int i = 0; i < 500; i++) {
+        int n = snprintf(text, sizeof text, "s%d", i % 23);
+        rf_word row[3] = {(rf_word)i, rf_str_intern(text, (size_t)n), (rf_word)(i * 31 % 97)};
+        rf_table_append_row(&t, row);
+        rf_word prow[2] = {row[2], row[1]};
+        rf_table_append_row(&p, prow);
+    }
+    const int cols[2] = {2, 1};
+    int seen[4] = {0, 0, 0, 0};
+    for (size_t i = 0; i < t.nrows; i++) {
+        int r = rf_dist_row_rank_cols(&t, i, 2, cols, wide, 4);
+        CU_ASSERT_EQUAL(r, rf_dist_row_rank(&p, i, 2, proj, 4));
+        CU_ASSERT_EQUAL(rf_dist_row_rank_cols(&t, i, 1, cols, wide, 4), rf_dist_row_rank(&p, i, 1, proj, 4));
+        CU_ASSERT_EQUAL(rf_dist_row_rank_cols(&t, i, 2, NULL, wide, 4), rf_dist_row_rank(&t, i, 2, wide, 4));
+        seen[r]++;
+    }
+    CU_ASSERT(seen[0] > 50 && seen[1] > 50 && seen[2] > 50 && seen[3] > 50);
+    rf_table_free(&t);
+    rf_table_free(&p);
 }
 
 /* A string hashes by its text: the same text under two ids goes alike. */
@@ -134,6 +167,7 @@ int main(void)
         return 1;
     CU_pSuite s = CU_add_suite("dist", NULL, NULL);
     CU_add_test(s, "row rank", test_row_rank);
+    CU_add_test(s, "row rank of listed columns", test_row_rank_cols);
     CU_add_test(s, "strings hash by text", test_string_hash_by_text);
     CU_add_test(s, "pack and unpack", test_pack_unpack);
     CU_add_test(s, "nullary rows", test_nullary);

@@ -2910,13 +2910,17 @@ static void test_rank_split(rf_cuda_ctx *c)
             rf_drel d;
             upload(c, &d, &t);
             for (size_t ri = 0; ri < sizeof ranks / sizeof *ranks; ri++)
-                for (int nkeys = 1; nkeys <= arity && nkeys <= 2; nkeys++) {
+                for (int nkeys = 1, variant = 0; nkeys <= arity && nkeys <= 2; variant = !variant, nkeys += !variant) {
                     int size = ranks[ri];
                     rf_status st;
                     rf_status_init(&st);
                     size_t rows[RF_CUDA_MAX_RANKS];
                     uint64_t *packed = rf_cuda_alloc(c, n * (size_t)arity * 8, "test", &st);
-                    bool ok = packed && rf_cuda_rank_split(c, &d, nkeys, size, packed, rows, &st);
+                    /* the second variant hashes the same number of columns listed
+                     * backwards (the last first), as a projection's placement does */
+                    int listed[2] = {arity - 1, arity - 2};
+                    const int *cols = variant ? listed : NULL;
+                    bool ok = packed && rf_cuda_rank_split(c, &d, nkeys, cols, size, packed, rows, &st);
                     CHECK(ok, "rank split n %zu ranks %d: %s", n, size, st.message);
                     if (!ok)
                         continue;
@@ -2926,7 +2930,7 @@ static void test_rank_split(rf_cuda_ctx *c)
                     for (int r = 0; r < size; r++) {
                         size_t k = 0;
                         for (size_t i = 0; i < n; i++) {
-                            if (rf_dist_row_rank(&t, i, nkeys, NULL, size) != r)
+                            if (rf_dist_row_rank_cols(&t, i, nkeys, cols, NULL, size) != r)
                                 continue;
                             for (int col = 0; col < arity && k < rows[r]; col++)
                                 bad += got[at * (size_t)arity + (size_t)col * rows[r] + k] != t.cols[col][i];
