@@ -173,6 +173,22 @@ n=$(grep -oE '[0-9]+ fused groups run whole' "$work/err" | cut -d' ' -f1)
 { [ "$(grep -v '^#' "$work/out")" = "$(printf '0\t1000')" ] && [ "${n:-0}" -ge 1 ]; } ||
   { echo "FAIL: bag_positions.lql on 2 GPUs: $(grep -v '^#' "$work/out") (want 0 1000), ${n:-0} groups run whole," \
       "$(grep -m1 error "$work/err")"; fail=1; }
+# Groups keyed on columns their input is not hashed on (fused_keys.lql):
+# the input moved hashed on those columns device to device (the rank
+# split's listed columns), every group whole, one GPU's answer.
+python3 -c 'import random; random.seed(3)
+for i in range(5000): print(random.randrange(3000), random.randrange(40), sep="\t")' >"$work/r.tsv"
+python3 -c 'import random; random.seed(4)
+for i in range(6000): print(random.randrange(500), random.randrange(50), random.randrange(1000), sep="\t")' >"$work/big.tsv"
+python3 -c 'for s in range(0, 50, 3): print(s, "n%d" % s, sep="\t")' >"$work/small.tsv"
+fk=(--input r="$work/r.tsv" --input big="$work/big.tsv" --input small="$work/small.tsv")
+"$redfox" run "$here/fused_keys.lql" "${fk[@]}" --backend=gpu >"$work/one" 2>/dev/null
+RF_DIST_TRACE=1 timeout 120 "$redfox" run "$here/fused_keys.lql" "${fk[@]}" --stats --gpus 2 >"$work/out" 2>"$work/err"
+n=$(grep -oE '[0-9]+ fused groups run whole' "$work/err" | cut -d' ' -f1)
+listed=$(grep -cE 'rank 0 moved .* hashed on column [12] \(device to device' "$work/err")
+{ cmp -s "$work/one" "$work/out" && [ "${n:-0}" = 3 ] && [ "$listed" -ge 1 ]; } ||
+  { echo "FAIL: fused_keys.lql on 2 GPUs: ${n:-0} groups run whole (want 3), $listed listed moves on the device;" \
+      "$(diff "$work/one" "$work/out" | head -3) $(grep -m1 error "$work/err")"; fail=1; }
 # TPC-H SF 0.01 on two GPUs, where its data and DuckDB's answers are here
 # (tools/device_prepare.sh carries .data/tpch).
 if [ -f "$tests/../.data/tpch/sf0.01/lineitem.tbl" ] && [ -f "$tests/../.data/tpch/ref-sf0.01/q01.tsv" ]; then
