@@ -15,6 +15,9 @@
 #                  paths (an independent BFS's count), through one-key sorts past 2^32 rows
 #     patterns     Kernel Weaver patterns a, d, e at 10^8 rows, 3 runs
 #                  (bench/weaver_patterns.py; data made on the machine)
+#     select-knobs patterns a and d at 10^8 rows with the selections' knobs (docs/weaver.md):
+#                  as built, RF_CUDA_LOOKBACK_SLEEP=100, 400 and 1000, RF_CUDA_SELECT_BATCH=off,
+#                  taking turns, two rounds (~6 min); fused ms and % of the floor per line
 #     trace:P-sS   one RF_CUDA_TRACE=1 run of pattern P at selectivity S (e.g.
 #                  trace:a-s0p5), after `patterns`
 #     tpch10:QS    TPC-H SF 10 (made with the carried tpchgen-cli wheel), the
@@ -118,6 +121,20 @@ for step in "$@"; do
         --log "$logs/patterns" >"$logs/patterns.txt" 2>&1
       note "patterns:"
       grep '^|' "$logs/patterns.txt" | tee -a "$out/summary.txt"
+      ;;
+    select-knobs)
+      python3 bench/weaver_patterns.py --rows 1e8 --patterns a,d --generate-only >"$logs/knobs-data.txt" 2>&1
+      for round in 1 2; do
+        for v in as-built lb100 lb400 lb1000 nobatch; do
+          e=()
+          case "$v" in lb*) e=(RF_CUDA_LOOKBACK_SLEEP=${v#lb}) ;; nobatch) e=(RF_CUDA_SELECT_BATCH=off) ;; esac
+          env "${e[@]}" python3 bench/weaver_patterns.py --redfox "$rf" --rows 1e8 --patterns a,d --repeat 2 \
+            --log "$logs/knobs-$v-$round" >"$logs/knobs-$v-$round.txt" 2>&1
+          note "select-knobs round $round $v:"
+          grep '^| gpu' "$logs/knobs-$v-$round.txt" | awk -F'|' '{print "  " $3, $4, "fused", $7, "ms,", $12, "% floor,", $14}' |
+            tee -a "$out/summary.txt"
+        done
+      done
       ;;
     trace:*)
       p="${step#trace:}"

@@ -781,7 +781,8 @@ char *rf_codegen_reduce_source(bool join, int al, const rf_code *filter, int nva
     "    for (long long last = (long long)tile - 1;; last -= 32) {\n"                                 \
     "      long long q = last - (long long)lane;\n"                                                  \
     "      unsigned long long v = ST_PREFIX; /* before tile 0: a prefix of 0 */\n"                    \
-    "      if (q >= 0) do v = *(volatile unsigned long long *)&status[q]; while (v == 0);\n"         \
+    "      if (q >= 0) { v = *(volatile unsigned long long *)&status[q];\n"                          \
+    "        while (v == 0) { if (LB_SLEEP) __nanosleep(LB_SLEEP); v = *(volatile unsigned long long *)&status[q]; } }\n" \
     "      unsigned pre = __ballot_sync(full, (v & ST_PREFIX) != 0);\n"                               \
     "      unsigned first = pre ? (unsigned)(__ffs(pre) - 1) : 32u;\n"                                \
     "      unsigned long long mine = lane <= first ? (v & ST_VALUE) : 0;\n"                           \
@@ -810,6 +811,28 @@ char *rf_codegen_reduce_source(bool join, int al, const rf_code *filter, int nva
 /* Projections of at most this many columns are made for all ITEMS rows of a
  * tile before any is written (below). */
 #define RF_SEL_BATCH_PROJ 4
+
+/* Two measurement knobs of the selections' kernels (docs/weaver.md, "Knobs"),
+ * read when a source is made; their defaults make the kernels as measured:
+ * RF_CUDA_LOOKBACK_SLEEP=NS (0..10000, default 0): a look-back lane whose
+ * predecessor has not published yet sleeps NS nanoseconds between polls
+ * (ncu put the L2 at 80% busy with the DRAM at 60% on patterns (a) and (d),
+ * the polls a suspect; docs/performance.md, twenty-fourth session);
+ * RF_CUDA_SELECT_BATCH=off: no batch of projected values (below; (a) at
+ * 10% selectivity ran 15% faster without it on an H200, 3-6% slower at 50
+ * and 90%). */
+static int lookback_sleep_ns(void)
+{
+    const char *e = getenv("RF_CUDA_LOOKBACK_SLEEP");
+    long v = e ? strtol(e, NULL, 10) : 0;
+    return v > 0 && v <= 10000 ? (int)v : 0;
+}
+
+static bool select_batch_allowed(void)
+{
+    const char *e = getenv("RF_CUDA_SELECT_BATCH");
+    return !(e && strcmp(e, "off") == 0);
+}
 
 /* One select kernel: `name` over rows (candidate pairs) t < n, row o = t
  * (rid_in: o = rid_in[t], the row ids an earlier part kept), kept where
@@ -860,7 +883,7 @@ static void emit_select_kernel(sbuf *b, const char *name, const char *filter, bo
               "      keep |= (pass ? 1u : 0u) << k;\n"
               "    }\n",
               row, filter, pre_arg);
-    bool batch = last && nproj <= RF_SEL_BATCH_PROJ;
+    bool batch = last && nproj <= RF_SEL_BATCH_PROJ && select_batch_allowed();
     if (batch) {
         /* every kept row's values first (ok: made without a fault), their
          * loads issued before the look-back, whose latency they overlap;
@@ -935,6 +958,7 @@ char *rf_codegen_select_source(bool join, int al, const rf_code *filter, int npr
     emit_row_stages_pre(&b, join, al, filter, nproj, proj, plan, pre ? pre_slot : NULL);
     sb_printf(&b, "#define ROW(o) %s\n",
               join ? "uint64_t i = owner(off, nl, o), j = lo[i] + (o - off[i]);" : "uint64_t i = o, j = o;");
+    sb_printf(&b, "#define LB_SLEEP %d\n", lookback_sleep_ns());
     sb_printf(&b, "%s",
               "#define ITEMS 8\n#define BLOCK 256\n#define NWARPS (BLOCK / 32)\n"
               "#define TILE ((uint64_t)ITEMS * BLOCK)\n"
@@ -1051,7 +1075,8 @@ char *rf_codegen_select_many_source(int al, int nb, const rf_code *const *filter
         memcpy(col, every, sizeof col);
     for (int k = 0; k < RF_CUDA_MAX_COLS; k++)
         npre += col[k];
-    bool pre = npre > 0 && npre <= RF_SEL_PRELOAD_MAX, batch = !pre_all && nvals <= RF_SEL_BATCH_PROJ;
+    bool pre = npre > 0 && npre <= RF_SEL_PRELOAD_MAX,
+         batch = !pre_all && nvals <= RF_SEL_BATCH_PROJ && select_batch_allowed();
     if (pre)
         emit_preload_fns(&b, col, pre_slot);
     const char *pre_arg = pre ? ", pre[k]" : "";
@@ -1066,6 +1091,7 @@ char *rf_codegen_select_many_source(int al, int nb, const rf_code *const *filter
         }
     }
     sb_printf(&b, "#define NB %d\n", nb);
+    sb_printf(&b, "#define LB_SLEEP %d\n", lookback_sleep_ns());
     sb_printf(&b, "%s",
               "#define ITEMS 8\n#define BLOCK 256\n#define NWARPS (BLOCK / 32)\n"
               "#define TILE ((uint64_t)ITEMS * BLOCK)\n"

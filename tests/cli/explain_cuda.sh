@@ -65,6 +65,17 @@ sp="$("$redfox" explain --select-plans "$cases/weaver_selplan.lql" 2>&1)"
 d="$("$redfox" explain --cuda "$cases/weaver_shared_input.lql" 2>&1)"; rc=$?
 [ "$rc" = 0 ] && grep -qF "// FUSED[2] -> o1: MAP -> MAP" <<<"$d" && grep -qF "rf_select_many(RfCols l" <<<"$d" ||
   { echo "FAIL: pattern d (exit $rc): $d"; fail=1; }
+# The selections' measurement knobs (docs/weaver.md): by default the
+# look-back never sleeps and (a)'s projections are batched; the knobs make
+# the sleep and drop the batch, out-of-range values the default.
+a="$("$redfox" explain --cuda "$cases/weaver_selects.lql" 2>&1)"
+grep -qF "#define LB_SLEEP 0" <<<"$a" && grep -qF "__nanosleep(LB_SLEEP)" <<<"$a" && grep -qF "uint64_t pv[ITEMS]" <<<"$a" ||
+  { echo "FAIL: the selections' defaults: $a"; fail=1; }
+a="$(RF_CUDA_LOOKBACK_SLEEP=300 RF_CUDA_SELECT_BATCH=off "$redfox" explain --cuda "$cases/weaver_selects.lql" 2>&1)"
+grep -qF "#define LB_SLEEP 300" <<<"$a" && ! grep -qF "uint64_t pv[ITEMS]" <<<"$a" ||
+  { echo "FAIL: RF_CUDA_LOOKBACK_SLEEP=300 RF_CUDA_SELECT_BATCH=off: $a"; fail=1; }
+d="$(RF_CUDA_LOOKBACK_SLEEP=99999 "$redfox" explain --cuda "$cases/weaver_shared_input.lql" 2>&1)"
+grep -qF "#define LB_SLEEP 0" <<<"$d" || { echo "FAIL: RF_CUDA_LOOKBACK_SLEEP=99999 not the default: $d"; fail=1; }
 # misuse: no program, two programs, an unknown spelling of --no-fuse
 "$redfox" explain --cuda >/dev/null 2>&1; [ $? = 64 ] || { echo "FAIL: explain --cuda without a program"; fail=1; }
 "$redfox" explain --cuda a.lql b.lql >/dev/null 2>&1; [ $? = 64 ] || { echo "FAIL: two programs"; fail=1; }
