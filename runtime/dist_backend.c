@@ -65,9 +65,10 @@ typedef struct dist {
     placement kind;
     int nkeys;         /* PLACE_HASH: the hashed columns (1..arity; 0 for arity 0) */
     /* PLACE_HASH: hashed on cols[0..nkeys), in that order, rather than on
-     * the prefix 0..nkeys-1. Only projections make such placements (a
-     * row's rank is that of the input row it came from); every move hashes
-     * a prefix. */
+     * the prefix 0..nkeys-1. Projections make such placements (a row's
+     * rank is that of the input row it came from), and one move does
+     * (move_var_cols, for hash_for_keys); every other move hashes a
+     * prefix. */
     bool listed;
     int cols[DIST_MAX_LISTED];
 } dist;
