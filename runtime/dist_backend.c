@@ -1493,12 +1493,12 @@ static void hash_for_keys(rf_backend *be, const rf_hprogram *p, const rf_fused *
     memset(&here, 0, sizeof here);
     here.d = ins[e]->d;
     here.arity = ins[e]->arity;
-    bool met = true;
+    bool met = true, head_met = false;
     for (int i = nchain - 1; i >= 0 && met; i--) {
         const rf_kernel *mk = &f->members[chain[i]];
         if (mk->op == RF_K_JOIN) {
             const rf_dvar *o = ins[other[i]], *l = sides[i] ? o : &here, *r = sides[i] ? &here : o;
-            met = member_need_met(mk, l->d, &r->d, false);
+            met = head_met = member_need_met(mk, l->d, &r->d, false);   /* (a JOIN is the head) */
             here.d = l->d.kind == PLACE_REPLICATED && r->d.kind == PLACE_REPLICATED ? replicated() : joined(mk, l, r);
         } else {
             met = member_need_met(mk, here.d, NULL, false);
@@ -1509,10 +1509,7 @@ static void hash_for_keys(rf_backend *be, const rf_hprogram *p, const rf_fused *
     }
     /* (a JOIN whose sides meet as they are: the members move only its
      * output, which may be the smaller) */
-    const rf_kernel *head = &f->members[chain[nchain - 1]];
-    if (met || (head->op == RF_K_JOIN &&
-                member_need_met(head, sides[nchain - 1] ? ins[other[nchain - 1]]->d : ins[e]->d,
-                                sides[nchain - 1] ? &ins[e]->d : &ins[other[nchain - 1]]->d, false)))
+    if (met || head_met)
         return;
     for (int i = 0; i < nchain; i++)
         if (other[i] >= 0 && ins[other[i]]->d.kind != PLACE_REPLICATED &&

@@ -125,11 +125,7 @@ n=$(grep -oE '[0-9]+ fused groups run whole' "$work/err" | cut -d' ' -f1)
 # Groups whose AGG keys on columns their input is not hashed on
 # (fused_keys.lql): the input moves hashed on those columns (a listed
 # hash), and every group runs whole; one process's answer, also as members.
-python3 -c 'import random; random.seed(3)
-for i in range(5000): print(random.randrange(3000), random.randrange(40), sep="\t")' >"$work/r.tsv"
-python3 -c 'import random; random.seed(4)
-for i in range(6000): print(random.randrange(500), random.randrange(50), random.randrange(1000), sep="\t")' >"$work/big.tsv"
-python3 -c 'for s in range(0, 50, 3): print(s, "n%d" % s, sep="\t")' >"$work/small.tsv"
+python3 "$here/fused_keys_data.py" "$work"
 fk=(--input r="$work/r.tsv" --input big="$work/big.tsv" --input small="$work/small.tsv")
 "$redfox" run "$here/fused_keys.lql" "${fk[@]}" >"$work/one" 2>/dev/null
 for whole in "" 0; do
