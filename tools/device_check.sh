@@ -15,11 +15,14 @@
 #                  paths (an independent BFS's count), through one-key sorts past 2^32 rows
 #     patterns     Kernel Weaver patterns a, d, e at 10^8 rows, 3 runs
 #                  (bench/weaver_patterns.py; data made on the machine)
-#     select-knobs patterns a and d at 10^8 rows with the selections' knobs (docs/weaver.md):
+#     select-knobs[:R]  patterns a and d at 10^8 rows with the selections' knobs (docs/weaver.md):
 #                  as built, RF_CUDA_LOOKBACK_SLEEP=100, 400 and 1000, RF_CUDA_SELECT_BATCH=off,
-#                  taking turns, two rounds (~6 min); fused ms and % of the floor per line
+#                  taking turns, R rounds (default 2, ~3 min a round); fused ms and % of the
+#                  floor per line
 #     trace:P-sS   one RF_CUDA_TRACE=1 run of pattern P at selectivity S (e.g.
-#                  trace:a-s0p5), after `patterns`
+#                  trace:a-s0p5), after `patterns` or `select-knobs`
+#     trace-host:P-sS  the same with RF_CUDA_TRACE=host: the marks without waiting for the
+#                  stream, so each phase is the host's time alone
 #     tpch10:QS    TPC-H SF 10 (made with the carried tpchgen-cli wheel), the
 #                  queries QS (e.g. 1,2,3 or all) fused and --no-fuse taking turns,
 #                  3 runs each (bench/tpch_alternate.py)
@@ -122,9 +125,11 @@ for step in "$@"; do
       note "patterns:"
       grep '^|' "$logs/patterns.txt" | tee -a "$out/summary.txt"
       ;;
-    select-knobs)
+    select-knobs|select-knobs:*)
+      rounds=2
+      [ "$step" != select-knobs ] && rounds="${step#select-knobs:}"
       python3 bench/weaver_patterns.py --rows 1e8 --patterns a,d --generate-only >"$logs/knobs-data.txt" 2>&1
-      for round in 1 2; do
+      for round in $(seq 1 "$rounds"); do
         for v in as-built lb100 lb400 lb1000 nobatch; do
           e=()
           case "$v" in lb*) e=(RF_CUDA_LOOKBACK_SLEEP=${v#lb}) ;; nobatch) e=(RF_CUDA_SELECT_BATCH=off) ;; esac
@@ -136,12 +141,17 @@ for step in "$@"; do
         done
       done
       ;;
-    trace:*)
-      p="${step#trace:}"
-      RF_CUDA_TRACE=1 "$rf" run "$logs/patterns/$p.lql" --input t=.data/weaver/n100000000/t.tsv --count --stats \
-        >"$logs/trace-$p.txt" 2>&1
-      note "trace $p:"
-      grep -E '^trace|select plan|query' "$logs/trace-$p.txt" | tee -a "$out/summary.txt"
+    trace:*|trace-host:*)
+      p="${step#*:}"
+      mode=1
+      [ "${step%%:*}" = trace-host ] && mode=host
+      # the instantiated program from whichever step made it
+      prog=$(ls "$logs"/patterns/"$p".lql "$logs"/knobs-as-built-1/"$p".lql 2>/dev/null | head -1)
+      [ -n "$prog" ] || { note "trace $p: no program (run patterns or select-knobs first)"; continue; }
+      RF_CUDA_TRACE=$mode "$rf" run "$prog" --input t=.data/weaver/n100000000/t.tsv --count --stats \
+        >"$logs/trace-$mode-$p.txt" 2>&1
+      note "trace ($mode) $p:"
+      grep -E '^trace|select plan|query' "$logs/trace-$mode-$p.txt" | tee -a "$out/summary.txt"
       ;;
     tpch10:*)
       qs="${step#tpch10:}"

@@ -368,7 +368,9 @@ bool rf_cuda_timer_start(rf_cuda_ctx *c, rf_status *st)
         c->trace_t = rf_now();
         fprintf(stderr, "trace ----\n");
     }
-    return rf_cuda_check(c, cudaEventRecord(c->ev_start, c->stream), "event", st);
+    bool ok = rf_cuda_check(c, cudaEventRecord(c->ev_start, c->stream), "event", st);
+    rf_cuda_trace(c, "start event");
+    return ok;
 }
 
 bool rf_cuda_timer_stop(rf_cuda_ctx *c, double *seconds, rf_status *st)
@@ -3322,12 +3324,17 @@ static int plan_filter(rf_cuda_ctx *c, const rf_code *filter, bool join, int al,
         rf_cg_plan_free(pl);
         return 0;
     }
+    rf_cuda_trace(c, "plan: conjuncts");
     int forced = rf_cg_plan_forced(pl, allow_split, st);
     if (forced < 0) {
         rf_cg_plan_free(pl);
         return -1;
     }
+    rf_cuda_trace(c, "plan: forced?");
     double bound = 0;
+    if (!forced)
+        (void)rf_codegen_selcalib(c);
+    rf_cuda_trace(c, "plan: constants");
     if (!forced && !sample_may_pay(c, pl, join, al, n, &bound)) {
         (void)rf_cg_plan_choose(pl, NULL, 0, (double)n, allow_split, rf_codegen_selcalib(c), st);
         pl->bound_ns = bound > 0 ? bound : 1; /* > 0: the note says why */
@@ -3512,6 +3519,7 @@ bool rf_cuda_select_one_pass(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r,
         for (int q = 0; q < nparts && q < RF_CG_MAX_PARTS; q++)
             names[q] = rf_codegen_select_name(nparts, q);
         rf_cg_key_select(&key, r != NULL, l->arity, pp.filter, nproj, pp.proj, run_plan);
+        rf_cuda_trace(c, "select: key");
         loaded = nparts <= RF_CG_MAX_PARTS && rf_codegen_module_by_key(c, &key, nparts, names, fns);
     }
     if (!loaded) {
@@ -3694,6 +3702,7 @@ bool rf_cuda_select_many(rf_cuda_ctx *c, const rf_drel *in, int nb, const rf_cod
         pf[made] = pp[made].filter;
         pj[made] = pp[made].proj;
     }
+    rf_cuda_trace(c, "select many: prepare");
     const char *name = "rf_select_many";
     void *fn = NULL;
     bool loaded = false;
@@ -3702,6 +3711,7 @@ bool rf_cuda_select_many(rf_cuda_ctx *c, const rf_drel *in, int nb, const rf_cod
          * else the source made, and its module */
         rf_cg_key key = {0};
         rf_cg_key_select_many(&key, in->arity, nb, pf, nprojs, pj);
+        rf_cuda_trace(c, "select many: key");
         loaded = rf_codegen_module_by_key(c, &key, 1, &name, &fn);
         if (!loaded) {
             char *src = rf_codegen_select_many_source(in->arity, nb, pf, nprojs, pj);
