@@ -3332,7 +3332,7 @@ static int plan_filter(rf_cuda_ctx *c, const rf_code *filter, bool join, int al,
     }
     rf_cuda_trace(c, "plan: forced?");
     double bound = 0;
-    if (!forced)
+    if (!forced) /* read here (once a process, then cached) so a trace shows that read apart */
         (void)rf_codegen_selcalib(c);
     rf_cuda_trace(c, "plan: constants");
     if (!forced && !sample_may_pay(c, pl, join, al, n, &bound)) {
