@@ -170,6 +170,19 @@ bool rf_code_interns(const rf_code *c)
     return interns;
 }
 
+void rf_code_copy_mapped(rf_code *out, const rf_code *c, const int *map)
+{
+    out->n = c->n;
+    out->ins = NULL;
+    if (c->n <= 0)
+        return;
+    out->ins = rf_malloc((size_t)c->n * sizeof *out->ins);
+    memcpy(out->ins, c->ins, (size_t)c->n * sizeof *out->ins);
+    for (int k = 0; k < c->n; k++)
+        if (out->ins[k].op == RF_EX_COL)
+            out->ins[k].index = map[out->ins[k].index];
+}
+
 int rf_code_as_column(const rf_code *c)
 {
     return (c->n == 1 && c->ins[0].op == RF_EX_COL) ? c->ins[0].index : -1;

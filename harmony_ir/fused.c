@@ -56,6 +56,7 @@ void rf_multijoin_free(rf_multijoin *mj)
     free(mj->in);
     free(mj->in_first);
     free(mj->in_vars);
+    free(mj->alt_order);
     free(mj);
 }
 

@@ -35,6 +35,9 @@ void rf_code_free(rf_code *c);
 /* If the code is a single column read, returns its index, else -1 (the
  * backends' fast path for pure projections). */
 int rf_code_as_column(const rf_code *c);
+/* out := a copy of c whose column reads read column map[i] where c reads
+ * column i (a MULTIJOIN's code in another variable order). */
+void rf_code_copy_mapped(rf_code *out, const rf_code *c, const int *map);
 /* Whether the code makes new strings (interns into the one dictionary):
  * concat, and substr except where it is only compared (= or !=) with a
  * string constant, which the evaluators do on the bytes. The dictionary
@@ -159,7 +162,44 @@ typedef struct rf_multijoin {
                                 in_vars (in_first[nin] = their total) */
     int *in_vars;            /* the variable each input column binds */
     bool count;              /* out is the number of bindings (RF_K_MULTIJOIN) */
+    /* NULL, or [nvars]: a second order the backend may bind the variables
+     * in, chosen at run time (alt_order[k] is the variable bound k-th).
+     * The inputs are tries in the variable numbering above; the backend
+     * that takes alt_order makes re-keyed copies of them for it. Lowering
+     * sets it to the order reversed where each order's last level is a
+     * triangle of binary inputs (rf_mj_last_level), so that the work of
+     * that level can be estimated from the inputs before either runs
+     * (docs/design.md, "Variable orders"). The rows are the same either
+     * way; the listing is unsorted in any case. */
+    int *alt_order;
 } rf_multijoin;
+
+/* The last level of a multiway join bound in `order` (NULL: 0, 1, ...,
+ * nvars - 1; else order[k] is the variable bound k-th), when it is a
+ * triangle: the last variable v, two variables p, q bound before it, and
+ * binary inputs over exactly {p, q}, {p, v} and {q, v}. Its work is about
+ * the sum over the rows (a, b) of the {p, q} input of min(rows of the
+ * {p, v} input holding a as p, rows of the {q, v} input holding b as q):
+ * each binding of p and q intersects two lists of v and drives the
+ * shorter. Columns are those of the inputs as given (in_vars numbering).
+ * Of several such triangles, the one of the latest-bound p, q. */
+typedef struct rf_mj_last {
+    int pairs, pairs_p, pairs_q;   /* the {p, q} input and its columns of p and q */
+    int list_p, list_p_col;        /* the {p, v} input and its column of p */
+    int list_q, list_q_col;        /* the {q, v} input and its column of q */
+} rf_mj_last;
+bool rf_mj_last_level(int nin, const int *in_first, const int *in_vars, int nvars, const int *order,
+                      rf_mj_last *out);
+/* The inputs re-keyed for `order` (as above): newnum[x] := the position of
+ * variable x in order; input i's column j in the new layout is its column
+ * col_perm[in_first[i] + j] now, binding new_in_vars[in_first[i] + j]
+ * (increasing within an input). Arrays of in_first[nin] entries. */
+void rf_mj_reorder(int nin, const int *in_first, const int *in_vars, int nvars, const int *order, int *newnum,
+                   int *col_perm, int *new_in_vars);
+/* Whether binding the variables in `order` brings in each variable after
+ * the first together with one bound before it (some input holds both), so
+ * that no level is a cross product. */
+bool rf_mj_order_connected(int nin, const int *in_first, const int *in_vars, int nvars, const int *order);
 
 typedef struct rf_kernel rf_kernel;
 typedef struct rf_fused {
@@ -326,7 +366,9 @@ bool rf_hir_verify(const rf_hprogram *p, rf_status *st);
  * so the output is whole or absent. The reader validates every field and
  * then runs rf_hir_verify; it never trusts a length or an index. */
 #define RF_HIR_MAGIC "RFOXHIR"
-#define RF_HIR_VERSION 9   /* 9: a MULTIJOIN's count flag (a format-8 file
+#define RF_HIR_VERSION 10  /* 10: a MULTIJOIN's alt_order (a format-9 file
+                              binds every join in the planner's order, so it
+                              is compiled again); 9: a MULTIJOIN's count flag (a format-8 file
                               makes a counted body's bindings, so it is
                               compiled again); 8: RF_TERM_BRANCH_JOIN (--join=auto chooses
                               at run time; a format-7 file chose at plan

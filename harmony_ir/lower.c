@@ -555,6 +555,27 @@ static void lower_antijoin(lower *L, int b, const rf_plan_cmd *c)
     free(lpos);
 }
 
+/* The second order a multiway join may run in (hir.h, alt_order): the
+ * planner's reversed, where both orders' last levels are triangles whose
+ * work the backend can estimate (rf_mj_last_level) and the reverse never
+ * binds a variable unlinked to those before it. Else NULL: one order. */
+static int *reversed_order(const rf_multijoin *mj)
+{
+    int rev[RF_MULTIJOIN_MAX_VARS];
+    rf_mj_last a, z;
+    if (mj->nvars < 3 || mj->nvars > RF_MULTIJOIN_MAX_VARS)
+        return NULL;
+    for (int k = 0; k < mj->nvars; k++)
+        rev[k] = mj->nvars - 1 - k;
+    if (!rf_mj_last_level(mj->nin, mj->in_first, mj->in_vars, mj->nvars, NULL, &a) ||
+        !rf_mj_last_level(mj->nin, mj->in_first, mj->in_vars, mj->nvars, rev, &z) ||
+        !rf_mj_order_connected(mj->nin, mj->in_first, mj->in_vars, mj->nvars, rev))
+        return NULL;
+    int *alt = rf_malloc((size_t)mj->nvars * sizeof *alt);
+    memcpy(alt, rev, (size_t)mj->nvars * sizeof *alt);
+    return alt;
+}
+
 /* Each source re-keyed so that its columns follow the variable order (a
  * trie in that order: the leapfrog intersects a column's values within
  * the rows that agree on the columns before), then the join into an
@@ -587,6 +608,7 @@ static void lower_multijoin(lower *L, int b, const rf_plan_cmd *c)
             mj->in_vars[mj->in_first[i] + j] = vars[perm[j]];
         free(perm);
     }
+    mj->alt_order = reversed_order(mj);
     int *ident = rf_calloc((size_t)c->nvars + 1, sizeof *ident);
     for (int x = 0; x < c->nvars; x++)
         ident[x] = x;

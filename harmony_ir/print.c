@@ -198,10 +198,15 @@ static void print_kernel(FILE *out, const rf_hprogram *p, const rf_kernel *k, co
             fprintf(out, "%s%s", j ? ", " : " ", var_name(p, k->in[j]));
     /* a multiway join's inputs, each with the variables its columns bind:
      * "MULTIJOIN[vars=3] e.by0_1($0, $1), e.by0_1($1, $2), ..."; one that
-     * counts its bindings: "MULTIJOIN[vars=3, count] ..." */
+     * counts its bindings: "MULTIJOIN[vars=3, count] ..."; one with a
+     * second order the backend may take at run time: "[vars=3, or order
+     * $2 $1 $0]" */
     if (k->op == RF_K_MULTIJOIN && k->mj) {
         const rf_multijoin *mj = k->mj;
-        fprintf(out, "[vars=%d%s]", mj->nvars, mj->count ? ", count" : "");
+        fprintf(out, "[vars=%d%s", mj->nvars, mj->count ? ", count" : "");
+        for (int x = 0; mj->alt_order && x < mj->nvars; x++)
+            fprintf(out, "%s$%d", x ? " " : ", or order ", mj->alt_order[x]);
+        fputc(']', out);
         for (int i = 0; i < mj->nin && mj->in && mj->in_first && mj->in_vars; i++) {
             fprintf(out, "%s%s(", i ? ", " : " ", var_name(p, mj->in[i]));
             for (int j = mj->in_first[i]; j < mj->in_first[i + 1]; j++)

@@ -23,6 +23,9 @@
  *           FUSED only, then: u32 nmembers, kernel... (not FUSED),
  *           u32 nedges, each: i32 var, i32 from, i32 to, u8 dep;
  *           u32 nin, i32...; u32 nout, i32...
+ *           MULTIJOIN only, then: i32 nvars, u32 nin, i32 in...,
+ *           u32 n, i32 in_first..., u32 n, i32 in_vars..., i32 count,
+ *           u32 n (0 or nvars), i32 alt_order...
  *   code:   u32 n, each: u8 op, u8 type, u8 arg_type, u8 0, i32 index,
  *           u64 value
  *   str:    u32 len (0xffffffff = absent), bytes (no NUL)
@@ -142,6 +145,7 @@ static void put_kernel(buf *b, const rf_kernel *kn)
         put_ints(b, mj->in_first ? mj->nin + 1 : 0, mj->in_first);
         put_ints(b, mj->in_first ? mj->in_first[mj->nin] : 0, mj->in_vars);
         put_i32(b, mj->count ? 1 : 0);
+        put_ints(b, mj->alt_order ? mj->nvars : 0, mj->alt_order);
         return;
     }
     if (kn->op != RF_K_FUSED)
@@ -423,8 +427,14 @@ static void get_kernel(rd *r, rf_kernel *k, bool member)
         mj->in_first = get_ints(r, &nfirst, "multijoin input columns");
         mj->in_vars = get_ints(r, &nvars, "multijoin column variables");
         int32_t count = get_i32(r, "multijoin count flag");
+        int nalt;
+        mj->alt_order = get_ints(r, &nalt, "multijoin second variable order");
         if (r->failed)
             return;
+        if (mj->alt_order && nalt != mj->nvars) {
+            malformed(r, "a multijoin's second variable order has %d entries for %d variables", nalt, mj->nvars);
+            return;
+        }
         if (count != 0 && count != 1) {
             malformed(r, "a multijoin's count flag is neither 0 nor 1");
             return;

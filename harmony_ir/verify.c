@@ -199,6 +199,20 @@ static bool check_multijoin(vctx *c, const rf_kernel *k)
     for (int x = 0; x < mj->nvars; x++)
         if (types[x] == RF_TYPE_INVALID)
             return bad(c, "MULTIJOIN: variable %d is bound by no input", x);
+    if (mj->alt_order) {
+        /* a permutation of the variables that never makes a cross product */
+        unsigned seen = 0;
+        for (int k = 0; k < mj->nvars; k++) {
+            int x = mj->alt_order[k];
+            if (x < 0 || x >= mj->nvars || (seen >> x & 1))
+                return bad(c, "MULTIJOIN: its second variable order is not a permutation of its %d variables",
+                           mj->nvars);
+            seen |= 1u << x;
+        }
+        if (!rf_mj_order_connected(mj->nin, mj->in_first, mj->in_vars, mj->nvars, mj->alt_order))
+            return bad(c, "MULTIJOIN: its second variable order brings in a variable that no input links to "
+                          "one bound before it");
+    }
     if (mj->count)
         return true;
     if (k->nproj != out->arity || (k->nproj > 0 && !k->proj))

@@ -215,6 +215,63 @@ bool rf_prim_multijoin(int nin, const rf_table *const *ins, const int *in_first,
 size_t rf_prim_multijoin_count(int nin, const rf_table *const *ins, const int *in_first, const int *in_vars,
                                int nvars);
 
+/* A multiway join's second variable order (hir.h, alt_order; ordercost.c):
+ * the estimated work of an order's last level, a triangle (rf_mj_last):
+ * the sum over rows (a, b) of `pairs` of min(rows of list_p whose column
+ * list_p_col is a, rows of list_q whose column list_q_col is b), taken
+ * over RF_ORDER_SAMPLES rows of pairs (rf_order_sample_row) and scaled to
+ * all of them; exact where pairs has no more rows. Every table is sorted
+ * (column 0 ascending), as a multiway join's inputs are: a list on column
+ * 0 is searched, any other scanned. The GPU backend's
+ * estimate (rf_cuda_order_cost) samples the same rows and counts exactly,
+ * so it is the same number. */
+#define RF_ORDER_SAMPLES 4096
+double rf_prim_order_cost(const rf_table *pairs, int pairs_p, int pairs_q, const rf_table *list_p, int list_p_col,
+                          const rf_table *list_q, int list_q_col);
+uint64_t rf_order_sample_rows(uint64_t nrows);                        /* min(nrows, RF_ORDER_SAMPLES) */
+uint64_t rf_order_sample_row(uint64_t i, uint64_t m, uint64_t nrows); /* floor(i x nrows / m) */
+double rf_order_cost_scaled(uint64_t sampled_sum, uint64_t m, uint64_t nrows);
+/* Whether the second order runs: its estimate under RF_ORDER_MARGIN times
+ * the planned order's (the margin pays for re-keying every input for it,
+ * which the planned order's inputs already are). RF_WCOJ_ORDER=planned or
+ * alt forces either (tests); RF_WCOJ_ORDER_MARGIN (>= 0) sets the margin. */
+#define RF_ORDER_MARGIN 0.75
+double rf_order_margin(void);
+bool rf_order_take_alt(double planned, double alt);
+/* Both orders' estimates over host tables (false: an order's last level
+ * is no triangle, so there is nothing to compare). */
+bool rf_prim_order_estimates(int nin, const rf_table *const *ins, const int *in_first, const int *in_vars, int nvars,
+                             const int *alt_order, double *planned, double *alt);
+/* A join's layout and code in its second order, for any backend: each
+ * input's columns permuted (col_perm, as rf_mj_reorder), in_vars and the
+ * code's column reads renumbered. */
+typedef struct rf_mj_recode {
+    int col_perm[RF_MULTIJOIN_MAX_IN * RF_MULTIJOIN_MAX_VARS];
+    int in_vars[RF_MULTIJOIN_MAX_IN * RF_MULTIJOIN_MAX_VARS];
+    rf_code filter;
+    int nproj;
+    rf_code *proj;
+} rf_mj_recode;
+void rf_mj_recode_make(rf_mj_recode *r, int nin, const int *in_first, const int *in_vars, int nvars,
+                       const int *alt_order, const rf_code *filter, int nproj, const rf_code *proj);
+void rf_mj_recode_free(rf_mj_recode *r);
+/* Whether input i is re-keyed as an earlier input j (the same relation,
+ * the same permutation: *j set) or not at all (the identity: *j = -1 and
+ * true); false where it needs a copy of its own. */
+bool rf_mj_recode_shared(const rf_mj_recode *r, const int *in_first, const void *const *ins, int i, int *j);
+/* The same over host tables: the re-keyed tables (owned[i]: a copy of
+ * input i's; else in[i] is an input or an earlier copy). */
+typedef struct rf_mj_alt {
+    int nin;
+    rf_mj_recode rc;
+    const rf_table *in[RF_MULTIJOIN_MAX_IN];
+    rf_table tabs[RF_MULTIJOIN_MAX_IN];
+    bool owned[RF_MULTIJOIN_MAX_IN];
+} rf_mj_alt;
+void rf_mj_alt_make(rf_mj_alt *r, int nin, const rf_table *const *ins, const int *in_first, const int *in_vars,
+                    int nvars, const int *alt_order, const rf_code *filter, int nproj, const rf_code *proj);
+void rf_mj_alt_free(rf_mj_alt *r);
+
 /* The rows the equi-join of l and r on column pairs (lkeys[i], rkeys[i]),
  * i < nkeys, would make (nkeys = 0: the cross product), none made:
  * --join=auto's run-time statistic (joinsize.c). Saturates at UINT64_MAX. */

@@ -1502,23 +1502,49 @@ static bool cpu_run_multijoin(rf_backend *be, const rf_hprogram *p, const rf_ker
         if (i < 2)
             stats->rows_in[i] = tabs[i]->nrows;
     }
+    /* The variable order: the planner's, or its second (alt_order) where
+     * that one's last level is estimated cheaper (ordercost.c). */
+    const int *in_vars = mj->in_vars;
+    const rf_code *code_filter = &k->filter, *proj = k->proj;
+    rf_mj_alt alt;
+    bool use_alt = false;
+    double est_planned = 0, est_alt = 0;
+    if (mj->alt_order &&
+        rf_prim_order_estimates(mj->nin, tabs, mj->in_first, mj->in_vars, mj->nvars, mj->alt_order, &est_planned,
+                                &est_alt) &&
+        rf_order_take_alt(est_planned, est_alt)) {
+        use_alt = true;
+        rf_mj_alt_make(&alt, mj->nin, tabs, mj->in_first, mj->in_vars, mj->nvars, mj->alt_order, &k->filter,
+                       k->nproj, k->proj);
+        for (int i = 0; i < mj->nin; i++)
+            tabs[i] = alt.in[i];
+        in_vars = alt.rc.in_vars;
+        code_filter = &alt.rc.filter;
+        proj = alt.rc.proj;
+    }
+    if (mj->alt_order && getenv("RF_WCOJ_ORDER_TRACE"))
+        fprintf(stderr, "redfox: multiway join %s: last level ~%.4g tests in the planned order, ~%.4g in the "
+                        "second; %s\n",
+                p->vars[k->out].name ? p->vars[k->out].name : "?", est_planned, est_alt,
+                use_alt ? "the second runs" : "the planned one runs");
     rf_code planned;
-    const rf_code *filter = &k->filter;
+    const rf_code *filter = code_filter;
     rf_table res;
     bool ran = false;   /* res is initialised by the join, even when it fails */
-    bool ok = cpu_forced_filter(&k->filter, &planned, &filter, st);
+    bool ok = cpu_forced_filter(code_filter, &planned, &filter, st);
     if (ok && mj->count) {   /* one row: the number of bindings, none made */
         ran = true;
-        rf_word n = (rf_word)rf_prim_multijoin_count(mj->nin, tabs, mj->in_first, mj->in_vars, mj->nvars);
+        rf_word n = (rf_word)rf_prim_multijoin_count(mj->nin, tabs, mj->in_first, in_vars, mj->nvars);
         rf_table_init(&res, 1);
         rf_table_append_row(&res, &n);
     } else if (ok) {
         ran = true;
-        ok = rf_prim_multijoin(mj->nin, tabs, mj->in_first, mj->in_vars, mj->nvars, filter, k->nproj, k->proj,
-                               &res, st);
+        ok = rf_prim_multijoin(mj->nin, tabs, mj->in_first, in_vars, mj->nvars, filter, k->nproj, proj, &res, st);
     }
-    if (filter != &k->filter)
+    if (filter != code_filter)
         rf_code_free(&planned);
+    if (use_alt)
+        rf_mj_alt_free(&alt);
     for (int i = 0; i < mj->nin; i++)
         rf_table_free(&empty[i]);
     if (!ok) {

@@ -46,6 +46,9 @@
 #     wcoj-count   R-MAT 20 and 21 triangle counts, the bindings counted and made
 #                  (RF_WCOJ_COUNT=0), and counted by the general level kernels
 #                  (RF_GPU_LFTJ_GENERAL=1), taking turns, 3 runs each (~1 min)
+#     wcoj-order   multiway joins in the planned variable order, the second (reversed)
+#                  and as chosen at run time (RF_WCOJ_ORDER), taking turns, 3 runs each:
+#                  R-MAT 20 and 21 triangle counts, 4-cliques on three social graphs (~2 min)
 #     wcoj-tests   the six gpu_wcoj ctests' random cyclic programs (wcoj_diff.py), split
 #                  over the GPUs present (three a card on two: ~8.5 min; one card: ~16)
 #     ooc          issue 10's out-of-core runs against the PCIe floor (bench/ooc_bench.py), three
@@ -213,6 +216,30 @@ for step in "$@"; do
           --join=wcoj --backend=gpu >"$f" 2>&1
         note "$gr variant $c run $r: $(grep -o 'hash [0-9a-f]*' "$f") $(grep -o 'query [0-9.]* s' "$f") level 2 $(grep -o 'level 2:.*' "$f" | grep -o 'count [0-9.]* ms')"
       done; done; done
+      ;;
+    wcoj-order)
+      # a multiway join's variable order (hir.h alt_order): the planned one, the second
+      # (reversed) and the run-time choice, taking turns, 3 runs each: R-MAT 20 and 21
+      # triangle counts, 4-cliques counted on three social graphs
+      g=build-dev/tests/bench/rf_graphgen
+      [ -f .data/rmat20.tsv ] || "$g" rmat 20 10000000 1 -o .data/rmat20.tsv
+      [ -f .data/rmat21.tsv ] || "$g" rmat 21 20000000 1 -o .data/rmat21.tsv
+      grep -v '^@output(triangle)' programs/triangles.lql >.data/tri_count.lql
+      for r in 1 2 3; do
+        for run in tri_count:rmat20 tri_count:rmat21 four_cliques:graphs/loc-Brightkite \
+                   four_cliques:graphs/ego-Facebook four_cliques:graphs/wiki-Vote; do
+          q=${run%%:*}; gr=${run#*:}
+          prog=programs/$q.lql; [ $q = tri_count ] && prog=.data/tri_count.lql
+          for o in planned alt auto; do
+            f="$logs/wcoj-order-$q-${gr##*/}-$o-$r.txt"
+            env RF_WCOJ_ORDER=$([ $o = auto ] || echo $o) RF_WCOJ_ORDER_TRACE=1 RF_GPU_LFTJ_TRACE=1 \
+              timeout 120 "$rf" run "$prog" --input edge=.data/$gr.tsv --count --stats --join=wcoj \
+              --backend=gpu >"$f" 2>&1
+            note "$q ${gr##*/} $o run $r: $(grep -o 'hash [0-9a-f]*' "$f" | tail -1) $(grep -o 'query [0-9.]* s' "$f")" \
+                 "MULTIJOIN $(grep -E '^ +[0-9]+ +MULTIJOIN' "$f" | awk '{print $5}') s; $(grep -o 'the [a-z]* .*runs' "$f")"
+          done
+        done
+      done
       ;;
     wcoj-tests)
       # (each program is ~12 GPU processes; the pool prime is off for processes run at once)

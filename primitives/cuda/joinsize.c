@@ -5,6 +5,7 @@
  * them beyond. Only the answer, one word, crosses to the host. */
 #include "cuda_internal.h"
 #include "joinsize.h"
+#include "../rf_prims.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -90,5 +91,49 @@ bool rf_cuda_join_size(rf_cuda_ctx *c, const rf_drel *l, const int *lkeys, const
     rf_cuda_free(c, mem, bytes);
     if (ok)
         *rows = sum;
+    return ok;
+}
+
+/* Multiway joins' last levels estimated on the device (the reference and
+ * the method: rf_prim_order_cost, ordercost.c; the kernels: joinsize.cu):
+ * the same sampled rows and exact counts of their keys, so the same
+ * numbers. A list on an input's first column (sorted) is searched, not
+ * scanned; two lists on one column are counted in one pass; the n
+ * estimates' words cross to the host together. */
+bool rf_cuda_order_costs(rf_cuda_ctx *c, int n, const rf_order_query *q, double *costs, rf_status *st)
+{
+    uint64_t slots = 16;
+    for (int k = 0; k < n; k++) {
+        costs[k] = 0;
+        while (slots < 2 * rf_order_sample_rows(q[k].pairs->nrows))
+            slots *= 2;
+    }
+    size_t per = 4 * slots + 2, bytes = ((size_t)n * per + (size_t)n) * sizeof(unsigned long long);
+    unsigned long long *mem = rf_cuda_alloc(c, bytes, "variable order estimate (multiway join)", st);
+    if (!mem)
+        return false;
+    unsigned long long *totals = mem + (size_t)n * per, sums[RF_ORDER_QUERIES_MAX] = {0};
+    bool ok = n <= RF_ORDER_QUERIES_MAX &&
+              rf_cuda_check(c, cudaMemsetAsync(totals, 0, (size_t)n * sizeof *totals, c->stream), "order estimate", st);
+    for (int k = 0; k < n && ok; k++) {
+        unsigned long long *m0 = mem + (size_t)k * per;
+        const rf_drel *pr = q[k].pairs, *lp = q[k].list_p, *lq = q[k].list_q;
+        rf_oc_query oq = {
+            {pr->data + (size_t)q[k].pairs_p * pr->cap, pr->nrows, false},
+            {pr->data + (size_t)q[k].pairs_q * pr->cap, pr->nrows, false},
+            {lp->data + (size_t)q[k].list_p_col * lp->cap, lp->nrows, q[k].list_p_col == 0},
+            {lq->data + (size_t)q[k].list_q_col * lq->cap, lq->nrows, q[k].list_q_col == 0},
+        };
+        ok = rf_cuda_check(c, cudaMemsetAsync(m0, 0xff, 2 * slots * sizeof *m0, c->stream), "order estimate", st) &&
+             rf_cuda_check(c, cudaMemsetAsync(m0 + 2 * slots, 0, (2 * slots + 2) * sizeof *m0, c->stream),
+                           "order estimate", st) &&
+             rf_cuda_check(c, rf_k_oc_estimate(c->stream, oq, rf_order_sample_rows(pr->nrows), m0, slots - 1,
+                                               &totals[k]),
+                           "order estimate", st);
+    }
+    ok = ok && rf_cuda_read_back(c, totals, sums, (size_t)n * sizeof *totals, st);
+    rf_cuda_free(c, mem, bytes);
+    for (int k = 0; ok && k < n; k++)
+        costs[k] = rf_order_cost_scaled(sums[k], rf_order_sample_rows(q[k].pairs->nrows), q[k].pairs->nrows);
     return ok;
 }

@@ -160,7 +160,137 @@ __global__ void js_sample(rf_js_side sampled, uint64_t m, uint64_t stride, rf_js
     block_sum_into(part, sum, total);
 }
 
+// ---- A multiway join's variable order (rf_cuda_order_cost, joinsize.c) ----
+//
+// The m sampled rows of the {p, q} input (rows floor(i x n / m), as on the
+// host: rf_order_sample_row) put their keys into two small tables (one a
+// list input), every row of each list input counts the rows holding a
+// sampled key, and the sum over the samples of the smaller of the two
+// counts is the estimate's numerator. The tables hold kNoKey for a free
+// slot; the key ~0 itself is counted in counts[mask + 1].
+
+__device__ __forceinline__ uint64_t oc_row(uint64_t i, uint64_t m, uint64_t n)
+{
+    return i * (n / m) + i * (n % m) / m;
+}
+
+__device__ __forceinline__ void oc_insert(unsigned long long *keys, uint64_t mask, uint64_t key)
+{
+    if (key == kNoKey)
+        return;
+    uint64_t s = mix64(key) & mask;
+    for (;;) {
+        unsigned long long k = atomicCAS(&keys[s], kNoKey, (unsigned long long)key);
+        if (k == kNoKey || k == key)
+            return;
+        s = (s + 1) & mask;
+    }
+}
+
+// The slot of key (mask + 1 for ~0), or -1 when it is not in the table.
+__device__ __forceinline__ int64_t oc_slot(const unsigned long long *keys, uint64_t mask, uint64_t key)
+{
+    if (key == kNoKey)
+        return (int64_t)mask + 1;
+    uint64_t s = mix64(key) & mask;
+    while (keys[s] != kNoKey && keys[s] != key)
+        s = (s + 1) & mask;
+    return keys[s] == key ? (int64_t)s : -1;
+}
+
+// Rows of the sorted column col[0..n) equal to key (two binary searches).
+__device__ __forceinline__ unsigned long long oc_sorted_count(const uint64_t *col, uint64_t n, uint64_t key)
+{
+    uint64_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (col[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint64_t first = lo;
+    hi = n;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (col[mid] <= key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo - first;
+}
+
+__global__ void oc_gather(rf_oc_query q, uint64_t m, unsigned long long *keys_p, unsigned long long *keys_q,
+                          uint64_t mask)
+{
+    RF_GRID_LOOP(i, m) {
+        uint64_t r = oc_row(i, m, q.pairs_p.n);
+        if (!q.list_p.sorted)
+            oc_insert(keys_p, mask, q.pairs_p.col[r]);
+        if (!q.list_q.sorted)
+            oc_insert(keys_q, mask, q.pairs_q.col[r]);
+    }
+}
+
+// One pass over a list column counts the rows holding each table's keys;
+// two tables when both lists are this column.
+__global__ void oc_count(rf_oc_side list, const unsigned long long *keys_a, unsigned long long *counts_a,
+                         const unsigned long long *keys_b, unsigned long long *counts_b, uint64_t mask)
+{
+    RF_GRID_LOOP(i, list.n) {
+        uint64_t key = list.col[i];
+        int64_t s = oc_slot(keys_a, mask, key);
+        if (s >= 0)
+            atomicAdd(&counts_a[s], 1ull);
+        if (keys_b) {
+            s = oc_slot(keys_b, mask, key);
+            if (s >= 0)
+                atomicAdd(&counts_b[s], 1ull);
+        }
+    }
+}
+
+__global__ void oc_sum(rf_oc_query q, uint64_t m, const unsigned long long *keys_p, const unsigned long long *counts_p,
+                       const unsigned long long *keys_q, const unsigned long long *counts_q, uint64_t mask,
+                       unsigned long long *total)
+{
+    __shared__ unsigned long long part[kBlock];
+    unsigned long long sum = 0;
+    RF_GRID_LOOP(i, m) {
+        uint64_t r = oc_row(i, m, q.pairs_p.n), kp = q.pairs_p.col[r], kq = q.pairs_q.col[r];
+        unsigned long long a = q.list_p.sorted ? oc_sorted_count(q.list_p.col, q.list_p.n, kp)
+                                               : counts_p[oc_slot(keys_p, mask, kp)];
+        unsigned long long b = q.list_q.sorted ? oc_sorted_count(q.list_q.col, q.list_q.n, kq)
+                                               : counts_q[oc_slot(keys_q, mask, kq)];
+        sum += a < b ? a : b;
+    }
+    block_sum_into(part, sum, total);
+}
+
 } // namespace
+
+extern "C" cudaError_t rf_k_oc_estimate(cudaStream_t s, rf_oc_query q, uint64_t m, unsigned long long *mem,
+                                        uint64_t mask, unsigned long long *total)
+{
+    // mem: keys_p, keys_q (mask + 1 each, filled with 0xff bytes), counts_p,
+    // counts_q (mask + 2 each, zeroed)
+    uint64_t slots = mask + 1;
+    unsigned long long *keys_p = mem, *keys_q = mem + slots, *counts_p = mem + 2 * slots,
+                       *counts_q = mem + 3 * slots + 1;
+    if (m == 0)
+        return cudaSuccess;
+    if (!q.list_p.sorted || !q.list_q.sorted)
+        oc_gather<<<grid_for(m), kBlock, 0, s>>>(q, m, keys_p, keys_q, mask);
+    bool same = !q.list_p.sorted && !q.list_q.sorted && q.list_p.col == q.list_q.col && q.list_p.n == q.list_q.n;
+    if (!q.list_p.sorted && q.list_p.n > 0)
+        oc_count<<<grid_for(q.list_p.n), kBlock, 0, s>>>(q.list_p, keys_p, counts_p, same ? keys_q : nullptr,
+                                                         same ? counts_q : nullptr, mask);
+    if (!q.list_q.sorted && !same && q.list_q.n > 0)
+        oc_count<<<grid_for(q.list_q.n), kBlock, 0, s>>>(q.list_q, keys_q, counts_q, nullptr, nullptr, mask);
+    oc_sum<<<grid_for(m), kBlock, 0, s>>>(q, m, keys_p, counts_p, keys_q, counts_q, mask, total);
+    return cudaGetLastError();
+}
 
 extern "C" cudaError_t rf_k_js_sample(cudaStream_t s, rf_js_side sampled, uint64_t m, uint64_t stride,
                                       rf_js_side probe, unsigned long long *total, unsigned max_blocks)
@@ -198,6 +328,7 @@ extern "C" cudaError_t rf_k_js_probe(cudaStream_t s, rf_js_side side, const unsi
 
 extern "C" void rf_k_js_load(void)
 {
-    const void *fns[] = {(const void *)js_count, (const void *)js_probe, (const void *)js_sample};
+    const void *fns[] = {(const void *)js_count, (const void *)js_probe, (const void *)js_sample,
+                         (const void *)oc_gather, (const void *)oc_count, (const void *)oc_sum};
     rf_launch::load_code(fns, sizeof fns / sizeof *fns);
 }

@@ -57,7 +57,8 @@ void rf_cuda_ctx_free(rf_cuda_ctx *c);
  * rehearsal does not run, loaded on a thread of their own while the
  * program loads its inputs (lazy module loading would load each at its
  * first launch, ~0.1 ms inside the query's time): RF_CUDA_LOAD_MULTIJOIN,
- * the multiway join's; RF_CUDA_LOAD_JOIN_SIZE, --join=auto's statistic's.
+ * the multiway join's; RF_CUDA_LOAD_JOIN_SIZE, --join=auto's statistic's
+ * and the variable order estimate's.
  * Once a context; RF_CUDA_LOAD_AHEAD=off: not at all. */
 enum { RF_CUDA_LOAD_MULTIJOIN = 1, RF_CUDA_LOAD_JOIN_SIZE = 2 };
 void rf_cuda_load_ahead(rf_cuda_ctx *c, unsigned what);
@@ -209,6 +210,21 @@ bool rf_cuda_sort_unique(rf_cuda_ctx *c, const rf_drel *in, rf_drel *out, const 
  * joinsize.c, joinsize.cu): --join=auto's run-time statistic. */
 bool rf_cuda_join_size(rf_cuda_ctx *c, const rf_drel *l, const int *lkeys, const rf_drel *r, const int *rkeys,
                        int nkeys, uint64_t *rows, rf_status *st);
+/* Multiway joins' last levels estimated for variable orders (hir.h,
+ * alt_order): costs[k] := rf_prim_order_cost of query k (the reference:
+ * the same number from the same rows), n <= RF_ORDER_QUERIES_MAX, with one
+ * wait for the host. Every input is sorted (its column 0 ascending), as a
+ * multiway join's are. */
+typedef struct rf_order_query {
+    const rf_drel *pairs;
+    int pairs_p, pairs_q;
+    const rf_drel *list_p;
+    int list_p_col;
+    const rf_drel *list_q;
+    int list_q_col;
+} rf_order_query;
+#define RF_ORDER_QUERIES_MAX 4
+bool rf_cuda_order_costs(rf_cuda_ctx *c, int n, const rf_order_query *q, double *costs, rf_status *st);
 
 /* The worst-case-optimal multiway join (RF_K_MULTIJOIN; rf_prim_multijoin
  * is the reference): breadth-first leapfrog triejoin (multijoin.c,

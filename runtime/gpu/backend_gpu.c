@@ -2004,8 +2004,11 @@ static void gpu_program_begins(rf_backend *be, const rf_hprogram *p)
         if (p->blocks[b].term == RF_TERM_BRANCH_JOIN)
             load |= RF_CUDA_LOAD_JOIN_SIZE;
         for (int i = 0; i < p->blocks[b].nkernels; i++)
-            if (p->blocks[b].kernels[i].op == RF_K_MULTIJOIN)
+            if (p->blocks[b].kernels[i].op == RF_K_MULTIJOIN) {
                 load |= RF_CUDA_LOAD_MULTIJOIN;
+                if (p->blocks[b].kernels[i].mj && p->blocks[b].kernels[i].mj->alt_order)
+                    load |= RF_CUDA_LOAD_JOIN_SIZE;   /* the order estimate's kernels (joinsize.cu) */
+            }
     }
     rf_cuda_load_ahead(ctx_of(be), load);
     if (!g->fuse_codegen || getenv("RF_CUDA_NO_PREFETCH"))
@@ -2132,6 +2135,111 @@ static bool gpu_join_size(rf_backend *be, const rf_dvar *l, const rf_dvar *r, in
     return rf_cuda_join_size(ctx_of(be), &l->rel, lkeys, &r->rel, rkeys, nkeys, rows, st);
 }
 
+/* A multiway join in its second variable order on the device (hir.h,
+ * alt_order): each input re-keyed (its columns permuted by a MAP, then
+ * sorted; one copy where two inputs are one relation re-keyed alike, none
+ * where the permutation is the identity), in_vars and the code renumbered
+ * (the CPU's rf_mj_alt_make, on drels). */
+typedef struct gpu_mj_alt {
+    int nin;
+    rf_mj_recode rc;
+    const rf_drel *in[RF_MULTIJOIN_MAX_IN];
+    rf_drel rels[RF_MULTIJOIN_MAX_IN];
+    bool owned[RF_MULTIJOIN_MAX_IN];
+} gpu_mj_alt;
+
+static void gpu_mj_alt_free(rf_cuda_ctx *ctx, gpu_mj_alt *a)
+{
+    for (int i = 0; i < a->nin; i++)
+        if (a->owned[i])
+            rf_drel_free(ctx, &a->rels[i]);
+    rf_mj_recode_free(&a->rc);
+    memset(a, 0, sizeof *a);
+}
+
+static bool gpu_mj_alt_make(rf_cuda_ctx *ctx, const rf_hprogram *p, const rf_kernel *k, const rf_drel *const *rels,
+                            gpu_mj_alt *a, rf_status *st)
+{
+    const rf_multijoin *mj = k->mj;
+    memset(a, 0, sizeof *a);
+    a->nin = mj->nin;
+    rf_mj_recode_make(&a->rc, mj->nin, mj->in_first, mj->in_vars, mj->nvars, mj->alt_order, &k->filter, k->nproj,
+                      k->proj);
+    bool ok = true;
+    for (int i = 0; i < mj->nin && ok; i++) {
+        int j;
+        if (rf_mj_recode_shared(&a->rc, mj->in_first, (const void *const *)rels, i, &j)) {
+            a->in[i] = j >= 0 ? a->in[j] : rels[i];
+            continue;
+        }
+        const int *perm = a->rc.col_perm + mj->in_first[i];
+        int ar = mj->in_first[i + 1] - mj->in_first[i];
+        const rf_type *types = p->vars[mj->in[i]].types;
+        rf_code cols[RF_MULTIJOIN_MAX_VARS];   /* the columns in the new order, then sorted */
+        rf_instr ins[RF_MULTIJOIN_MAX_VARS];
+        for (int c = 0; c < ar; c++) {
+            memset(&ins[c], 0, sizeof ins[c]);
+            ins[c].op = RF_EX_COL;
+            ins[c].type = (uint8_t)(types ? types[perm[c]] : RF_TYPE_INT64);
+            ins[c].index = perm[c];
+            cols[c] = (rf_code){1, &ins[c]};
+        }
+        rf_drel mid;
+        rf_drel_init(&mid, ar);
+        rf_drel_init(&a->rels[i], ar);
+        a->owned[i] = true;
+        ok = rf_cuda_map(ctx, rels[i], &(rf_code){0, NULL}, ar, cols, &mid, "multiway join input, re-keyed", st) &&
+             rf_cuda_sort_unique(ctx, &mid, &a->rels[i], "multiway join input, re-keyed", st);
+        rf_drel_free(ctx, &mid);
+        a->in[i] = &a->rels[i];
+    }
+    if (!ok)
+        gpu_mj_alt_free(ctx, a);
+    return ok;
+}
+
+/* Whether the join runs in its second variable order: both orders' last
+ * levels estimated on the device (rf_cuda_order_costs), compared as on the
+ * CPU (rf_order_take_alt). Where the planned order's {p, q} input has
+ * fewer than RF_GPU_ORDER_MIN_ROWS rows the planned order runs unasked:
+ * there the estimate's launches and wait (~0.1-0.3 ms on an H200) are
+ * 10-15% of a 1.5-2 ms query (triangles of CA-HepTh, usroads,
+ * p2p-Gnutella31) and either order's last level takes well under a
+ * millisecond. */
+#define RF_GPU_ORDER_MIN_ROWS ((size_t)1 << 20)
+
+static bool gpu_mj_take_alt(rf_cuda_ctx *ctx, const rf_hprogram *p, const rf_kernel *k, const rf_drel *const *rels,
+                            bool *take, rf_status *st)
+{
+    const rf_multijoin *mj = k->mj;
+    rf_mj_last a, z;
+    *take = false;
+    if (!mj->alt_order || !rf_mj_last_level(mj->nin, mj->in_first, mj->in_vars, mj->nvars, NULL, &a) ||
+        !rf_mj_last_level(mj->nin, mj->in_first, mj->in_vars, mj->nvars, mj->alt_order, &z))
+        return true;
+    double planned = 0, alt = 0;
+    const char *force = getenv("RF_WCOJ_ORDER");
+    bool forced = force && (strcmp(force, "planned") == 0 || strcmp(force, "alt") == 0);
+    if (!forced && rels[a.pairs]->nrows < RF_GPU_ORDER_MIN_ROWS)
+        return true;
+    rf_order_query q[2] = {
+        {rels[a.pairs], a.pairs_p, a.pairs_q, rels[a.list_p], a.list_p_col, rels[a.list_q], a.list_q_col},
+        {rels[z.pairs], z.pairs_p, z.pairs_q, rels[z.list_p], z.list_p_col, rels[z.list_q], z.list_q_col},
+    };
+    double costs[2] = {0, 0};
+    if (!forced && !rf_cuda_order_costs(ctx, 2, q, costs, st))
+        return false;
+    planned = costs[0];
+    alt = costs[1];
+    *take = rf_order_take_alt(planned, alt);
+    if (getenv("RF_WCOJ_ORDER_TRACE"))
+        fprintf(stderr, "redfox: multiway join %s: last level ~%.4g tests in the planned order, ~%.4g in the "
+                        "second; %s\n",
+                p->vars[k->out].name ? p->vars[k->out].name : "?", planned, alt,
+                *take ? "the second runs" : "the planned one runs");
+    return true;
+}
+
 /* A MULTIJOIN: the leapfrog triejoin on the device (rf_cuda_multijoin:
  * breadth-first, one level of bindings at a time, each level counted
  * before it is written); RF_GPU_LFTJ=host runs it on the host instead
@@ -2195,11 +2303,28 @@ static bool gpu_run_multijoin(rf_backend *be, const rf_hprogram *p, const rf_ker
             return false;
         if (!rf_cuda_timer_start(ctx, st))
             return false;
-        if (mj->count) {   /* one row: the number of bindings, none written */
+        /* the planned variable order, or the second where it is estimated
+         * cheaper (its re-keying timed with the join) */
+        bool take_alt = false;
+        gpu_mj_alt alt;
+        const int *in_vars = mj->in_vars;
+        const rf_code *filter = &k->filter, *proj = k->proj;
+        const rf_drel *const *use = rels;
+        ok = gpu_mj_take_alt(ctx, p, k, rels, &take_alt, st) &&
+             (!take_alt || gpu_mj_alt_make(ctx, p, k, rels, &alt, st));
+        if (ok && take_alt) {
+            use = alt.in;
+            in_vars = alt.rc.in_vars;
+            filter = &alt.rc.filter;
+            proj = alt.rc.proj;
+        }
+        if (!ok) {
+            take_alt = false;
+        } else if (mj->count) {   /* one row: the number of bindings, none written */
             uint64_t n = 0;
             rf_table t;
             rf_table_init(&t, 1);
-            ok = rf_cuda_multijoin_count(ctx, mj->nin, rels, mj->in_first, mj->in_vars, mj->nvars, &n, what, st);
+            ok = rf_cuda_multijoin_count(ctx, mj->nin, use, mj->in_first, in_vars, mj->nvars, &n, what, st);
             if (ok) {
                 rf_word w = (rf_word)n;
                 rf_table_append_row(&t, &w);
@@ -2208,9 +2333,11 @@ static bool gpu_run_multijoin(rf_backend *be, const rf_hprogram *p, const rf_ker
             rf_table_free(&t);
         } else {
             becomes_table(be, out);
-            ok = rf_cuda_multijoin(ctx, mj->nin, rels, mj->in_first, mj->in_vars, mj->nvars, &k->filter,
-                                   k->nproj, k->proj, &out->rel, what, st);
+            ok = rf_cuda_multijoin(ctx, mj->nin, use, mj->in_first, in_vars, mj->nvars, filter, k->nproj, proj,
+                                   &out->rel, what, st);
         }
+        if (take_alt)
+            gpu_mj_alt_free(ctx, &alt);
         double secs = 0;
         bool timed = rf_cuda_timer_stop(ctx, &secs, ok ? st : &(rf_status){0});
         ok = ok && timed;

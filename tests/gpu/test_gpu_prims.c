@@ -2603,6 +2603,46 @@ static void test_join_size(rf_cuda_ctx *c)
         }
 }
 
+/* A multiway join's variable order estimate on the device equals the
+ * host's (rf_prim_order_cost: the same sampled rows, exact counts of their
+ * keys) for every pairing of columns, on tables of fewer rows than the
+ * sample (all rows taken) and of many more, uniform and skewed, with the
+ * key ~0 present (a free slot's mark in the device's tables). */
+static void test_order_cost(rf_cuda_ctx *c)
+{
+    static const size_t sizes[] = {0, 1, 3000, RF_ORDER_SAMPLES + 1, 250000};
+    for (int skew = 0; skew < 2; skew++)
+        for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+            size_t n = sizes[z];
+            rf_table t;
+            rf_drel d;
+            rf_table_init(&t, 2);
+            rf_table_resize(&t, n);
+            for (size_t i = 0; i < n; i++)
+                for (int col = 0; col < 2; col++) {
+                    uint64_t a = rnd() % 20000, b = rnd() % 20000;
+                    uint64_t k = skew ? (a < b ? a : b) * (a < b ? a : b) / 20000 : a;
+                    t.cols[col][i] = i % 997 == 5 ? ~(rf_word)0 : (rf_word)k;
+                }
+            rf_prim_sort_unique(&t);   /* a multiway join's inputs are sorted */
+            upload(c, &d, &t);
+            for (int pp = 0; pp < 2; pp++)
+                for (int lc = 0; lc < 4; lc++) {
+                    int lp = lc & 1, lq = lc >> 1;
+                    double want = rf_prim_order_cost(&t, pp, 1 - pp, &t, lp, &t, lq), got = -1;
+                    rf_status st;
+                    rf_status_init(&st);
+                    rf_order_query q = {&d, pp, 1 - pp, &d, lp, &d, lq};
+                    bool ok = rf_cuda_order_costs(c, 1, &q, &got, &st);
+                    CHECK(ok, "order cost: %s", st.message);
+                    CHECK(got == want, "order cost, %zu rows, skew %d, pairs (%d, %d), lists %d %d: device %.17g, "
+                          "host %.17g", n, skew, pp, 1 - pp, lp, lq, got, want);
+                }
+            rf_drel_free(c, &d);
+            rf_table_free(&t);
+        }
+}
+
 /* A keyless count and total (one group) over rows that fill the grid many
  * times over, again and again: every block folds its shared slot into the
  * one global group at the end, at nearly the same moment. They raced for
@@ -3108,6 +3148,7 @@ int main(int argc, char **argv)
         test_sample_bound(c);
         test_codegen_memo(c);
         test_join_size(c);
+        test_order_cost(c);
         test_rank_split(c);
         test_block_hashes(c);
         if (!getenv("RF_GPU_TEST_SKIP_OOM")) /* sanitizers report the planted OOM */

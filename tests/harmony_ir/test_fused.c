@@ -259,7 +259,7 @@ static void test_verifier_rejects(void)
 
 static rf_hprogram *woven_tc(void);
 
-/* Formats 4 (no fused groups) to 8 (no counted multiway joins): compile it
+/* Formats 4 (no fused groups) to 9 (no second variable orders): compile it
  * again. */
 static void test_old_format_rejected(void)
 {
@@ -267,11 +267,11 @@ static void test_old_format_rejected(void)
     size_t len;
     uint8_t *bytes = rf_hir_serialize(h, &len);
     rf_status st;
-    for (int old = 4; old <= 8; old++) {
+    for (int old = 4; old <= 9; old++) {
         bytes[8] = (uint8_t)old;
         rf_status_init(&st);
         CU_ASSERT_PTR_NULL(rf_hir_deserialize(bytes, len, &st));
-        char *want = rf_sprintf("compiled by another version of redfox (format %d, this one reads 9): compile it again",
+        char *want = rf_sprintf("compiled by another version of redfox (format %d, this one reads 10): compile it again",
                                 old);
         CU_ASSERT_STRING_EQUAL(st.message, want);
         free(want);

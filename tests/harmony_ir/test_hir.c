@@ -876,36 +876,41 @@ static void test_roundtrip(void)
     CU_ASSERT_PTR_NULL(rf_hir_deserialize(data, len, &st));
     CU_ASSERT_STRING_EQUAL(st.message, "not a compiled Red Fox program (its first bytes are not \"RFOXHIR\")");
     data[0] = 'R';
-    data[8] = 10;
+    data[8] = 11;
     rf_status_init(&st);
     CU_ASSERT_PTR_NULL(rf_hir_deserialize(data, len, &st));
     CU_ASSERT_STRING_EQUAL(st.message,
-                           "compiled by another version of redfox (format 10, this one reads 9): compile it again");
+                           "compiled by another version of redfox (format 11, this one reads 10): compile it again");
     data[8] = 4; /* the format before fused kernels */
     rf_status_init(&st);
     CU_ASSERT_PTR_NULL(rf_hir_deserialize(data, len, &st));
     CU_ASSERT_STRING_EQUAL(st.message,
-                           "compiled by another version of redfox (format 4, this one reads 9): compile it again");
+                           "compiled by another version of redfox (format 4, this one reads 10): compile it again");
     data[8] = 5; /* the format before set gathers */
     rf_status_init(&st);
     CU_ASSERT_PTR_NULL(rf_hir_deserialize(data, len, &st));
     CU_ASSERT_STRING_EQUAL(st.message,
-                           "compiled by another version of redfox (format 5, this one reads 9): compile it again");
+                           "compiled by another version of redfox (format 5, this one reads 10): compile it again");
     data[8] = 6; /* the format before multiway joins */
     rf_status_init(&st);
     CU_ASSERT_PTR_NULL(rf_hir_deserialize(data, len, &st));
     CU_ASSERT_STRING_EQUAL(st.message,
-                           "compiled by another version of redfox (format 6, this one reads 9): compile it again");
+                           "compiled by another version of redfox (format 6, this one reads 10): compile it again");
     data[8] = 7; /* the format before --join=auto's run-time choice */
     rf_status_init(&st);
     CU_ASSERT_PTR_NULL(rf_hir_deserialize(data, len, &st));
     CU_ASSERT_STRING_EQUAL(st.message,
-                           "compiled by another version of redfox (format 7, this one reads 9): compile it again");
+                           "compiled by another version of redfox (format 7, this one reads 10): compile it again");
     data[8] = 8; /* the format before counted multiway joins */
     rf_status_init(&st);
     CU_ASSERT_PTR_NULL(rf_hir_deserialize(data, len, &st));
     CU_ASSERT_STRING_EQUAL(st.message,
-                           "compiled by another version of redfox (format 8, this one reads 9): compile it again");
+                           "compiled by another version of redfox (format 8, this one reads 10): compile it again");
+    data[8] = 9; /* the format before second variable orders */
+    rf_status_init(&st);
+    CU_ASSERT_PTR_NULL(rf_hir_deserialize(data, len, &st));
+    CU_ASSERT_STRING_EQUAL(st.message,
+                           "compiled by another version of redfox (format 9, this one reads 10): compile it again");
     data[8] = RF_HIR_VERSION;
     uint8_t *longer = rf_calloc(len + 1, 1);
     memcpy(longer, data, len);

@@ -183,17 +183,56 @@ static void test_lower_and_verify(void)
         /* each input a trie in the variable order */
         CU_ASSERT_TRUE(k->mj->in_vars[k->mj->in_first[i]] < k->mj->in_vars[k->mj->in_first[i] + 1]);
     }
+    /* a triangle's second order: the planned one reversed, whose last
+     * level is again a triangle (x last: pairs (y, z), lists of y and z) */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(k->mj->alt_order);
+    CU_ASSERT_TRUE(k->mj->alt_order[0] == 2 && k->mj->alt_order[1] == 1 && k->mj->alt_order[2] == 0);
+    rf_mj_last a, z;
+    CU_ASSERT_TRUE(rf_mj_last_level(k->mj->nin, k->mj->in_first, k->mj->in_vars, 3, NULL, &a));
+    CU_ASSERT_TRUE(rf_mj_last_level(k->mj->nin, k->mj->in_first, k->mj->in_vars, 3, k->mj->alt_order, &z));
+    CU_ASSERT_TRUE(a.pairs != a.list_p && a.pairs != a.list_q && a.list_p != a.list_q);
+    CU_ASSERT_TRUE(z.pairs != z.list_p && z.pairs != z.list_q && z.list_p != z.list_q);
+    CU_ASSERT_TRUE(a.pairs != z.pairs);
     rf_hir_free(h);
+    /* bodies whose last level is no triangle get one order */
+    const char *no_triangle[] = {
+        path_src,
+        "e(x, y) -> int32(x), int32(y).\n"   /* a 4-cycle */
+        "c4(x, y, z, w) -> int32(x), int32(y), int32(z), int32(w).\n"
+        "e(1, 2). e(2, 3). e(3, 4). e(1, 4).\n"
+        "c4(x, y, z, w) <- e(x, y), e(y, z), e(z, w), e(x, w).\n"
+        "@output(c4).\n",
+    };
+    for (int i = 0; i < 2; i++) {
+        rf_program *prog;
+        rf_plan *plan = plan_of(no_triangle[i], RF_JOIN_WCOJ, &prog);
+        rf_hprogram *hp = rf_hir_lower(plan);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(hp);
+        int found = 0;
+        for (int b = 0; b < hp->nblocks; b++)
+            for (int j = 0; j < hp->blocks[b].nkernels; j++)
+                if (hp->blocks[b].kernels[j].op == RF_K_MULTIJOIN) {
+                    found++;
+                    CU_ASSERT_PTR_NULL(hp->blocks[b].kernels[j].mj->alt_order);
+                }
+        CU_ASSERT_EQUAL(found, 1);
+        CU_ASSERT_TRUE(verifies(hp));
+        rf_hir_free(hp);
+        rf_plan_free(plan);
+        rf_program_free(prog);
+    }
 }
 
 /* Each mutation of the multiway kernel must be rejected. */
 static void test_verifier_rejects(void)
 {
-    for (int m = 0; m < 8; m++) {
+    for (int m = 0; m < 10; m++) {
         rf_kernel *k;
         rf_hprogram *h = lowered_triangles(&k);
         rf_multijoin *mj = k->mj;
         switch (m) {
+        case 8: mj->alt_order[1] = mj->alt_order[0]; break;   /* second order: not a permutation */
+        case 9: mj->alt_order[2] = 3; break;                  /* a variable out of range */
         case 0: { /* columns not in variable order */
             int t = mj->in_vars[0];
             mj->in_vars[0] = mj->in_vars[1];
@@ -298,11 +337,20 @@ static void test_rfx_round_trip(void)
     CU_ASSERT_EQUAL(hb->rkeys[0], 0);
     CU_ASSERT_EQUAL(hb->nvars, 3);
     CU_ASSERT_EQUAL(hb->natoms, 3);
+    const rf_kernel *bk = NULL;   /* and the second variable order */
+    for (int b = 0; b < back->nblocks; b++)
+        for (int i = 0; i < back->blocks[b].nkernels; i++)
+            if (back->blocks[b].kernels[i].op == RF_K_MULTIJOIN)
+                bk = &back->blocks[b].kernels[i];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bk);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bk->mj->alt_order);
+    CU_ASSERT_TRUE(memcmp(bk->mj->alt_order, k->mj->alt_order, 3 * sizeof(int)) == 0);
     rf_hir_free(back);
     /* files of the formats before multiway joins (6), before the run-time
-     * choice (7) and before counted multiway joins (8) are compiled again */
+     * choice (7), before counted multiway joins (8) and before second
+     * variable orders (9) are compiled again */
     uint8_t *old = malloc(len);
-    for (int v = 6; v <= 8; v++) {
+    for (int v = 6; v <= 9; v++) {
         memcpy(old, bytes, len);
         old[8] = (uint8_t)v;
         rf_status_init(&st);
@@ -500,6 +548,18 @@ static size_t triangles_by_lists(const rf_table *t)
     return count;
 }
 
+/* proj[c] := variable c, for c < n (free each proj[c].ins). */
+static void variable_projections(rf_code *proj, int n)
+{
+    for (int c = 0; c < n; c++) {
+        proj[c].n = 1;
+        proj[c].ins = calloc(1, sizeof *proj[c].ins);
+        proj[c].ins[0].op = RF_EX_COL;
+        proj[c].ins[0].type = proj[c].ins[0].arg_type = RF_TYPE_INT64;
+        proj[c].ins[0].index = c;
+    }
+}
+
 static void test_cpu_leapfrog(void)
 {
     rf_table e;
@@ -508,13 +568,7 @@ static void test_cpu_leapfrog(void)
     /* tri(x, y, z) <- e(x, y), e(y, z), e(x, z) in the order x, y, z */
     int in_first[4] = {0, 2, 4, 6}, in_vars[6] = {0, 1, 1, 2, 0, 2};
     rf_code proj[3];
-    for (int c = 0; c < 3; c++) {
-        proj[c].n = 1;
-        proj[c].ins = calloc(1, sizeof *proj[c].ins);
-        proj[c].ins[0].op = RF_EX_COL;
-        proj[c].ins[0].type = proj[c].ins[0].arg_type = RF_TYPE_INT64;
-        proj[c].ins[0].index = c;
-    }
+    variable_projections(proj, 3);
     rf_code none = {0, NULL};
     size_t want = triangles_by_lists(&e);
     CU_ASSERT_TRUE(want > 1000);
@@ -539,6 +593,112 @@ static void test_cpu_leapfrog(void)
         }
     rf_table_free(&one);
     rf_table_free(&many);
+    for (int c = 0; c < 3; c++)
+        free(proj[c].ins);
+    rf_table_free(&e);
+}
+
+/* rows of column col of t holding key */
+static uint64_t rows_holding(const rf_table *t, int col, rf_word key)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < t->nrows; i++)
+        n += t->cols[col][i] == key;
+    return n;
+}
+
+/* The last level's estimate (ordercost.c) against counts made row by row
+ * over the same sampled rows: exact on a table of at most RF_ORDER_SAMPLES
+ * rows, the sampled rows' sum scaled beyond; and the two orders of a
+ * triangle query on a graph whose hubs are the low ids (random_uedge:
+ * every fifth edge from one of the first 40 vertices), where binding x
+ * last intersects the shorter lists. */
+static void test_order_cost(void)
+{
+    for (int big = 0; big < 2; big++) {
+        rf_table e;
+        random_uedge(&e, big ? 3000 : 300, big ? 60000 : 2000, 5 + big);
+        CU_ASSERT_TRUE(big ? e.nrows > RF_ORDER_SAMPLES : e.nrows <= RF_ORDER_SAMPLES);
+        /* z last: pairs (x, y) = e, lists of z by x (e's column 0) and by y
+         * (column 0); x last: pairs (y, z) = e, lists of x by y (column 1)
+         * and by z (column 1) */
+        for (int o = 0; o < 2; o++) {
+            int lc = o == 0 ? 0 : 1;
+            uint64_t m = rf_order_sample_rows(e.nrows), sum = 0;
+            for (uint64_t i = 0; i < m; i++) {
+                size_t r = (size_t)rf_order_sample_row(i, m, e.nrows);
+                uint64_t a = rows_holding(&e, lc, e.cols[0][r]), b = rows_holding(&e, lc, e.cols[1][r]);
+                sum += a < b ? a : b;
+            }
+            double want = (double)sum * ((double)e.nrows / (double)m);
+            double got = rf_prim_order_cost(&e, 0, 1, &e, lc, &e, lc);
+            CU_ASSERT_DOUBLE_EQUAL(got, want, 1e-6 * want + 1e-9);
+            CU_ASSERT_TRUE(got > 0);
+        }
+        const rf_table *ins[3] = {&e, &e, &e};
+        int in_first[4] = {0, 2, 4, 6}, in_vars[6] = {0, 1, 1, 2, 0, 2}, rev[3] = {2, 1, 0};
+        double planned, alt;
+        CU_ASSERT_TRUE(rf_prim_order_estimates(3, ins, in_first, in_vars, 3, rev, &planned, &alt));
+        /* the planned order's last level: each edge (x, y) drives the
+         * shorter of the upper lists of x and y; the reverse's: each edge
+         * (y, z) the shorter of the lower lists of y and z (exact where
+         * every row is sampled) */
+        if (!big) {
+            double want_planned = 0, want_alt = 0;
+            for (size_t r = 0; r < e.nrows; r++) {
+                uint64_t a = rows_holding(&e, 0, e.cols[0][r]), b = rows_holding(&e, 0, e.cols[1][r]);
+                uint64_t c = rows_holding(&e, 1, e.cols[0][r]), d = rows_holding(&e, 1, e.cols[1][r]);
+                want_planned += (double)(a < b ? a : b);
+                want_alt += (double)(c < d ? c : d);
+            }
+            CU_ASSERT_DOUBLE_EQUAL(planned, want_planned, 1e-9);
+            CU_ASSERT_DOUBLE_EQUAL(alt, want_alt, 1e-9);
+            CU_ASSERT_TRUE(planned != alt);
+        }
+        rf_table_free(&e);
+    }
+    rf_table none;
+    rf_table_init(&none, 2);
+    CU_ASSERT_EQUAL(rf_prim_order_cost(&none, 0, 1, &none, 0, &none, 0), 0);
+    rf_table_free(&none);
+}
+
+/* The join run in its second order (rf_mj_alt_make: inputs re-keyed, code
+ * renumbered) makes the same rows, whose columns are still the planned
+ * variables, and the same count. */
+static void test_cpu_leapfrog_second_order(void)
+{
+    rf_table e;
+    random_uedge(&e, 2000, 40000, 9);
+    const rf_table *ins[3] = {&e, &e, &e};
+    int in_first[4] = {0, 2, 4, 6}, in_vars[6] = {0, 1, 1, 2, 0, 2}, rev[3] = {2, 1, 0};
+    rf_code proj[3];
+    variable_projections(proj, 3);
+    rf_code none = {0, NULL};
+    rf_status st;
+    rf_status_init(&st);
+    rf_table want, got, ws, gs;
+    CU_ASSERT_TRUE(rf_prim_multijoin(3, ins, in_first, in_vars, 3, &none, 3, proj, &want, &st));
+    rf_mj_alt alt;
+    rf_mj_alt_make(&alt, 3, ins, in_first, in_vars, 3, rev, &none, 3, proj);
+    CU_ASSERT_TRUE(alt.in[0] == alt.in[1] && alt.in[1] == alt.in[2]);   /* one copy, re-keyed (y, x) */
+    CU_ASSERT_TRUE(alt.in[0] != &e);
+    CU_ASSERT_TRUE(
+        rf_prim_multijoin(3, alt.in, in_first, alt.rc.in_vars, 3, &alt.rc.filter, 3, alt.rc.proj, &got, &st));
+    CU_ASSERT_EQUAL(rf_prim_multijoin_count(3, alt.in, in_first, alt.rc.in_vars, 3), triangles_by_lists(&e));
+    rf_mj_alt_free(&alt);
+    CU_ASSERT_TRUE(want.nrows > 1000);
+    CU_ASSERT_EQUAL(got.nrows, want.nrows);
+    rf_prim_sort(&want, &ws);
+    rf_prim_sort(&got, &gs);
+    bool same = ws.nrows == gs.nrows;
+    for (int c = 0; c < 3 && same; c++)
+        same = memcmp(ws.cols[c], gs.cols[c], ws.nrows * sizeof(rf_word)) == 0;
+    CU_ASSERT_TRUE(same);
+    rf_table_free(&want);
+    rf_table_free(&got);
+    rf_table_free(&ws);
+    rf_table_free(&gs);
     for (int c = 0; c < 3; c++)
         free(proj[c].ins);
     rf_table_free(&e);
@@ -593,6 +753,8 @@ int main(void)
     CU_add_test(s, ".rfx round trip", test_rfx_round_trip);
     CU_add_test(s, "counted multiway joins", test_counted_multijoin);
     CU_add_test(s, "CPU leapfrog", test_cpu_leapfrog);
+    CU_add_test(s, "variable order estimates", test_order_cost);
+    CU_add_test(s, "CPU leapfrog in the second order", test_cpu_leapfrog_second_order);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
