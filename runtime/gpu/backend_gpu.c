@@ -2205,7 +2205,7 @@ static bool gpu_mj_alt_make(rf_cuda_ctx *ctx, const rf_hprogram *p, const rf_ker
  * there the estimate's launches and wait (~0.1-0.3 ms on an H200) are
  * 10-15% of a 1.5-2 ms query (triangles of CA-HepTh, usroads,
  * p2p-Gnutella31) and either order's last level takes well under a
- * millisecond. */
+ * millisecond. RF_GPU_ORDER_MIN_ROWS=N sets the bound. */
 #define RF_GPU_ORDER_MIN_ROWS ((size_t)1 << 20)
 
 static bool gpu_mj_take_alt(rf_cuda_ctx *ctx, const rf_hprogram *p, const rf_kernel *k, const rf_drel *const *rels,
@@ -2220,7 +2220,9 @@ static bool gpu_mj_take_alt(rf_cuda_ctx *ctx, const rf_hprogram *p, const rf_ker
     double planned = 0, alt = 0;
     const char *force = getenv("RF_WCOJ_ORDER");
     bool forced = force && (strcmp(force, "planned") == 0 || strcmp(force, "alt") == 0);
-    if (!forced && rels[a.pairs]->nrows < RF_GPU_ORDER_MIN_ROWS)
+    const char *min_env = getenv("RF_GPU_ORDER_MIN_ROWS");   /* (tests: 0 estimates every join) */
+    size_t min_rows = min_env && *min_env ? (size_t)strtoull(min_env, NULL, 10) : RF_GPU_ORDER_MIN_ROWS;
+    if (!forced && rels[a.pairs]->nrows < min_rows)
         return true;
     rf_order_query q[2] = {
         {rels[a.pairs], a.pairs_p, a.pairs_q, rels[a.list_p], a.list_p_col, rels[a.list_q], a.list_q_col},
