@@ -120,6 +120,7 @@ typedef struct cpu_impl {
     size_t set_dense, set_sorted; /* set gathers through a bitmap in one pass / written and sorted */
     size_t set_probed;            /* of the written ones, joined with their first input unsorted */
     size_t set_semijoins;         /* set gathers keeping one input's rows whole, as semi-joins */
+    size_t mj_planned, mj_alt;    /* multiway joins with a second order run in the planned one / the second */
     int *dest_scratch;  /* split_rows: each row's rank (kept, grown only) */
     size_t dest_cap;
 } cpu_impl;
@@ -1522,6 +1523,8 @@ static bool cpu_run_multijoin(rf_backend *be, const rf_hprogram *p, const rf_ker
         code_filter = &alt.rc.filter;
         proj = alt.rc.proj;
     }
+    if (mj->alt_order)
+        *(use_alt ? &((cpu_impl *)be->impl)->mj_alt : &((cpu_impl *)be->impl)->mj_planned) += 1;
     if (mj->alt_order && getenv("RF_WCOJ_ORDER_TRACE"))
         fprintf(stderr, "redfox: multiway join %s: last level ~%.4g tests in the planned order, ~%.4g in the "
                         "second; %s\n",
@@ -1844,6 +1847,9 @@ static void cpu_print_stats(rf_backend *be, FILE *f)
     fprintf(f, "  cpu: set gathers (JOIN -> SORT): %zu joined and sorted in one pass through a bitmap, %zu written "
                "and sorted (%zu of them probing with their first input unsorted), %zu as semi-joins\n",
             im->set_dense, im->set_sorted, im->set_probed, im->set_semijoins);
+    if (im->mj_planned + im->mj_alt)
+        fprintf(f, "  cpu: multiway joins with a second variable order: %zu ran in the planned order, %zu in the second\n",
+                im->mj_planned, im->mj_alt);
 }
 
 static void cpu_destroy(rf_backend *be)

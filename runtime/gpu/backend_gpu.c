@@ -142,6 +142,7 @@ typedef struct gpu_impl {
     size_t dense_diffs, dense_unions, dense_expands, dense_fallbacks;
     size_t dense_joins, dense_set_diffs;
     size_t set_gathers_sorted; /* set gathers that wrote their rows and sorted them instead */
+    size_t mj_planned, mj_alt; /* multiway joins with a second order run in the planned one / the second */
     size_t set_gathers_probed; /* of those, probing with their JOIN's first input unsorted */
     bool semijoins;            /* set gathers keeping one side's rows whole run as semi-joins (RF_CUDA_SEMIJOIN) */
     bool lone_selects;         /* lone MAPs over many rows as one generated pass (RF_CUDA_LONE_SELECT) */
@@ -2314,6 +2315,8 @@ static bool gpu_run_multijoin(rf_backend *be, const rf_hprogram *p, const rf_ker
         const rf_drel *const *use = rels;
         ok = gpu_mj_take_alt(ctx, p, k, rels, &take_alt, st) &&
              (!take_alt || gpu_mj_alt_make(ctx, p, k, rels, &alt, st));
+        if (ok && mj->alt_order)
+            *(take_alt ? &impl_of(be)->mj_alt : &impl_of(be)->mj_planned) += 1;
         if (ok && take_alt) {
             use = alt.in;
             in_vars = alt.rc.in_vars;
@@ -2510,6 +2513,9 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
             g->dense_mode == 0 ? "off" : g->dense_mode == 2 ? "always" : "auto", g->dense_diffs, g->dense_set_diffs,
             g->dense_unions, g->dense_joins, g->dense_expands, g->dense_fallbacks, g->set_gathers_sorted,
             g->set_gathers_probed, g->semijoins_run, g->dense_after_oom, g->sets_of_runs, g->sets_gathered_as_bitmaps);
+    if (g->mj_planned + g->mj_alt)
+        fprintf(f, "  gpu: multiway joins with a second variable order: %zu ran in the planned order, %zu in the second\n",
+                g->mj_planned, g->mj_alt);
     fprintf(f, "  gpu: runs (%s): %zu unions added a run (%zu known disjoint), %zu merges, %zu differences over "
                "runs, %zu tables made from runs, %zu sets gathered to rank 0 kept as runs, %zu merges put off "
                "(out of memory), %zu answers hashed and %zu downloaded a key range at a time\n",

@@ -6,7 +6,10 @@ as --stats reports; explain --plan and --ir show the choice and both
 plans, --profile has a slice for the choice; the answers equal
 --join=binary's and --join=wcoj's, also from a compiled .rfx. A recursive rule with a cyclic body chooses in every
 iteration of its loop (the delta changes), with the same answers whichever
-branch RF_WCOJ_AUTO_RATIO forces. Graphs from bench/graphgen.c (small:
+branch RF_WCOJ_AUTO_RATIO forces. The multiway join's second variable
+order: explain --ir shows it, --stats says which order ran (the second on
+the R-MAT graph, the planned one on the uniform graph), the answers are
+the same either way. Graphs from bench/graphgen.c (small:
 the whole test takes about a second).
 
     wcoj_auto_choice.py --redfox build/redfox --graphgen build/tests/bench/rf_graphgen
@@ -79,6 +82,19 @@ def main():
             for join in ("binary", "wcoj"):
                 out, _ = run(base + ["--join=" + join])
                 check(out == out_auto, "%s triangles: --join=auto and --join=%s answers differ" % (name, join))
+        # a multiway join's second variable order (hir.h alt_order): explain --ir shows it; with a
+        # margin of 0.9 the R-MAT graph's estimates (z last ~2.7e5 tests, x last ~2.0e5) take the
+        # second, the uniform graph's (~2.0e3 both) keep the planned one; answers the same
+        for name, second in (("rmat", 1), ("uniform", 0)):
+            base = [rf, "run", TRIANGLES, "--input", "edge=" + os.path.join(tmp, name + ".tsv"), "--count",
+                    "--backend=cpu", "--join=wcoj"]
+            out_est, err = run(base + ["--stats"], dict(env, RF_WCOJ_ORDER="", RF_WCOJ_ORDER_MARGIN="0.9"))
+            want_line = "multiway joins with a second variable order: %d ran in the planned order, %d in the second" % (
+                1 - second, second)
+            check(want_line in err, "%s triangles: --stats does not say '%s':\n%s" % (name, want_line, err))
+            for order in ("planned", "alt"):
+                out, _ = run(base, dict(env, RF_WCOJ_ORDER=order))
+                check(out == out_est, "%s triangles: RF_WCOJ_ORDER=%s answers differ" % (name, order))
         # explain shows the choice and both plans
         plan, _ = run([rf, "explain", "--plan", TRIANGLES])
         check("if rows(uedge join uedge on ($1 = $0)) grown over 3 variables > ratio x 3 atoms x" in plan and
@@ -88,6 +104,8 @@ def main():
         check(re.search(r"if rows\(uedge join uedge on \(\$1 = \$0\)\) grown over 3 variables .* jump block \d+ \(wcoj\) "
                         r"else block \d+ \(binary\)", ir) is not None and "MULTIJOIN" in ir,
               "explain --ir does not show the run-time choice:\n" + ir)
+        check("MULTIJOIN[vars=3, or order $2 $1 $0]" in ir or "MULTIJOIN[vars=3, count, or order $2 $1 $0]" in ir,
+              "explain --ir does not show the second variable order:\n" + ir)
         # --profile: a slice for the choice, with its numbers
         trace = os.path.join(tmp, "trace.json")
         run([rf, "run", TRIANGLES, "--input", "edge=" + os.path.join(tmp, "rmat.tsv"), "--count", "--backend=cpu",
