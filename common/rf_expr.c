@@ -1,4 +1,3 @@
-#define _GNU_SOURCE /* memmem */
 #include "rf_expr.h"
 #include "rf_scalar_ops.h" /* the RF_SERR_* codes; the operators below */
 
@@ -378,14 +377,18 @@ bool rf_scalar_unary(rf_exop op, rf_type from, rf_type to, rf_word a, rf_word *o
 
 /* First occurrence of w (wn > 0 bytes) in s[0, n), or NULL: memchr for the
  * first byte (vectorised in libc), then a compare. */
-/* The first occurrence of w in s (glibc's memmem: vectorised for short
- * needles; a memchr for the first byte and a memcmp at each of its
- * occurrences spent a third of q13's LIKE in memcmp calls). */
 static const char *find_bytes(const char *s, size_t n, const char *w, size_t wn)
 {
-    if (wn == 0)
-        return s;
-    return memmem(s, n, w, wn);
+    const char *end = s + n;
+    while ((size_t)(end - s) >= wn) {
+        const char *c = memchr(s, w[0], (size_t)(end - s) - wn + 1);
+        if (!c)
+            return NULL;
+        if (memcmp(c, w, wn) == 0)
+            return c;
+        s = c + 1;
+    }
+    return NULL;
 }
 
 /* LIKE with '%' only (TPC-H's '%special%requests%', '%green%'): the runs
