@@ -37,7 +37,7 @@ cp "$root"/tests/fuzz/corpus_facts/* "$work/facts/"
 cp "$root"/tests/fuzz/corpus/* "$work/parser/"
 cp "$root"/tests/golden/souffle/*.dl "$work/souffle/"
 for f in "$root"/tests/golden/souffle/native/*.dl; do cp "$f" "$work/souffle/native-${f##*/}"; done
-"$build/tests/fuzz_hir/fuzz_hir_seed" "$work/hir/seed-tc.rfx" "$work/hir/seed-fused.rfx"
+"$build/tests/fuzz_hir/fuzz_hir_seed" "$work/hir/seed-tc.rfx" "$work/hir/seed-fused.rfx" "$work/hir/seed-multijoin.rfx"
 
 cd "$build"
 echo "fuzz: parser for ${seconds}s"

@@ -4,8 +4,9 @@
  * reducing group, a chain of two scans across two blocks whose middle
  * predicate is internal, two scans of one input as a group of two
  * outputs, and a join into a sorted predicate (its JOIN and SORT as a
- * group with a set gather).
- * Usage: fuzz_hir_seed OUT.rfx [OUT_FUSED.rfx] */
+ * group with a set gather), and (third file) a triangle query as a
+ * multiway join, with the second variable order lowering gives it.
+ * Usage: fuzz_hir_seed OUT.rfx [OUT_FUSED.rfx [OUT_MULTIJOIN.rfx]] */
 #include "hir.h"
 #include "weaver.h"
 
@@ -120,10 +121,59 @@ static bool fused_seed(const char *path, rf_status *st)
     return ok;
 }
 
+/* tri(x, y, z) <- edge(x, y), edge(y, z), edge(x, z): one MULTIJOIN,
+ * lowered with its second variable order (z, y, x). */
+static bool multijoin_seed(const char *path, rf_status *st)
+{
+    rf_plan *p = rf_calloc(1, sizeof *p);
+    p->rels = rf_calloc(2, sizeof *p->rels);
+    int e = rel(p, "edge", RF_REL_INPUT, false), t = rel(p, "tri", RF_REL_DERIVED, true);
+    p->rels[t].arity = 3;
+    p->rels[t].types = rf_realloc(p->rels[t].types, 3 * sizeof *p->rels[t].types);
+    p->rels[t].types[2] = RF_TYPE_STRING;
+    static const char *const facts[] = {"a", "b", "b", "c", "a", "c"};
+    p->rels[e].nfacts = 3;
+    p->rels[e].facts = rf_calloc(6, sizeof(rf_word));
+    for (int i = 0; i < 6; i++)
+        p->rels[e].facts[i] = rf_str_intern(facts[i], 1);
+    p->nblocks = 2;
+    p->blocks = rf_calloc(2, sizeof *p->blocks);
+    for (int i = 0; i < 2; i++) {
+        p->blocks[i].label = rf_sprintf("m%d", i);
+        p->blocks[i].cmds = rf_calloc(4, sizeof(rf_plan_cmd));
+    }
+    cmd(&p->blocks[0], RF_CMD_LOAD, e, -1, -1);
+    rf_plan_cmd *m = cmd(&p->blocks[0], RF_CMD_MULTIJOIN, t, -1, -1);
+    static const int first[] = {0, 2, 4, 6}, vars[] = {0, 1, 1, 2, 0, 2};
+    m->nins = 3;
+    m->ins = rf_calloc(3, sizeof *m->ins);
+    m->ins[0] = m->ins[1] = m->ins[2] = e;
+    m->in_first = rf_calloc(4, sizeof *m->in_first);
+    memcpy(m->in_first, first, sizeof first);
+    m->in_vars = rf_calloc(6, sizeof *m->in_vars);
+    memcpy(m->in_vars, vars, sizeof vars);
+    m->nvars = 3;
+    m->nproj = 3;
+    m->proj = rf_calloc(3, sizeof *m->proj);
+    for (int i = 0; i < 3; i++)
+        m->proj[i] = col(i);
+    cmd(&p->blocks[1], RF_CMD_HALT, -1, -1, -1);
+    rf_hprogram *h = rf_hir_lower(p);
+    bool has_alt = false;
+    for (int b = 0; b < h->nblocks; b++)
+        for (int i = 0; i < h->blocks[b].nkernels; i++)
+            has_alt = has_alt || (h->blocks[b].kernels[i].op == RF_K_MULTIJOIN && h->blocks[b].kernels[i].mj->alt_order);
+    bool ok = has_alt ? rf_hir_verify(h, st) && rf_hir_save(h, path, st)
+                      : rf_fail(st, RF_EXIT_RUNTIME_ERROR, "the multiway join seed lacks its second variable order");
+    rf_hir_free(h);
+    rf_plan_free(p);
+    return ok;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 2 && argc != 3) {
-        fprintf(stderr, "usage: %s OUT.rfx [OUT_FUSED.rfx]\n", argv[0]);
+    if (argc < 2 || argc > 4) {
+        fprintf(stderr, "usage: %s OUT.rfx [OUT_FUSED.rfx [OUT_MULTIJOIN.rfx]]\n", argv[0]);
         return 64;
     }
     rf_plan *p = rf_calloc(1, sizeof *p);
@@ -169,8 +219,10 @@ int main(int argc, char **argv)
     rf_status st;
     rf_status_init(&st);
     bool ok = rf_hir_verify(h, &st) && rf_hir_save(h, argv[1], &st);
-    if (ok && argc == 3)
+    if (ok && argc >= 3)
         ok = fused_seed(argv[2], &st);
+    if (ok && argc == 4)
+        ok = multijoin_seed(argv[3], &st);
     if (!ok)
         fprintf(stderr, "fuzz_hir_seed: %s\n", st.message);
     rf_hir_free(h);
