@@ -39,10 +39,11 @@
 #                  and p2p-Gnutella31 (the graphs that once ran out of memory)
 #     union        the GPU union's windows against whole searches (RF_TEST_UNION_WINDOWS=off),
 #                  taking turns: SG usroads, SG SF.cedge, TC usroads, TC cal.cedge (--stats)
-#     wcoj-small   triangles and 4-cliques on seven small shared graphs, --join=auto,
-#                  wcoj and binary with the kernels loaded ahead and not
-#                  (RF_CUDA_LOAD_AHEAD=off), taking turns, 7 runs each (~6 min; issue 9's
-#                  "auto within 10% of the better plan" rows)
+#     wcoj-small[:Q] triangles and 4-cliques (or Q alone: triangles or four_cliques) on seven
+#                  small shared graphs, --join=auto, wcoj and binary with the kernels loaded
+#                  ahead and not (RF_CUDA_LOAD_AHEAD=off), taking turns, 7 runs each (both: more
+#                  than one call's 600 s; one query a call fits; issue 9's "auto within 10% of
+#                  the better plan" rows)
 #     wcoj-count   R-MAT 20 and 21 triangle counts, the bindings counted and made
 #                  (RF_WCOJ_COUNT=0), and counted by the general level kernels
 #                  (RF_GPU_LFTJ_GENERAL=1), taking turns, 3 runs each (~1 min)
@@ -193,14 +194,16 @@ for step in "$@"; do
       note "recursion, variants taking turns (unfused/fused best, median):"
       grep -h '^| t\|^| s' "$logs/recursion-alt-small.txt" "$logs/recursion-alt-large.txt" | tee -a "$out/summary.txt"
       ;;
-    wcoj-small)
+    wcoj-small|wcoj-small:*)
+      queries=triangles,four_cliques
+      [ "$step" != wcoj-small ] && queries="${step#wcoj-small:}"
       python3 bench/graph_alternate.py --redfox "$rf" --graphs-dir .data/graphs \
         --graphs CA-HepTh,ego-Facebook,loc-Brightkite,wiki-Vote,usroads,delaunay_n16,p2p-Gnutella31 \
-        --queries triangles,four_cliques --repeat 7 \
+        --queries "$queries" --repeat 7 \
         --variants "auto=--join=auto,wcoj=--join=wcoj,binary=--join=binary,auto-lazy=RF_CUDA_LOAD_AHEAD=off --join=auto,wcoj-lazy=RF_CUDA_LOAD_AHEAD=off --join=wcoj" \
-        >"$logs/wcoj-small.txt" 2>&1
-      note "wcoj-small (auto first: the others' best and median over auto's):"
-      grep '^|' "$logs/wcoj-small.txt" | tee -a "$out/summary.txt"
+        >"$logs/wcoj-small-$queries.txt" 2>&1
+      note "wcoj-small $queries (auto first: the others' best and median over auto's):"
+      grep '^|' "$logs/wcoj-small-$queries.txt" | tee -a "$out/summary.txt"
       ;;
     wcoj-count)
       g=build-dev/tests/bench/rf_graphgen
