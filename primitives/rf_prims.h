@@ -238,6 +238,8 @@ double rf_order_cost_scaled(uint64_t sampled_sum, uint64_t m, uint64_t nrows);
 #define RF_ORDER_MARGIN 0.75
 double rf_order_margin(void);
 bool rf_order_take_alt(double planned, double alt);
+/* RF_WCOJ_ORDER_TRACE=1: a line on stderr with both estimates and the choice. */
+void rf_order_trace(const char *join, double planned, double alt, bool take_alt);
 /* Both orders' estimates over host tables (false: an order's last level
  * is no triangle, so there is nothing to compare). */
 bool rf_prim_order_estimates(int nin, const rf_table *const *ins, const int *in_first, const int *in_vars, int nvars,

@@ -1525,11 +1525,8 @@ static bool cpu_run_multijoin(rf_backend *be, const rf_hprogram *p, const rf_ker
     }
     if (mj->alt_order)
         *(use_alt ? &((cpu_impl *)be->impl)->mj_alt : &((cpu_impl *)be->impl)->mj_planned) += 1;
-    if (mj->alt_order && getenv("RF_WCOJ_ORDER_TRACE"))
-        fprintf(stderr, "redfox: multiway join %s: last level ~%.4g tests in the planned order, ~%.4g in the "
-                        "second; %s\n",
-                p->vars[k->out].name ? p->vars[k->out].name : "?", est_planned, est_alt,
-                use_alt ? "the second runs" : "the planned one runs");
+    if (mj->alt_order)
+        rf_order_trace(p->vars[k->out].name, est_planned, est_alt, use_alt);
     rf_code planned;
     const rf_code *filter = code_filter;
     rf_table res;

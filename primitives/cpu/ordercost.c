@@ -7,6 +7,7 @@
 #include "prims_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,18 +29,26 @@ static int cmp_word(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Position of key in the sorted distinct keys[0..n), or -1. */
-static long find_key(const rf_word *keys, size_t n, rf_word key)
+/* The first position of sorted a[0..n) whose value is >= key (upper:
+ * > key). */
+static size_t bound(const rf_word *a, size_t n, rf_word key, bool upper)
 {
     size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (keys[mid] < key)
+        if (a[mid] < key || (upper && a[mid] == key))
             lo = mid + 1;
         else
             hi = mid;
     }
-    return lo < n && keys[lo] == key ? (long)lo : -1;
+    return lo;
+}
+
+/* Position of key in the sorted distinct keys[0..n), or -1. */
+static long find_key(const rf_word *keys, size_t n, rf_word key)
+{
+    size_t at = bound(keys, n, key, false);
+    return at < n && keys[at] == key ? (long)at : -1;
 }
 
 typedef struct count_job {
@@ -73,26 +82,8 @@ static void count_keys(const rf_table *t, int col, const rf_word *keys, size_t n
         return;
     const rf_word *c = t->cols[col];
     if (col == 0) {
-        for (size_t k = 0; k < nkeys; k++) {
-            size_t lo = 0, hi = t->nrows;
-            while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (c[mid] < keys[k])
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            size_t first = lo;
-            hi = t->nrows;
-            while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (c[mid] <= keys[k])
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            counts[k] = lo - first;
-        }
+        for (size_t k = 0; k < nkeys; k++)
+            counts[k] = bound(c, t->nrows, keys[k], true) - bound(c, t->nrows, keys[k], false);
         return;
     }
     int pieces = rf_prims_threads() * 4;
@@ -260,4 +251,11 @@ void rf_mj_alt_make(rf_mj_alt *r, int nin, const rf_table *const *ins, const int
         r->owned[i] = true;
         r->in[i] = &r->tabs[i];
     }
+}
+
+void rf_order_trace(const char *join, double planned, double alt, bool take_alt)
+{
+    if (getenv("RF_WCOJ_ORDER_TRACE"))
+        fprintf(stderr, "redfox: multiway join %s: last level ~%.4g tests in the planned order, ~%.4g in the second; %s\n",
+                join ? join : "?", planned, alt, take_alt ? "the second runs" : "the planned one runs");
 }

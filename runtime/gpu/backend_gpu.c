@@ -2218,7 +2218,6 @@ static bool gpu_mj_take_alt(rf_cuda_ctx *ctx, const rf_hprogram *p, const rf_ker
     if (!mj->alt_order || !rf_mj_last_level(mj->nin, mj->in_first, mj->in_vars, mj->nvars, NULL, &a) ||
         !rf_mj_last_level(mj->nin, mj->in_first, mj->in_vars, mj->nvars, mj->alt_order, &z))
         return true;
-    double planned = 0, alt = 0;
     const char *force = getenv("RF_WCOJ_ORDER");
     bool forced = force && (strcmp(force, "planned") == 0 || strcmp(force, "alt") == 0);
     const char *min_env = getenv("RF_GPU_ORDER_MIN_ROWS");   /* (tests: 0 estimates every join) */
@@ -2232,14 +2231,8 @@ static bool gpu_mj_take_alt(rf_cuda_ctx *ctx, const rf_hprogram *p, const rf_ker
     double costs[2] = {0, 0};
     if (!forced && !rf_cuda_order_costs(ctx, 2, q, costs, st))
         return false;
-    planned = costs[0];
-    alt = costs[1];
-    *take = rf_order_take_alt(planned, alt);
-    if (getenv("RF_WCOJ_ORDER_TRACE"))
-        fprintf(stderr, "redfox: multiway join %s: last level ~%.4g tests in the planned order, ~%.4g in the "
-                        "second; %s\n",
-                p->vars[k->out].name ? p->vars[k->out].name : "?", planned, alt,
-                *take ? "the second runs" : "the planned one runs");
+    *take = rf_order_take_alt(costs[0], costs[1]);
+    rf_order_trace(p->vars[k->out].name, costs[0], costs[1], *take);
     return true;
 }
 

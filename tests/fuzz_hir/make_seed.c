@@ -29,6 +29,17 @@ static int rel(rf_plan *p, const char *name, rf_relkind kind, bool out)
     return p->nrels++;
 }
 
+/* p's n blocks, labelled prefix0.., each with room for 8 commands. */
+static void blocks(rf_plan *p, int n, const char *prefix)
+{
+    p->nblocks = n;
+    p->blocks = rf_calloc((size_t)n, sizeof *p->blocks);
+    for (int i = 0; i < n; i++) {
+        p->blocks[i].label = rf_sprintf("%s%d", prefix, i);
+        p->blocks[i].cmds = rf_calloc(8, sizeof(rf_plan_cmd));
+    }
+}
+
 static rf_plan_cmd *cmd(rf_plan_block *b, rf_cmdkind kind, int dst, int s0, int s1)
 {
     rf_plan_cmd *c = &b->cmds[b->ncmds++];
@@ -69,12 +80,7 @@ static bool fused_seed(const char *path, rf_status *st)
     p->rels[e].facts = rf_calloc(2, sizeof(rf_word));
     p->rels[e].facts[0] = rf_str_intern("a", 1);
     p->rels[e].facts[1] = rf_str_intern("b", 1);
-    p->nblocks = 3;
-    p->blocks = rf_calloc(3, sizeof *p->blocks);
-    for (int i = 0; i < 3; i++) {
-        p->blocks[i].label = rf_sprintf("f%d", i);
-        p->blocks[i].cmds = rf_calloc(8, sizeof(rf_plan_cmd));
-    }
+    blocks(p, 3, "f");
     cmd(&p->blocks[0], RF_CMD_LOAD, e, -1, -1);
     rf_plan_cmd *m1 = cmd(&p->blocks[0], RF_CMD_MAPFILTER, t1, e, -1);
     m1->filter = rf_expr_binary(RF_EX_NE, RF_TYPE_BOOL, col(0), rf_expr_const(RF_TYPE_STRING, rf_str_intern("z", 1)));
@@ -136,12 +142,7 @@ static bool multijoin_seed(const char *path, rf_status *st)
     p->rels[e].facts = rf_calloc(6, sizeof(rf_word));
     for (int i = 0; i < 6; i++)
         p->rels[e].facts[i] = rf_str_intern(facts[i], 1);
-    p->nblocks = 2;
-    p->blocks = rf_calloc(2, sizeof *p->blocks);
-    for (int i = 0; i < 2; i++) {
-        p->blocks[i].label = rf_sprintf("m%d", i);
-        p->blocks[i].cmds = rf_calloc(4, sizeof(rf_plan_cmd));
-    }
+    blocks(p, 2, "m");
     cmd(&p->blocks[0], RF_CMD_LOAD, e, -1, -1);
     rf_plan_cmd *m = cmd(&p->blocks[0], RF_CMD_MULTIJOIN, t, -1, -1);
     static const int first[] = {0, 2, 4, 6}, vars[] = {0, 1, 1, 2, 0, 2};
@@ -185,12 +186,7 @@ int main(int argc, char **argv)
     p->rels[e].facts[0] = rf_str_intern("a", 1);
     p->rels[e].facts[1] = p->rels[e].facts[2] = rf_str_intern("b", 1);
     p->rels[e].facts[3] = rf_str_intern("c", 1);
-    p->nblocks = 3;
-    p->blocks = rf_calloc(3, sizeof *p->blocks);
-    for (int i = 0; i < 3; i++) {
-        p->blocks[i].label = rf_sprintf("b%d", i);
-        p->blocks[i].cmds = rf_calloc(8, sizeof(rf_plan_cmd));
-    }
+    blocks(p, 3, "b");
     cmd(&p->blocks[0], RF_CMD_LOAD, e, -1, -1);
     cmd(&p->blocks[0], RF_CMD_COPY, t, e, -1);
     cmd(&p->blocks[0], RF_CMD_COPY, d, t, -1);
