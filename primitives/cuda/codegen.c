@@ -214,7 +214,7 @@ static void make_prelude(void)
     };
     for (size_t i = 0; i < sizeof k / sizeof *k; i++)
         sb_printf(b, "#define %s %d\n", k[i].name, k[i].v);
-    sb_printf(b, "#define RF_DOP_LOOKUP %d\n", RF_DOP_LOOKUP);
+    sb_printf(b, "#define RF_DOP_LOOKUP %d\n#define RF_TAB_BITS (1ull << 63)\n", RF_DOP_LOOKUP);
     sb_printf(b, "struct RfErr { int code; int aux; uint64_t value; uint64_t value2; };\n"
                   "struct RfCols { const uint64_t *c[%d]; };\nstruct RfWCols { uint64_t *c[%d]; };\n",
               RF_CUDA_MAX_COLS, RF_CUDA_MAX_COLS);

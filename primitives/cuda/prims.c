@@ -1238,7 +1238,6 @@ static bool check_arity(const rf_drel *r, const char *what, rf_status *st)
 
 typedef RF_VEC(rf_word) wordvec;
 
-/* Appends n zero words; returns the offset of the first. */
 /* n more words at the end of v, their contents undefined; the offset of
  * the first. */
 static size_t wordvec_extend(wordvec *v, size_t n)
@@ -1595,11 +1594,14 @@ static bool eval_distinct_ids(const rf_code *code, rf_word *const *cols, size_t 
 }
 
 /* The subtree's value for every id in [0, n), in pieces on every core,
- * written in place (vals[id]); false when it faults on one. */
+ * written in place: vals[id], or bit id of vals where `bits` (a boolean
+ * subtree: values 0 or 1). False when it faults on one. Pieces are whole
+ * blocks of RF_RANGE_BLOCK ids, so that no two write the same word. */
 typedef struct range_eval {
     const rf_code *code;
     size_t n, per;
     rf_word *vals;
+    bool bits;
     const uint8_t *present;       /* [n] or NULL: whether some row holds the id (others left 0) */
     bool *ok;                     /* [pieces] */
 } range_eval;
@@ -1617,21 +1619,29 @@ static void range_eval_piece(void *ctx, int piece)
     rf_word vals[RF_RANGE_BLOCK];
     for (size_t at = b; at < end && e->ok[piece]; at += RF_RANGE_BLOCK) {
         size_t cnt = end - at < RF_RANGE_BLOCK ? end - at : RF_RANGE_BLOCK;
-        if (!e->present) {
+        if (!e->present && !e->bits) {
             for (size_t i = 0; i < cnt; i++)
                 ids[i] = (rf_word)(at + i);
             e->ok[piece] = rf_code_eval_batch(e->code, cols, 0, cnt, e->vals + at, &quiet);
             continue;
         }
         size_t m = 0;   /* the ids of the block some row holds, evaluated together */
-        for (size_t i = 0; i < cnt; i++) {
-            e->vals[at + i] = 0;
-            if (e->present[at + i])
+        for (size_t i = 0; i < cnt; i++)
+            if (!e->present || e->present[at + i])
                 ids[m++] = (rf_word)(at + i);
-        }
         e->ok[piece] = m == 0 || rf_code_eval_batch(e->code, cols, 0, m, vals, &quiet);
-        for (size_t i = 0; e->ok[piece] && i < m; i++)
-            e->vals[ids[i]] = vals[i];
+        if (!e->ok[piece])
+            break;
+        if (e->bits) {
+            rf_word *w = e->vals + at / 64;
+            memset(w, 0, (cnt + 63) / 64 * sizeof *w);
+            for (size_t i = 0; i < m; i++)
+                w[(ids[i] - at) / 64] |= (rf_word)(vals[i] != 0) << (ids[i] % 64);
+        } else {
+            memset(e->vals + at, 0, cnt * sizeof *e->vals);
+            for (size_t i = 0; i < m; i++)
+                e->vals[ids[i]] = vals[i];
+        }
     }
 }
 
@@ -1705,7 +1715,8 @@ fail:
  * 68 ms on 32). */
 static bool present_ids(const colsrc *src, int col, size_t n, uint8_t **present);
 
-static bool tabulate_id_range(const colsrc *src, int col, const rf_code *sub, tables *tabs, size_t *entries)
+static bool tabulate_id_range(const colsrc *src, int col, const rf_code *sub, bool bits, tables *tabs,
+                              size_t *entries)
 {
     size_t nrows = column_rows(src, col), n = rf_str_count();
     const char *env = getenv("RF_CUDA_ID_RANGE");   /* off: the distinct ids always (for measuring) */
@@ -1715,10 +1726,11 @@ static bool tabulate_id_range(const colsrc *src, int col, const rf_code *sub, ta
     uint8_t *present = NULL;
     if (n > nrows && !present_ids(src, col, n, &present))
         return false;
-    size_t off = wordvec_extend(&tabs->data, n);
-    int pieces = rf_prims_threads() * 4;
-    range_eval e = {sub, n, (n + (size_t)pieces - 1) / (size_t)pieces, tabs->data.items + off, present,
-                    rf_calloc((size_t)pieces, sizeof(bool))};
+    size_t off = wordvec_extend(&tabs->data, bits ? (n + 63) / 64 : n);
+    size_t per = (n + (size_t)rf_prims_threads() * 4 - 1) / ((size_t)rf_prims_threads() * 4);
+    per = (per + RF_RANGE_BLOCK - 1) / RF_RANGE_BLOCK * RF_RANGE_BLOCK;
+    int pieces = (int)((n + per - 1) / per);
+    range_eval e = {sub, n, per, tabs->data.items + off, bits, present, rf_calloc((size_t)pieces, sizeof(bool))};
     rf_par_for(pieces, range_eval_piece, &e);
     trace_tables(src, present ? "tables: eval id range (present ids)" : "tables: eval id range");
     bool ok = true;
@@ -1731,15 +1743,15 @@ static bool tabulate_id_range(const colsrc *src, int col, const rf_code *sub, ta
         return false;
     }
     RF_PUSH(tabs->heads, off);
-    RF_PUSH(tabs->heads, n);
+    RF_PUSH(tabs->heads, bits ? n | RF_TAB_BITS : n);
     *entries = n;
     return true;
 }
 
 /* A table over the distinct ids column col holds (*made; false when the
  * code faults on one of them: the kernel then runs on the host). */
-static bool tabulate_distinct_ids(const colsrc *src, int col, const rf_code *sub, tables *tabs, bool *made,
-                                  size_t *entries, rf_status *st)
+static bool tabulate_distinct_ids(const colsrc *src, int col, const rf_code *sub, bool bits, tables *tabs,
+                                  bool *made, size_t *entries, rf_status *st)
 {
     *made = false;
     rf_word *ids = NULL;
@@ -1773,11 +1785,16 @@ static bool tabulate_distinct_ids(const colsrc *src, int col, const rf_code *sub
     bool evaluated = !nd || eval_distinct_ids(sub, cols, nd, vals, &quiet);
     trace_tables(src, rf_code_interns(sub) ? "tables: eval (interning)" : "tables: eval");
     if (evaluated) {
-        size_t off = wordvec_grow(&tabs->data, len);
-        for (size_t i = 0; i < nd; i++)
-            tabs->data.items[off + ids[i]] = vals[i];
+        size_t off = wordvec_grow(&tabs->data, bits ? (len + 63) / 64 : len);
+        rf_word *w = tabs->data.items + off;
+        for (size_t i = 0; i < nd; i++) {
+            if (bits)
+                w[ids[i] / 64] |= (rf_word)(vals[i] != 0) << (ids[i] % 64);
+            else
+                w[ids[i]] = vals[i];
+        }
         RF_PUSH(tabs->heads, off);
-        RF_PUSH(tabs->heads, len);
+        RF_PUSH(tabs->heads, bits ? len | RF_TAB_BITS : len);
         *made = true;
         *entries = nd;
         trace_tables(src, "tables: scatter");
@@ -1785,6 +1802,14 @@ static bool tabulate_distinct_ids(const colsrc *src, int col, const rf_code *sub
     free(vals);
     free(ids);
     return true;
+}
+
+/* RF_CUDA_BIT_TABLES=off: boolean tables a word per id, as before (for
+ * measuring). */
+static bool bit_tables_off(void)
+{
+    const char *env = getenv("RF_CUDA_BIT_TABLES");
+    return env && strcmp(env, "off") == 0;
 }
 
 static bool tabulate_code(const colsrc *src, const rf_code *code, rf_code *out, tables *tabs, bool *host,
@@ -1869,9 +1894,10 @@ static bool tabulate_code(const colsrc *src, const rf_code *code, rf_code *out, 
              * every interned id where the column holds most of them
              * (tabulate_id_range), else its distinct ids. */
             size_t entries = 0;
-            bool made = tabulate_id_range(src, col[root], &sub, tabs, &entries);
+            bool bits = code->ins[root].type == RF_TYPE_BOOL && !bit_tables_off();
+            bool made = tabulate_id_range(src, col[root], &sub, bits, tabs, &entries);
             if (!made)
-                ok = tabulate_distinct_ids(src, col[root], &sub, tabs, &made, &entries, st);
+                ok = tabulate_distinct_ids(src, col[root], &sub, bits, tabs, &made, &entries, st);
             if (ok && !made) {
                 *host = true;
             } else if (ok) {

@@ -4,7 +4,7 @@
 // the string order, the fault slot, and typed comparison. Shared, as text, by
 // the interpreter (kernels.cu) and the NVRTC-generated kernels (codegen.c
 // embeds this file followed by rf_scalar_ops.h). It needs uint64_t & co.,
-// the RF_EX_* / RF_TYPE_* / RF_SERR_* constants, RF_DOP_LOOKUP, INT32_MIN/MAX
+// the RF_EX_* / RF_TYPE_* / RF_SERR_* constants, RF_DOP_LOOKUP, RF_TAB_BITS, INT32_MIN/MAX
 // and a struct RfErr
 // {int code; int aux; uint64_t value, value2;} from its includer.
 // Compile with --fmad=false: a*b+c must not fuse.
@@ -58,12 +58,16 @@ __device__ int value_compare(const RfEnv &p, int t, uint64_t a, uint64_t b)
 }
 
 // A tabulated string subexpression (table k): its value for dictionary id
-// `id`. The tables' heads: tab[2k] offset, tab[2k+1] length.
+// `id`. The tables' heads: tab[2k] offset, tab[2k+1] length, with
+// RF_TAB_BITS set where the table holds a bit per id (a boolean's).
 __device__ __forceinline__ bool rf_lookup(const RfEnv &p, uint64_t k, uint64_t id, uint64_t *out)
 {
-    if (id >= p.tab[2 * k + 1])
+    uint64_t len = p.tab[2 * k + 1];
+    bool bits = (len & RF_TAB_BITS) != 0;
+    if (id >= (len & ~RF_TAB_BITS))
         return fail(p.err, RF_SERR_HOST_ONLY, 0, RF_DOP_LOOKUP);
-    *out = p.tab[p.tab[2 * k] + id];
+    uint64_t w = p.tab[p.tab[2 * k] + (bits ? id >> 6 : id)];
+    *out = bits ? (w >> (id & 63)) & 1 : w;
     return true;
 }
 

@@ -563,6 +563,78 @@ static void test_like_random(void)
     CU_ASSERT_EQUAL(wrong, 0);
 }
 
+/* LIKE by dynamic programming over (prefix of s, prefix of p): the oracle
+ * for long strings, where the recursion above is too slow. */
+static bool like_table(const char *s, size_t n, const char *p, size_t m)
+{
+    bool *row = calloc(m + 1, sizeof *row), *next = calloc(m + 1, sizeof *next);
+    row[0] = true;   /* row[j]: s[0, i) matches p[0, j) */
+    for (size_t j = 1; j <= m; j++)
+        row[j] = row[j - 1] && p[j - 1] == '%';
+    for (size_t i = 1; i <= n; i++) {
+        next[0] = false;
+        for (size_t j = 1; j <= m; j++)
+            next[j] = p[j - 1] == '%' ? next[j - 1] || row[j]
+                                      : row[j - 1] && (p[j - 1] == '_' || p[j - 1] == s[i - 1]);
+        bool *t = row;
+        row = next;
+        next = t;
+    }
+    bool r = row[m];
+    free(row);
+    free(next);
+    return r;
+}
+
+/* Strings of up to 100 bytes against patterns of words between '%'s (the
+ * word search's 16-place steps, their last partial step and the words
+ * that straddle them), and contains() against strstr. */
+static void test_like_long(void)
+{
+    uint64_t x = 777;
+    int wrong = 0;
+    for (int round = 0; round < 100000; round++) {
+        char s[101], p[24];
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        size_t n = (size_t)(x >> 40) % 101, m = 0;
+        const char *abc = round % 3 ? "ab" : "abcd";
+        for (size_t i = 0; i < n; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            s[i] = abc[(x >> 33) % strlen(abc)];
+        }
+        int words = (int)((x >> 20) % 4);
+        if ((x >> 25) & 1)
+            p[m++] = '%';
+        for (int k = 0; k < words; k++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            size_t len = 1 + (size_t)(x >> 35) % 5;
+            for (size_t i = 0; i < len; i++) {
+                x = x * 6364136223846793005ull + 1442695040888963407ull;
+                p[m++] = round % 7 == 0 && i == 1 ? '_' : abc[(x >> 33) % strlen(abc)];
+            }
+            if (k + 1 < words || ((x >> 26) & 1))
+                p[m++] = '%';
+        }
+        if (rf_like_match(s, n, p, m) != like_table(s, n, p, m) && wrong++ < 5)
+            fprintf(stderr, "\nlike('%.*s', '%.*s') wrong\n", (int)n, s, (int)m, p);
+        /* contains(s, w): w a word of the pattern's letters */
+        char sz[102], wz[8];
+        size_t wn = 1 + (size_t)(x >> 45) % 6;
+        for (size_t i = 0; i < wn; i++)
+            wz[i] = abc[(x >> (3 * i + 7)) % strlen(abc)];
+        wz[wn] = 0;
+        memcpy(sz, s, n);
+        sz[n] = 0;
+        rf_word sid = rf_str_intern(s, n), wid = rf_str_intern(wz, wn), got = 0;
+        rf_status st;
+        rf_status_init(&st);
+        CU_ASSERT_TRUE(rf_scalar_string(RF_EX_CONTAINS, sid, wid, 0, &got, &st));
+        if ((got != 0) != (strstr(sz, wz) != NULL) && wrong++ < 5)
+            fprintf(stderr, "\ncontains('%s', '%s') wrong\n", sz, wz);
+    }
+    CU_ASSERT_EQUAL(wrong, 0);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -576,6 +648,7 @@ int main(void)
     CU_add_test(s, "year, month, day, add_months, add_years", test_date_functions);
     CU_add_test(s, "string functions", test_string_functions);
     CU_add_test(s, "like against its definition (random)", test_like_random);
+    CU_add_test(s, "like and contains over long strings (random)", test_like_long);
     CU_add_test(s, "if evaluates the branch taken only", test_if);
     CU_add_test(s, "arity-3 code", test_code_check);
     CU_basic_set_mode(CU_BRM_VERBOSE);
