@@ -122,6 +122,30 @@ bool rf_hir_rows_distinct(const rf_hprogram *p, int v)
     return writers == 1 && rf_map_projects_position(writer);
 }
 
+/* c's column reads of a JOIN's `l ++ r` rewritten for `r ++ l`, and its
+ * row positions of either side for the other's (a0, a1: the arities). */
+static void swap_code_sides(rf_code *c, int a0, int a1)
+{
+    for (int i = 0; i < c->n; i++) {
+        rf_instr *in = &c->ins[i];
+        if (in->op == RF_EX_COL)
+            in->index = in->index < a0 ? in->index + a1 : in->index - a0;
+        else if (in->op == RF_EX_ROWID)
+            in->index = 1 - in->index;
+    }
+}
+
+void rf_join_swap_sides(const rf_hprogram *p, rf_kernel *k)
+{
+    int a0 = p->vars[k->in[0]].arity, a1 = p->vars[k->in[1]].arity;
+    swap_code_sides(&k->filter, a0, a1);
+    for (int j = 0; j < k->nproj; j++)
+        swap_code_sides(&k->proj[j], a0, a1);
+    int t = k->in[0];
+    k->in[0] = k->in[1];
+    k->in[1] = t;
+}
+
 bool rf_fused_probe_sort(const rf_hprogram *p, const rf_fused *f)
 {
     /* the program is walked only for a group that reads the probe side's

@@ -336,6 +336,11 @@ void rf_hir_free(rf_hprogram *p);
  * s would. */
 bool rf_fused_probe_sort(const rf_hprogram *p, const rf_fused *f);
 
+/* k := JOIN in1, in0 with the same output rows: both sides' first nkeys
+ * columns are the keys, so only the code's column reads and row positions
+ * move (the weaver's probe edges; the GPU's probe side chosen by rows). */
+void rf_join_swap_sides(const rf_hprogram *p, rf_kernel *k);
+
 /* The same, x_distinct saying whether the SORT's input rows are distinct
  * (the weaver's test, made while the program's blocks are taken apart). */
 bool rf_fused_probe_shape(const rf_fused *f, bool x_distinct);

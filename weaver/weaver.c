@@ -334,32 +334,6 @@ static int grow(const wctx *w, const seq *s, int h, const rf_weave_opts *o, int 
     return n;
 }
 
-/* c's column reads of a JOIN's `l ++ r` rewritten for `r ++ l`, and its
- * row positions of either side for the other's (a0, a1: the arities). */
-static void swap_code_sides(rf_code *c, int a0, int a1)
-{
-    for (int i = 0; i < c->n; i++) {
-        rf_instr *in = &c->ins[i];
-        if (in->op == RF_EX_COL)
-            in->index = in->index < a0 ? in->index + a1 : in->index - a0;
-        else if (in->op == RF_EX_ROWID)
-            in->index = 1 - in->index;
-    }
-}
-
-/* k := JOIN in1, in0 with the same output: both sides' first nkeys
- * columns are the keys, so only the code's column indices move. */
-static void swap_join(const rf_hprogram *p, rf_kernel *k)
-{
-    int a0 = p->vars[k->in[0]].arity, a1 = p->vars[k->in[1]].arity;
-    swap_code_sides(&k->filter, a0, a1);
-    for (int j = 0; j < k->nproj; j++)
-        swap_code_sides(&k->proj[j], a0, a1);
-    int t = k->in[0];
-    k->in[0] = k->in[1];
-    k->in[1] = t;
-}
-
 /* Whether variable x's rows are distinct (rf_hir_rows_distinct) as far
  * as the sequence s shows before position `before`: a sorted variable,
  * or one written once, by a MAP there that projects its row position
@@ -409,7 +383,7 @@ static int add_probe_sort(const wctx *w, seq *s, int *idx, int n)
         if (q < 0 || s->kernels[q].op != RF_K_SORT)
             continue;
         if (side == 1)
-            swap_join(w->p, join);
+            rf_join_swap_sides(w->p, join);
         int grown[RF_FUSED_MAX];
         grown[0] = q;
         memcpy(grown + 1, idx, (size_t)n * sizeof *idx);
@@ -426,7 +400,7 @@ static int add_probe_sort(const wctx *w, seq *s, int *idx, int n)
             return n + 1;
         }
         if (side == 1)
-            swap_join(w->p, join);   /* back as it was */
+            rf_join_swap_sides(w->p, join);   /* back as it was */
     }
     return n;
 }

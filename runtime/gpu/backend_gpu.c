@@ -144,6 +144,7 @@ typedef struct gpu_impl {
     size_t set_gathers_sorted; /* set gathers that wrote their rows and sorted them instead */
     size_t mj_planned, mj_alt; /* multiway joins with a second order run in the planned one / the second */
     size_t set_gathers_probed; /* of those, probing with their JOIN's first input unsorted */
+    size_t set_gathers_other_side; /* of those, probing with the other input's rows (probe_with_other_side) */
     bool semijoins;            /* set gathers keeping one side's rows whole run as semi-joins (RF_CUDA_SEMIJOIN) */
     bool lone_selects;         /* lone MAPs over many rows as one generated pass (RF_CUDA_LONE_SELECT) */
     size_t semijoins_run;
@@ -397,6 +398,15 @@ static bool map_keeps_columns(const rf_kernel *k, int arity)
     return kept == arity;
 }
 
+/* Whether a JOIN's code reads a row position of either side. */
+static bool join_reads_rowid(const rf_kernel *j)
+{
+    bool reads = rf_code_reads_rowid(&j->filter);
+    for (int q = 0; q < j->nproj && !reads; q++)
+        reads = rf_code_reads_rowid(&j->proj[q]);
+    return reads;
+}
+
 /* Whether kernel k may read variable v's rows in any order: v is the probe
  * (left) side of a JOIN, or of the JOIN that heads a set gather (or of the
  * probe-side SORT before it, which gpu_run_set leaves out), and not also
@@ -410,9 +420,14 @@ static bool reads_in_any_order(const rf_hprogram *p, const rf_kernel *k, int v)
         if (k->gather != RF_GATHER_SET || f->nmembers < 2)
             return false;
         if (rf_fused_probe_sort(p, f)) {   /* the sorted side's rows by position: none (rf_fused_probe_sort) */
-            if (f->members[0].in[0] != v)
+            /* x, whose SORT gpu_run_set leaves out, or y, the JOIN's other
+             * side, which gpu_run_set sorts itself unless it probes with
+             * y's rows (probe_with_other_side) */
+            const rf_kernel *join = &f->members[1];
+            bool x = f->members[0].in[0] == v, y = !x && join->in[1] == v && !join_reads_rowid(join);
+            if (!x && !y)
                 return false;
-            for (int m = 1; m < f->nmembers; m++)
+            for (int m = x ? 1 : 2; m < f->nmembers; m++)
                 if (f->members[m].in[0] == v || f->members[m].in[1] == v)
                     return false;
             return true;
@@ -1467,6 +1482,22 @@ static bool semijoin_set(rf_backend *be, const rf_hprogram *p, const rf_kernel *
     return true;
 }
 
+/* Whether a set gather whose probe-side SORT is left out (x's rows
+ * probing the JOIN's other side y, rf_fused_probe_sort) should rather sort
+ * x and probe with y's rows: where y's are not sorted yet (a SORT left
+ * pending) and are at least twice as many, sorting x costs less than
+ * sorting y (q16 at SF 10: 297K part rows against 8M partsupp rows, 0.6 ms
+ * of sorting partsupp, which the unfused JOIN probing with them never
+ * did). Not where the JOIN reads row positions (they follow the orders).
+ * RF_GPU_PROBE_OTHER_SIDE=off: never (for measuring). */
+static bool probe_with_other_side(rf_backend *be, const rf_kernel *join, const rf_dvar *x, const rf_dvar *y)
+{
+    const char *env = getenv("RF_GPU_PROBE_OTHER_SIDE");
+    if ((env && strcmp(env, "off") == 0) || !x || !y || !y->pending_sort || join_reads_rowid(join))
+        return false;
+    return gpu_var_rows(be, y) >= 2 * gpu_var_rows(be, x);
+}
+
 static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_kernel *fk, rf_dvar *const *outs,
                                  rf_dvar *const *ins, rf_kernel_stats *stats, rf_status *st)
 {
@@ -1498,10 +1529,24 @@ static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
     }
     memset(stats, 0, sizeof *stats);
     bool done = false;
-    bool ok = !needs_string_order(&chain) || refresh_string_order(ctx, &local);
-    if (ok)
+    bool other_side = first && probe_with_other_side(be, &chain, in0, in1);
+    /* the other side left unsorted for this (reads_in_any_order) is sorted
+     * now unless its rows probe */
+    bool ok = other_side || !in1 || sort_pending(be, in1, &local);
+    ok = ok && (!needs_string_order(&chain) || refresh_string_order(ctx, &local));
+    if (ok && other_side) {
+        /* x's few rows sorted (the SORT member), y's many probing them as
+         * they come: the JOIN's sides swapped, the same rows made */
+        ok = probe_side_in_order(be, p, fk, first, &in0, &sorted_probe, &local);
+        rf_join_swap_sides(p, &chain);
+        rf_dvar *t = in0;
+        in0 = in1;
+        in1 = t;
+        g->set_gathers_other_side += ok;
+    }
+    if (ok && !other_side)
         ok = semijoin_set(be, p, &chain, first, probe_var, outs[0], in0, in1, what, &done, stats, &local);
-    bool dense = !done && set_gather_dense(g, sortk->out);
+    bool dense = !done && !other_side && set_gather_dense(g, sortk->out);
     if (ok && dense)
         ok = probe_side_in_order(be, p, fk, first, &in0, &sorted_probe, &local);
     if (ok && dense && (ok = rf_cuda_timer_start(ctx, &local))) {
@@ -1525,8 +1570,8 @@ static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
         rf_cuda_set_codegen(ctx, g->codegen);
         ok = ok && gpu_run_plain(be, p, sortk, outs[0], rows, NULL, &ss, &local);
         gpu_var_free(be, rows);
-        stats->rows_in[0] = rs.rows_in[0];
-        stats->rows_in[1] = rs.rows_in[1];
+        stats->rows_in[0] = rs.rows_in[other_side ? 1 : 0];   /* the group's inputs in its order */
+        stats->rows_in[1] = rs.rows_in[other_side ? 0 : 1];
         stats->seconds += rs.seconds + ss.seconds;
         stats->bytes_moved = rs.bytes_moved + ss.bytes_moved;
         /* RF_TEST_GPU_SET_ROWS=N (a test hook): a set gather whose JOIN
@@ -1551,7 +1596,7 @@ static rf_run_result gpu_run_set(rf_backend *be, const rf_hprogram *p, const rf_
          * whatever size its frame fits; this gather stays a set from then
          * on. (Where no frame fits, the members run, and the runtime's
          * out-of-memory path takes over.) */
-        if (!ok && local.code == RF_EXIT_OUT_OF_MEMORY && g->dense_mode != 0) {
+        if (!ok && local.code == RF_EXIT_OUT_OF_MEMORY && g->dense_mode != 0 && !other_side) {
             rf_status dense_st;
             rf_status_init(&dense_st);
             const diff_frame *hint = find_frame(g, sortk->out);
@@ -2501,11 +2546,11 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
     gpu_impl *g = impl_of(be);
     fprintf(f, "  gpu: dense sets (%s): %zu differences (%zu of two sets), %zu unions, %zu joins into a set, "
                "%zu expansions, %zu unions fell back; %zu set gathers written and sorted instead (%zu probing with "
-               "their first input unsorted), %zu as semi-joins, %zu into a set after their rows ran out of memory, "
+               "their first input unsorted, %zu with the other input's rows), %zu as semi-joins, %zu into a set after their rows ran out of memory, "
                "%zu relations held as runs given a set, %zu gathered to rank 0 as bitmaps\n",
             g->dense_mode == 0 ? "off" : g->dense_mode == 2 ? "always" : "auto", g->dense_diffs, g->dense_set_diffs,
             g->dense_unions, g->dense_joins, g->dense_expands, g->dense_fallbacks, g->set_gathers_sorted,
-            g->set_gathers_probed, g->semijoins_run, g->dense_after_oom, g->sets_of_runs, g->sets_gathered_as_bitmaps);
+            g->set_gathers_probed, g->set_gathers_other_side, g->semijoins_run, g->dense_after_oom, g->sets_of_runs, g->sets_gathered_as_bitmaps);
     if (g->mj_planned + g->mj_alt)
         fprintf(f, "  gpu: multiway joins with a second variable order: %zu ran in the planned order, %zu in the second\n",
                 g->mj_planned, g->mj_alt);

@@ -119,6 +119,7 @@ step golden_gpu_ooc env RF_TEST_OOC_PARTS=3 RF_CUDA_PINNED_MIN=1 python3 "$ROOT/
 step differential_gpu_ooc env RF_TEST_OOC_PARTS=3 RF_CUDA_PINNED_MIN=1 python3 "$ROOT/tests/differential/run.py" --redfox "$RF" \
   --count "$COUNT" --seed 31 --backend gpu --compare-backend cpu --jobs 16 --extra-arg=--device-memory=1G
 step wide_sort_parts bash "$ROOT/tests/gpu/wide_sort.sh" "$RF"
+step probe_other_side bash "$ROOT/tests/gpu/probe_other_side.sh" "$RF"
 step differential_gpu_ooc_biz env RF_TEST_OOC_PARTS=4 python3 "$ROOT/tests/differential/run.py" --redfox "$RF" \
   --lang biz --count "$COUNT" --seed 32 --backend gpu --compare-backend cpu --jobs 16 --extra-arg=--device-memory=1
 
