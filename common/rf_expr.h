@@ -122,6 +122,31 @@ bool rf_scalar_string(rf_exop op, rf_word a, rf_word b, rf_word c, rf_word *out,
 bool rf_exop_is_string_op(rf_exop op);   /* the ops rf_scalar_string takes */
 /* SQL LIKE of s against pattern p ('%' any run, '_' one byte). */
 bool rf_like_match(const char *s, size_t n, const char *p, size_t m);
+/* The same with the pattern taken apart once, for many strings (the
+ * evaluators' constant patterns): rf_like_compile then rf_like_run on
+ * each. A pattern of '%' and up to RF_LIKE_MAX_WORDS words between them
+ * searches each word in turn; any other (with '_', or none '%') runs
+ * rf_like_general. lp keeps p, which must outlive it. */
+#define RF_LIKE_MAX_WORDS 8
+typedef struct rf_like_pattern {
+    const char *p;
+    size_t m;
+    bool percent_only;                 /* '%' and words only: the word search */
+    size_t head, tail;                 /* bytes the string must start / end with */
+    int nwords;                        /* the words between, in order */
+    size_t word_at[RF_LIKE_MAX_WORDS], word_len[RF_LIKE_MAX_WORDS];
+} rf_like_pattern;
+bool rf_like_compile(rf_like_pattern *lp, const char *p, size_t m);
+bool rf_like_run(const rf_like_pattern *lp, const char *s, size_t n);
+bool rf_like_general(const char *s, size_t n, const char *p, size_t m);
+/* contains(s, w) as a pattern for rf_like_run ('%w%'); lp keeps w. */
+void rf_contains_compile(rf_like_pattern *lp, const char *w, size_t m);
+/* out[i] := rf_like_run(lp, text[i], len[i]) for i < n, where texts that
+ * lie back to back in memory (each followed by one byte, its NUL, and the
+ * next) are searched as one run of bytes. */
+void rf_like_run_many(const rf_like_pattern *lp, const char *const *text, const size_t *len, size_t n, bool *out);
+/* contains(s, w): w occurs in s (an empty w always). */
+bool rf_contains_bytes(const char *s, size_t n, const char *w, size_t wn);
 /* The bytes substr(s, start, len) takes, without interning them (the
  * evaluators compare them with a constant directly); fails as substr
  * does on a negative length. */

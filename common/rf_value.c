@@ -600,6 +600,18 @@ void rf_str_prefetch_text(rf_word id)
 const char *rf_str_get(rf_word id) { return id < g_nstrs ? g_strs[id].text : "<bad string id>"; }
 size_t rf_str_len(rf_word id) { return id < g_nstrs ? g_strs[id].len : 0; }
 size_t rf_str_count(void) { return g_nstrs; }
+
+bool rf_str_texts(rf_word first, size_t n, const char **text, size_t *len)
+{
+    if (first > g_nstrs || n > g_nstrs - first)
+        return false;
+    const strentry *e = g_strs + first;
+    for (size_t i = 0; i < n; i++) {
+        text[i] = e[i].text;
+        len[i] = e[i].len;
+    }
+    return true;
+}
 uint64_t rf_str_fingerprint(void) { return g_print ^ g_nstrs; }
 
 void rf_str_reset(void)

@@ -156,6 +156,10 @@ bool rf_str_missed(void);
 const char *rf_str_get(rf_word id);      /* NUL-terminated */
 size_t rf_str_len(rf_word id);
 size_t rf_str_count(void);
+/* text[i], len[i] := the text and length of id first + i, for i < n, in
+ * one pass over the dictionary's entries (a range of ids tabulated); false,
+ * nothing set, where an id is not in the dictionary. */
+bool rf_str_texts(rf_word first, size_t n, const char **text, size_t *len);
 /* A number that names the dictionary's contents, its strings in id order
  * (two processes that interned the same strings in the same order agree:
  * the distribution layer checks that every rank's ids mean the same). */

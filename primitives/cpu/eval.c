@@ -224,6 +224,43 @@ static const rf_word *eval_binary(rf_eval *ev, int k, const uint16_t *sel, int n
         break;
     }
 #undef LOOP
+    /* like and contains with a constant pattern: taken apart once. */
+    if ((op == RF_EX_LIKE || op == RF_EX_CONTAINS) && ev->c->ins[right].op == RF_EX_CONST) {
+        rf_word pat = ev->c->ins[right].value;
+        const char *p = rf_str_get(pat);
+        size_t m = rf_str_len(pat);
+        rf_like_pattern lp;
+        if (op == RF_EX_LIKE)
+            rf_like_compile(&lp, p, m);
+        else
+            rf_contains_compile(&lp, p, m);
+        int consecutive = 0;   /* ids one after the other: a range tabulated (texts back to back) */
+        for (int i = 1; i < nsel; i++)
+            consecutive += a[sel[i]] == a[sel[i - 1]] + 1;
+        if (nsel >= 64 && consecutive >= nsel / 2) {
+            const char *text[RF_BATCH];
+            size_t len[RF_BATCH];
+            bool hold[RF_BATCH];
+            int run = 1;   /* the whole batch one range of ids? */
+            while (run < nsel && a[sel[run]] == a[sel[0]] + (rf_word)run)
+                run++;
+            if (run < nsel || !rf_str_texts(a[sel[0]], (size_t)nsel, text, len))
+                for (int i = 0; i < nsel; i++) {
+                    text[i] = rf_str_get(a[sel[i]]);
+                    len[i] = rf_str_len(a[sel[i]]);
+                }
+            rf_like_run_many(&lp, text, len, (size_t)nsel, hold);
+            for (int i = 0; i < nsel; i++)
+                out[sel[i]] = hold[i];
+            return out;
+        }
+        for (int i = 0; i < nsel; i++) {
+            int r = sel[i];
+            prefetch_strings(a, sel, nsel, i);
+            out[r] = rf_like_run(&lp, rf_str_get(a[r]), rf_str_len(a[r]));
+        }
+        return out;
+    }
     /* Everything else through the shared scalar semantics. */
     if (rf_exop_is_string_op(op)) {
         for (int i = 0; i < nsel; i++) {

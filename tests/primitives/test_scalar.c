@@ -635,6 +635,133 @@ static void test_like_long(void)
     CU_ASSERT_EQUAL(wrong, 0);
 }
 
+static bool naive_contains(const char *s, size_t n, const char *w, size_t m)
+{
+    for (size_t i = 0; i + m <= n; i++)
+        if (memcmp(s + i, w, m) == 0)
+            return true;
+    return false;
+}
+
+static uint64_t next_rand(uint64_t *x)
+{
+    *x = *x * 6364136223846793005ull + 1442695040888963407ull;
+    return *x >> 33;
+}
+
+/* A random pattern of up to three words over abc, '%'s between them and
+ * maybe at either end; '_' in some. */
+static size_t random_pattern(uint64_t *x, const char *abc, bool underscores, char *p)
+{
+    size_t m = 0;
+    int words = (int)(next_rand(x) % 4);
+    if (next_rand(x) & 1)
+        p[m++] = '%';
+    for (int k = 0; k < words; k++) {
+        size_t len = 1 + next_rand(x) % 4;
+        for (size_t i = 0; i < len; i++)
+            p[m++] = underscores && i == 1 ? '_' : abc[next_rand(x) % strlen(abc)];
+        if (k + 1 < words || (next_rand(x) & 1))
+            p[m++] = '%';
+    }
+    return m;
+}
+
+/* Texts back to back (rf_like_run_many searches a run of them as one):
+ * short strings of few letters, so that a pattern's first word often
+ * straddles two of them, some runs broken by a gap byte; against the DP
+ * oracle string by string. Then the same through the vectorised
+ * evaluator over consecutive interned ids (the GPU's tabulated id
+ * ranges), like() and contains(). */
+static void test_like_runs(void)
+{
+    uint64_t x = 4242;
+    int wrong = 0;
+    enum { N = 300 };
+    static char buf[N * 24];
+    const char *text[N];
+    size_t len[N];
+    bool out[N];
+    for (int round = 0; round < 3000; round++) {
+        const char *abc = round % 2 ? "ab" : "abc";
+        size_t at = 0;
+        for (int i = 0; i < N; i++) {
+            if (next_rand(&x) % 50 == 0)
+                buf[at++] = 'a';   /* a gap: the run breaks here */
+            len[i] = next_rand(&x) % 12;
+            text[i] = buf + at;
+            for (size_t k = 0; k < len[i]; k++)
+                buf[at++] = abc[next_rand(&x) % strlen(abc)];
+            buf[at++] = '\0';
+        }
+        char p[24];
+        size_t m = random_pattern(&x, abc, round % 5 == 0, p);
+        rf_like_pattern lp;
+        if (round % 4 == 3) {
+            m = 1 + next_rand(&x) % 4;   /* contains: one word */
+            for (size_t k = 0; k < m; k++)
+                p[k] = abc[next_rand(&x) % strlen(abc)];
+            rf_contains_compile(&lp, p, m);
+        } else {
+            rf_like_compile(&lp, p, m);
+        }
+        rf_like_run_many(&lp, text, len, N, out);
+        for (int i = 0; i < N; i++) {
+            bool want = round % 4 == 3 ? naive_contains(text[i], len[i], p, m)
+                                       : like_table(text[i], len[i], p, m);
+            if (out[i] != want && wrong++ < 5)
+                fprintf(stderr, "\nrun of texts: '%.*s' against '%.*s' wrong\n", (int)len[i], text[i], (int)m, p);
+        }
+    }
+    CU_ASSERT_EQUAL(wrong, 0);
+
+    /* Through rf_code_eval_batch over consecutive ids. */
+    rf_str_reset();
+    enum { IDS = 2500 };
+    rf_word first = 0;
+    for (int i = 0; i < IDS; i++) {
+        char s[16];
+        size_t n = 0;
+        while (n < 6)
+            s[n++] = "abc"[next_rand(&x) % 3];
+        n += (size_t)snprintf(s + n, sizeof s - n, "%d", i);   /* distinct: consecutive ids */
+        rf_word id = rf_str_intern(s, n);
+        if (i == 0)
+            first = id;
+        CU_ASSERT_EQUAL(id, first + (rf_word)i);
+    }
+    rf_word *ids = calloc(IDS, sizeof *ids), *dst = calloc(IDS, sizeof *dst);
+    rf_word *cols[1] = {ids};
+    for (int i = 0; i < IDS; i++)
+        ids[i] = first + (rf_word)i;
+    for (int round = 0; round < 200; round++) {
+        char p[24];
+        size_t m = random_pattern(&x, "abc", false, p);
+        bool contains = round % 3 == 2;
+        rf_expr *e = rf_expr_binary(contains ? RF_EX_CONTAINS : RF_EX_LIKE, RF_TYPE_BOOL,
+                                    rf_expr_leaf(RF_EX_COL, RF_TYPE_STRING, 0),
+                                    rf_expr_const(RF_TYPE_STRING, rf_str_intern(p, m)));
+        rf_code c;
+        rf_code_from_expr(&c, e);
+        rf_status st;
+        rf_status_init(&st);
+        CU_ASSERT_TRUE(rf_code_eval_batch(&c, cols, 0, IDS, dst, &st));
+        for (int i = 0; i < IDS; i++) {
+            const char *s = rf_str_get(ids[i]);
+            size_t n = rf_str_len(ids[i]);
+            bool want = contains ? naive_contains(s, n, p, m) : like_table(s, n, p, m);
+            if ((dst[i] != 0) != want && wrong++ < 5)
+                fprintf(stderr, "\n%s('%s', '%.*s') over an id range wrong\n", contains ? "contains" : "like", s,
+                        (int)m, p);
+        }
+        rf_code_free(&c);
+        rf_expr_free(e);
+    }
+    free(ids);
+    free(dst);
+    CU_ASSERT_EQUAL(wrong, 0);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -649,6 +776,7 @@ int main(void)
     CU_add_test(s, "string functions", test_string_functions);
     CU_add_test(s, "like against its definition (random)", test_like_random);
     CU_add_test(s, "like and contains over long strings (random)", test_like_long);
+    CU_add_test(s, "like and contains over texts back to back (random)", test_like_runs);
     CU_add_test(s, "if evaluates the branch taken only", test_if);
     CU_add_test(s, "arity-3 code", test_code_check);
     CU_basic_set_mode(CU_BRM_VERBOSE);
