@@ -1,6 +1,7 @@
 /* Output: typed sort order and TSV writing. Typed order is obtained by
  * mapping each column to an order-preserving unsigned key (sign bit flip
- * for ints, dates and decimals, the IEEE trick for doubles, the rank of the text for strings),
+ * for ints, dates and decimals, the IEEE trick for doubles, the rank of the text among
+ * the strings the rows hold for strings),
  * radix-sorting those with the primitive sort, and mapping back: O(n), no
  * comparison callbacks over 47M rows. */
 #include "runtime.h"
@@ -16,20 +17,67 @@ static int cmp_str_ids(const void *a, const void *b)
     return rf_value_compare(RF_TYPE_STRING, *(const rf_word *)a, *(const rf_word *)b);
 }
 
+void rf_str_ranks_make(rf_str_ranks *r, const rf_word *const *cols, int ncols, size_t nrows)
+{
+    rf_table d;
+    rf_table_init(&d, 1);
+    rf_table_resize(&d, rf_mul_size((size_t)ncols, nrows));
+    for (int c = 0; c < ncols; c++)
+        memcpy(d.cols[0] + (size_t)c * nrows, cols[c], nrows * sizeof(rf_word));
+    rf_prim_sort_unique(&d);   /* the distinct ids, by id */
+    size_t n = d.nrows;
+    r->n = n;
+    r->ids = rf_malloc(rf_mul_size(n + 1, sizeof(rf_word)));
+    r->by_text = rf_malloc(rf_mul_size(n + 1, sizeof(rf_word)));
+    r->rank_of = rf_malloc(rf_mul_size(n + 1, sizeof(rf_word)));
+    memcpy(r->ids, d.cols[0], n * sizeof(rf_word));
+    memcpy(r->by_text, d.cols[0], n * sizeof(rf_word));
+    rf_table_free(&d);
+    qsort(r->by_text, n, sizeof(rf_word), cmp_str_ids);
+    for (size_t k = 0; k < n; k++) {
+        size_t lo = 0, hi = n;   /* the place of by_text[k] among the ids */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (r->ids[mid] < r->by_text[k])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        r->rank_of[lo] = k;
+    }
+}
+
+rf_word rf_str_ranks_of(const rf_str_ranks *r, rf_word id)
+{
+    size_t lo = 0, hi = r->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return r->rank_of[lo];
+}
+
+void rf_str_ranks_free(rf_str_ranks *r)
+{
+    free(r->ids);
+    free(r->rank_of);
+    free(r->by_text);
+}
+
 void rf_sort_typed(rf_table *t, const rf_type *types)
 {
-    rf_word *order = NULL, *rank = NULL; /* string id <-> rank */
+    const rf_word **strcols = rf_malloc(((size_t)t->arity + 1) * sizeof *strcols);
+    int nstr = 0;
     for (int c = 0; c < t->arity; c++)
-        if (types[c] == RF_TYPE_STRING && !order) {
-            size_t n = rf_str_count();
-            order = rf_malloc(rf_mul_size(n + 1, sizeof *order));
-            rank = rf_malloc(rf_mul_size(n + 1, sizeof *rank));
-            for (size_t i = 0; i < n; i++)
-                order[i] = i;
-            qsort(order, n, sizeof *order, cmp_str_ids);
-            for (size_t i = 0; i < n; i++)
-                rank[order[i]] = i;
-        }
+        if (types[c] == RF_TYPE_STRING)
+            strcols[nstr++] = t->cols[c];
+    rf_str_ranks sr = {0};
+    if (nstr > 0)
+        rf_str_ranks_make(&sr, strcols, nstr, t->nrows);
+    free(strcols);
     for (int c = 0; c < t->arity; c++) {
         rf_word *col = t->cols[c];
         if (rf_type_is_signed_word(types[c])) {
@@ -44,7 +92,7 @@ void rf_sort_typed(rf_table *t, const rf_type *types)
             break;
         case RF_TYPE_STRING:
             for (size_t i = 0; i < t->nrows; i++)
-                col[i] = rank[col[i]];
+                col[i] = rf_str_ranks_of(&sr, col[i]);
             break;
         default:
             break;
@@ -65,14 +113,14 @@ void rf_sort_typed(rf_table *t, const rf_type *types)
             break;
         case RF_TYPE_STRING:
             for (size_t i = 0; i < t->nrows; i++)
-                col[i] = order[col[i]];
+                col[i] = sr.by_text[col[i]];
             break;
         default:
             break;
         }
     }
-    free(order);
-    free(rank);
+    if (nstr > 0)
+        rf_str_ranks_free(&sr);
 }
 
 /* A big output buffer: values are formatted straight into it. With a file

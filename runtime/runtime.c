@@ -1629,6 +1629,9 @@ typedef struct row_order {
     int ncols;
     int *cols;
     bool *desc;
+    rf_word **rank;   /* [column]: a string column's rows as the ranks of their texts (else NULL):
+                         rows compare two words, not two texts looked up in the dictionary
+                         (q16 at SF 10: 27,840 rows of two string columns, 10-15 ms) */
 } row_order;
 
 static int row_order_cmp(const row_order *o, size_t a, size_t b)
@@ -1638,7 +1641,11 @@ static int row_order_cmp(const row_order *o, size_t a, size_t b)
         rf_word x = o->t->cols[c][a], y = o->t->cols[c][b];
         if (x == y)   /* words are canonical: equal words, equal values */
             continue;
-        int r = rf_value_compare(o->types[c], x, y);
+        int r;
+        if (o->rank[c])
+            r = o->rank[c][a] < o->rank[c][b] ? -1 : 1;
+        else
+            r = rf_value_compare(o->types[c], x, y);
         if (r)
             return o->desc[k] ? -r : r;
     }
@@ -1665,6 +1672,46 @@ static size_t *sort_indices(const row_order *o, size_t *idx, size_t *tmp, size_t
         tmp = s;
     }
     return idx;
+}
+
+/* idx[0..m) := t's distinct rows in o's order; returns m. One radix sort
+ * (the primitive sort) of the columns as words whose unsigned order is o's:
+ * signs flipped, doubles by the IEEE trick, strings as ranks, descending
+ * columns complemented; the row's place last. A merge sort comparing typed
+ * values took 8 ms for q16's 27,840 rows on the device's host. */
+static size_t whole_order(const row_order *o, size_t n, size_t *idx)
+{
+    const rf_word sign = (rf_word)1 << 63;
+    rf_table k;
+    rf_table_init(&k, o->ncols + 1);
+    rf_table_resize(&k, n);
+    for (int j = 0; j < o->ncols; j++) {
+        int c = o->cols[j];
+        const rf_word *col = o->rank[c] ? o->rank[c] : o->t->cols[c];
+        rf_word *key = k.cols[j], flip = o->desc[j] ? ~(rf_word)0 : 0;
+        rf_type ty = o->types[c];
+        for (size_t i = 0; i < n; i++) {
+            rf_word w = col[i];
+            if (rf_type_is_signed_word(ty))
+                w ^= sign;
+            else if (ty == RF_TYPE_FLOAT64)
+                w = (w & sign) ? ~w : (w | sign);
+            key[i] = w ^ flip;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        k.cols[o->ncols][i] = i;
+    rf_prim_sort_unique(&k);
+    size_t m = 0;
+    for (size_t i = 0; i < k.nrows; i++) {   /* equal rows differ in their place alone: keep the first */
+        bool same = m > 0;
+        for (int j = 0; j < o->ncols && same; j++)
+            same = k.cols[j][i] == k.cols[j][i - 1];
+        if (!same)
+            idx[m++] = k.cols[o->ncols][i];
+    }
+    rf_table_free(&k);
+    return m;
 }
 
 /* The `limit` first rows of t in o's order, into idx[0..limit) (a max-heap
@@ -1711,7 +1758,17 @@ static void order_rows(rf_table *t, const rf_hvar *hv)
     size_t n = t->nrows;
     int ar = t->arity;
     row_order o = { t, hv->types, 0, rf_malloc(((size_t)ar + 1) * sizeof(int)),
-                    rf_calloc((size_t)ar + 1, sizeof(bool)) };
+                    rf_calloc((size_t)ar + 1, sizeof(bool)), rf_calloc((size_t)ar + 1, sizeof(rf_word *)) };
+    for (int c = 0; c < ar; c++)
+        if (hv->types[c] == RF_TYPE_STRING && n > 1) {
+            rf_str_ranks sr;
+            const rf_word *one[1] = {t->cols[c]};
+            rf_str_ranks_make(&sr, one, 1, n);
+            o.rank[c] = rf_malloc(rf_mul_size(n, sizeof(rf_word)));
+            for (size_t i = 0; i < n; i++)
+                o.rank[c][i] = rf_str_ranks_of(&sr, t->cols[c][i]);
+            rf_str_ranks_free(&sr);
+        }
     bool *named = rf_calloc((size_t)ar + 1, sizeof *named);
     for (int k = 0; k < hv->norder; k++) {
         o.cols[o.ncols] = hv->order_cols[k];
@@ -1736,18 +1793,8 @@ static void order_rows(rf_table *t, const rf_hvar *hv)
         if (m < sorted)
             sorted = n, m = 0;   /* duplicates: the whole order below */
     }
-    if (sorted == n) {
-        for (size_t i = 0; i < n; i++)
-            idx[i] = i;
-        size_t *res = sort_indices(&o, idx, tmp, n);
-        if (res != idx) {
-            tmp = idx;
-            idx = res;
-        }
-        for (size_t i = 0; i < n; i++)   /* distinct rows, in order */
-            if (m == 0 || row_order_cmp(&o, idx[m - 1], idx[i]) != 0)
-                idx[m++] = idx[i];
-    }
+    if (sorted == n)
+        m = whole_order(&o, n, idx);
     rf_word *col = rf_malloc(rf_mul_size(m + 1, sizeof *col));
     for (int c = 0; c < ar && m > 0; c++) {   /* (an empty table may have no storage) */
         for (size_t i = 0; i < m; i++)
@@ -1759,6 +1806,9 @@ static void order_rows(rf_table *t, const rf_hvar *hv)
     free(idx);
     free(tmp);
     free(named);
+    for (int c = 0; c < ar; c++)
+        free(o.rank[c]);
+    free(o.rank);
     free(o.cols);
     free(o.desc);
 }

@@ -239,6 +239,17 @@ void rf_set_parse_pieces(size_t par_min, size_t piece_min);
 /* Sorts rows in typed value order (rf_value_compare column by column) and
  * drops duplicates. */
 void rf_sort_typed(rf_table *t, const rf_type *types);
+/* The distinct strings of some columns in text order: by_text[r] the id of
+ * rank r, ids[] the same ids by id (rf_str_ranks_of searches them). Only
+ * the ids the rows hold are ordered, never the whole dictionary (90M
+ * strings at TPC-H SF 10). */
+typedef struct rf_str_ranks {
+    size_t n;
+    rf_word *ids, *rank_of, *by_text;   /* [n]: distinct ids by id; rank of ids[i]; ids by text */
+} rf_str_ranks;
+void rf_str_ranks_make(rf_str_ranks *r, const rf_word *const *cols, int ncols, size_t nrows);
+rf_word rf_str_ranks_of(const rf_str_ranks *r, rf_word id);   /* id must be one of the columns' */
+void rf_str_ranks_free(rf_str_ranks *r);
 /* Writes rows as TSV, values as rf_value_format writes them (design.md
  * "Output format"). */
 bool rf_write_tsv(FILE *f, const rf_table *t, const rf_type *types);
