@@ -198,27 +198,11 @@ __device__ __forceinline__ int64_t oc_slot(const unsigned long long *keys, uint6
     return keys[s] == key ? (int64_t)s : -1;
 }
 
-// Rows of the sorted column col[0..n) equal to key (two binary searches).
+// Rows of the sorted column col[0..n) equal to key.
 __device__ __forceinline__ unsigned long long oc_sorted_count(const uint64_t *col, uint64_t n, uint64_t key)
 {
-    uint64_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (col[mid] < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    uint64_t first = lo;
-    hi = n;
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (col[mid] <= key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo - first;
+    uint64_t first = rf_launch::lower_bound(col, 0, n, key);
+    return rf_launch::upper_bound(col, first, n, key) - first;
 }
 
 __global__ void oc_gather(rf_oc_query q, uint64_t m, unsigned long long *keys_p, unsigned long long *keys_q,

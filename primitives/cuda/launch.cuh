@@ -1,7 +1,8 @@
 // Launch shapes shared by the library's .cu files (kernels.cu, dense_set.cu,
 // multijoin.cu, joinsize.cu): the block size, a grid for n items capped so
 // that grid-stride loops take the rest, and that loop; loading kernels' code
-// ahead of their first launch. CUDA C++ only.
+// ahead of their first launch; binary searches of a sorted column. CUDA C++
+// only.
 #ifndef RF_CUDA_LAUNCH_CUH
 #define RF_CUDA_LAUNCH_CUH
 
@@ -36,6 +37,33 @@ inline void load_code(const void *const *fns, size_t n)
         (void)cudaFuncGetAttributes(&a, fns[i]);
     }
     (void)cudaGetLastError();
+}
+
+// The first row of the sorted column col[lo, hi) not less than v, and the
+// first greater than v (multijoin.cu's ranges, joinsize.cu's order
+// estimate: the same rows counted by both backends).
+__device__ __forceinline__ uint64_t lower_bound(const uint64_t *col, uint64_t lo, uint64_t hi, uint64_t v)
+{
+    while (lo < hi) {
+        uint64_t m = lo + (hi - lo) / 2;
+        if (col[m] < v)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
+}
+
+__device__ __forceinline__ uint64_t upper_bound(const uint64_t *col, uint64_t lo, uint64_t hi, uint64_t v)
+{
+    while (lo < hi) {
+        uint64_t m = lo + (hi - lo) / 2;
+        if (col[m] <= v)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
 }
 
 }  // namespace rf_launch

@@ -34,29 +34,8 @@ __host__ int specialised(int npart)
     return (general && *general == '1') || npart > 3 ? 0 : npart;
 }
 
-__device__ __forceinline__ uint64_t lower(const uint64_t *col, uint64_t lo, uint64_t hi, uint64_t v)
-{
-    while (lo < hi) {
-        uint64_t m = lo + (hi - lo) / 2;
-        if (col[m] < v)
-            lo = m + 1;
-        else
-            hi = m;
-    }
-    return lo;
-}
-
-__device__ __forceinline__ uint64_t upper(const uint64_t *col, uint64_t lo, uint64_t hi, uint64_t v)
-{
-    while (lo < hi) {
-        uint64_t m = lo + (hi - lo) / 2;
-        if (col[m] <= v)
-            lo = m + 1;
-        else
-            hi = m;
-    }
-    return lo;
-}
+using rf_launch::lower_bound;
+using rf_launch::upper_bound;
 
 // The range of input x's rows that agree with binding `row` on the columns
 // before the level's one, and its bitmap's slot (RF_MJ_NO_HUB: none).
@@ -79,8 +58,8 @@ __device__ __forceinline__ void range_of(const rf_mj_level &lv, int x, const rf_
             }
             continue;
         }
-        lo = lower(lv.cols[x][j], lo, hi, v);
-        hi = upper(lv.cols[x][j], lo, hi, v);
+        lo = lower_bound(lv.cols[x][j], lo, hi, v);
+        hi = upper_bound(lv.cols[x][j], lo, hi, v);
     }
     *lo_out = lo;
     *hi_out = hi;
@@ -132,7 +111,7 @@ __device__ __forceinline__ bool member(const rf_mj_level &lv, int drv, const uin
             continue;
         }
         const uint64_t *col = lv.cols[x][lv.col[x]];
-        uint64_t p = lower(col, lo[x], hi[x], v);
+        uint64_t p = lower_bound(col, lo[x], hi[x], v);
         if (p >= hi[x] || col[p] != v)
             return false;
     }
