@@ -17,7 +17,7 @@ static int cmp_str_ids(const void *a, const void *b)
     return rf_value_compare(RF_TYPE_STRING, *(const rf_word *)a, *(const rf_word *)b);
 }
 
-void rf_str_ranks_make(rf_str_ranks *r, const rf_word *const *cols, int ncols, size_t nrows)
+bool rf_str_ranks_make(rf_str_ranks *r, const rf_word *const *cols, int ncols, size_t nrows, size_t max_distinct)
 {
     rf_table d;
     rf_table_init(&d, 1);
@@ -26,6 +26,10 @@ void rf_str_ranks_make(rf_str_ranks *r, const rf_word *const *cols, int ncols, s
         memcpy(d.cols[0] + (size_t)c * nrows, cols[c], nrows * sizeof(rf_word));
     rf_prim_sort_unique(&d);   /* the distinct ids, by id */
     size_t n = d.nrows;
+    if (n > max_distinct) {
+        rf_table_free(&d);
+        return false;
+    }
     r->n = n;
     r->ids = rf_malloc(rf_mul_size(n + 1, sizeof(rf_word)));
     r->by_text = rf_malloc(rf_mul_size(n + 1, sizeof(rf_word)));
@@ -45,6 +49,7 @@ void rf_str_ranks_make(rf_str_ranks *r, const rf_word *const *cols, int ncols, s
         }
         r->rank_of[lo] = k;
     }
+    return true;
 }
 
 rf_word rf_str_ranks_of(const rf_str_ranks *r, rf_word id)
@@ -76,7 +81,7 @@ void rf_sort_typed(rf_table *t, const rf_type *types)
             strcols[nstr++] = t->cols[c];
     rf_str_ranks sr = {0};
     if (nstr > 0)
-        rf_str_ranks_make(&sr, strcols, nstr, t->nrows);
+        (void)rf_str_ranks_make(&sr, strcols, nstr, t->nrows, SIZE_MAX);
     free(strcols);
     for (int c = 0; c < t->arity; c++) {
         rf_word *col = t->cols[c];

@@ -1629,9 +1629,8 @@ typedef struct row_order {
     int ncols;
     int *cols;
     bool *desc;
-    rf_word **rank;   /* [column]: a string column's rows as the ranks of their texts (else NULL):
-                         rows compare two words, not two texts looked up in the dictionary
-                         (q16 at SF 10: 27,840 rows of two string columns, 10-15 ms) */
+    rf_word **rank;   /* [column]: a string column's rows as the ranks of their texts (else NULL;
+                         rank_strings) */
 } row_order;
 
 static int row_order_cmp(const row_order *o, size_t a, size_t b)
@@ -1674,11 +1673,43 @@ static size_t *sort_indices(const row_order *o, size_t *idx, size_t *tmp, size_t
     return idx;
 }
 
+/* o->rank[c] for every string column c, where each holds few distinct
+ * strings (at most a quarter of the rows: q16's brands and types): ranking
+ * d strings costs d log d text compares, which then saves the n log n of
+ * the row sort. False, none made, where a column holds more: ranking
+ * them could cost more than the compares the row sort would make, most of
+ * which an earlier column decides. */
+static bool rank_strings(row_order *o, size_t n)
+{
+    for (int c = 0; c < o->t->arity; c++) {
+        if (o->types[c] != RF_TYPE_STRING || n < 2)
+            continue;
+        rf_str_ranks sr;
+        const rf_word *one[1] = {o->t->cols[c]};
+        bool few = rf_str_ranks_make(&sr, one, 1, n, n / 4);
+        if (few) {
+            o->rank[c] = rf_malloc(rf_mul_size(n, sizeof(rf_word)));
+            for (size_t i = 0; i < n; i++)
+                o->rank[c][i] = rf_str_ranks_of(&sr, o->t->cols[c][i]);
+            rf_str_ranks_free(&sr);
+        }
+        if (!few) {
+            for (int k = 0; k < c; k++) {
+                free(o->rank[k]);
+                o->rank[k] = NULL;
+            }
+            return false;
+        }
+    }
+    return true;
+}
+
 /* idx[0..m) := t's distinct rows in o's order; returns m. One radix sort
  * (the primitive sort) of the columns as words whose unsigned order is o's:
  * signs flipped, doubles by the IEEE trick, strings as ranks, descending
  * columns complemented; the row's place last. A merge sort comparing typed
- * values took 8 ms for q16's 27,840 rows on the device's host. */
+ * values took 8 ms for q16's 27,840 rows on the device's host. Needs
+ * o->rank for every string column (rank_strings). */
 static size_t whole_order(const row_order *o, size_t n, size_t *idx)
 {
     const rf_word sign = (rf_word)1 << 63;
@@ -1759,16 +1790,6 @@ static void order_rows(rf_table *t, const rf_hvar *hv)
     int ar = t->arity;
     row_order o = { t, hv->types, 0, rf_malloc(((size_t)ar + 1) * sizeof(int)),
                     rf_calloc((size_t)ar + 1, sizeof(bool)), rf_calloc((size_t)ar + 1, sizeof(rf_word *)) };
-    for (int c = 0; c < ar; c++)
-        if (hv->types[c] == RF_TYPE_STRING && n > 1) {
-            rf_str_ranks sr;
-            const rf_word *one[1] = {t->cols[c]};
-            rf_str_ranks_make(&sr, one, 1, n);
-            o.rank[c] = rf_malloc(rf_mul_size(n, sizeof(rf_word)));
-            for (size_t i = 0; i < n; i++)
-                o.rank[c][i] = rf_str_ranks_of(&sr, t->cols[c][i]);
-            rf_str_ranks_free(&sr);
-        }
     bool *named = rf_calloc((size_t)ar + 1, sizeof *named);
     for (int k = 0; k < hv->norder; k++) {
         o.cols[o.ncols] = hv->order_cols[k];
@@ -1793,8 +1814,20 @@ static void order_rows(rf_table *t, const rf_hvar *hv)
         if (m < sorted)
             sorted = n, m = 0;   /* duplicates: the whole order below */
     }
-    if (sorted == n)
+    if (sorted == n && rank_strings(&o, n))
         m = whole_order(&o, n, idx);
+    else if (sorted == n) {   /* many distinct strings: compared as texts where rows tie before them */
+        for (size_t i = 0; i < n; i++)
+            idx[i] = i;
+        size_t *res = sort_indices(&o, idx, tmp, n);
+        if (res != idx) {
+            tmp = idx;
+            idx = res;
+        }
+        for (size_t i = 0; i < n; i++)   /* distinct rows, in order */
+            if (m == 0 || row_order_cmp(&o, idx[m - 1], idx[i]) != 0)
+                idx[m++] = idx[i];
+    }
     rf_word *col = rf_malloc(rf_mul_size(m + 1, sizeof *col));
     for (int c = 0; c < ar && m > 0; c++) {   /* (an empty table may have no storage) */
         for (size_t i = 0; i < m; i++)

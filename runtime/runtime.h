@@ -247,7 +247,9 @@ typedef struct rf_str_ranks {
     size_t n;
     rf_word *ids, *rank_of, *by_text;   /* [n]: distinct ids by id; rank of ids[i]; ids by text */
 } rf_str_ranks;
-void rf_str_ranks_make(rf_str_ranks *r, const rf_word *const *cols, int ncols, size_t nrows);
+/* False, nothing made, where the columns hold more than max_distinct
+ * distinct strings (SIZE_MAX: always made). */
+bool rf_str_ranks_make(rf_str_ranks *r, const rf_word *const *cols, int ncols, size_t nrows, size_t max_distinct);
 rf_word rf_str_ranks_of(const rf_str_ranks *r, rf_word id);   /* id must be one of the columns' */
 void rf_str_ranks_free(rf_str_ranks *r);
 /* Writes rows as TSV, values as rf_value_format writes them (design.md
