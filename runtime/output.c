@@ -22,7 +22,7 @@ bool rf_str_ranks_make(rf_str_ranks *r, const rf_word *const *cols, int ncols, s
     rf_table d;
     rf_table_init(&d, 1);
     rf_table_resize(&d, rf_mul_size((size_t)ncols, nrows));
-    for (int c = 0; c < ncols; c++)
+    for (int c = 0; c < ncols && nrows > 0; c++)   /* (an empty table may have no storage) */
         memcpy(d.cols[0] + (size_t)c * nrows, cols[c], nrows * sizeof(rf_word));
     rf_prim_sort_unique(&d);   /* the distinct ids, by id */
     size_t n = d.nrows;
@@ -34,8 +34,10 @@ bool rf_str_ranks_make(rf_str_ranks *r, const rf_word *const *cols, int ncols, s
     r->ids = rf_malloc(rf_mul_size(n + 1, sizeof(rf_word)));
     r->by_text = rf_malloc(rf_mul_size(n + 1, sizeof(rf_word)));
     r->rank_of = rf_malloc(rf_mul_size(n + 1, sizeof(rf_word)));
-    memcpy(r->ids, d.cols[0], n * sizeof(rf_word));
-    memcpy(r->by_text, d.cols[0], n * sizeof(rf_word));
+    if (n > 0) {
+        memcpy(r->ids, d.cols[0], n * sizeof(rf_word));
+        memcpy(r->by_text, d.cols[0], n * sizeof(rf_word));
+    }
     rf_table_free(&d);
     qsort(r->by_text, n, sizeof(rf_word), cmp_str_ids);
     for (size_t k = 0; k < n; k++) {
