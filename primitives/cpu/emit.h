@@ -22,6 +22,8 @@ typedef struct rf_emitter {
 
 void rf_emitter_init(rf_emitter *em, const rf_code *filter, int nproj, const rf_code *proj);
 void rf_emitter_free(rf_emitter *em);
+/* Every evaluator of em looks up the tabulated instructions (rf_eval_use_bits). */
+void rf_emitter_use_bits(rf_emitter *em, const rf_id_bits *tabs, int ntabs);
 /* The rows' positions in the inputs for the next batches (JOIN: gathered
  * per batch; see rf_eval_set_rows). */
 void rf_emitter_set_rows(rf_emitter *em, const rf_word *row0, const rf_word *row1);

@@ -37,7 +37,15 @@ struct rf_eval {
     size_t base;
     const rf_word *rows[2]; /* RF_EX_ROWID: positions by offset; NULL: base + offset */
     rf_status *st;
+    const rf_id_bits *tabs; /* rf_eval_use_bits */
+    int ntabs;
 };
+
+void rf_eval_use_bits(rf_eval *ev, const rf_id_bits *tabs, int ntabs)
+{
+    ev->tabs = tabs;
+    ev->ntabs = ntabs;
+}
 
 void rf_eval_set_rows(rf_eval *ev, const rf_word *row0, const rf_word *row1)
 {
@@ -234,6 +242,17 @@ static const rf_word *eval_binary(rf_eval *ev, int k, const uint16_t *sel, int n
             rf_like_compile(&lp, p, m);
         else
             rf_contains_compile(&lp, p, m);
+        for (int t = 0; t < ev->ntabs; t++)
+            if (ev->tabs[t].at == in) {   /* tabulated over the ids' range */
+                const rf_id_bits *tb = &ev->tabs[t];
+                for (int i = 0; i < nsel; i++) {
+                    int r = sel[i];
+                    rf_word id = a[r] - tb->lo;
+                    out[r] = id < tb->n ? (tb->bits[id / 64] >> (id % 64)) & 1
+                                        : rf_like_run(&lp, rf_str_get(a[r]), rf_str_len(a[r]));
+                }
+                return out;
+            }
         int consecutive = 0;   /* ids one after the other: a range tabulated (texts back to back) */
         for (int i = 1; i < nsel; i++)
             consecutive += a[sel[i]] == a[sel[i - 1]] + 1;

@@ -91,6 +91,17 @@ void rf_emitter_set_rows(rf_emitter *em, const rf_word *row0, const rf_word *row
             rf_eval_set_rows(em->proj[j], row0, row1);
 }
 
+void rf_emitter_use_bits(rf_emitter *em, const rf_id_bits *tabs, int ntabs)
+{
+    if (em->filter)
+        rf_eval_use_bits(em->filter, tabs, ntabs);
+    for (int i = 0; i < em->nconj; i++)
+        rf_eval_use_bits(em->conj[i], tabs, ntabs);
+    for (int j = 0; j < em->nproj; j++)
+        if (em->proj[j])
+            rf_eval_use_bits(em->proj[j], tabs, ntabs);
+}
+
 void rf_emitter_free(rf_emitter *em)
 {
     rf_eval_free(em->filter);
@@ -169,7 +180,79 @@ typedef struct map_job {
     int nproj, npieces;
     rf_table *pieces;
     rf_status *sts;
+    const rf_id_bits *tabs;
+    int ntabs;
 } map_job;
+
+/* ---- String predicates tabulated over a range of ids ---- */
+#define MAX_STRING_TABLES 4
+#define TABLE_MIN_ROWS ((size_t)1 << 16)
+#define TABLE_BLOCK 1024   /* ids a step, a multiple of 64: pieces write whole words */
+
+typedef struct table_job {
+    rf_like_pattern lp;
+    rf_word lo;
+    size_t n, per;
+    uint64_t *bits;
+} table_job;
+
+static void table_piece(void *ctx, int p)
+{
+    table_job *j = ctx;
+    size_t b = (size_t)p * j->per, e = b + j->per < j->n ? b + j->per : j->n;
+    const char *text[TABLE_BLOCK];
+    size_t len[TABLE_BLOCK];
+    bool hold[TABLE_BLOCK];
+    for (size_t at = b; at < e; at += TABLE_BLOCK) {
+        size_t cnt = e - at < TABLE_BLOCK ? e - at : TABLE_BLOCK;
+        if (!rf_str_texts(j->lo + at, cnt, text, len))
+            return;   /* (checked before: every id is in the dictionary) */
+        rf_like_run_many(&j->lp, text, len, cnt, hold);
+        for (size_t i = 0; i < cnt; i++)
+            j->bits[(at + i) / 64] |= (uint64_t)hold[i] << ((at + i) % 64);
+    }
+}
+
+/* For each like/contains of a column against a constant in filter (at
+ * most MAX_STRING_TABLES), where the column's ids span a range no wider
+ * than the rows: its value for every id of the range, a bit each, made on
+ * every core over the ids in order, so that the texts are read as they lie
+ * in the dictionary (back to back: rf_like_run_many) and each row then
+ * looks up one bit. Returns how many were made (tabs[i].bits malloc'd). */
+static int string_tables(const rf_table *in, const rf_code *filter, rf_id_bits *tabs)
+{
+    int ntabs = 0;
+    if (!filter || in->nrows < TABLE_MIN_ROWS)
+        return 0;
+    for (int k = 2; k < filter->n && ntabs < MAX_STRING_TABLES; k++) {
+        const rf_instr *op = &filter->ins[k], *pat = &filter->ins[k - 1], *col = &filter->ins[k - 2];
+        if ((op->op != RF_EX_LIKE && op->op != RF_EX_CONTAINS) || pat->op != RF_EX_CONST || col->op != RF_EX_COL ||
+            col->index < 0 || col->index >= in->arity)
+            continue;
+        const rf_word *ids = in->cols[col->index];
+        rf_word lo = ids[0], hi = ids[0];
+        for (size_t i = 1; i < in->nrows; i++) {
+            lo = ids[i] < lo ? ids[i] : lo;
+            hi = ids[i] > hi ? ids[i] : hi;
+        }
+        if (hi - lo >= in->nrows || hi >= rf_str_count())
+            continue;   /* sparse ids: matching each row's text costs less */
+        table_job j = {.lo = lo, .n = (size_t)(hi - lo) + 1};
+        const char *p = rf_str_get(pat->value);
+        size_t m = rf_str_len(pat->value);
+        if (op->op == RF_EX_LIKE)
+            rf_like_compile(&j.lp, p, m);
+        else
+            rf_contains_compile(&j.lp, p, m);
+        int pieces = rf_prims_threads() * 4;
+        j.per = (j.n + (size_t)pieces - 1) / (size_t)pieces;
+        j.per = (j.per + TABLE_BLOCK - 1) / TABLE_BLOCK * TABLE_BLOCK;
+        j.bits = rf_calloc((j.n + 63) / 64, sizeof *j.bits);
+        rf_par_for((int)((j.n + j.per - 1) / j.per), table_piece, &j);
+        tabs[ntabs++] = (rf_id_bits){op, lo, j.n, j.bits};
+    }
+    return ntabs;
+}
 
 static void map_piece(void *ctx, int p)
 {
@@ -178,6 +261,7 @@ static void map_piece(void *ctx, int p)
     size_t b = n * (size_t)p / (size_t)j->npieces, e = n * (size_t)(p + 1) / (size_t)j->npieces;
     rf_emitter em;
     rf_emitter_init(&em, j->filter, j->nproj, j->proj);
+    rf_emitter_use_bits(&em, j->tabs, j->ntabs);
     rf_table_init(&j->pieces[p], j->nproj);
     rf_table *cols_src = (rf_table *)j->in;
     for (size_t base = b; base < e; base += RF_BATCH) {
@@ -221,10 +305,16 @@ bool rf_prim_map(const rf_table *in, const rf_code *filter, int nproj, const rf_
                  rf_table *out, rf_status *st)
 {
     map_job j = {.in = in, .filter = filter, .proj = proj, .nproj = nproj};
+    rf_id_bits tabs[MAX_STRING_TABLES];
+    j.ntabs = getenv("RF_CPU_STRING_TABLES") && strcmp(getenv("RF_CPU_STRING_TABLES"), "off") == 0
+                  ? 0 : string_tables(in, filter, tabs);   /* (off: for measuring) */
+    j.tabs = tabs;
     j.npieces = rf_codes_intern(filter, nproj, proj) ? 1 : rf_pieces_for(in->nrows, 1);
     j.pieces = rf_calloc((size_t)j.npieces, sizeof *j.pieces);
     j.sts = rf_calloc((size_t)j.npieces, sizeof *j.sts);
     rf_par_for(j.npieces, map_piece, &j);
+    for (int i = 0; i < j.ntabs; i++)
+        free((void *)tabs[i].bits);
     return rf_pieces_finish(j.pieces, j.sts, j.npieces, out, st);
 }
 

@@ -66,6 +66,19 @@ const rf_word *rf_eval_run(rf_eval *ev, rf_word *const *cols, size_t base,
  * offset, like the columns); NULL (the default) for input 0 means the
  * rows are base + offset of input 0 itself, as in a MAP. */
 void rf_eval_set_rows(rf_eval *ev, const rf_word *row0, const rf_word *row1);
+/* like/contains of instruction `at` (a column against a constant pattern)
+ * already known for every id of [lo, lo + n), a bit each: a MAP whose rows
+ * hold a dense range of string ids tabulates it once over the range, in id
+ * order (map.c, string_tables), instead of matching each row's text (q13's
+ * order comments, in customer order: a cache miss a row). Ids outside are
+ * matched as usual. The evaluator keeps the pointer; tabs must outlive it. */
+typedef struct rf_id_bits {
+    const rf_instr *at;
+    rf_word lo;
+    size_t n;
+    const uint64_t *bits;
+} rf_id_bits;
+void rf_eval_use_bits(rf_eval *ev, const rf_id_bits *tabs, int ntabs);
 /* 0, 1, ..., RF_BATCH-1 */
 extern const uint16_t rf_iota16[RF_BATCH];
 

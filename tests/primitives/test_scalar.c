@@ -762,6 +762,82 @@ static void test_like_runs(void)
     CU_ASSERT_EQUAL(wrong, 0);
 }
 
+/* A MAP over 70,000 rows whose string ids span a dense range, in shuffled
+ * order: its like/contains are tabulated over the range first (map.c,
+ * string_tables; RF_CPU_STRING_TABLES=off matches each row's text). The
+ * rows kept, in order, against the DP oracle, both ways. */
+static void test_like_map_tables(void)
+{
+    rf_str_reset();
+    enum { ROWS = 70000, IDS = 50000 };
+    uint64_t x = 99;
+    rf_word first = 0;
+    for (int i = 0; i < IDS; i++) {
+        char s[24];
+        size_t n = 0, len = 3 + next_rand(&x) % 10;
+        while (n < len)
+            s[n++] = "abc"[next_rand(&x) % 3];
+        n += (size_t)snprintf(s + n, sizeof s - n, "#%d", i);   /* distinct */
+        rf_word id = rf_str_intern(s, n);
+        if (i == 0)
+            first = id;
+    }
+    rf_table in;
+    rf_table_init(&in, 2);
+    rf_table_resize(&in, ROWS);
+    for (size_t r = 0; r < ROWS; r++) {
+        in.cols[0][r] = first + (rf_word)(next_rand(&x) % IDS);   /* shuffled, some ids twice */
+        in.cols[1][r] = (rf_word)r;
+    }
+    int wrong = 0;
+    for (int round = 0; round < 24; round++) {
+        char p[24], w[8];
+        size_t m = random_pattern(&x, "abc", round % 4 == 0, p), wn = 1 + next_rand(&x) % 3;
+        for (size_t k = 0; k < wn; k++)
+            w[k] = "abc"[next_rand(&x) % 3];
+        rf_expr *e = rf_expr_binary(
+            RF_EX_AND, RF_TYPE_BOOL,
+            rf_expr_binary(RF_EX_LIKE, RF_TYPE_BOOL, rf_expr_leaf(RF_EX_COL, RF_TYPE_STRING, 0),
+                           rf_expr_const(RF_TYPE_STRING, rf_str_intern(p, m))),
+            rf_expr_unary(RF_EX_NOT, RF_TYPE_BOOL,
+                          rf_expr_binary(RF_EX_CONTAINS, RF_TYPE_BOOL, rf_expr_leaf(RF_EX_COL, RF_TYPE_STRING, 0),
+                                         rf_expr_const(RF_TYPE_STRING, rf_str_intern(w, wn)))));
+        rf_expr *pe = rf_expr_leaf(RF_EX_COL, RF_TYPE_INT64, 1);
+        rf_code fc, pc;
+        rf_code_from_expr(&fc, e);
+        rf_code_from_expr(&pc, pe);
+        for (int off = 0; off < 2; off++) {
+            if (off)
+                setenv("RF_CPU_STRING_TABLES", "off", 1);
+            rf_table out;   /* (made by rf_prim_map) */
+            rf_status st;
+            rf_status_init(&st);
+            CU_ASSERT_TRUE(rf_prim_map(&in, &fc, 1, &pc, &out, &st));
+            size_t k = 0;
+            for (size_t r = 0; r < ROWS; r++) {
+                const char *t = rf_str_get(in.cols[0][r]);
+                size_t n = rf_str_len(in.cols[0][r]);
+                if (!like_table(t, n, p, m) || naive_contains(t, n, w, wn))
+                    continue;
+                if ((k >= out.nrows || out.cols[0][k] != (rf_word)r) && wrong++ < 5)
+                    fprintf(stderr, "\nmap like('%.*s') && !contains('%.*s'), tables %s: row %zu missing\n", (int)m, p,
+                            (int)wn, w, off ? "off" : "on", r);
+                k++;
+            }
+            CU_ASSERT_EQUAL(out.nrows, k);
+            rf_table_free(&out);
+            if (off)
+                unsetenv("RF_CPU_STRING_TABLES");
+        }
+        rf_code_free(&fc);
+        rf_code_free(&pc);
+        rf_expr_free(e);
+        rf_expr_free(pe);
+    }
+    rf_table_free(&in);
+    CU_ASSERT_EQUAL(wrong, 0);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -777,6 +853,7 @@ int main(void)
     CU_add_test(s, "like against its definition (random)", test_like_random);
     CU_add_test(s, "like and contains over long strings (random)", test_like_long);
     CU_add_test(s, "like and contains over texts back to back (random)", test_like_runs);
+    CU_add_test(s, "like and contains tabulated over a MAP's range of ids", test_like_map_tables);
     CU_add_test(s, "if evaluates the branch taken only", test_if);
     CU_add_test(s, "arity-3 code", test_code_check);
     CU_basic_set_mode(CU_BRM_VERBOSE);
