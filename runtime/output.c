@@ -17,6 +17,20 @@ static int cmp_str_ids(const void *a, const void *b)
     return rf_value_compare(RF_TYPE_STRING, *(const rf_word *)a, *(const rf_word *)b);
 }
 
+/* The place of id among r's distinct ids (sorted by id). */
+static size_t id_place(const rf_str_ranks *r, rf_word id)
+{
+    size_t lo = 0, hi = r->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 bool rf_str_ranks_make(rf_str_ranks *r, const rf_word *const *cols, int ncols, size_t nrows, size_t max_distinct)
 {
     rf_table d;
@@ -40,31 +54,14 @@ bool rf_str_ranks_make(rf_str_ranks *r, const rf_word *const *cols, int ncols, s
     }
     rf_table_free(&d);
     qsort(r->by_text, n, sizeof(rf_word), cmp_str_ids);
-    for (size_t k = 0; k < n; k++) {
-        size_t lo = 0, hi = n;   /* the place of by_text[k] among the ids */
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (r->ids[mid] < r->by_text[k])
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        r->rank_of[lo] = k;
-    }
+    for (size_t k = 0; k < n; k++)
+        r->rank_of[id_place(r, r->by_text[k])] = k;
     return true;
 }
 
 rf_word rf_str_ranks_of(const rf_str_ranks *r, rf_word id)
 {
-    size_t lo = 0, hi = r->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (r->ids[mid] < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return r->rank_of[lo];
+    return r->rank_of[id_place(r, id)];
 }
 
 void rf_str_ranks_free(rf_str_ranks *r)
