@@ -838,6 +838,75 @@ static void test_like_map_tables(void)
     CU_ASSERT_EQUAL(wrong, 0);
 }
 
+/* OR trees of `substr(s, a, b) = CONST` (eval.c: one substring a row
+ * looked for among the constants where every leaf takes the same one):
+ * random strings, 1-6 leaves, sometimes one leaf on another substring or
+ * a `!=` leaf (then evaluated leaf by leaf), against a row-by-row oracle. */
+static void test_substr_in_list(void)
+{
+    rf_str_reset();
+    enum { ROWS = 3000 };
+    uint64_t x = 2024;
+    rf_word *ids = calloc(ROWS, sizeof *ids), *dst = calloc(ROWS, sizeof *dst), *cols[1] = {ids};
+    for (int r = 0; r < ROWS; r++) {
+        char t[8];
+        size_t n = next_rand(&x) % 5;
+        for (size_t i = 0; i < n; i++)
+            t[i] = "ab"[next_rand(&x) % 2];
+        ids[r] = rf_str_intern(t, n);
+    }
+    int wrong = 0;
+    for (int round = 0; round < 300; round++) {
+        int leaves = 1 + (int)(next_rand(&x) % 6), odd = round % 5 == 0 ? (int)(next_rand(&x) % (unsigned)leaves) : -1;
+        bool ne = round % 7 == 0;
+        int64_t from = 1 + (int64_t)(next_rand(&x) % 3), len = (int64_t)(next_rand(&x) % 3);
+        char want[6][4];
+        size_t wn[6];
+        int64_t lf[6], ll[6];
+        rf_expr *e = NULL;
+        for (int j = 0; j < leaves; j++) {
+            wn[j] = next_rand(&x) % 3;
+            for (size_t i = 0; i < wn[j]; i++)
+                want[j][i] = "ab"[next_rand(&x) % 2];
+            lf[j] = j == odd ? from + 1 : from;
+            ll[j] = len;
+            rf_expr *sub = rf_expr_ternary(RF_EX_SUBSTR, RF_TYPE_STRING, rf_expr_leaf(RF_EX_COL, RF_TYPE_STRING, 0),
+                                           rf_expr_const(RF_TYPE_INT64, (rf_word)lf[j]),
+                                           rf_expr_const(RF_TYPE_INT64, (rf_word)ll[j]));
+            rf_expr *leaf = rf_expr_binary(ne && j == leaves - 1 ? RF_EX_NE : RF_EX_EQ, RF_TYPE_BOOL, sub,
+                                           rf_expr_const(RF_TYPE_STRING, rf_str_intern(want[j], wn[j])));
+            leaf->b->type = RF_TYPE_STRING;
+            e = e ? rf_expr_binary(RF_EX_OR, RF_TYPE_BOOL, e, leaf) : leaf;
+        }
+        rf_code c;
+        rf_code_from_expr(&c, e);
+        for (int k = 0; k < c.n; k++)
+            if (c.ins[k].op == RF_EX_EQ || c.ins[k].op == RF_EX_NE)
+                c.ins[k].arg_type = RF_TYPE_STRING;
+        rf_status st;
+        rf_status_init(&st);
+        CU_ASSERT_TRUE(rf_code_eval_batch(&c, cols, 0, ROWS, dst, &st));
+        for (int r = 0; r < ROWS; r++) {
+            const char *t = rf_str_get(ids[r]);
+            size_t n = rf_str_len(ids[r]);
+            bool any = false;
+            for (int j = 0; j < leaves; j++) {
+                size_t lo = (size_t)lf[j] - 1 < n ? (size_t)lf[j] - 1 : n;
+                size_t hi = lo + (size_t)ll[j] < n ? lo + (size_t)ll[j] : n;
+                bool eq = hi - lo == wn[j] && memcmp(t + lo, want[j], wn[j]) == 0;
+                any = any || (ne && j == leaves - 1 ? !eq : eq);
+            }
+            if ((dst[r] != 0) != any && wrong++ < 5)
+                fprintf(stderr, "\nsubstr in-list, round %d, '%.*s': %d, want %d\n", round, (int)n, t, (int)dst[r], any);
+        }
+        rf_code_free(&c);
+        rf_expr_free(e);
+    }
+    free(ids);
+    free(dst);
+    CU_ASSERT_EQUAL(wrong, 0);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -854,6 +923,7 @@ int main(void)
     CU_add_test(s, "like and contains over long strings (random)", test_like_long);
     CU_add_test(s, "like and contains over texts back to back (random)", test_like_runs);
     CU_add_test(s, "like and contains tabulated over a MAP's range of ids", test_like_map_tables);
+    CU_add_test(s, "or trees of substr(...) = constant", test_substr_in_list);
     CU_add_test(s, "if evaluates the branch taken only", test_if);
     CU_add_test(s, "arity-3 code", test_code_check);
     CU_basic_set_mode(CU_BRM_VERBOSE);
