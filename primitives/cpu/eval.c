@@ -102,32 +102,6 @@ static inline void prefetch_strings(const rf_word *s, const uint16_t *sel, int n
         rf_str_prefetch_text(s[sel[i + 8]]);
 }
 
-/* substr(s, start, len) = CONST (or !=): the bytes compared with the
- * constant's, so nothing is interned (rf_code_interns). */
-static const rf_word *eval_substr_compare(rf_eval *ev, int k, int sub, int cst, const uint16_t *sel, int nsel)
-{
-    int third = sub - 1, second = ev->start[third] - 1, first = ev->start[second] - 1;
-    const rf_word *s = eval_node(ev, first, sel, nsel);
-    const rf_word *from = s ? eval_node(ev, second, sel, nsel) : NULL;
-    const rf_word *len = from ? eval_node(ev, third, sel, nsel) : NULL;
-    if (!len)
-        return NULL;
-    rf_word want = ev->c->ins[cst].value, ne = ev->c->ins[k].op == RF_EX_NE;
-    const char *w = rf_str_get(want);
-    size_t wn = rf_str_len(want);
-    rf_word *out = ev->bufs + (size_t)k * RF_BATCH;
-    for (int i = 0; i < nsel; i++) {
-        int r = sel[i];
-        const char *t = NULL;
-        size_t n = 0;
-        prefetch_strings(s, sel, nsel, i);
-        if (!rf_substr_slice(s[r], from[r], len[r], &t, &n, ev->st))
-            return NULL;
-        out[r] = (n == wn && memcmp(t, w, n) == 0) != ne;
-    }
-    return out;
-}
-
 static inline bool is_decimal(rf_type t) { return t >= RF_TYPE_DECIMAL0 && t <= RF_TYPE_DECIMAL18; }
 
 /* Whether instructions [a0, a1] and [b0, b1] are the same subtree. */
@@ -169,12 +143,14 @@ static int substr_in_list(const rf_eval *ev, int k, int *sub, int *cst, int n)
     return n + 1;
 }
 
-/* Such an OR tree of three or more leaves: the substring taken once a row
- * and looked for among the constants, not taken again by each leaf (the
- * GPU's table of q22's filter over 1.5M phone ids at SF 10: 16 ms). The
- * rows a leaf would fault on are the rows the first leaf faults on. */
-static const rf_word *eval_substr_in(rf_eval *ev, int k, int sub, const int *cst, int ncst, const uint16_t *sel,
-                                     int nsel)
+/* substr(s, start, len) = CONST (or !=, ne), or such an OR tree of three
+ * or more `=` leaves: the substring's bytes compared with the constants',
+ * so nothing is interned (rf_code_interns), and taken once a row, not
+ * again by each leaf (the GPU's table of q22's filter over 1.5M phone ids
+ * at SF 10: 16 ms). The rows a leaf would fault on are the rows the first
+ * leaf faults on. */
+static const rf_word *eval_substr_in(rf_eval *ev, int k, int sub, const int *cst, int ncst, bool ne,
+                                     const uint16_t *sel, int nsel)
 {
     int third = sub - 1, second = ev->start[third] - 1, first = ev->start[second] - 1;
     const rf_word *s = eval_node(ev, first, sel, nsel);
@@ -199,7 +175,7 @@ static const rf_word *eval_substr_in(rf_eval *ev, int k, int sub, const int *cst
         bool hit = false;
         for (int j = 0; j < ncst && !hit; j++)
             hit = n == wn[j] && memcmp(t, w[j], n) == 0;
-        out[r] = hit;
+        out[r] = hit != ne;
     }
     return out;
 }
@@ -211,10 +187,10 @@ static const rf_word *eval_binary(rf_eval *ev, int k, const uint16_t *sel, int n
     rf_word *out = ev->bufs + (size_t)k * RF_BATCH;
     int sub, cst;
     if (rf_code_substr_compare(ev->c, ev->start, k, &sub, &cst))
-        return eval_substr_compare(ev, k, sub, cst, sel, nsel);
+        return eval_substr_in(ev, k, sub, &cst, 1, in->op == RF_EX_NE, sel, nsel);
     int csts[MAX_SUBSTR_IN], ncst;
     if (in->op == RF_EX_OR && (ncst = substr_in_list(ev, k, &sub, csts, 0)) >= 3)
-        return eval_substr_in(ev, k, sub, csts, ncst, sel, nsel);
+        return eval_substr_in(ev, k, sub, csts, ncst, false, sel, nsel);
     const rf_word *a = eval_node(ev, left, sel, nsel);
     if (!a)
         return NULL;
