@@ -250,8 +250,8 @@ for step in "$@"; do
       [ "${ngpu:-0}" -ge 1 ] || ngpu=1
       wd() { python3 -u tests/differential/wcoj_diff.py --redfox "$rf" --backend gpu --jobs 12 "$@"; }
       tests=("--count 60 --seed 2" "--count 30 --seed 3 --env RF_GPU_LFTJ_BUDGET=1"
-             "--count 30 --seed 4 --env RF_GPU_LFTJ_TEAM=32 --env RF_GPU_LFTJ_CHUNK=3"
-             "--count 30 --seed 5 --env RF_GPU_LFTJ_DIRECTORY=off --env RF_GPU_LFTJ_TEAM=4 --env RF_GPU_LFTJ_BITS=off"
+             "--count 30 --seed 4 --env RF_GPU_LFTJ_TEAM=32 --env RF_GPU_LFTJ_CHUNK=3 --env RF_GPU_LFTJ_PIVOTS=1"
+             "--count 30 --seed 5 --env RF_GPU_LFTJ_DIRECTORY=off --env RF_GPU_LFTJ_TEAM=4 --env RF_GPU_LFTJ_BITS=off --env RF_GPU_LFTJ_PIVOTS=1"
              "--count 40 --seed 6 --env RF_GPU_LFTJ_HUBS=always"
              "--count 30 --seed 7 --env RF_GPU_LFTJ_HUBS=always --env RF_GPU_LFTJ_BITS=off --env RF_GPU_LFTJ_TEAM=32 --env RF_GPU_LFTJ_CHUNK=3 --env RF_GPU_LFTJ_GENERAL=1")
       for ((gi = 0; gi < ngpu && gi < 2; gi++)); do

@@ -15,7 +15,9 @@
  * RF_GPU_LFTJ_TRACE=1 prints each level's sizes and times to stderr). The
  * long ranges of an input's second column (a skewed graph's hubs) get
  * bitmaps, so that a value's membership in one is a bit, not a binary
- * search (hubs_of; RF_GPU_LFTJ_HUBS=off|always). When a level would not fit the memory budget its bindings are
+ * search (hubs_of; RF_GPU_LFTJ_HUBS=off|always); a level of two inputs
+ * narrows its other searched ranges by the team's pivots before the lanes'
+ * searches (RF_GPU_LFTJ_PIVOTS=N|off). When a level would not fit the memory budget its bindings are
  * split in halves and each is expanded on its own, down to the last level
  * (rounds, depth-first over halves): the largest level is never held
  * whole. The last level's bindings go through the filter and projections
@@ -57,6 +59,7 @@ typedef struct mj_run {
     uint64_t force_chunk;     /* 0: team x 16 */
     bool trace;               /* RF_GPU_LFTJ_TRACE: a line a level on stderr */
     bool no_bits;             /* RF_GPU_LFTJ_BITS=off: the write searches again */
+    uint64_t pivots;          /* rf_mj_items.pivots (RF_GPU_LFTJ_PIVOTS=N, off: 0) */
     rf_status *st;
 } mj_run;
 
@@ -141,6 +144,7 @@ static bool make_items(mj_run *r, const rf_mj_level *lv, rf_mj_rows rows, bool w
             team = r->force_team;
         items->team = team;
         items->chunk = r->force_chunk ? r->force_chunk : (uint64_t)team * 16;
+        items->pivots = r->pivots;
         ok = ck(r, rf_k_mj_chunks(c->stream, len, n, items->chunk), "multijoin chunks") &&
              rf_cub_count_scan(c, len, m->istart, n, r->st) &&
              rf_cuda_read_back(c, m->istart + n, &nitems, sizeof nitems, r->st);
@@ -289,6 +293,12 @@ static bool directory_of(mj_run *r, const uint64_t *col, uint64_t n, rf_mj_dir *
  * searches), within RF_MJ_HUB_BUDGET_SHARE of the level budget: the
  * longest ranges first. RF_GPU_LFTJ_HUBS=always makes them for every range
  * of any input (tests), off never. */
+/* Searched ranges of this many rows or more (and more than the team's
+ * lanes) are narrowed by the team's pivots first (multijoin.cu, narrow):
+ * R-MAT 20's and 21's triangle counts 4% and 3% less level-2 count time at
+ * 32 or 64 (H200, docs/performance.md). RF_GPU_LFTJ_PIVOTS=N another, off
+ * never. */
+#define RF_MJ_PIVOTS_MIN_LEN 32
 #define RF_MJ_HUB_MIN_LEN 512   /* RF_GPU_LFTJ_HUB_MIN (measuring): another */
 #define RF_MJ_HUB_MIN_ROWS ((uint64_t)1 << 18)
 #define RF_MJ_HUB_BUDGET_SHARE 8
@@ -479,6 +489,9 @@ static bool multijoin_run(rf_cuda_ctx *c, int nin, const rf_drel *const *ins, co
     r->trace = trace && *trace && strcmp(trace, "0") != 0;
     const char *bits = getenv("RF_GPU_LFTJ_BITS");
     r->no_bits = bits && strcmp(bits, "off") == 0;
+    const char *pivots = getenv("RF_GPU_LFTJ_PIVOTS");
+    r->pivots = !pivots || !*pivots ? RF_MJ_PIVOTS_MIN_LEN
+                : strcmp(pivots, "off") == 0 ? 0 : strtoull(pivots, NULL, 10);
     const char *hubs = getenv("RF_GPU_LFTJ_HUBS");
     r->hubs_mode = !hubs || !*hubs ? 1 : strcmp(hubs, "off") == 0 ? 0 : strcmp(hubs, "always") == 0 ? 2 : 1;
     const char *hub_min = getenv("RF_GPU_LFTJ_HUB_MIN");

@@ -121,6 +121,62 @@ __device__ __forceinline__ bool member(const rf_mj_level &lv, int drv, const uin
 // Where a binding's range in input x has a bitmap (hub slot not
 // RF_MJ_NO_HUB), the bitmap's words, else NULL: found once a work item,
 // not for every value.
+// Levels of two inputs (NP = 2): the range of the input that does not
+// drive, its column and its bitmap, held as scalars for the item (not as
+// arrays over both inputs: fewer registers, which this pass is bound by).
+struct other_range {
+    int x;                   // the input
+    const uint64_t *col;     // its column at the level
+    uint64_t lo, hi;         // the binding's range in it
+    const uint32_t *bits;    // its hub bitmap's words, or NULL: searched
+};
+
+// Whether v lies in the other input's range [lo, hi) (member() for NP = 2).
+__device__ __forceinline__ bool member_other(const rf_mj_level &lv, const other_range &o, uint64_t lo, uint64_t hi,
+                                             uint64_t v)
+{
+    if (lv.col[o.x] == 0 && lv.dir[o.x].off) {   // the whole first column
+        const rf_mj_dir &dir = lv.dir[o.x];
+        return !(v < dir.min || v - dir.min > dir.span || dir.off[v - dir.min] == dir.off[v - dir.min + 1]);
+    }
+    if (o.bits) {
+        const uint64_t b = v - lv.hub[o.x].min;   // (wraps below min: beyond the bitmap)
+        return (b >> 5) < lv.hub[o.x].words && ((__ldg(&o.bits[b >> 5]) >> (b & 31)) & 1u);
+    }
+    const uint64_t p = lower_bound(o.col, lo, hi, v);
+    return p < hi && o.col[p] == v;
+}
+
+// Narrows a searched range [*lo, *hi) of n >= G + 1 rows before each lane's
+// binary search for its v: the team's G lanes load G pivots spread evenly
+// over it (independent loads: one round trip), and each lane finds among
+// them, by shuffles, the stretch that holds its value's lower bound, a
+// (G + 1)-th of the range, so its search takes log2(G + 1) fewer dependent
+// loads. (R-MAT 20's triangles in the second variable order: a third of
+// the tested values are searched, in ranges of up to 512 rows.) Every lane
+// of the team calls it. The narrowed range holds v's lower bound in the
+// whole one and the row holding v where there is one.
+template <int G>
+__device__ __forceinline__ void narrow(const uint64_t *col, uint64_t *lo, uint64_t *hi, uint64_t v, unsigned tmask,
+                                       int tlane)
+{
+    const uint64_t L = *lo, n = *hi - L;
+    // pivot k (lane k's) at row L + (k + 1) n / (G + 1), k < G: rows in order
+    const uint64_t pv = col[L + ((uint64_t)(tlane + 1) * n) / (G + 1)];
+    int c = 0;   // the pivots less than v (a prefix: they are sorted)
+#pragma unroll
+    for (int s = G / 2; s >= 1; s >>= 1)
+        if (__shfl_sync(tmask, pv, c + s - 1, G) < v)
+            c += s;
+    if (__shfl_sync(tmask, pv, c, G) < v)
+        c++;
+    // pivot c - 1 < v <= pivot c: the bound lies after the one, at the other at the latest
+    if (c > 0)
+        *lo = L + ((uint64_t)c * n) / (G + 1) + 1;
+    if (c < G)
+        *hi = L + ((uint64_t)(c + 1) * n) / (G + 1) + 1;
+}
+
 template <int NP>
 __device__ __forceinline__ void hub_bits_of(const rf_mj_level &lv, const uint32_t *hub, const uint32_t **bits)
 {
@@ -322,6 +378,19 @@ __global__ void __launch_bounds__(kBlock, MINB) k_level(rf_mj_level lv, rf_mj_ro
             if (hub_pointers<NP>())
                 hub_bits_of<NP>(lv, hub, hub_bits);
             const uint64_t *dcol = lv.cols[drv][lv.col[drv]];
+            // NP = 2: the other input, and whether its searches are narrowed first
+            other_range o{};
+            bool pivots = false;
+            if (NP == 2) {
+                const int ox = drv == 0 ? 1 : 0;
+                o.x = ox;
+                o.col = lv.cols[ox][lv.col[ox]];
+                o.lo = drv == 0 ? lo[NP - 1] : lo[0];
+                o.hi = drv == 0 ? hi[NP - 1] : hi[0];
+                o.bits = drv == 0 ? hub_bits[NP - 1] : hub_bits[0];
+                pivots = items.pivots && !o.bits && !(lv.col[ox] == 0 && lv.dir[ox].off) &&
+                         o.hi - o.lo >= items.pivots && o.hi - o.lo > G;
+            }
             const uint64_t cbeg = dlo + chunk * items.chunk;
             const uint64_t cend = cbeg + items.chunk < dhi ? cbeg + items.chunk : dhi;
             const uint64_t bit0 = items.bits ? items.doff[row] - dlo : 0;   // bit of driver row j: bit0 + j
@@ -378,7 +447,14 @@ __global__ void __launch_bounds__(kBlock, MINB) k_level(rf_mj_level lv, rf_mj_ro
                     uint64_t prev = __shfl_up_sync(tmask, v, 1, G);
                     if (tlane == 0 && j < cend && j > dlo)
                         prev = dcol[j - 1];
-                    ok = j < cend && !(j > dlo && prev == v) && member<NP>(lv, drv, lo, hi, hub, hub_bits, v);
+                    if (NP == 2) {
+                        uint64_t slo = o.lo, shi = o.hi;
+                        if (pivots)   // (the item's: the team agrees)
+                            narrow<G>(o.col, &slo, &shi, v, tmask, tlane);
+                        ok = j < cend && !(j > dlo && prev == v) && member_other(lv, o, slo, shi, v);
+                    } else {
+                        ok = j < cend && !(j > dlo && prev == v) && member<NP>(lv, drv, lo, hi, hub, hub_bits, v);
+                    }
                 }
                 const unsigned ballot = __ballot_sync(tmask, ok);
                 if (!write && items.bits && tlane == 0 && ballot) {

@@ -110,6 +110,8 @@ typedef struct rf_mj_items {
     int team;
     const uint64_t *doff;    /* with bits: each binding's first bit */
     uint32_t *bits;          /* NULL: the write searches again */
+    uint64_t pivots;         /* searched ranges this long or longer are first narrowed by the
+                              * team's pivots (levels of two inputs); 0: never */
 } rf_mj_items;
 cudaError_t rf_k_mj_count(cudaStream_t s, const rf_mj_level *lv, rf_mj_rows in, rf_mj_items items,
                           uint64_t *counts);
