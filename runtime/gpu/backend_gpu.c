@@ -1418,9 +1418,12 @@ static int set_gather_first(const rf_hprogram *p, const rf_fused *f)
 }
 
 /* The set gather's probe side in key order, for the dense join (which is
- * not tested on rows out of order): a pending SORT done, or, after a
- * probe-side SORT left out, that SORT (member 0) run into *sorted (the
- * caller frees it). */
+ * not tested on rows out of order) and for the JOIN searching it when the
+ * sides are swapped (probe_with_other_side): a pending SORT done, or, after
+ * a probe-side SORT left out, that SORT (member 0) run into *sorted (the
+ * caller frees it) and done there too: a SORT of distinct rows is left
+ * pending by gpu_run_plain, and a search of its rows as they came missed
+ * matches (wcoj_diff.py seed 41's program 5 lost 2 of its 3 rows). */
 static bool probe_side_in_order(rf_backend *be, const rf_hprogram *p, const rf_kernel *fk, int first, rf_dvar **in0,
                                 rf_dvar **sorted, rf_status *st)
 {
@@ -1432,7 +1435,8 @@ static bool probe_side_in_order(rf_backend *be, const rf_hprogram *p, const rf_k
     rf_kernel_stats ss;
     memset(&ss, 0, sizeof ss);
     *sorted = gpu_var_new(be, p->vars[sortk->out].arity, st);
-    if (!*sorted || !sort_pending(be, *in0, st) || !gpu_run_plain(be, p, sortk, *sorted, *in0, NULL, &ss, st))
+    if (!*sorted || !sort_pending(be, *in0, st) || !gpu_run_plain(be, p, sortk, *sorted, *in0, NULL, &ss, st) ||
+        !sort_pending(be, *sorted, st))
         return false;
     *in0 = *sorted;
     return true;
