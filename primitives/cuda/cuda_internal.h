@@ -344,6 +344,12 @@ size_t rf_codegen_resident_blocks(rf_cuda_ctx *c, void *fn, size_t fallback);
  * host), and the device instructions of a code (sc/skip marked). */
 bool rf_cuda_test_tabulate(const rf_code *code, const rf_table *in, rf_code *out, rf_word **tab, size_t *ntab,
                            bool *host, rf_status *st);
+/* The same for a kernel's filter and projections together (the filter
+ * reading the projections' interning tables, tabulate_kernel); out_proj
+ * holds nproj codes. */
+bool rf_cuda_test_tabulate_kernel(const rf_code *filter, int nproj, const rf_code *proj, const rf_table *in,
+                                  rf_code *out_filter, rf_code *out_proj, rf_word **tab, size_t *ntab, bool *host,
+                                  rf_status *st);
 bool rf_cuda_test_assemble(const rf_code *code, int ncols, rf_dins *ins, rf_status *st);
 
 /* Compiles src with NVRTC for `arch` ("sm_90") as rf_codegen_kernels

@@ -1445,11 +1445,14 @@ static bool fetch_column(const colsrc *src, int col, rf_word **out, size_t *n, b
 {
     if (!src->host)
         return download_column(src->c, src->l, src->al, src->r, col, out, n, distinct, st);
-    *distinct = false;
     *n = col < src->host->arity ? src->host->nrows : 0;
     *out = rf_malloc((*n ? *n : 1) * sizeof **out);
     if (*n)
         memcpy(*out, src->host->cols[col], *n * sizeof **out);
+    /* each once in increasing order, as the device's distinct ids come */
+    *distinct = true;
+    for (size_t i = 1; i < *n && *distinct; i++)
+        *distinct = (*out)[i] > (*out)[i - 1];
     return true;
 }
 
@@ -1479,9 +1482,6 @@ static void count_table(const colsrc *src, size_t entries)
     }
 }
 
-/* Rewrites one code: each maximal tabulable subtree becomes COL + LOOKUP
- * (its table appended to *tabs) or a CONST. *host when the code cannot run
- * on the device (or a tabulation faulted). */
 /* Evaluates a tabulated subexpression over nd distinct ids. On every core
  * when it interns nothing (like, contains, strlen, comparisons: results
  * that are not strings, no string made on the way), since the dictionary
@@ -1778,10 +1778,34 @@ static bool tabulate_distinct_ids(const colsrc *src, int col, const rf_code *sub
         free(seen);
     }
     trace_tables(src, "tables: distinct ids");
-    rf_word *vals = rf_malloc((nd ? nd : 1) * sizeof *vals);
     rf_word *cols[1] = {ids};
     rf_status quiet;
     rf_status_init(&quiet);
+    const char *env = getenv("RF_CUDA_IN_PLACE_TABLES");   /* off: written apart and scattered (for measuring) */
+    if (distinct && nd > 0 && !bits && ids[nd - 1] - ids[0] == nd - 1 && !(env && strcmp(env, "off") == 0)) {
+        /* A run of ids (q22's 1.5M phones at SF 10, interned one after
+         * another as customer was read): evaluated in place, on every core,
+         * into the table, which is written once instead of zeroed, written
+         * elsewhere and scattered (the host's fresh pages cost 7.6 ms of a
+         * 12 MB scatter on the H200's host, as much as the evaluation) */
+        size_t off = wordvec_extend(&tabs->data, len);
+        rf_word *w = tabs->data.items + off;
+        rf_hint_huge_pages(w + ids[0], nd * sizeof *w);   /* first touched by the pieces' threads */
+        memset(w, 0, (size_t)ids[0] * sizeof *w);
+        bool evaluated = eval_distinct_ids(sub, cols, nd, w + ids[0], &quiet);
+        trace_tables(src, rf_code_interns(sub) ? "tables: eval in place (interning)" : "tables: eval in place");
+        free(ids);
+        if (!evaluated) {
+            tabs->data.len = off;
+            return true;
+        }
+        RF_PUSH(tabs->heads, off);
+        RF_PUSH(tabs->heads, len);
+        *made = true;
+        *entries = nd;
+        return true;
+    }
+    rf_word *vals = rf_malloc((nd ? nd : 1) * sizeof *vals);
     bool evaluated = !nd || eval_distinct_ids(sub, cols, nd, vals, &quiet);
     trace_tables(src, rf_code_interns(sub) ? "tables: eval (interning)" : "tables: eval");
     if (evaluated) {
@@ -1812,8 +1836,87 @@ static bool bit_tables_off(void)
     return env && strcmp(env, "off") == 0;
 }
 
-static bool tabulate_code(const colsrc *src, const rf_code *code, rf_code *out, tables *tabs, bool *host,
-                          rf_status *st)
+/* The interning tables a kernel's projections made, which its filter
+ * reads too (tabulate_kernel): q22's `substr(c_phone, 1, 2)` is the
+ * projected country code and, seven times, what the filter compares with a
+ * constant; the filter then compares the table's ids on the device (equal
+ * strings are one id) instead of tabulating its whole OR tree again over
+ * every phone on the host. */
+typedef struct shared_table {
+    const rf_instr *ins;          /* the subtree, in the projection's code */
+    int n;
+    int col;                      /* the string column it reads */
+    size_t k;                     /* its table */
+} shared_table;
+
+typedef struct shared_tables {
+    shared_table *t;
+    int n, cap;
+} shared_tables;
+
+static bool instrs_equal(const rf_instr *a, const rf_instr *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i].op != b[i].op || a[i].type != b[i].type || a[i].arg_type != b[i].arg_type ||
+            a[i].index != b[i].index || a[i].value != b[i].value)
+            return false;
+    return true;
+}
+
+/* COL col, LOOKUP table k: a tabulated subtree's device form. */
+static void emit_lookup(rf_code *out, int col, uint8_t type, size_t k)
+{
+    rf_instr ci, li;
+    memset(&ci, 0, sizeof ci);
+    memset(&li, 0, sizeof li);
+    ci.op = RF_EX_COL;
+    ci.type = ci.arg_type = RF_TYPE_STRING;
+    ci.index = col;
+    li.op = RF_DOP_LOOKUP;
+    li.type = type;
+    li.arg_type = RF_TYPE_STRING;
+    li.index = (int32_t)k;
+    out->ins[out->n++] = ci;
+    out->ins[out->n++] = li;
+}
+
+/* Subtree [from, root] of code onto out with each shared table's subtree
+ * read from its table, where that leaves no string function (else nothing
+ * is emitted: false). Equal instructions are the same subtree: a run of
+ * postfix instructions that is an expression on its own is a subtree of
+ * any expression it lies in. Each replaced run has 2 or more
+ * instructions, so out (sized as code) has room. */
+static bool emit_with_shared(const rf_code *code, int from, int root, const shared_tables *sh, rf_code *out)
+{
+    int n0 = out->n, used = 0;
+    for (int i = from; i <= root;) {
+        const shared_table *hit = NULL;
+        for (int s = 0; sh && s < sh->n && !hit; s++)
+            if (i + sh->t[s].n - 1 <= root && instrs_equal(code->ins + i, sh->t[s].ins, sh->t[s].n))
+                hit = &sh->t[s];
+        if (hit) {
+            emit_lookup(out, hit->col, hit->ins[hit->n - 1].type, hit->k);
+            i += hit->n;
+            used++;
+            continue;
+        }
+        if (code->ins[i].op < RF_EX_COUNT_ && rf_exop_is_string_op((rf_exop)code->ins[i].op)) {
+            out->n = n0;
+            return false;
+        }
+        out->ins[out->n++] = code->ins[i++];
+    }
+    if (!used)
+        out->n = n0;
+    return used > 0;
+}
+
+/* Rewrites one code: each maximal tabulable subtree becomes COL + LOOKUP
+ * (its table appended to *tabs, or a shared one read: use), or a CONST.
+ * *host when the code cannot run on the device (or a tabulation faulted).
+ * Where share is given, the interning subtrees tabulated are added to it. */
+static bool tabulate_code(const colsrc *src, const rf_code *code, rf_code *out, tables *tabs,
+                          const shared_tables *use, shared_tables *share, bool *host, rf_status *st)
 {
     memset(out, 0, sizeof *out);
     if (!code_has_string_op(code)) {
@@ -1868,6 +1971,10 @@ static bool tabulate_code(const colsrc *src, const rf_code *code, rf_code *out, 
             k++;
             continue;
         }
+        if (emit_with_shared(code, k, root, use, out)) {
+            k = root + 1;
+            continue;
+        }
         /* The subtree [k, root] as a code over one column, at index 0. */
         rf_code sub = {root - k + 1, rf_malloc((size_t)(root - k + 1) * sizeof(rf_instr))};
         memcpy(sub.ins, code->ins + k, (size_t)sub.n * sizeof *sub.ins);
@@ -1901,19 +2008,15 @@ static bool tabulate_code(const colsrc *src, const rf_code *code, rf_code *out, 
             if (ok && !made) {
                 *host = true;
             } else if (ok) {
-                size_t k = tabs->heads.len / 2 - 1;
-                rf_instr ci, li;
-                memset(&ci, 0, sizeof ci);
-                memset(&li, 0, sizeof li);
-                ci.op = RF_EX_COL;
-                ci.type = ci.arg_type = RF_TYPE_STRING;
-                ci.index = col[root];
-                li.op = RF_DOP_LOOKUP;
-                li.type = code->ins[root].type;
-                li.arg_type = RF_TYPE_STRING;
-                li.index = (int32_t)k;
-                out->ins[out->n++] = ci;
-                out->ins[out->n++] = li;
+                size_t t = tabs->heads.len / 2 - 1;
+                emit_lookup(out, col[root], code->ins[root].type, t);
+                if (share && rf_code_interns(&sub)) {
+                    if (share->n == share->cap) {
+                        share->cap = share->cap ? 2 * share->cap : 4;
+                        share->t = rf_realloc(share->t, (size_t)share->cap * sizeof *share->t);
+                    }
+                    share->t[share->n++] = (shared_table){code->ins + k, root - k + 1, col[root], t};
+                }
                 count_table(src, entries);
                 if (tabs->heads.len + tabs->data.len > INT32_MAX)
                     ok = rf_fail(st, RF_EXIT_RUNTIME_ERROR, "string tables too large for the GPU");
@@ -1935,6 +2038,30 @@ static bool tabulate_code(const colsrc *src, const rf_code *code, rf_code *out, 
     return true;
 }
 
+/* A kernel's filter and projections rewritten (tabulate_code) into
+ * out_filter and out_proj, their tables in *tabs. The projections go first,
+ * so that the filter reads the strings they intern from their tables
+ * (shared_table); a filter the device cannot run is found before any table
+ * is made. */
+static bool tabulate_kernel(const colsrc *src, const rf_code *filter, int nproj, const rf_code *proj,
+                            rf_code *out_filter, rf_code *out_proj, tables *tabs, bool *host, rf_status *st)
+{
+    if (filter && !rf_cuda_code_on_device(filter)) {
+        *host = true;
+        return true;
+    }
+    shared_tables shared = {NULL, 0, 0};
+    const char *env = getenv("RF_CUDA_SHARED_TABLES");   /* off: the filter tabulates its own (for measuring) */
+    bool share = filter && !(env && strcmp(env, "off") == 0);
+    bool ok = true;
+    for (int k = 0; ok && !*host && k < nproj; k++)
+        ok = tabulate_code(src, &proj[k], &out_proj[k], tabs, NULL, share ? &shared : NULL, host, st);
+    if (ok && !*host && filter)
+        ok = tabulate_code(src, filter, out_filter, tabs, &shared, NULL, host, st);
+    free(shared.t);
+    return ok;
+}
+
 /* The codes a kernel runs on the device (pp), with their string tables
  * uploaded to c->tab; pp->host when the kernel must run on the host.
  * Columns < al are l's, the others r's (r may be NULL). */
@@ -1954,9 +2081,7 @@ static bool prepare(rf_cuda_ctx *c, const rf_code *filter, int nproj, const rf_c
     pp->owned = true;
     pp->own_proj = rf_calloc((size_t)(nproj > 0 ? nproj : 1), sizeof *pp->own_proj);
     colsrc src = {c, l, r, al, NULL};
-    bool ok = !filter || tabulate_code(&src, filter, &pp->own_filter, &tabs, &pp->host, st);
-    for (int k = 0; ok && !pp->host && k < nproj; k++)
-        ok = tabulate_code(&src, &proj[k], &pp->own_proj[k], &tabs, &pp->host, st);
+    bool ok = tabulate_kernel(&src, filter, nproj, proj, &pp->own_filter, pp->own_proj, &tabs, &pp->host, st);
     if (ok && !pp->host && tabs.heads.len) {
         /* The device layout (tables_layout) in two copies: the heads,
          * offset past themselves, then the data as made (no host copy of
@@ -2017,7 +2142,26 @@ bool rf_cuda_test_tabulate(const rf_code *code, const rf_table *in, rf_code *out
     colsrc src = {NULL, NULL, NULL, 0, in};
     tables tabs = {{0}, {0}};
     *host = false;
-    bool ok = tabulate_code(&src, code, out, &tabs, host, st);
+    bool ok = tabulate_code(&src, code, out, &tabs, NULL, NULL, host, st);
+    wordvec buf;
+    tables_layout(&tabs, &buf);
+    RF_VEC_FREE(tabs.heads);
+    RF_VEC_FREE(tabs.data);
+    *tab = buf.items;
+    *ntab = buf.len;
+    return ok;
+}
+
+bool rf_cuda_test_tabulate_kernel(const rf_code *filter, int nproj, const rf_code *proj, const rf_table *in,
+                                  rf_code *out_filter, rf_code *out_proj, rf_word **tab, size_t *ntab, bool *host,
+                                  rf_status *st)
+{
+    colsrc src = {NULL, NULL, NULL, 0, in};
+    tables tabs = {{0}, {0}};
+    *host = false;
+    memset(out_filter, 0, sizeof *out_filter);
+    memset(out_proj, 0, (size_t)nproj * sizeof *out_proj);
+    bool ok = tabulate_kernel(&src, filter, nproj, proj, out_filter, out_proj, &tabs, host, st);
     wordvec buf;
     tables_layout(&tabs, &buf);
     RF_VEC_FREE(tabs.heads);

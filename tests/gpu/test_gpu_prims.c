@@ -1827,6 +1827,112 @@ static void test_device_model(void)
     rf_table_free(&in);
 }
 
+/* Each row's device value of a tabulated code against the host's (no
+ * faults expected here): the number of rows that differ. */
+static int rows_differing(const rf_code *dev, const rf_expr *e, const rf_word *tab, const rf_table *in)
+{
+    rf_dins *ins = rf_calloc((size_t)(dev->n ? dev->n : 1), sizeof *ins);
+    rf_status st;
+    rf_status_init(&st);
+    int differ = 0;
+    if (!rf_cuda_test_assemble(dev, 4, ins, &st)) {
+        free(ins);
+        return (int)in->nrows;
+    }
+    for (size_t r = 0; r < in->nrows; r++) {
+        rf_word row[4] = {in->cols[0][r], in->cols[1][r], in->cols[2][r], in->cols[3][r]}, want = 0, got = 0;
+        rf_status s1, s2;
+        rf_status_init(&s1);
+        rf_status_init(&s2);
+        differ += !rf_expr_eval(e, row, &want, &s1) || !model_eval(ins, dev->n, tab, row, &got, &s2) || want != got;
+    }
+    free(ins);
+    return differ;
+}
+
+/* A kernel's filter reads the interning tables of its projections where
+ * the subtree is the same (q22: substr(c_phone, 1, 2) projected and
+ * compared with seven constants): one table, the filter's OR tree on the
+ * device over its ids. Where the filter needs a string function over the
+ * shared subtree (strlen) or reads another column, it gets its own table
+ * as before. The phones are one run of ids each once in increasing order
+ * (as customer's were interned), which is tabulated in place. */
+static void test_tabulate_shared(void)
+{
+    enum { ROWS = 20000 };
+    rf_type L = RF_TYPE_INT64, B = RF_TYPE_BOOL, S = RF_TYPE_STRING;
+    char buf[64];
+    rf_table in;
+    rf_table_init(&in, 4);
+    rf_table_resize(&in, ROWS);
+    for (size_t r = 0; r < ROWS; r++) {
+        int n = snprintf(buf, sizeof buf, "%02d-%03d-shared-%05zu", 10 + (int)(rnd() % 25), (int)(rnd() % 1000), r);
+        in.cols[0][r] = rf_word_from_int((int64_t)r);
+        in.cols[1][r] = rf_str_intern(buf, (size_t)n);
+        in.cols[3][r] = rf_word_from_int((int64_t)(rnd() % 100));
+    }
+    for (size_t r = 0; r < ROWS; r++) {   /* (after the phones: their ids stay one run) */
+        int n = snprintf(buf, sizeof buf, "%02d-other", 10 + (int)(r % 25));
+        in.cols[2][r] = rf_str_intern(buf, (size_t)n);
+    }
+    CHECK(in.cols[1][ROWS - 1] - in.cols[1][0] == ROWS - 1, "the phones are one run of ids");
+#define CODE2(c1) e3(RF_EX_SUBSTR, S, ecol(S, c1), ecst(L, 1), ecst(L, 2))
+    static const char *codes[] = {"13", "31", "23", "29", "30", "18", "17"};
+    rf_expr *or_tree = NULL;
+    for (int i = 0; i < 7; i++) {
+        rf_expr *eq = e2(RF_EX_EQ, B, CODE2(1), estr(codes[i]));
+        or_tree = or_tree ? e2(RF_EX_OR, B, or_tree, eq) : eq;
+    }
+    struct {
+        rf_expr *filter;
+        size_t tables;   /* in all, the projection's one among them */
+    } cases[] = {
+        {or_tree, 1},
+        {e2(RF_EX_AND, B, e2(RF_EX_LT, B, CODE2(1), estr("20")), e2(RF_EX_GT, B, ecol(L, 3), ecst(L, 50))), 1},
+        {e2(RF_EX_EQ, B, e1(RF_EX_STRLEN, L, CODE2(1)), ecst(L, 2)), 2},
+        {e2(RF_EX_EQ, B, CODE2(2), estr("13")), 2},
+    };
+    rf_expr *proj[3] = {ecol(L, 0), CODE2(1), ecol(L, 3)};
+    rf_code pc[3] = {to_code(proj[0]), to_code(proj[1]), to_code(proj[2])};
+    int differ = 0;
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        rf_code fc = to_code(cases[c].filter), dev_f, dev_p[3];
+        rf_word *tab = NULL;
+        size_t ntab = 0;
+        bool host = false;
+        rf_status st;
+        rf_status_init(&st);
+        bool ok = rf_cuda_test_tabulate_kernel(&fc, 3, pc, &in, &dev_f, dev_p, &tab, &ntab, &host, &st);
+        CHECK(ok && !host, "case %zu: %s", c, ok ? "went to the host" : st.message);
+        if (ok && !host) {
+            size_t tables = ntab ? (size_t)tab[0] / 2 : 0;   /* heads first, offsets past them */
+            CHECK(tables == cases[c].tables, "case %zu: %zu tables, expected %zu", c, tables, cases[c].tables);
+            for (int i = 0; i < dev_f.n; i++)
+                CHECK(dev_f.ins[i].op == RF_DOP_LOOKUP || dev_f.ins[i].op >= RF_EX_COUNT_ ||
+                          !rf_exop_is_string_op((rf_exop)dev_f.ins[i].op),
+                      "case %zu: a string function left for the device", c);
+            int d = rows_differing(&dev_f, cases[c].filter, tab, &in);
+            for (int k = 0; k < 3; k++)
+                d += rows_differing(&dev_p[k], proj[k], tab, &in);
+            CHECK(d == 0, "case %zu: %d values differ from the host's", c, d);
+            differ += d;
+            rf_code_free(&dev_f);
+            for (int k = 0; k < 3; k++)
+                rf_code_free(&dev_p[k]);
+        }
+        free(tab);
+        free(fc.ins);
+        rf_expr_free(cases[c].filter);
+    }
+#undef CODE2
+    for (int k = 0; k < 3; k++) {
+        free(pc[k].ins);
+        rf_expr_free(proj[k]);
+    }
+    printf("shared tables: %zu kernels, %d values differ\n", sizeof cases / sizeof *cases, differ);
+    rf_table_free(&in);
+}
+
 /* The pinned arena's extents (host_arena.c), without a device: started in
  * test mode (regions mapped, not registered) with room for one region of
  * 256 MB. Columns of 1 MB or more are made there, first fit in address
@@ -3106,6 +3212,7 @@ int main(int argc, char **argv)
     test_selplan_codegen();
     test_device_model();
     test_tabulate_id_range();
+    test_tabulate_shared();
     test_codegen_keys();
     if (rf_cuda_device_count() <= 0) {
         printf("skipped: no CUDA device\n");
