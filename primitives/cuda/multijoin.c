@@ -498,6 +498,10 @@ static bool multijoin_run(rf_cuda_ctx *c, int nin, const rf_drel *const *ins, co
     uint64_t least = hub_min && *hub_min ? strtoull(hub_min, NULL, 10) : RF_MJ_HUB_MIN_LEN;
     while (r->hub_min_log2 < 63 && ((uint64_t)1 << r->hub_min_log2) < least)
         r->hub_min_log2++;
+    /* RF_GPU_LFTJ_REPEATS=always: every level skips repeated values, as
+     * where a later column repeats them (for measuring the test's cost) */
+    const char *repeats = getenv("RF_GPU_LFTJ_REPEATS");
+    bool always_repeats = repeats && strcmp(repeats, "always") == 0;
     bool any_empty = false;
     /* the levels: which inputs take part in each variable, and how */
     for (int d = 0; d < nvars; d++)
@@ -510,6 +514,7 @@ static bool multijoin_run(rf_cuda_ctx *c, int nin, const rf_drel *const *ins, co
             rf_mj_level *lv = &r->lv[in_vars[in_first[i] + j]];
             int x = lv->npart++;
             lv->col[x] = j;
+            lv->distinct[x] = j == in->arity - 1 && !always_repeats;
             lv->nrows[x] = in->nrows;
             for (int k = 0; k <= j; k++) {
                 lv->cols[x][k] = in->data ? in->data + (size_t)k * in->cap : NULL;

@@ -76,19 +76,12 @@ __device__ __forceinline__ void range_of(const rf_mj_level &lv, int x, const rf_
 // 320-byte stack frame a thread, and the triangle count's inner loop read
 // them from there for every value).
 //
-// A range's bitmap: with one or two inputs (hub_pointers<NP>) its words
-// were found once a work item (hub_bits_of); with more, from its slot here
-// (the pointers cost each thread registers the larger levels were not
-// measured without).
-template <int NP>
-__host__ __device__ constexpr bool hub_pointers()
-{
-    return NP == 1 || NP == 2;
-}
-
+// A range's bitmap is found from its slot (levels of two inputs test
+// through member_other, which holds the other input's bitmap as a pointer
+// for the item).
 template <int NP>
 __device__ __forceinline__ bool member(const rf_mj_level &lv, int drv, const uint64_t *lo, const uint64_t *hi,
-                                       const uint32_t *hub, const uint32_t *const *hub_bits, uint64_t v)
+                                       const uint32_t *hub, uint64_t v)
 {
 #pragma unroll
     for (int x = 0; x < (NP ? NP : lv.npart); x++) {
@@ -100,12 +93,11 @@ __device__ __forceinline__ bool member(const rf_mj_level &lv, int drv, const uin
                 return false;
             continue;
         }
-        if (hub_pointers<NP>() ? hub_bits[x] != nullptr : hub[x] != RF_MJ_NO_HUB) {
+        if (hub[x] != RF_MJ_NO_HUB) {
             const uint64_t b = v - lv.hub[x].min;   // (wraps below min: beyond the bitmap)
             if ((b >> 5) >= lv.hub[x].words)
                 return false;
-            const uint32_t *words =
-                hub_pointers<NP>() ? hub_bits[x] : lv.hub[x].bits + (uint64_t)hub[x] * lv.hub[x].words;
+            const uint32_t *words = lv.hub[x].bits + (uint64_t)hub[x] * lv.hub[x].words;
             if (!((__ldg(&words[b >> 5]) >> (b & 31)) & 1u))
                 return false;
             continue;
@@ -118,12 +110,10 @@ __device__ __forceinline__ bool member(const rf_mj_level &lv, int drv, const uin
     return true;
 }
 
-// Where a binding's range in input x has a bitmap (hub slot not
-// RF_MJ_NO_HUB), the bitmap's words, else NULL: found once a work item,
-// not for every value.
 // Levels of two inputs (NP = 2): the range of the input that does not
-// drive, its column and its bitmap, held as scalars for the item (not as
-// arrays over both inputs: fewer registers, which this pass is bound by).
+// drive, its column and its bitmap (found once a work item, not for every
+// value), held as scalars for the item (not as arrays over both inputs:
+// fewer registers, which this pass is bound by).
 struct other_range {
     int x;                   // the input
     const uint64_t *col;     // its column at the level
@@ -177,14 +167,6 @@ __device__ __forceinline__ void narrow(const uint64_t *col, uint64_t *lo, uint64
         *hi = L + ((uint64_t)(c + 1) * n) / (G + 1) + 1;
 }
 
-template <int NP>
-__device__ __forceinline__ void hub_bits_of(const rf_mj_level &lv, const uint32_t *hub, const uint32_t **bits)
-{
-#pragma unroll
-    for (int x = 0; x < (NP ? NP : lv.npart); x++)
-        bits[x] = hub[x] != RF_MJ_NO_HUB ? lv.hub[x].bits + (uint64_t)hub[x] * lv.hub[x].words : nullptr;
-}
-
 __global__ void k_first(rf_mj_level lv, int drv, uint8_t *flags)
 {
     uint64_t lo[RF_MULTIJOIN_MAX_IN], hi[RF_MULTIJOIN_MAX_IN];
@@ -199,7 +181,7 @@ __global__ void k_first(rf_mj_level lv, int drv, uint8_t *flags)
          j += (uint64_t)gridDim.x * blockDim.x) {
         const uint64_t v = dcol[j];
         // (a value's first row only: the driver's next column repeats it)
-        flags[j] = !(j > 0 && dcol[j - 1] == v) && member<0>(lv, drv, lo, hi, hub, nullptr, v);
+        flags[j] = !(j > 0 && dcol[j - 1] == v) && member<0>(lv, drv, lo, hi, hub, v);
     }
 }
 
@@ -374,10 +356,8 @@ __global__ void __launch_bounds__(kBlock, MINB) k_level(rf_mj_level lv, rf_mj_ro
         uint64_t found = 0;
         const uint64_t base = write ? out_pos[it] : 0;
         if (ranges_of<NP>(lv, in, row, lo, hi, hub, &drv, &dlo, &dhi)) {
-            const uint32_t *hub_bits[NP ? NP : RF_MULTIJOIN_MAX_IN];
-            if (hub_pointers<NP>())
-                hub_bits_of<NP>(lv, hub, hub_bits);
             const uint64_t *dcol = lv.cols[drv][lv.col[drv]];
+            const bool repeats = !lv.distinct[drv];
             // NP = 2: the other input, and whether its searches are narrowed first
             other_range o{};
             bool pivots = false;
@@ -387,7 +367,8 @@ __global__ void __launch_bounds__(kBlock, MINB) k_level(rf_mj_level lv, rf_mj_ro
                 o.col = lv.cols[ox][lv.col[ox]];
                 o.lo = drv == 0 ? lo[NP - 1] : lo[0];
                 o.hi = drv == 0 ? hi[NP - 1] : hi[0];
-                o.bits = drv == 0 ? hub_bits[NP - 1] : hub_bits[0];
+                const uint32_t oslot = drv == 0 ? hub[NP - 1] : hub[0];
+                o.bits = oslot != RF_MJ_NO_HUB ? lv.hub[ox].bits + (uint64_t)oslot * lv.hub[ox].words : nullptr;
                 pivots = items.pivots && !o.bits && !(lv.col[ox] == 0 && lv.dir[ox].off) &&
                          o.hi - o.lo >= items.pivots && o.hi - o.lo > G;
             }
@@ -444,16 +425,22 @@ __global__ void __launch_bounds__(kBlock, MINB) k_level(rf_mj_level lv, rf_mj_ro
                     // A value counts at its first row in the driver's range
                     // (a later column of the driver repeats it): the row
                     // before is the previous lane's value, loaded already.
-                    uint64_t prev = __shfl_up_sync(tmask, v, 1, G);
-                    if (tlane == 0 && j < cend && j > dlo)
-                        prev = dcol[j - 1];
+                    // Not where the column is the driver's last (its values
+                    // in the range are distinct: triangles' every level).
+                    bool first = j < cend;
+                    if (repeats) {   // (the item's: the team agrees)
+                        uint64_t prev = __shfl_up_sync(tmask, v, 1, G);
+                        if (tlane == 0 && j < cend && j > dlo)
+                            prev = dcol[j - 1];
+                        first = first && !(j > dlo && prev == v);
+                    }
                     if (NP == 2) {
                         uint64_t slo = o.lo, shi = o.hi;
                         if (pivots)   // (the item's: the team agrees)
                             narrow<G>(o.col, &slo, &shi, v, tmask, tlane);
-                        ok = j < cend && !(j > dlo && prev == v) && member_other(lv, o, slo, shi, v);
+                        ok = first && member_other(lv, o, slo, shi, v);
                     } else {
-                        ok = j < cend && !(j > dlo && prev == v) && member<NP>(lv, drv, lo, hi, hub, hub_bits, v);
+                        ok = first && member<NP>(lv, drv, lo, hi, hub, v);
                     }
                 }
                 const unsigned ballot = __ballot_sync(tmask, ok);

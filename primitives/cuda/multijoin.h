@@ -47,6 +47,10 @@ typedef struct rf_mj_level {
     rf_mj_dir dir[RF_MULTIJOIN_MAX_IN];
     rf_mj_hubs hub[RF_MULTIJOIN_MAX_IN];
     int col[RF_MULTIJOIN_MAX_IN];
+    /* Whether column col[x] is input x's last: its values within a
+     * binding's range are then distinct (the rows are), and the level
+     * need not skip a value repeated by a later column. */
+    uint8_t distinct[RF_MULTIJOIN_MAX_IN];
     int prefix_var[RF_MULTIJOIN_MAX_IN][RF_MULTIJOIN_MAX_VARS];
     const uint64_t *cols[RF_MULTIJOIN_MAX_IN][RF_MULTIJOIN_MAX_VARS];
     uint64_t nrows[RF_MULTIJOIN_MAX_IN];
