@@ -78,6 +78,10 @@ step golden_gpu python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" --back
 #     (the device's breadth-first leapfrog; issue 9), and in rounds of
 #     single bindings (a memory budget of one byte).
 step golden_gpu_wcoj python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" --backend gpu --extra-arg=--join=wcoj
+# ... and with none: the cyclic cases' binary plans, which --join=auto leaves
+# to the multiway join (a set gather probing with its other side answered 1
+# row of 3 on wcoj_diff seed 41's program there, unseen by the goldens).
+step golden_gpu_binary python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" --backend gpu --extra-arg=--join=binary
 step golden_gpu_wcoj_rounds env RF_GPU_LFTJ_BUDGET=1 python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" \
   --backend gpu --extra-arg=--join=wcoj
 # ... and with every range of every input's second column a bitmap (hub
