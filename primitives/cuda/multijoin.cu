@@ -19,6 +19,7 @@
 #include "launch.cuh"
 
 #include <cstdlib>
+#include <cstring>
 
 namespace {
 
@@ -116,16 +117,20 @@ __device__ __forceinline__ bool member(const rf_mj_level &lv, int drv, const uin
 // fewer registers, which this pass is bound by).
 struct other_range {
     int x;                   // the input
-    const uint64_t *col;     // its column at the level
-    uint64_t lo, hi;         // the binding's range in it
+    bool whole;              // it takes part with its first column: membership by its directory
+    const uint64_t *col;     // its column at the level (WIDE)
+    uint64_t lo, hi;         // the binding's range in it (WIDE)
+    const uint64_t *base;    // the range's first row (not WIDE)
+    uint32_t n;              // its rows (not WIDE)
     const uint32_t *bits;    // its hub bitmap's words, or NULL: searched
 };
 
-// Whether v lies in the other input's range [lo, hi) (member() for NP = 2).
+// Whether v lies in the other input's range [lo, hi) (member() for NP = 2;
+// WIDE: row numbers of 64 bits).
 __device__ __forceinline__ bool member_other(const rf_mj_level &lv, const other_range &o, uint64_t lo, uint64_t hi,
                                              uint64_t v)
 {
-    if (lv.col[o.x] == 0 && lv.dir[o.x].off) {   // the whole first column
+    if (o.whole) {   // the whole first column
         const rf_mj_dir &dir = lv.dir[o.x];
         return !(v < dir.min || v - dir.min > dir.span || dir.off[v - dir.min] == dir.off[v - dir.min + 1]);
     }
@@ -165,6 +170,54 @@ __device__ __forceinline__ void narrow(const uint64_t *col, uint64_t *lo, uint64
         *lo = L + ((uint64_t)c * n) / (G + 1) + 1;
     if (c < G)
         *hi = L + ((uint64_t)(c + 1) * n) / (G + 1) + 1;
+}
+
+// member_other over rows a .. b - 1 of the range (offsets from o.base, of
+// 32 bits: what ptxas makes of the 64-bit search was most of a searched
+// value's instructions). The search finds the range's last row not greater
+// than v in log2(b - a) steps of one load and one select, with no branch
+// on the loaded value, then compares that row with v.
+__device__ __forceinline__ bool member_other32(const rf_mj_level &lv, const other_range &o, uint32_t a, uint32_t b,
+                                               uint64_t v)
+{
+    if (o.whole) {   // the whole first column
+        const rf_mj_dir &dir = lv.dir[o.x];
+        return !(v < dir.min || v - dir.min > dir.span || dir.off[v - dir.min] == dir.off[v - dir.min + 1]);
+    }
+    if (o.bits) {
+        const uint64_t b5 = v - lv.hub[o.x].min;   // (wraps below min: beyond the bitmap)
+        return (b5 >> 5) < lv.hub[o.x].words && ((__ldg(&o.bits[b5 >> 5]) >> (b5 & 31)) & 1u);
+    }
+    uint32_t n = b - a;
+    if (n == 0)
+        return false;
+    const uint64_t *p = o.base + a;
+    while (n > 1) {   // the answer lies in p[0 .. n - 1]
+        const uint32_t half = n >> 1;
+        p = p[half] <= v ? p + half : p;
+        n -= half;
+    }
+    return *p == v;
+}
+
+// narrow<G> in offsets of 32 bits from the range's first row, for ranges of
+// fewer than 2^26 rows (so that (G + 1) times one fits 32 bits).
+template <int G>
+__device__ __forceinline__ void narrow32(const uint64_t *base, uint32_t n, uint32_t *a, uint32_t *b, uint64_t v,
+                                         unsigned tmask, int tlane)
+{
+    const uint64_t pv = base[((uint32_t)(tlane + 1) * n) / (G + 1)];
+    unsigned c = 0;   // the pivots less than v (a prefix: they are sorted)
+#pragma unroll
+    for (int s = G / 2; s >= 1; s >>= 1)
+        if (__shfl_sync(tmask, pv, c + s - 1, G) < v)
+            c += s;
+    if (__shfl_sync(tmask, pv, c, G) < v)
+        c++;
+    if (c > 0)
+        *a = (c * n) / (G + 1) + 1;
+    if (c < G)
+        *b = ((c + 1) * n) / (G + 1) + 1;
 }
 
 __global__ void k_first(rf_mj_level lv, int drv, uint8_t *flags)
@@ -336,8 +389,10 @@ __global__ void k_items(const uint64_t *istart, uint64_t n, uint64_t *item_row)
 // A team of G lanes a work item (grid-stride over items). With `write`,
 // the extensions go to out from out_pos[item]; else their number to
 // counts[item]. A team's lanes run the same trips, so a ballot over the
-// team's mask is convergent.
-template <int G, bool write, int NP, int MINB>
+// team's mask is convergent. WIDE (levels of two inputs): the other
+// input's range searched with row numbers of 64 bits, for inputs of 2^32
+// rows or more (and RF_GPU_LFTJ_SEARCH=wide, to measure).
+template <int G, bool write, int NP, int MINB, bool WIDE = false>
 __global__ void __launch_bounds__(kBlock, MINB) k_level(rf_mj_level lv, rf_mj_rows in, rf_mj_items items, uint64_t *counts,
                         const uint64_t *out_pos, uint64_t *out, uint64_t out_cap)
 {
@@ -353,7 +408,7 @@ __global__ void __launch_bounds__(kBlock, MINB) k_level(rf_mj_level lv, rf_mj_ro
         uint32_t hub[NP ? NP : RF_MULTIJOIN_MAX_IN];
         uint64_t dlo = 0, dhi = 0;
         int drv = 0;
-        uint64_t found = 0;
+        uint32_t found = 0;   // (a chunk's: fewer than 2^32)
         const uint64_t base = write ? out_pos[it] : 0;
         if (ranges_of<NP>(lv, in, row, lo, hi, hub, &drv, &dlo, &dhi)) {
             const uint64_t *dcol = lv.cols[drv][lv.col[drv]];
@@ -364,13 +419,21 @@ __global__ void __launch_bounds__(kBlock, MINB) k_level(rf_mj_level lv, rf_mj_ro
             if (NP == 2) {
                 const int ox = drv == 0 ? 1 : 0;
                 o.x = ox;
-                o.col = lv.cols[ox][lv.col[ox]];
-                o.lo = drv == 0 ? lo[NP - 1] : lo[0];
-                o.hi = drv == 0 ? hi[NP - 1] : hi[0];
+                o.whole = lv.col[ox] == 0 && lv.dir[ox].off;
+                const uint64_t olo = drv == 0 ? lo[NP - 1] : lo[0];
+                const uint64_t ohi = drv == 0 ? hi[NP - 1] : hi[0];
+                if (WIDE) {
+                    o.col = lv.cols[ox][lv.col[ox]];
+                    o.lo = olo;
+                    o.hi = ohi;
+                } else {
+                    o.base = lv.cols[ox][lv.col[ox]] + olo;
+                    o.n = (uint32_t)(ohi - olo);
+                }
                 const uint32_t oslot = drv == 0 ? hub[NP - 1] : hub[0];
                 o.bits = oslot != RF_MJ_NO_HUB ? lv.hub[ox].bits + (uint64_t)oslot * lv.hub[ox].words : nullptr;
-                pivots = items.pivots && !o.bits && !(lv.col[ox] == 0 && lv.dir[ox].off) &&
-                         o.hi - o.lo >= items.pivots && o.hi - o.lo > G;
+                pivots = items.pivots && !o.bits && !o.whole && ohi - olo >= items.pivots && ohi - olo > G &&
+                         (WIDE || ohi - olo < (1u << 26));
             }
             const uint64_t cbeg = dlo + chunk * items.chunk;
             const uint64_t cend = cbeg + items.chunk < dhi ? cbeg + items.chunk : dhi;
@@ -407,18 +470,24 @@ __global__ void __launch_bounds__(kBlock, MINB) k_level(rf_mj_level lv, rf_mj_ro
                 }
                 continue;
             }
-            for (uint64_t j0 = cbeg; j0 < cend; j0 += G) {
-                const uint64_t j = j0 + tlane;
+            // (rows of the chunk numbered from its first, in 32 bits: fewer
+            // registers and instructions a value)
+            const uint64_t *dp = dcol + cbeg;
+            const uint32_t cn = (uint32_t)(cend - cbeg);
+            const uint64_t bbase = bit0 + cbeg;   // the chunk's first driver row's match bit
+            const bool at_range_start = cbeg == dlo;
+            for (uint32_t j0 = 0; j0 < cn; j0 += G) {
+                const uint32_t j = j0 + tlane;
                 bool ok = false;
                 uint64_t v = 0;
-                if (j < cend) {
+                if (j < cn) {
                     if (write && items.bits) {
-                        const uint64_t b = bit0 + j;
+                        const uint64_t b = bbase + j;
                         ok = (items.bits[b >> 5] >> (b & 31)) & 1u;
                         if (ok)
-                            v = dcol[j];
+                            v = dp[j];
                     } else {
-                        v = dcol[j];
+                        v = dp[j];
                     }
                 }
                 if (!(write && items.bits)) {
@@ -427,18 +496,24 @@ __global__ void __launch_bounds__(kBlock, MINB) k_level(rf_mj_level lv, rf_mj_ro
                     // before is the previous lane's value, loaded already.
                     // Not where the column is the driver's last (its values
                     // in the range are distinct: triangles' every level).
-                    bool first = j < cend;
+                    bool first = j < cn;
                     if (repeats) {   // (the item's: the team agrees)
+                        const bool after_start = j > 0 || !at_range_start;   // a row before it in the range
                         uint64_t prev = __shfl_up_sync(tmask, v, 1, G);
-                        if (tlane == 0 && j < cend && j > dlo)
-                            prev = dcol[j - 1];
-                        first = first && !(j > dlo && prev == v);
+                        if (tlane == 0 && j < cn && after_start)
+                            prev = dp[(int64_t)j - 1];
+                        first = first && !(after_start && prev == v);
                     }
-                    if (NP == 2) {
+                    if (NP == 2 && WIDE) {
                         uint64_t slo = o.lo, shi = o.hi;
                         if (pivots)   // (the item's: the team agrees)
                             narrow<G>(o.col, &slo, &shi, v, tmask, tlane);
                         ok = first && member_other(lv, o, slo, shi, v);
+                    } else if (NP == 2) {
+                        uint32_t a = 0, b = o.n;
+                        if (pivots)   // (the item's: the team agrees)
+                            narrow32<G>(o.base, o.n, &a, &b, v, tmask, tlane);
+                        ok = first && member_other32(lv, o, a, b, v);
                     } else {
                         ok = first && member<NP>(lv, drv, lo, hi, hub, v);
                     }
@@ -447,7 +522,7 @@ __global__ void __launch_bounds__(kBlock, MINB) k_level(rf_mj_level lv, rf_mj_ro
                 if (!write && items.bits && tlane == 0 && ballot) {
                     // the team's G bits, for driver rows j0 .. j0 + G - 1
                     const unsigned mine = G == 32 ? ballot : (ballot >> (lane & ~(G - 1))) & ((1u << G) - 1u);
-                    const uint64_t b = bit0 + j0;
+                    const uint64_t b = bbase + j0;
                     const unsigned off = (unsigned)(b & 31);
                     atomicOr(&items.bits[b >> 5], mine << off);
                     if (off + G > 32)
@@ -481,17 +556,34 @@ constexpr int level_min_blocks()
     return NP == 1 || NP == 2 ? (write ? 6 : 8) : 1;
 }
 
-template <bool write, int NP>
+template <bool write, int NP, bool WIDE = false>
 void launch_level_np(cudaStream_t s, unsigned grid, const rf_mj_level *lv, rf_mj_rows in, rf_mj_items items,
                      uint64_t *counts, const uint64_t *out_pos, uint64_t *out, uint64_t out_cap)
 {
     constexpr int B = level_min_blocks<write, NP>();
     switch (items.team) {
-    case 4: k_level<4, write, NP, B><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap); break;
-    case 8: k_level<8, write, NP, B><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap); break;
-    case 16: k_level<16, write, NP, B><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap); break;
-    default: k_level<32, write, NP, B><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap); break;
+    case 4: k_level<4, write, NP, B, WIDE><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap); break;
+    case 8: k_level<8, write, NP, B, WIDE><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap); break;
+    case 16:
+        k_level<16, write, NP, B, WIDE><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap);
+        break;
+    default:
+        k_level<32, write, NP, B, WIDE><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap);
+        break;
     }
+}
+
+// Whether a level of two inputs searches with 64-bit row numbers: an input
+// of 2^32 rows or more, or asked (RF_GPU_LFTJ_SEARCH=wide).
+__host__ bool wide_search(const rf_mj_level *lv)
+{
+    const char *search = getenv("RF_GPU_LFTJ_SEARCH");
+    if (search && strcmp(search, "wide") == 0)
+        return true;
+    for (int x = 0; x < lv->npart; x++)
+        if (lv->nrows[x] > UINT32_MAX)
+            return true;
+    return false;
 }
 
 template <bool write>
@@ -503,7 +595,12 @@ cudaError_t launch_level(cudaStream_t s, const rf_mj_level *lv, rf_mj_rows in, r
     const unsigned grid = grid_for(items.n * (uint64_t)items.team);
     switch (specialised(lv->npart)) {
     case 1: launch_level_np<write, 1>(s, grid, lv, in, items, counts, out_pos, out, out_cap); break;
-    case 2: launch_level_np<write, 2>(s, grid, lv, in, items, counts, out_pos, out, out_cap); break;
+    case 2:
+        if (wide_search(lv))
+            launch_level_np<write, 2, true>(s, grid, lv, in, items, counts, out_pos, out, out_cap);
+        else
+            launch_level_np<write, 2>(s, grid, lv, in, items, counts, out_pos, out, out_cap);
+        break;
     case 3: launch_level_np<write, 3>(s, grid, lv, in, items, counts, out_pos, out, out_cap); break;
     default: launch_level_np<write, 0>(s, grid, lv, in, items, counts, out_pos, out, out_cap); break;
     }
@@ -618,7 +715,11 @@ extern "C" void rf_k_mj_load(void)
 #define RF_MJ_LEVELS(NP)                                                                                    \
     RF_MJ_COUNT(4, NP), RF_MJ_COUNT(8, NP), RF_MJ_COUNT(16, NP), RF_MJ_COUNT(32, NP), RF_MJ_WRITE(4, NP),   \
         RF_MJ_WRITE(8, NP), RF_MJ_WRITE(16, NP), RF_MJ_WRITE(32, NP)
-                         RF_MJ_LEVELS(0), RF_MJ_LEVELS(1), RF_MJ_LEVELS(2), RF_MJ_LEVELS(3)
+                         RF_MJ_LEVELS(0), RF_MJ_LEVELS(1), RF_MJ_LEVELS(2), RF_MJ_LEVELS(3),
+#define RF_MJ_WIDE(G) (const void *)k_level<G, false, 2, level_min_blocks<false, 2>(), true>, \
+                      (const void *)k_level<G, true, 2, level_min_blocks<true, 2>(), true>
+                         RF_MJ_WIDE(4), RF_MJ_WIDE(8), RF_MJ_WIDE(16), RF_MJ_WIDE(32)
+#undef RF_MJ_WIDE
 #undef RF_MJ_LEVELS
 #undef RF_MJ_WRITE
 #undef RF_MJ_COUNT

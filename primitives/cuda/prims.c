@@ -3992,9 +3992,10 @@ static bool reduce_applies(int naggs, const rf_aggfn *fns, const rf_code *args)
 bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int join_keys, const rf_code *filter,
                           int nproj, const rf_code *proj, int nkeys, int naggs, const rf_aggfn *fns,
                           const rf_type *result_types, const rf_code *args, rf_drel *out, bool *done,
-                          const char *what, rf_status *st)
+                          bool *many_groups, const char *what, rf_status *st)
 {
     *done = false;
+    *many_groups = false;
     if (naggs < 1 || nkeys + naggs > RF_CUDA_MAX_COLS || nkeys > nproj || !reduce_applies(naggs, fns, args))
         return true;
     if (r ? !check_join(l, r, join_keys, what, st) : !check_arity(l, what, st))
@@ -4120,8 +4121,10 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
             !rf_cuda_read_back(c, ctr.p, counter, 16, st))
             goto fail;
         rf_cuda_trace(c, "reduce: sample");
-        if (counter[1] || counter[0] > RF_HASH_AGG_SAMPLE / 16)
+        if (counter[1] || counter[0] > RF_HASH_AGG_SAMPLE / 16) {
+            *many_groups = true;
             goto out; /* not done */
+        }
         size_t want = 2;
         while (want < 32 * (counter[0] > 32 ? counter[0] : 32) && want * 2 <= max_slots)
             want *= 2;
@@ -4160,8 +4163,10 @@ bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, in
             goto fail;
         rf_cuda_trace(c, "reduce: read back");
     }
-    if (counter[1])
+    if (counter[1]) {
+        *many_groups = true;
         goto out; /* the groups overflowed the table: not done */
+    }
     tmp_put(c, &lo), tmp_put(c, &off);
     uint64_t g = 1;
     /* Where the finish reads each group's count and an aggregate's words:

@@ -314,12 +314,15 @@ bool rf_cuda_select_many(rf_cuda_ctx *c, const rf_drel *in, int nb, const rf_cod
  * weaver's rf_fused_compose_arg rewrites it), unused for a count. The same
  * answer as the kernels run one by one; *done = false (true returned) when
  * it does not apply (no code generation, an aggregate it cannot fold
- * exactly, too many groups for its table): the caller runs its other path.
- * A false return is a failure (a fault, out of memory) with st set. */
+ * exactly, too many groups for its table): the caller runs its other path;
+ * *many_groups tells it which of the reasons was the groups (a sample of
+ * the rows held more than hashing pays for, or the table overflowed), so
+ * that it sorts them rather than hash them again. A false return is a
+ * failure (a fault, out of memory) with st set. */
 bool rf_cuda_fused_reduce(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r, int join_keys, const rf_code *filter,
                           int nproj, const rf_code *proj, int nkeys, int naggs, const rf_aggfn *fns,
                           const rf_type *result_types, const rf_code *args, rf_drel *out, bool *done,
-                          const char *what, rf_status *st);
+                          bool *many_groups, const char *what, rf_status *st);
 /* The same with one aggregate. */
 bool rf_cuda_aggregate(rf_cuda_ctx *c, const rf_drel *in, int nkeys, rf_aggfn fn,
                        rf_type result_type, const rf_code *arg, rf_drel *out,

@@ -1667,6 +1667,7 @@ static rf_run_result gpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
         const char *what = p->vars[agg->out].name ? p->vars[agg->out].name : "?";
         const rf_type *result_types = p->vars[agg->out].types + agg->nkeys;
         double secs = 0;
+        bool many_groups = false;
         done = false;
         ok = ensure_table(be, in0, &local) && (!in1 || ensure_table(be, in1, &local));
         /* the string ranks, as gpu_run_plain makes them for an unfused kernel */
@@ -1677,7 +1678,7 @@ static rf_run_result gpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
         if (ok && composed && g->fuse_codegen && (ok = rf_cuda_timer_start(ctx_of(be), &local))) {
             ok = rf_cuda_fused_reduce(ctx_of(be), &in0->rel, in1 ? &in1->rel : NULL, chain.nkeys, &chain.filter,
                                       chain.nproj, chain.proj, agg->nkeys, agg->naggs, agg->aggfn, result_types, args,
-                                      &outs[0]->rel, &done, what, &local);
+                                      &outs[0]->rel, &done, &many_groups, what, &local);
             bool timed = rf_cuda_timer_stop(ctx_of(be), &secs, ok ? &local : &(rf_status){0});
             ok = ok && timed;
             stats->seconds = secs;
@@ -1695,7 +1696,11 @@ static rf_run_result gpu_run_fused(rf_backend *be, const rf_hprogram *p, const r
             rf_dvar *rows = gpu_var_new(be, p->vars[chain.out].arity, &local);
             ok = rows && gpu_run_plain(be, p, &chain, rows, in0, in1, stats, &local) && ensure_table(be, rows, &local);
             done = true;
-            if (ok && (ok = rf_cuda_timer_start(ctx_of(be), &local))) {
+            /* (where the generated kernel found too many groups to hash,
+             * hashing would only sample them again: they are sorted) */
+            if (ok && many_groups)
+                done = false;
+            else if (ok && (ok = rf_cuda_timer_start(ctx_of(be), &local))) {
                 ok = rf_cuda_aggregate_hash(ctx_of(be), &rows->rel, agg->nkeys, agg->naggs, agg->aggfn, result_types,
                                             agg->agg_arg, &outs[0]->rel, &done, what, &local);
                 bool timed = rf_cuda_timer_stop(ctx_of(be), &secs, ok ? &local : &(rf_status){0});

@@ -2632,10 +2632,10 @@ static void test_selplan_device(rf_cuda_ctx *c)
         rf_code none = {0, NULL};
         rf_drel dred;
         rf_drel_init(&dred, 1);
-        bool done = false;
+        bool done = false, many = false;
         rf_status_init(&st);
         gpu_ok = rf_cuda_fused_reduce(c, &din, NULL, 0, &filter, 2, proj, 0, 1, &cnt, &rt, &none, &dred, &done,
-                                      "selplan count", &st);
+                                      &many, "selplan count", &st);
         CHECK(gpu_ok, "reduce, plan %s: %s", k >= 0 ? plans->text[k] : "(chosen)", st.message);
         if (gpu_ok && done) {
             rf_table got;
@@ -3020,12 +3020,13 @@ static void test_reduce_keyless(rf_cuda_ctx *c)
     for (int k = 0; k < 40; k++) {
         rf_drel dred;
         rf_drel_init(&dred, 2);
-        bool done = false;
+        bool done = false, many = true;
         rf_status st;
         rf_status_init(&st);
         bool ok = rf_cuda_fused_reduce(c, &din, NULL, 0, &filter, 1, &proj, 0, 2, fns, rt, args, &dred, &done,
-                                       "keyless count", &st);
-        CHECK(ok && done, "keyless reduce, run %d: %s (done %d)", k, st.message, (int)done);
+                                       &many, "keyless count", &st);
+        CHECK(ok && done && !many, "keyless reduce, run %d: %s (done %d, many groups %d)", k, st.message, (int)done,
+              (int)many);
         if (ok && done) {
             rf_table got;
             rf_table_init(&got, 2);
@@ -3049,6 +3050,75 @@ static void test_reduce_keyless(rf_cuda_ctx *c)
     free(proj.ins);
     rf_expr_free(fe);
     rf_expr_free(pe);
+}
+
+/* The keyed reducing gather's verdict on its groups: 10 groups are folded
+ * (each group's count and total right), distinct keys over 300,000 rows are
+ * refused as too many groups for hashing (*many_groups, so the backend
+ * sorts them without sampling them again). */
+static void test_reduce_many_groups(rf_cuda_ctx *c)
+{
+    rf_type L = RF_TYPE_INT64, B = RF_TYPE_BOOL;
+    size_t n = 300000;
+    for (int distinct = 0; distinct < 2; distinct++) {
+        rf_table t;
+        rf_table_init(&t, 2);
+        rf_table_resize(&t, n);
+        int64_t want_count[10] = {0}, want_total[10] = {0};
+        for (size_t i = 0; i < n; i++) {
+            int64_t key = distinct ? (int64_t)i : (int64_t)(i % 10), v = (int64_t)(rnd() % 1000);
+            t.cols[0][i] = rf_word_from_int(key);
+            t.cols[1][i] = rf_word_from_int(v);
+            if (!distinct)
+                want_count[key]++, want_total[key] += v;
+        }
+        rf_expr *fe = e2(RF_EX_GE, B, ecol(L, 1), ecst(L, 0)), *ke = ecol(L, 0), *ve = ecol(L, 1);
+        rf_code filter = to_code(fe), proj[2] = {to_code(ke), to_code(ve)};
+        rf_drel din;
+        upload(c, &din, &t);
+        rf_cuda_set_codegen(c, true);
+        rf_aggfn fns[2] = {RF_AGG_COUNT, RF_AGG_TOTAL};
+        rf_type rt[2] = {L, L};
+        rf_code args[2] = {{0, NULL}, proj[1]};
+        rf_drel dred;
+        rf_drel_init(&dred, 3);
+        bool done = false, many = false;
+        rf_status st;
+        rf_status_init(&st);
+        bool ok = rf_cuda_fused_reduce(c, &din, NULL, 0, &filter, 2, proj, 1, 2, fns, rt, args, &dred, &done, &many,
+                                       "keyed count", &st);
+        CHECK(ok, "keyed reduce (%s keys): %s", distinct ? "distinct" : "10", st.message);
+        if (distinct) {
+            CHECK(ok && !done && many, "keyed reduce, distinct keys: done %d, many groups %d (expected 0, 1)",
+                  (int)done, (int)many);
+        } else {
+            CHECK(ok && done && !many, "keyed reduce, 10 keys: done %d, many groups %d (expected 1, 0)", (int)done,
+                  (int)many);
+            if (ok && done) {
+                rf_table got;
+                rf_table_init(&got, 3);
+                bool right = rf_drel_download(c, &dred, &got, &st) && got.nrows == 10;
+                for (size_t r = 0; right && r < got.nrows; r++) {
+                    int64_t k = rf_word_to_int(got.cols[0][r]);
+                    right = k >= 0 && k < 10 && rf_word_to_int(got.cols[1][r]) == want_count[k] &&
+                            rf_word_to_int(got.cols[2][r]) == want_total[k];
+                }
+                CHECK(right, "keyed reduce, 10 keys: %zu groups, or a group's count or total wrong", got.nrows);
+                rf_table_free(&got);
+            }
+        }
+        rf_drel_free(c, &dred);
+        rf_cuda_set_codegen(c, false);
+        rf_drel_free(c, &din);
+        rf_table_free(&t);
+        free(filter.ins);
+        free(proj[0].ins);
+        free(proj[1].ins);
+        rf_expr_free(fe);
+        rf_expr_free(ke);
+        rf_expr_free(ve);
+    }
+    printf("keyed reduce: 10 groups folded, distinct keys refused as many groups\n");
 }
 
 /* rf_cuda_rank_split against rf_dist_row_rank: every rank's section holds
@@ -3272,6 +3342,7 @@ int main(int argc, char **argv)
         test_business_ops(c);
         test_selplan_device(c);
         test_reduce_keyless(c);
+        test_reduce_many_groups(c);
         test_codegen_pays(c);
         test_sample_bound(c);
         test_codegen_memo(c);
