@@ -60,6 +60,7 @@ typedef struct mj_run {
     bool trace;               /* RF_GPU_LFTJ_TRACE: a line a level on stderr */
     bool no_bits;             /* RF_GPU_LFTJ_BITS=off: the write searches again */
     uint64_t pivots;          /* rf_mj_items.pivots (RF_GPU_LFTJ_PIVOTS=N, off: 0) */
+    int unroll;               /* rf_mj_items.unroll (RF_GPU_LFTJ_UNROLL=off: 0) */
     rf_status *st;
 } mj_run;
 
@@ -145,6 +146,7 @@ static bool make_items(mj_run *r, const rf_mj_level *lv, rf_mj_rows rows, bool w
         items->team = team;
         items->chunk = r->force_chunk ? r->force_chunk : (uint64_t)team * 16;
         items->pivots = r->pivots;
+        items->unroll = r->unroll;
         ok = ck(r, rf_k_mj_chunks(c->stream, len, n, items->chunk), "multijoin chunks") &&
              rf_cub_count_scan(c, len, m->istart, n, r->st) &&
              rf_cuda_read_back(c, m->istart + n, &nitems, sizeof nitems, r->st);
@@ -489,6 +491,8 @@ static bool multijoin_run(rf_cuda_ctx *c, int nin, const rf_drel *const *ins, co
     r->trace = trace && *trace && strcmp(trace, "0") != 0;
     const char *bits = getenv("RF_GPU_LFTJ_BITS");
     r->no_bits = bits && strcmp(bits, "off") == 0;
+    const char *unroll = getenv("RF_GPU_LFTJ_UNROLL");
+    r->unroll = !(unroll && strcmp(unroll, "off") == 0);
     const char *pivots = getenv("RF_GPU_LFTJ_PIVOTS");
     r->pivots = !pivots || !*pivots ? RF_MJ_PIVOTS_MIN_LEN
                 : strcmp(pivots, "off") == 0 ? 0 : strtoull(pivots, NULL, 10);

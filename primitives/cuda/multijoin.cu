@@ -39,12 +39,14 @@ using rf_launch::lower_bound;
 using rf_launch::upper_bound;
 
 // The range of input x's rows that agree with binding `row` on the columns
-// before the level's one, and its bitmap's slot (RF_MJ_NO_HUB: none).
+// before the level's one, and (hub_out not NULL) its bitmap's slot
+// (RF_MJ_NO_HUB: none).
 __device__ __forceinline__ void range_of(const rf_mj_level &lv, int x, const rf_mj_rows &in, uint64_t row,
                                          uint64_t *lo_out, uint64_t *hi_out, uint32_t *hub_out)
 {
     uint64_t lo = 0, hi = lv.nrows[x];
-    *hub_out = RF_MJ_NO_HUB;
+    if (hub_out)
+        *hub_out = RF_MJ_NO_HUB;
     for (int j = 0; j < lv.col[x] && lo < hi; j++) {
         uint64_t v = in.data[(uint64_t)lv.prefix_var[x][j] * in.cap + row];
         if (j == 0 && lv.dir[x].off) {
@@ -54,7 +56,7 @@ __device__ __forceinline__ void range_of(const rf_mj_level &lv, int x, const rf_
             } else {
                 lo = dir.off[v - dir.min];
                 hi = dir.off[v - dir.min + 1];
-                if (lv.hub[x].slot && lv.col[x] == 1)
+                if (hub_out && lv.hub[x].slot && lv.col[x] == 1)
                     *hub_out = lv.hub[x].slot[v - dir.min];
             }
             continue;
@@ -64,6 +66,16 @@ __device__ __forceinline__ void range_of(const rf_mj_level &lv, int x, const rf_
     }
     *lo_out = lo;
     *hi_out = hi;
+}
+
+// Input x's bitmap slot for binding `row` alone (range_of's *hub_out).
+__device__ __forceinline__ uint32_t hub_slot(const rf_mj_level &lv, int x, const rf_mj_rows &in, uint64_t row)
+{
+    const rf_mj_dir &dir = lv.dir[x];
+    if (!lv.hub[x].slot || lv.col[x] != 1 || !dir.off)
+        return RF_MJ_NO_HUB;
+    const uint64_t v = in.data[(uint64_t)lv.prefix_var[x][0] * in.cap + row];
+    return v < dir.min || v - dir.min > dir.span ? RF_MJ_NO_HUB : lv.hub[x].slot[v - dir.min];
 }
 
 // Whether driver value v lies in every other input's range (a bit of the
@@ -125,21 +137,43 @@ struct other_range {
     const uint32_t *bits;    // its hub bitmap's words, or NULL: searched
 };
 
+// Whether v lies in the other input's range where no search is needed:
+// the range is the whole first column (its directory says) or has a hub
+// bitmap. Only for such ranges.
+__device__ __forceinline__ bool member_other_direct(const rf_mj_level &lv, const other_range &o, uint64_t v)
+{
+    if (o.whole) {
+        const rf_mj_dir &dir = lv.dir[o.x];
+        return !(v < dir.min || v - dir.min > dir.span || dir.off[v - dir.min] == dir.off[v - dir.min + 1]);
+    }
+    const uint64_t b = v - lv.hub[o.x].min;   // (wraps below min: beyond the bitmap)
+    return (b >> 5) < lv.hub[o.x].words && ((__ldg(&o.bits[b >> 5]) >> (b & 31)) & 1u);
+}
+
 // Whether v lies in the other input's range [lo, hi) (member() for NP = 2;
 // WIDE: row numbers of 64 bits).
 __device__ __forceinline__ bool member_other(const rf_mj_level &lv, const other_range &o, uint64_t lo, uint64_t hi,
                                              uint64_t v)
 {
-    if (o.whole) {   // the whole first column
-        const rf_mj_dir &dir = lv.dir[o.x];
-        return !(v < dir.min || v - dir.min > dir.span || dir.off[v - dir.min] == dir.off[v - dir.min + 1]);
-    }
-    if (o.bits) {
-        const uint64_t b = v - lv.hub[o.x].min;   // (wraps below min: beyond the bitmap)
-        return (b >> 5) < lv.hub[o.x].words && ((__ldg(&o.bits[b >> 5]) >> (b & 31)) & 1u);
-    }
+    if (o.whole || o.bits)
+        return member_other_direct(lv, o, v);
     const uint64_t p = lower_bound(o.col, lo, hi, v);
     return p < hi && o.col[p] == v;
+}
+
+// How many of the team's G pivots (lane k's pv, in order) are less than v,
+// by shuffles (a binary search over the lanes).
+template <int G>
+__device__ __forceinline__ int pivots_below(uint64_t pv, uint64_t v, unsigned tmask)
+{
+    int c = 0;   // (a prefix: the pivots are sorted)
+#pragma unroll
+    for (int s = G / 2; s >= 1; s >>= 1)
+        if (__shfl_sync(tmask, pv, c + s - 1, G) < v)
+            c += s;
+    if (__shfl_sync(tmask, pv, c, G) < v)
+        c++;
+    return c;
 }
 
 // Narrows a searched range [*lo, *hi) of n >= G + 1 rows before each lane's
@@ -157,14 +191,7 @@ __device__ __forceinline__ void narrow(const uint64_t *col, uint64_t *lo, uint64
 {
     const uint64_t L = *lo, n = *hi - L;
     // pivot k (lane k's) at row L + (k + 1) n / (G + 1), k < G: rows in order
-    const uint64_t pv = col[L + ((uint64_t)(tlane + 1) * n) / (G + 1)];
-    int c = 0;   // the pivots less than v (a prefix: they are sorted)
-#pragma unroll
-    for (int s = G / 2; s >= 1; s >>= 1)
-        if (__shfl_sync(tmask, pv, c + s - 1, G) < v)
-            c += s;
-    if (__shfl_sync(tmask, pv, c, G) < v)
-        c++;
+    const int c = pivots_below<G>(col[L + ((uint64_t)(tlane + 1) * n) / (G + 1)], v, tmask);
     // pivot c - 1 < v <= pivot c: the bound lies after the one, at the other at the latest
     if (c > 0)
         *lo = L + ((uint64_t)c * n) / (G + 1) + 1;
@@ -180,14 +207,8 @@ __device__ __forceinline__ void narrow(const uint64_t *col, uint64_t *lo, uint64
 __device__ __forceinline__ bool member_other32(const rf_mj_level &lv, const other_range &o, uint32_t a, uint32_t b,
                                                uint64_t v)
 {
-    if (o.whole) {   // the whole first column
-        const rf_mj_dir &dir = lv.dir[o.x];
-        return !(v < dir.min || v - dir.min > dir.span || dir.off[v - dir.min] == dir.off[v - dir.min + 1]);
-    }
-    if (o.bits) {
-        const uint64_t b5 = v - lv.hub[o.x].min;   // (wraps below min: beyond the bitmap)
-        return (b5 >> 5) < lv.hub[o.x].words && ((__ldg(&o.bits[b5 >> 5]) >> (b5 & 31)) & 1u);
-    }
+    if (o.whole || o.bits)
+        return member_other_direct(lv, o, v);
     uint32_t n = b - a;
     if (n == 0)
         return false;
@@ -206,14 +227,7 @@ template <int G>
 __device__ __forceinline__ void narrow32(const uint64_t *base, uint32_t n, uint32_t *a, uint32_t *b, uint64_t v,
                                          unsigned tmask, int tlane)
 {
-    const uint64_t pv = base[((uint32_t)(tlane + 1) * n) / (G + 1)];
-    unsigned c = 0;   // the pivots less than v (a prefix: they are sorted)
-#pragma unroll
-    for (int s = G / 2; s >= 1; s >>= 1)
-        if (__shfl_sync(tmask, pv, c + s - 1, G) < v)
-            c += s;
-    if (__shfl_sync(tmask, pv, c, G) < v)
-        c++;
+    const unsigned c = (unsigned)pivots_below<G>(base[((uint32_t)(tlane + 1) * n) / (G + 1)], v, tmask);
     if (c > 0)
         *a = (c * n) / (G + 1) + 1;
     if (c < G)
@@ -259,8 +273,9 @@ __device__ __forceinline__ unsigned match_bits(const uint32_t *bits, uint64_t b,
     return n < 32 ? m & ((1u << n) - 1u) : m;
 }
 
-// Every input's range for binding `row` (and bitmap slot), and the
-// shortest (the driver, its range [*dlo, *dhi)); false when one is empty.
+// Every input's range for binding `row` (and bitmap slot, hub not NULL),
+// and the shortest (the driver, its range [*dlo, *dhi)); false when one is
+// empty.
 // (No array is indexed by a value known only when run: with NP > 0 they
 // stay in registers.)
 template <int NP>
@@ -272,7 +287,7 @@ __device__ __forceinline__ bool ranges_of(const rf_mj_level &lv, const rf_mj_row
     uint64_t best = ~0ull;
 #pragma unroll
     for (int x = 0; x < (NP ? NP : lv.npart); x++) {
-        range_of(lv, x, in, row, &lo[x], &hi[x], &hub[x]);
+        range_of(lv, x, in, row, &lo[x], &hi[x], hub ? &hub[x] : nullptr);
         if (lo[x] >= hi[x])
             return false;
         if (hi[x] - lo[x] < best) {
@@ -364,10 +379,9 @@ __global__ void k_driver_len(rf_mj_level lv, rf_mj_rows in, uint64_t *len)
     for (uint64_t row = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; row < in.n;
          row += (uint64_t)gridDim.x * blockDim.x) {
         uint64_t lo[NP ? NP : RF_MULTIJOIN_MAX_IN], hi[NP ? NP : RF_MULTIJOIN_MAX_IN];
-        uint32_t hub[NP ? NP : RF_MULTIJOIN_MAX_IN];
         uint64_t dlo = 0, dhi = 0;
         int drv;
-        len[row] = ranges_of<NP>(lv, in, row, lo, hi, hub, &drv, &dlo, &dhi) ? dhi - dlo : 0;
+        len[row] = ranges_of<NP>(lv, in, row, lo, hi, nullptr, &drv, &dlo, &dhi) ? dhi - dlo : 0;
     }
 }
 
@@ -410,7 +424,8 @@ __global__ void __launch_bounds__(kBlock, MINB) k_level(rf_mj_level lv, rf_mj_ro
         int drv = 0;
         uint32_t found = 0;   // (a chunk's: fewer than 2^32)
         const uint64_t base = write ? out_pos[it] : 0;
-        if (ranges_of<NP>(lv, in, row, lo, hi, hub, &drv, &dlo, &dhi)) {
+        // (levels of two inputs look up the other input's bitmap slot alone, below)
+        if (ranges_of<NP>(lv, in, row, lo, hi, NP == 2 ? nullptr : hub, &drv, &dlo, &dhi)) {
             const uint64_t *dcol = lv.cols[drv][lv.col[drv]];
             const bool repeats = !lv.distinct[drv];
             // NP = 2: the other input, and whether its searches are narrowed first
@@ -430,7 +445,7 @@ __global__ void __launch_bounds__(kBlock, MINB) k_level(rf_mj_level lv, rf_mj_ro
                     o.base = lv.cols[ox][lv.col[ox]] + olo;
                     o.n = (uint32_t)(ohi - olo);
                 }
-                const uint32_t oslot = drv == 0 ? hub[NP - 1] : hub[0];
+                const uint32_t oslot = hub_slot(lv, ox, in, row);
                 o.bits = oslot != RF_MJ_NO_HUB ? lv.hub[ox].bits + (uint64_t)oslot * lv.hub[ox].words : nullptr;
                 pivots = items.pivots && !o.bits && !o.whole && ohi - olo >= items.pivots && ohi - olo > G &&
                          (WIDE || ohi - olo < (1u << 26));
@@ -476,6 +491,31 @@ __global__ void __launch_bounds__(kBlock, MINB) k_level(rf_mj_level lv, rf_mj_ro
             const uint32_t cn = (uint32_t)(cend - cbeg);
             const uint64_t bbase = bit0 + cbeg;   // the chunk's first driver row's match bit
             const bool at_range_start = cbeg == dlo;
+            if (NP == 2 && !WIDE && !write && !items.bits && !repeats && items.unroll) {
+                // A count alone (a counted last level: no match bits, no
+                // repeated values), two driver values a lane a trip, their
+                // loads and tests independent; each lane counts its own
+                // matches and the team sums them once at the end (no ballot
+                // a value). The triangle count's level 2.
+                uint32_t mine = 0;
+                for (uint32_t j0 = 0; j0 < cn; j0 += 2 * G) {
+                    const uint32_t ja = j0 + tlane, jb = ja + G;
+                    const uint64_t va = ja < cn ? dp[ja] : 0, vb = jb < cn ? dp[jb] : 0;
+                    uint32_t a0 = 0, b0 = o.n, a1 = 0, b1 = o.n;
+                    if (pivots) {   // (the item's: the team agrees)
+                        narrow32<G>(o.base, o.n, &a0, &b0, va, tmask, tlane);
+                        if (j0 + G < cn)   // (the team agrees)
+                            narrow32<G>(o.base, o.n, &a1, &b1, vb, tmask, tlane);
+                    }
+                    mine += (ja < cn && member_other32(lv, o, a0, b0, va)) + (jb < cn && member_other32(lv, o, a1, b1, vb));
+                }
+#pragma unroll
+                for (int s = G / 2; s >= 1; s >>= 1)
+                    mine += __shfl_xor_sync(tmask, mine, s, G);
+                if (tlane == 0)
+                    counts[it] = mine;
+                continue;
+            }
             for (uint32_t j0 = 0; j0 < cn; j0 += G) {
                 const uint32_t j = j0 + tlane;
                 bool ok = false;

@@ -116,6 +116,8 @@ typedef struct rf_mj_items {
     uint32_t *bits;          /* NULL: the write searches again */
     uint64_t pivots;         /* searched ranges this long or longer are first narrowed by the
                               * team's pivots (levels of two inputs); 0: never */
+    int unroll;              /* a count alone on a level of two inputs: two values a lane a trip,
+                              * counted a lane (RF_GPU_LFTJ_UNROLL=off: 0, to measure) */
 } rf_mj_items;
 cudaError_t rf_k_mj_count(cudaStream_t s, const rf_mj_level *lv, rf_mj_rows in, rf_mj_items items,
                           uint64_t *counts);

@@ -1915,6 +1915,48 @@ static fused_code fused_source(const rf_hprogram *p, const rf_kernel *fk, char *
     return how;
 }
 
+/* A reducing gather's chain as the select that runs when its generated
+ * kernel hands back (too many groups: gpu_run_fused makes the chain's rows,
+ * through gpu_run_plain): its source, key, parts and sample kernel as that
+ * run makes them, so that they can be made ahead too (q11's partsupp by
+ * part: its module's load was ~0.5 ms of the query's time). *src NULL:
+ * none (not a reducing gather, string functions, no source). */
+static void reduce_fallback_select(const rf_hprogram *p, const rf_kernel *fk, char **src, rf_cg_key *key, int *nparts,
+                                   char **sample, rf_cg_key *sample_key)
+{
+    const rf_fused *f = fk->fused;
+    *src = *sample = NULL;
+    *nparts = 1;
+    int last = f ? f->nmembers - 3 : -1;
+    rf_kernel chain;
+    if (!f || f->nout > 1 || fk->gather != RF_GATHER_REDUCE || last < 0 || rf_fused_chain_end(p, fk) < last ||
+        !rf_fused_compose(p, fk, 0, last, &chain))
+        return;
+    if (!filter_has_string_function(&chain.filter) && !code_list_has_string_op(chain.proj, chain.nproj)) {
+        bool join = chain.op == RF_K_JOIN;
+        int al = chain.in[0] >= 0 ? p->vars[chain.in[0]].arity : 0;
+        rf_cg_plan plan;
+        char *line = NULL;
+        size_t line_len = 0;
+        FILE *pf = open_memstream(&line, &line_len);
+        int planned = explain_plan(&chain.filter, true, &plan, pf);
+        fclose(pf);
+        free(line);
+        *src = rf_codegen_select_source(join, al, &chain.filter, chain.nproj, chain.proj, planned ? &plan : NULL);
+        if (*src) {
+            rf_cg_key_select(key, join, al, &chain.filter, chain.nproj, chain.proj, planned ? &plan : NULL);
+            if (planned) {
+                *nparts = plan.nparts;
+                if (!plan.forced && (*sample = rf_codegen_selsample_source(join, al, &plan)))
+                    rf_cg_key_sample(sample_key, join, al, &plan);
+            }
+        }
+        if (planned)
+            rf_cg_plan_free(&plan);
+    }
+    rf_kernel_free(&chain);
+}
+
 char *rf_gpu_fused_source(const rf_hprogram *p, const rf_kernel *fk)
 {
     const rf_fused *f = fk->fused;
@@ -2104,6 +2146,12 @@ static void gpu_program_begins(rf_backend *be, const rf_hprogram *p)
                          : how == FUSED_REDUCE ? reduce_names
                                                : many_names,
                          how != FUSED_SELECT ? 1 : nparts, &key);
+            if (how == FUSED_REDUCE) {
+                /* and the select its rows are made by where the groups turn out many */
+                reduce_fallback_select(p, k, &src, &key, &nparts, &sample, &sample_key);
+                prefetch_add(&l, sample, sample_names, 1, &sample_key);
+                prefetch_add(&l, src, nparts > 1 ? part_names : select_names, nparts, &key);
+            }
         }
     /* The MAPs that may run as lone selects (lone_select: known only from
      * their rows, at run time) in a program without loops (a recursive
