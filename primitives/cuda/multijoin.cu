@@ -68,16 +68,6 @@ __device__ __forceinline__ void range_of(const rf_mj_level &lv, int x, const rf_
     *hi_out = hi;
 }
 
-// Input x's bitmap slot for binding `row` alone (range_of's *hub_out).
-__device__ __forceinline__ uint32_t hub_slot(const rf_mj_level &lv, int x, const rf_mj_rows &in, uint64_t row)
-{
-    const rf_mj_dir &dir = lv.dir[x];
-    if (!lv.hub[x].slot || lv.col[x] != 1 || !dir.off)
-        return RF_MJ_NO_HUB;
-    const uint64_t v = in.data[(uint64_t)lv.prefix_var[x][0] * in.cap + row];
-    return v < dir.min || v - dir.min > dir.span ? RF_MJ_NO_HUB : lv.hub[x].slot[v - dir.min];
-}
-
 // Whether driver value v lies in every other input's range (a bit of the
 // range's bitmap where it has one, else a binary search). The caller
 // takes each value at its first row in the driver's range only (a later
@@ -403,10 +393,14 @@ __global__ void k_items(const uint64_t *istart, uint64_t n, uint64_t *item_row)
 // A team of G lanes a work item (grid-stride over items). With `write`,
 // the extensions go to out from out_pos[item]; else their number to
 // counts[item]. A team's lanes run the same trips, so a ballot over the
-// team's mask is convergent. WIDE (levels of two inputs): the other
-// input's range searched with row numbers of 64 bits, for inputs of 2^32
-// rows or more (and RF_GPU_LFTJ_SEARCH=wide, to measure).
-template <int G, bool write, int NP, int MINB, bool WIDE = false>
+// team's mask is convergent. MODE (levels of two inputs): LV_WIDE, the
+// other input's range searched with row numbers of 64 bits, for inputs of
+// 2^32 rows or more (and RF_GPU_LFTJ_SEARCH=wide, to measure); LV_PAIRS, a
+// count alone (no match bits, no repeated values: a counted last level),
+// two values a lane a trip (an instance of its own: its registers would
+// cost the other paths spills).
+enum { LV_NARROW = 0, LV_WIDE = 1, LV_PAIRS = 2 };
+template <int G, bool write, int NP, int MINB, int MODE = LV_NARROW>
 __global__ void __launch_bounds__(kBlock, MINB) k_level(rf_mj_level lv, rf_mj_rows in, rf_mj_items items, uint64_t *counts,
                         const uint64_t *out_pos, uint64_t *out, uint64_t out_cap)
 {
@@ -424,8 +418,8 @@ __global__ void __launch_bounds__(kBlock, MINB) k_level(rf_mj_level lv, rf_mj_ro
         int drv = 0;
         uint32_t found = 0;   // (a chunk's: fewer than 2^32)
         const uint64_t base = write ? out_pos[it] : 0;
-        // (levels of two inputs look up the other input's bitmap slot alone, below)
-        if (ranges_of<NP>(lv, in, row, lo, hi, NP == 2 ? nullptr : hub, &drv, &dlo, &dhi)) {
+        constexpr bool WIDE = MODE == LV_WIDE;
+        if (ranges_of<NP>(lv, in, row, lo, hi, hub, &drv, &dlo, &dhi)) {
             const uint64_t *dcol = lv.cols[drv][lv.col[drv]];
             const bool repeats = !lv.distinct[drv];
             // NP = 2: the other input, and whether its searches are narrowed first
@@ -445,7 +439,7 @@ __global__ void __launch_bounds__(kBlock, MINB) k_level(rf_mj_level lv, rf_mj_ro
                     o.base = lv.cols[ox][lv.col[ox]] + olo;
                     o.n = (uint32_t)(ohi - olo);
                 }
-                const uint32_t oslot = hub_slot(lv, ox, in, row);
+                const uint32_t oslot = drv == 0 ? hub[NP - 1] : hub[0];
                 o.bits = oslot != RF_MJ_NO_HUB ? lv.hub[ox].bits + (uint64_t)oslot * lv.hub[ox].words : nullptr;
                 pivots = items.pivots && !o.bits && !o.whole && ohi - olo >= items.pivots && ohi - olo > G &&
                          (WIDE || ohi - olo < (1u << 26));
@@ -491,12 +485,14 @@ __global__ void __launch_bounds__(kBlock, MINB) k_level(rf_mj_level lv, rf_mj_ro
             const uint32_t cn = (uint32_t)(cend - cbeg);
             const uint64_t bbase = bit0 + cbeg;   // the chunk's first driver row's match bit
             const bool at_range_start = cbeg == dlo;
-            if (NP == 2 && !WIDE && !write && !items.bits && !repeats && items.unroll) {
+            if constexpr (NP == 2 && MODE == LV_PAIRS && !write) {
                 // A count alone (a counted last level: no match bits, no
-                // repeated values), two driver values a lane a trip, their
-                // loads and tests independent; each lane counts its own
-                // matches and the team sums them once at the end (no ballot
-                // a value). The triangle count's level 2.
+                // repeated values; launch_level launches this instance only
+                // so, and the rest of the body is not compiled into it), two
+                // driver values a lane a trip, their loads and tests
+                // independent; each lane counts its own matches and the team
+                // sums them once at the end (no ballot a value). The
+                // triangle count's level 2.
                 uint32_t mine = 0;
                 for (uint32_t j0 = 0; j0 < cn; j0 += 2 * G) {
                     const uint32_t ja = j0 + tlane, jb = ja + G;
@@ -515,66 +511,67 @@ __global__ void __launch_bounds__(kBlock, MINB) k_level(rf_mj_level lv, rf_mj_ro
                 if (tlane == 0)
                     counts[it] = mine;
                 continue;
-            }
-            for (uint32_t j0 = 0; j0 < cn; j0 += G) {
-                const uint32_t j = j0 + tlane;
-                bool ok = false;
-                uint64_t v = 0;
-                if (j < cn) {
-                    if (write && items.bits) {
-                        const uint64_t b = bbase + j;
-                        ok = (items.bits[b >> 5] >> (b & 31)) & 1u;
-                        if (ok)
+            } else {
+                for (uint32_t j0 = 0; j0 < cn; j0 += G) {
+                    const uint32_t j = j0 + tlane;
+                    bool ok = false;
+                    uint64_t v = 0;
+                    if (j < cn) {
+                        if (write && items.bits) {
+                            const uint64_t b = bbase + j;
+                            ok = (items.bits[b >> 5] >> (b & 31)) & 1u;
+                            if (ok)
+                                v = dp[j];
+                        } else {
                             v = dp[j];
-                    } else {
-                        v = dp[j];
+                        }
                     }
-                }
-                if (!(write && items.bits)) {
-                    // A value counts at its first row in the driver's range
-                    // (a later column of the driver repeats it): the row
-                    // before is the previous lane's value, loaded already.
-                    // Not where the column is the driver's last (its values
-                    // in the range are distinct: triangles' every level).
-                    bool first = j < cn;
-                    if (repeats) {   // (the item's: the team agrees)
-                        const bool after_start = j > 0 || !at_range_start;   // a row before it in the range
-                        uint64_t prev = __shfl_up_sync(tmask, v, 1, G);
-                        if (tlane == 0 && j < cn && after_start)
-                            prev = dp[(int64_t)j - 1];
-                        first = first && !(after_start && prev == v);
+                    if (!(write && items.bits)) {
+                        // A value counts at its first row in the driver's range
+                        // (a later column of the driver repeats it): the row
+                        // before is the previous lane's value, loaded already.
+                        // Not where the column is the driver's last (its values
+                        // in the range are distinct: triangles' every level).
+                        bool first = j < cn;
+                        if (repeats) {   // (the item's: the team agrees)
+                            const bool after_start = j > 0 || !at_range_start;   // a row before it in the range
+                            uint64_t prev = __shfl_up_sync(tmask, v, 1, G);
+                            if (tlane == 0 && j < cn && after_start)
+                                prev = dp[(int64_t)j - 1];
+                            first = first && !(after_start && prev == v);
+                        }
+                        if (NP == 2 && WIDE) {
+                            uint64_t slo = o.lo, shi = o.hi;
+                            if (pivots)   // (the item's: the team agrees)
+                                narrow<G>(o.col, &slo, &shi, v, tmask, tlane);
+                            ok = first && member_other(lv, o, slo, shi, v);
+                        } else if (NP == 2) {
+                            uint32_t a = 0, b = o.n;
+                            if (pivots)   // (the item's: the team agrees)
+                                narrow32<G>(o.base, o.n, &a, &b, v, tmask, tlane);
+                            ok = first && member_other32(lv, o, a, b, v);
+                        } else {
+                            ok = first && member<NP>(lv, drv, lo, hi, hub, v);
+                        }
                     }
-                    if (NP == 2 && WIDE) {
-                        uint64_t slo = o.lo, shi = o.hi;
-                        if (pivots)   // (the item's: the team agrees)
-                            narrow<G>(o.col, &slo, &shi, v, tmask, tlane);
-                        ok = first && member_other(lv, o, slo, shi, v);
-                    } else if (NP == 2) {
-                        uint32_t a = 0, b = o.n;
-                        if (pivots)   // (the item's: the team agrees)
-                            narrow32<G>(o.base, o.n, &a, &b, v, tmask, tlane);
-                        ok = first && member_other32(lv, o, a, b, v);
-                    } else {
-                        ok = first && member<NP>(lv, drv, lo, hi, hub, v);
+                    const unsigned ballot = __ballot_sync(tmask, ok);
+                    if (!write && items.bits && tlane == 0 && ballot) {
+                        // the team's G bits, for driver rows j0 .. j0 + G - 1
+                        const unsigned mine = G == 32 ? ballot : (ballot >> (lane & ~(G - 1))) & ((1u << G) - 1u);
+                        const uint64_t b = bbase + j0;
+                        const unsigned off = (unsigned)(b & 31);
+                        atomicOr(&items.bits[b >> 5], mine << off);
+                        if (off + G > 32)
+                            atomicOr(&items.bits[(b >> 5) + 1], mine >> (32 - off));
                     }
+                    if (write && ok) {
+                        const uint64_t at = base + found + __popc(ballot & ((1u << lane) - 1u));
+                        for (int c = 0; c < lv.d; c++)
+                            out[(uint64_t)c * out_cap + at] = in.data[(uint64_t)c * in.cap + row];
+                        out[(uint64_t)lv.d * out_cap + at] = v;
+                    }
+                    found += __popc(ballot);
                 }
-                const unsigned ballot = __ballot_sync(tmask, ok);
-                if (!write && items.bits && tlane == 0 && ballot) {
-                    // the team's G bits, for driver rows j0 .. j0 + G - 1
-                    const unsigned mine = G == 32 ? ballot : (ballot >> (lane & ~(G - 1))) & ((1u << G) - 1u);
-                    const uint64_t b = bbase + j0;
-                    const unsigned off = (unsigned)(b & 31);
-                    atomicOr(&items.bits[b >> 5], mine << off);
-                    if (off + G > 32)
-                        atomicOr(&items.bits[(b >> 5) + 1], mine >> (32 - off));
-                }
-                if (write && ok) {
-                    const uint64_t at = base + found + __popc(ballot & ((1u << lane) - 1u));
-                    for (int c = 0; c < lv.d; c++)
-                        out[(uint64_t)c * out_cap + at] = in.data[(uint64_t)c * in.cap + row];
-                    out[(uint64_t)lv.d * out_cap + at] = v;
-                }
-                found += __popc(ballot);
             }
         }
         if (!write && tlane == 0)
@@ -596,19 +593,19 @@ constexpr int level_min_blocks()
     return NP == 1 || NP == 2 ? (write ? 6 : 8) : 1;
 }
 
-template <bool write, int NP, bool WIDE = false>
+template <bool write, int NP, int MODE = LV_NARROW>
 void launch_level_np(cudaStream_t s, unsigned grid, const rf_mj_level *lv, rf_mj_rows in, rf_mj_items items,
                      uint64_t *counts, const uint64_t *out_pos, uint64_t *out, uint64_t out_cap)
 {
     constexpr int B = level_min_blocks<write, NP>();
     switch (items.team) {
-    case 4: k_level<4, write, NP, B, WIDE><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap); break;
-    case 8: k_level<8, write, NP, B, WIDE><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap); break;
+    case 4: k_level<4, write, NP, B, MODE><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap); break;
+    case 8: k_level<8, write, NP, B, MODE><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap); break;
     case 16:
-        k_level<16, write, NP, B, WIDE><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap);
+        k_level<16, write, NP, B, MODE><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap);
         break;
     default:
-        k_level<32, write, NP, B, WIDE><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap);
+        k_level<32, write, NP, B, MODE><<<grid, kBlock, 0, s>>>(*lv, in, items, counts, out_pos, out, out_cap);
         break;
     }
 }
@@ -637,7 +634,9 @@ cudaError_t launch_level(cudaStream_t s, const rf_mj_level *lv, rf_mj_rows in, r
     case 1: launch_level_np<write, 1>(s, grid, lv, in, items, counts, out_pos, out, out_cap); break;
     case 2:
         if (wide_search(lv))
-            launch_level_np<write, 2, true>(s, grid, lv, in, items, counts, out_pos, out, out_cap);
+            launch_level_np<write, 2, LV_WIDE>(s, grid, lv, in, items, counts, out_pos, out, out_cap);
+        else if (!write && !items.bits && items.unroll && lv->distinct[0] && lv->distinct[1])
+            launch_level_np<false, 2, LV_PAIRS>(s, grid, lv, in, items, counts, out_pos, out, out_cap);
         else
             launch_level_np<write, 2>(s, grid, lv, in, items, counts, out_pos, out, out_cap);
         break;
@@ -756,8 +755,9 @@ extern "C" void rf_k_mj_load(void)
     RF_MJ_COUNT(4, NP), RF_MJ_COUNT(8, NP), RF_MJ_COUNT(16, NP), RF_MJ_COUNT(32, NP), RF_MJ_WRITE(4, NP),   \
         RF_MJ_WRITE(8, NP), RF_MJ_WRITE(16, NP), RF_MJ_WRITE(32, NP)
                          RF_MJ_LEVELS(0), RF_MJ_LEVELS(1), RF_MJ_LEVELS(2), RF_MJ_LEVELS(3),
-#define RF_MJ_WIDE(G) (const void *)k_level<G, false, 2, level_min_blocks<false, 2>(), true>, \
-                      (const void *)k_level<G, true, 2, level_min_blocks<true, 2>(), true>
+#define RF_MJ_WIDE(G) (const void *)k_level<G, false, 2, level_min_blocks<false, 2>(), LV_WIDE>, \
+                      (const void *)k_level<G, true, 2, level_min_blocks<true, 2>(), LV_WIDE>, \
+                      (const void *)k_level<G, false, 2, level_min_blocks<false, 2>(), LV_PAIRS>
                          RF_MJ_WIDE(4), RF_MJ_WIDE(8), RF_MJ_WIDE(16), RF_MJ_WIDE(32)
 #undef RF_MJ_WIDE
 #undef RF_MJ_LEVELS
