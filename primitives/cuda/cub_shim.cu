@@ -113,6 +113,19 @@ bool rf_cub_sort_pairs(rf_cuda_ctx *c, uint64_t *keys, uint64_t *keys_alt, uint3
     return true;
 }
 
+bool rf_cub_sort_pairs32(rf_cuda_ctx *c, uint32_t *keys, uint32_t *keys_alt, uint32_t *vals, uint32_t *vals_alt,
+                         size_t n, int end_bit, uint32_t **keys_out, uint32_t **vals_out, rf_status *st)
+{
+    cub::DoubleBuffer<uint32_t> k(keys, keys_alt);
+    cub::DoubleBuffer<uint32_t> v(vals, vals_alt);
+    if (n > 1 && end_bit > 0)
+        CUB_TWO_PHASE(cub::DeviceRadixSort::SortPairs(tmp_, tmp_bytes_, k, v, (int64_t)n, 0, end_bit,
+                                                      c->stream));
+    *keys_out = k.Current();
+    *vals_out = v.Current();
+    return true;
+}
+
 bool rf_cub_sort_keys(rf_cuda_ctx *c, uint64_t *keys, uint64_t *keys_alt, size_t n, int end_bit,
                       rf_status *st)
 {

@@ -166,6 +166,12 @@ struct rf_cuda_ctx {
     /* Join algorithm: 0 chosen by size (rf_cuda_join), 1 merge, 2 hash. */
     int join_mode;
     bool small_sort;         /* sorts of a few rows by one block (RF_CUDA_SMALL_SORT=off: never) */
+    /* Sorts of two columns that look at the rows' order first
+     * (rf_cuda_sort_unique; RF_CUDA_SORT_ORDER=off: never): rows already in
+     * order are copied, rows in the order of their second column then
+     * first are sorted by the first alone; how many of each. */
+    bool sort_order;
+    size_t sorts_in_order, sorts_by_first;
     /* Rows of more than 64 key bits one sort takes: 2^32 - 1, the ids of
      * its 32-bit permutation (RF_CUDA_WIDE_SORT_MAX lowers it, for tests). */
     uint64_t wide_sort_max;
@@ -388,6 +394,11 @@ bool rf_cub_flag_scan(rf_cuda_ctx *c, const uint8_t *flags, uint64_t *pos, size_
 bool rf_cub_count_scan(rf_cuda_ctx *c, const uint64_t *counts, uint64_t *out, size_t n,
                        rf_status *st);
 bool rf_cub_max(rf_cuda_ctx *c, const uint64_t *in, size_t n, uint64_t *out_dev, rf_status *st);
+/* A stable sort of 32-bit keys (bits [0, end_bit)) with 32-bit values;
+ * the sorted keys and values end in *keys_out and *vals_out (one buffer of
+ * each pair: no copy back). */
+bool rf_cub_sort_pairs32(rf_cuda_ctx *c, uint32_t *keys, uint32_t *keys_alt, uint32_t *vals, uint32_t *vals_alt,
+                         size_t n, int end_bit, uint32_t **keys_out, uint32_t **vals_out, rf_status *st);
 bool rf_cub_segmented_reduce(rf_cuda_ctx *c, int kind, const uint64_t *vals, size_t nsegs,
                              const uint64_t *starts, uint64_t *out, rf_status *st);
 
@@ -402,6 +413,15 @@ cudaError_t rf_k_unpack(cudaStream_t s, const uint64_t *keys, size_t n, int ncol
                         const int *shift_host, const int *bits_host, rf_wcols dst);
 cudaError_t rf_k_gather(cudaStream_t s, rf_cols src, int ncols, const uint32_t *perm, size_t n,
                         rf_wcols dst);
+/* Over the n rows of two columns: out[0], out[1] := the columns' maxima;
+ * out[2] := 0 when the rows are strictly ascending in (second, first)
+ * column order, out[3] := 0 when strictly ascending in (first, second).
+ * out (4 words) zeroed by the caller. */
+cudaError_t rf_k_pair_stats(cudaStream_t s, rf_cols cols, size_t n, unsigned long long *out);
+/* keys[i], vals[i] := columns 0 and 1 of row i, as 32 bits (both below
+ * 2^32); and back: dst row i := (keys[i], vals[i]). */
+cudaError_t rf_k_narrow_pairs(cudaStream_t s, rf_cols cols, size_t n, uint32_t *keys, uint32_t *vals);
+cudaError_t rf_k_widen_pairs(cudaStream_t s, const uint32_t *keys, const uint32_t *vals, size_t n, rf_wcols dst);
 /* One block sorts and deduplicates the n rows of a small relation (n <=
  * RF_SMALL_SORT_ROWS, n rounded up to a power of two times arity <=
  * RF_SMALL_SORT_WORDS: shared memory, with a key and an index a row) into

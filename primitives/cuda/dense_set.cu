@@ -11,6 +11,7 @@
 namespace {
 
 using rf_launch::grid_for;
+using rf_launch::reduce_grid_for;
 using rf_launch::kBlock;
 
 
@@ -140,9 +141,12 @@ __global__ void k_dset_or(ull *dst, const ull *src, int n, uint64_t nwords, ull 
 }
 
 // mm[j] = min, mm[ncols + j] = max of column j (the caller initialises
-// them to ~0 and 0).
+// them to ~0 and 0). A block folds its extremes in shared memory and meets
+// the global words once (a grid of reduce_grid_for blocks: same-word
+// atomics a warp serialise in the L2).
 __global__ void k_col_minmax(rf_cols c, int ncols, uint64_t n, ull *mm)
 {
+    __shared__ ull s_lo[kBlock / 32], s_hi[kBlock / 32];
     for (int j = 0; j < ncols; j++) {
         ull lo = ~0ull, hi = 0;
         RF_GRID_LOOP(i, n)
@@ -157,9 +161,19 @@ __global__ void k_col_minmax(rf_cols c, int ncols, uint64_t n, ull *mm)
             hi = h2 > hi ? h2 : hi;
         }
         if ((threadIdx.x & 31) == 0) {
+            s_lo[threadIdx.x / 32] = lo;
+            s_hi[threadIdx.x / 32] = hi;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            for (int w = 1; w < kBlock / 32; w++) {
+                lo = s_lo[w] < lo ? s_lo[w] : lo;
+                hi = s_hi[w] > hi ? s_hi[w] : hi;
+            }
             atomicMin(&mm[j], lo);
             atomicMax(&mm[ncols + j], hi);
         }
+        __syncthreads();   // (s_lo, s_hi are the next column's)
     }
 }
 
@@ -215,7 +229,10 @@ cudaError_t rf_k_dset_or(cudaStream_t s, uint64_t *dst, const uint64_t *src, int
 
 cudaError_t rf_k_col_minmax(cudaStream_t s, rf_cols c, int ncols, size_t n, uint64_t *mm)
 {
-    LAUNCH(k_col_minmax, n, s, c, ncols, n, (ull *)mm);
+    if (n == 0)
+        return cudaSuccess;
+    k_col_minmax<<<reduce_grid_for(n), kBlock, 0, s>>>(c, ncols, n, (ull *)mm);
+    return cudaGetLastError();
 }
 
 } // extern "C"

@@ -24,6 +24,7 @@
 namespace {
 
 using rf_launch::grid_for;
+using rf_launch::reduce_grid_for;
 using rf_launch::kBlock;
 
 // The kernels compiled for a level of 1, 2 or 3 inputs (triangles' and
@@ -327,11 +328,21 @@ __global__ void k_hub_stats(const uint64_t *col, uint64_t n, const uint32_t *off
         lo = l2 < lo ? l2 : lo;
         hi = h2 > hi ? h2 : hi;
     }
+    // (a block's extremes folded in shared memory, then one atomic each)
+    __shared__ unsigned long long s_lo[kBlock / 32], s_hi[kBlock / 32];
     if ((threadIdx.x & 31) == 0) {
+        s_lo[threadIdx.x / 32] = lo;
+        s_hi[threadIdx.x / 32] = hi;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < kBlock / 32; w++) {
+            lo = s_lo[w] < lo ? s_lo[w] : lo;
+            hi = s_hi[w] > hi ? s_hi[w] : hi;
+        }
         atomicMin((unsigned long long *)&out[0], lo);
         atomicMax((unsigned long long *)&out[1], hi);
     }
-    __syncthreads();
     for (int k = threadIdx.x; k < 64; k += blockDim.x)
         if (s_hist[k])
             atomicAdd((unsigned long long *)&out[2 + k], s_hist[k]);
@@ -672,7 +683,7 @@ extern "C" cudaError_t rf_k_mj_hub_stats(cudaStream_t s, const uint64_t *col, ui
                                          uint64_t span, uint64_t *out)
 {
     const uint64_t most = n > span + 1 ? n : span + 1;
-    k_hub_stats<<<grid_for(most), kBlock, 0, s>>>(col, n, off, span, out);
+    k_hub_stats<<<reduce_grid_for(most), kBlock, 0, s>>>(col, n, off, span, out);
     return cudaGetLastError();
 }
 

@@ -283,6 +283,8 @@ rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
     c->join_mode = jm && strcmp(jm, "merge") == 0 ? 1 : jm && strcmp(jm, "hash") == 0 ? 2 : 0;
     const char *ss = getenv("RF_CUDA_SMALL_SORT");
     c->small_sort = !(ss && strcmp(ss, "off") == 0);
+    const char *so = getenv("RF_CUDA_SORT_ORDER");
+    c->sort_order = !(so && strcmp(so, "off") == 0);
     const char *wm = getenv("RF_CUDA_WIDE_SORT_MAX");
     c->wide_sort_max = wm && *wm ? strtoull(wm, NULL, 10) : UINT32_MAX;
     if (c->wide_sort_max < 2 || c->wide_sort_max > UINT32_MAX)
@@ -2387,17 +2389,66 @@ bool rf_cuda_sort_unique(rf_cuda_ctx *c, const rf_drel *r, rf_drel *out, const c
         return true;
     }
 
+    /* Two columns: their maxima and the rows' order in one pass
+     * (rf_k_pair_stats). Rows strictly ascending are the result already.
+     * Rows strictly ascending by (second, first) column (a MAP that swapped
+     * a sorted relation's columns: the semi-naive delta re-keyed, a
+     * multiway join's input for its second variable order, uedge's reversed
+     * half) need only a stable sort by their first column: 32-bit keys and
+     * values where both columns fit, over the first column's bits, and no
+     * unique pass (strictly ascending rows are distinct). R-MAT 20's
+     * reversed half: 20-bit keys, three radix passes against five over the
+     * packed 40-bit rows. */
+    uint64_t maxv[RF_CUDA_MAX_COLS];
+    bool have_max = false;
+    if (a == 2 && c->sort_order) {
+        uint64_t w[4];
+        if (!tmp_get(c, &maxb, sizeof w, "sort", st))
+            goto fail;
+        CK(cudaMemsetAsync(maxb.p, 0, sizeof w, c->stream), "sort");
+        CK(rf_k_pair_stats(c->stream, in, n, maxb.p), "sort order");
+        CK(cudaMemcpyAsync(w, maxb.p, sizeof w, cudaMemcpyDeviceToHost, c->stream), "sort");
+        CK(cudaStreamSynchronize(c->stream), "sort");
+        tmp_put(c, &maxb);
+        maxv[0] = w[0];
+        maxv[1] = w[1];
+        have_max = true;
+        if (w[3] == 0) {
+            c->sorts_in_order++;
+            return out == r || rf_drel_copy(c, out, r, what, st);
+        }
+        if (w[2] == 0 && w[0] <= UINT32_MAX && w[1] <= UINT32_MAX && n <= UINT32_MAX) {
+            uint32_t *ks, *vs;
+            if (!tmp_get(c, &keys, n * 4, "sort keys", st) || !tmp_get(c, &keys_alt, n * 4, "sort keys", st) ||
+                !tmp_get(c, &perm, n * 4, "sort values", st) || !tmp_get(c, &perm_alt, n * 4, "sort values", st))
+                goto fail;
+            CK(rf_k_narrow_pairs(c->stream, in, n, keys.p, perm.p), "sort narrow");
+            if (!rf_cub_sort_pairs32(c, keys.p, keys_alt.p, perm.p, perm_alt.p, n, bit_width(maxv[0]), &ks, &vs, st) ||
+                !rf_drel_alloc(c, &res, n, what, st))
+                goto fail;
+            CK(rf_k_widen_pairs(c->stream, ks, vs, n, rf_wcols_of(&res)), "sort widen");
+            tmp_put(c, &keys);
+            tmp_put(c, &keys_alt);
+            tmp_put(c, &perm);
+            tmp_put(c, &perm_alt);
+            c->sorts_by_first++;
+            rf_drel_move(c, out, &res);
+            return true;
+        }
+    }
+
     /* Bit width of every column: radix passes only over bits in use, and
      * several narrow columns pack into one 64-bit key. */
-    if (!tmp_get(c, &maxb, (size_t)a * 8, "sort", st))
-        goto fail;
-    for (int k = 0; k < a; k++)
-        if (!rf_cub_max(c, in.c[k], n, (uint64_t *)maxb.p + k, st))
+    if (!have_max) {
+        if (!tmp_get(c, &maxb, (size_t)a * 8, "sort", st))
             goto fail;
-    uint64_t maxv[RF_CUDA_MAX_COLS];
-    CK(cudaMemcpyAsync(maxv, maxb.p, (size_t)a * 8, cudaMemcpyDeviceToHost, c->stream), "sort");
-    CK(cudaStreamSynchronize(c->stream), "sort");
-    tmp_put(c, &maxb);
+        for (int k = 0; k < a; k++)
+            if (!rf_cub_max(c, in.c[k], n, (uint64_t *)maxb.p + k, st))
+                goto fail;
+        CK(cudaMemcpyAsync(maxv, maxb.p, (size_t)a * 8, cudaMemcpyDeviceToHost, c->stream), "sort");
+        CK(cudaStreamSynchronize(c->stream), "sort");
+        tmp_put(c, &maxb);
+    }
     int bits[RF_CUDA_MAX_COLS];
     for (int k = 0; k < a; k++)
         bits[k] = bit_width(maxv[k]);
@@ -3969,6 +4020,12 @@ fail:
 }
 
 size_t rf_cuda_select_passes(const rf_cuda_ctx *c) { return c->select_passes; }
+
+void rf_cuda_sort_order_stats(const rf_cuda_ctx *c, size_t *in_order, size_t *by_first)
+{
+    *in_order = c->sorts_in_order;
+    *by_first = c->sorts_by_first;
+}
 
 /* ---- The reducing gather as one generated kernel ---- */
 

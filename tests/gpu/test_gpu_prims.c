@@ -402,6 +402,70 @@ static void test_sort(rf_cuda_ctx *c)
     printf("sort+unique: %d cases\n", runs);
 }
 
+/* Sorts of two columns that look at the rows' order first
+ * (rf_cuda_sort_unique): rows in order are copied, rows ascending by
+ * (second, first) column sorted by the first alone where both fit 32 bits,
+ * anything else (a pair of rows out of place, a repeated row, 33 bits or
+ * more) the general sort; each against the reference, and which path ran
+ * (rf_cuda_sort_order_stats) counted exactly. */
+static void test_sort_orders(rf_cuda_ctx *c)
+{
+    static const size_t sizes[] = {8193, 65537, 300000};
+    static const int bitss[] = {14, 20, 32, 33, 64};
+    int runs = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
+        for (size_t bi = 0; bi < sizeof bitss / sizeof *bitss; bi++)
+            for (int variant = 0; variant < 4; variant++) {
+                /* 0 in order; 1 swapped (second-column order); 2 swapped,
+                 * two rows exchanged; 3 swapped, a row repeated */
+                rf_table t;
+                random_table(&t, 2, sizes[si], bitss[bi], true);
+                size_t n = t.nrows;
+                if (n <= RF_SMALL_SORT_ROWS) {   /* (the one-block sort's: 4 bits make 256 rows at most) */
+                    rf_table_free(&t);
+                    continue;
+                }
+                if (variant > 0)
+                    for (size_t i = 0; i < n; i++) {
+                        rf_word x = t.cols[0][i];
+                        t.cols[0][i] = t.cols[1][i];
+                        t.cols[1][i] = x;
+                    }
+                if (variant == 2) {
+                    rf_word x0 = t.cols[0][n / 2], x1 = t.cols[1][n / 2];
+                    t.cols[0][n / 2] = t.cols[0][n / 2 + 1];
+                    t.cols[1][n / 2] = t.cols[1][n / 2 + 1];
+                    t.cols[0][n / 2 + 1] = x0;
+                    t.cols[1][n / 2 + 1] = x1;
+                } else if (variant == 3) {
+                    t.cols[0][n / 3] = t.cols[0][n / 3 - 1];
+                    t.cols[1][n / 3] = t.cols[1][n / 3 - 1];
+                }
+                rf_word *exp = table_rows(&t);
+                size_t nexp = ref_sort_unique(exp, n, 2);
+                rf_drel d;
+                upload(c, &d, &t);
+                size_t in0, by0, in1, by1;
+                rf_cuda_sort_order_stats(c, &in0, &by0);
+                rf_status st;
+                rf_status_init(&st);
+                bool ok = rf_cuda_sort_unique(c, &d, &d, "sorted", &st);
+                CHECK(ok, "sort orders n %zu bits %d variant %d: %s", n, bitss[bi], variant, st.message);
+                if (ok)
+                    expect_rel(c, &d, exp, nexp, 2, false, "sort orders");
+                rf_cuda_sort_order_stats(c, &in1, &by1);
+                size_t want_in = variant == 0, want_by = variant == 1 && bitss[bi] <= 32;
+                CHECK(in1 - in0 == want_in && by1 - by0 == want_by,
+                      "sort orders n %zu bits %d variant %d: %zu copied, %zu by the first column (want %zu, %zu)", n,
+                      bitss[bi], variant, in1 - in0, by1 - by0, want_in, want_by);
+                free(exp);
+                rf_drel_free(c, &d);
+                rf_table_free(&t);
+                runs++;
+            }
+    printf("sort orders: %d cases\n", runs);
+}
+
 /* The union of two tables' rows (ar columns each), sorted and
  * deduplicated, in *out (the caller frees it): its row count. */
 static size_t union_reference(const rf_word *ra, size_t na, const rf_word *rb, size_t nb, int ar, rf_word **out)
@@ -3333,6 +3397,7 @@ int main(int argc, char **argv)
         bench(c, bench_n);
     } else {
         test_sort(c);
+        test_sort_orders(c);
         test_setops(c);
         test_dense_sets(c);
         test_join(c, 150);
