@@ -12,6 +12,7 @@ namespace {
 
 using rf_launch::grid_for;
 using rf_launch::reduce_grid_for;
+using rf_launch::block_min_max;
 using rf_launch::kBlock;
 
 
@@ -141,12 +142,11 @@ __global__ void k_dset_or(ull *dst, const ull *src, int n, uint64_t nwords, ull 
 }
 
 // mm[j] = min, mm[ncols + j] = max of column j (the caller initialises
-// them to ~0 and 0). A block folds its extremes in shared memory and meets
+// them to ~0 and 0). A block folds its extremes (block_min_max) and meets
 // the global words once (a grid of reduce_grid_for blocks: same-word
 // atomics a warp serialise in the L2).
 __global__ void k_col_minmax(rf_cols c, int ncols, uint64_t n, ull *mm)
 {
-    __shared__ ull s_lo[kBlock / 32], s_hi[kBlock / 32];
     for (int j = 0; j < ncols; j++) {
         ull lo = ~0ull, hi = 0;
         RF_GRID_LOOP(i, n)
@@ -155,25 +155,11 @@ __global__ void k_col_minmax(rf_cols c, int ncols, uint64_t n, ull *mm)
             lo = v < lo ? v : lo;
             hi = v > hi ? v : hi;
         }
-        for (int o = 16; o > 0; o >>= 1) {
-            ull l2 = __shfl_down_sync(0xffffffffu, lo, o), h2 = __shfl_down_sync(0xffffffffu, hi, o);
-            lo = l2 < lo ? l2 : lo;
-            hi = h2 > hi ? h2 : hi;
-        }
-        if ((threadIdx.x & 31) == 0) {
-            s_lo[threadIdx.x / 32] = lo;
-            s_hi[threadIdx.x / 32] = hi;
-        }
-        __syncthreads();
+        block_min_max(lo, hi);
         if (threadIdx.x == 0) {
-            for (int w = 1; w < kBlock / 32; w++) {
-                lo = s_lo[w] < lo ? s_lo[w] : lo;
-                hi = s_hi[w] > hi ? s_hi[w] : hi;
-            }
             atomicMin(&mm[j], lo);
             atomicMax(&mm[ncols + j], hi);
         }
-        __syncthreads();   // (s_lo, s_hi are the next column's)
     }
 }
 

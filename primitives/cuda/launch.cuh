@@ -38,6 +38,31 @@ inline unsigned reduce_grid_for(uint64_t n)
     return g < kReduceBlocks ? g : kReduceBlocks;
 }
 
+// Folds every thread's lo and hi into the block's least and greatest, left
+// in thread 0's (a warp's by shuffles, then the warps' through shared
+// memory), so that a block meets the global words once. Every thread of the
+// block (kBlock threads) calls it.
+__device__ __forceinline__ void block_min_max(unsigned long long &lo, unsigned long long &hi)
+{
+    __shared__ unsigned long long s_lo[kBlock / 32], s_hi[kBlock / 32];
+    for (int o = 16; o > 0; o >>= 1) {
+        const unsigned long long l2 = __shfl_down_sync(0xffffffffu, lo, o), h2 = __shfl_down_sync(0xffffffffu, hi, o);
+        lo = l2 < lo ? l2 : lo;
+        hi = h2 > hi ? h2 : hi;
+    }
+    if ((threadIdx.x & 31) == 0) {
+        s_lo[threadIdx.x / 32] = lo;
+        s_hi[threadIdx.x / 32] = hi;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0)
+        for (int w = 1; w < kBlock / 32; w++) {
+            lo = s_lo[w] < lo ? s_lo[w] : lo;
+            hi = s_hi[w] > hi ? s_hi[w] : hi;
+        }
+    __syncthreads();   // (s_lo, s_hi free for the next call)
+}
+
 // Loads the code of kernels fns[0..n) without running them: under lazy
 // module loading (CUDA 12.2 on) a kernel's first launch waits for its code;
 // cudaFuncGetAttributes loads it with nothing on any stream. A kernel not

@@ -25,6 +25,7 @@ namespace {
 
 using rf_launch::grid_for;
 using rf_launch::reduce_grid_for;
+using rf_launch::block_min_max;
 using rf_launch::kBlock;
 
 // The kernels compiled for a level of 1, 2 or 3 inputs (triangles' and
@@ -323,23 +324,8 @@ __global__ void k_hub_stats(const uint64_t *col, uint64_t n, const uint32_t *off
         if (len)
             atomicAdd(&s_hist[31 - __clz(len)], 1ull);
     }
-    for (int o = 16; o > 0; o >>= 1) {
-        const unsigned long long l2 = __shfl_down_sync(0xffffffffu, lo, o), h2 = __shfl_down_sync(0xffffffffu, hi, o);
-        lo = l2 < lo ? l2 : lo;
-        hi = h2 > hi ? h2 : hi;
-    }
-    // (a block's extremes folded in shared memory, then one atomic each)
-    __shared__ unsigned long long s_lo[kBlock / 32], s_hi[kBlock / 32];
-    if ((threadIdx.x & 31) == 0) {
-        s_lo[threadIdx.x / 32] = lo;
-        s_hi[threadIdx.x / 32] = hi;
-    }
-    __syncthreads();
+    block_min_max(lo, hi);   // (and the histogram's atomics done: its barriers)
     if (threadIdx.x == 0) {
-        for (int w = 1; w < kBlock / 32; w++) {
-            lo = s_lo[w] < lo ? s_lo[w] : lo;
-            hi = s_hi[w] > hi ? s_hi[w] : hi;
-        }
         atomicMin((unsigned long long *)&out[0], lo);
         atomicMax((unsigned long long *)&out[1], hi);
     }
