@@ -70,6 +70,10 @@ void rf_copy_rows_at(rf_table *dst, size_t at, const rf_table *src);
 void rf_prim_sort(const rf_table *in, rf_table *out);
 /* The same, in place. */
 void rf_prim_sort_unique(rf_table *t);
+/* Sorts (rf_prim_sort) of two columns found in the order of their second
+ * column, then first, and so sorted by the first column's bits alone
+ * (since the process started). */
+size_t rf_prim_sorts_by_first(void);
 /* in0, in1 sorted; join on first nkeys cols; out := proj(l++r) if filter. */
 bool rf_prim_join(const rf_table *l, const rf_table *r, int nkeys,
                   const rf_code *filter, int nproj, const rf_code *proj,

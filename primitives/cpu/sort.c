@@ -54,14 +54,14 @@ static void radix_scatter(void *ctx, int p)
     }
 }
 
-/* Sorts keys[0..n) on their low `bits` bits; tmp is scratch of n words.
- * Returns the array holding the result (keys or tmp). */
-static uint64_t *radix_sort64(uint64_t *keys, uint64_t *tmp, size_t n, int bits)
+/* Sorts keys[0..n) stably on their bits [lo_bit, bits); tmp is scratch of
+ * n words. Returns the array holding the result (keys or tmp). */
+static uint64_t *radix_sort64(uint64_t *keys, uint64_t *tmp, size_t n, int lo_bit, int bits)
 {
-    if (bits == 0 || n < 2)
+    if (bits <= lo_bit || n < 2)
         return keys;
-    int passes = (bits + DIGIT_MAX - 1) / DIGIT_MAX;
-    int dbits = (bits + passes - 1) / passes;
+    int passes = (bits - lo_bit + DIGIT_MAX - 1) / DIGIT_MAX;
+    int dbits = (bits - lo_bit + passes - 1) / passes;
     radix_job j = {.n = n, .nb = 1 << dbits};
     j.npieces = rf_pieces_for(n, 1);
     j.hist = rf_malloc(rf_mul_size((size_t)j.npieces * (size_t)j.nb, sizeof *j.hist));
@@ -69,7 +69,7 @@ static uint64_t *radix_sort64(uint64_t *keys, uint64_t *tmp, size_t n, int bits)
     for (int pass = 0; pass < passes; pass++) {
         j.src = src;
         j.dst = dst;
-        j.shift = pass * dbits;
+        j.shift = lo_bit + pass * dbits;
         rf_par_for(j.npieces, radix_count, &j);
         /* Offsets: bucket-major, piece-minor, so the scatter is stable. */
         size_t sum = 0;
@@ -105,12 +105,24 @@ typedef struct pack_job {
     uint64_t *keys;
     size_t n, *starts, *counts;
     int npieces;
+    bool *by_second;   /* two columns: piece p's rows ascend by (second, first) */
 } pack_job;
+
+static _Atomic size_t g_sorts_by_first;
+
+size_t rf_prim_sorts_by_first(void) { return g_sorts_by_first; }
 
 static void pack_piece(void *ctx, int p)
 {
     pack_job *j = ctx;
     size_t b = j->n * (size_t)p / (size_t)j->npieces, e = j->n * (size_t)(p + 1) / (size_t)j->npieces;
+    if (j->by_second) {   /* (with the row before the piece) */
+        const rf_word *c0 = j->in->cols[0], *c1 = j->in->cols[1];
+        bool ok = true;
+        for (size_t i = b > 0 ? b : 1; i < e && ok; i++)
+            ok = c1[i - 1] < c1[i] || (c1[i - 1] == c1[i] && c0[i - 1] <= c0[i]);
+        j->by_second[p] = ok;
+    }
     for (size_t i = b; i < e; i++)
         j->keys[i] = 0;
     for (int c = 0; c < j->in->arity; c++) {
@@ -161,7 +173,18 @@ static void sort_packed(const rf_table *in, const colinfo *ci, int bits, rf_tabl
     j.npieces = rf_pieces_for(n, 1);
     j.keys = rf_malloc(rf_mul_size(n, sizeof *j.keys));
     rf_advise_huge(j.keys, n * sizeof *j.keys);
+    /* Two columns in the order of the second, then the first (what
+     * swapping a sorted relation's columns makes: a semi-naive delta
+     * re-keyed, a multiway join's input for its second variable order) are
+     * sorted by the first column's bits alone: a stable sort keeps each
+     * first value's rows in their second values' order. */
+    bool by_second = in->arity == 2 && ci[0].width > 0 && ci[1].width > 0;
+    if (by_second)
+        j.by_second = rf_calloc((size_t)j.npieces, sizeof *j.by_second);
     rf_par_for(j.npieces, pack_piece, &j);
+    for (int p = 0; p < j.npieces && by_second; p++)
+        by_second = j.by_second[p];
+    free(j.by_second);
     bool sorted = true;
     for (size_t i = 1; i < n && sorted; i++)
         sorted = j.keys[i - 1] <= j.keys[i];
@@ -169,7 +192,9 @@ static void sort_packed(const rf_table *in, const colinfo *ci, int bits, rf_tabl
     if (!sorted) {
         tmp = rf_malloc(rf_mul_size(n, sizeof *tmp));
         rf_advise_huge(tmp, n * sizeof *tmp);
-        uint64_t *res = radix_sort64(j.keys, tmp, n, bits);
+        if (by_second)
+            g_sorts_by_first++;
+        uint64_t *res = radix_sort64(j.keys, tmp, n, by_second ? ci[1].width : 0, bits);
         if (res == tmp) {
             tmp = j.keys;
             j.keys = res;

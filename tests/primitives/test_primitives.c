@@ -79,6 +79,60 @@ static bool tables_equal(const rf_table *a, const rf_table *b)
 static const size_t sizes[] = {0, 1, 2, 17, 1000, 150000};
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 
+/* Two columns in the order of the second, then the first (a sorted
+ * relation with its columns swapped) are sorted by the first column alone
+ * (rf_prim_sorts_by_first counts it); a row repeated stays one, two rows
+ * exchanged take the full sort. Each against the reference, 1 and 4
+ * threads. */
+static void test_sort_by_second(void)
+{
+    const size_t ns[] = {1000, 150000};
+    const uint64_t domains[] = {1u << 20, 1u << 30};
+    for (size_t si = 0; si < 2; si++)
+        for (size_t d = 0; d < 2; d++)
+            for (int variant = 0; variant < 3; variant++) {   /* swapped; a row repeated; two rows exchanged */
+                rf_table raw, sorted;
+                rand_table(&raw, 2, ns[si], domains[d]);
+                ref_sort(&raw, &sorted);
+                size_t n = sorted.nrows;
+                rf_table in;
+                rf_table_init(&in, 2);
+                rf_table_resize(&in, n);
+                for (size_t i = 0; i < n; i++) {
+                    in.cols[0][i] = sorted.cols[1][i];
+                    in.cols[1][i] = sorted.cols[0][i];
+                }
+                if (variant == 1) {
+                    in.cols[0][n / 2] = in.cols[0][n / 2 - 1];
+                    in.cols[1][n / 2] = in.cols[1][n / 2 - 1];
+                } else if (variant == 2) {
+                    rf_word x0 = in.cols[0][n / 2], x1 = in.cols[1][n / 2];
+                    in.cols[0][n / 2] = in.cols[0][n / 2 + 1];
+                    in.cols[1][n / 2] = in.cols[1][n / 2 + 1];
+                    in.cols[0][n / 2 + 1] = x0;
+                    in.cols[1][n / 2 + 1] = x1;
+                }
+                rf_table ref, got1, got4;
+                ref_sort(&in, &ref);
+                size_t before = rf_prim_sorts_by_first();
+                rf_prims_set_threads(1);
+                rf_prim_sort(&in, &got1);
+                rf_prims_set_threads(4);
+                rf_prim_sort(&in, &got4);
+                CU_ASSERT_TRUE(tables_equal(&ref, &got1));
+                CU_ASSERT_TRUE(tables_equal(&ref, &got4));
+                CU_ASSERT_EQUAL(rf_prim_sorts_by_first() - before, variant == 2 ? 0u : 2u);
+                if (variant == 1)
+                    CU_ASSERT_EQUAL(ref.nrows, n - 1);
+                rf_table_free(&raw);
+                rf_table_free(&sorted);
+                rf_table_free(&in);
+                rf_table_free(&ref);
+                rf_table_free(&got1);
+                rf_table_free(&got4);
+            }
+}
+
 /* ---- sort ---- */
 static void test_sort(void)
 {
@@ -1429,6 +1483,7 @@ int main(void)
         return 1;
     CU_pSuite s = CU_add_suite("primitives", NULL, NULL);
     CU_add_test(s, "sort", test_sort);
+    CU_add_test(s, "sort by the first column (rows in second-column order)", test_sort_by_second);
     CU_add_test(s, "map", test_map);
     CU_add_test(s, "division by zero", test_div_zero_message);
     CU_add_test(s, "join", test_join);
