@@ -79,6 +79,22 @@ static bool tables_equal(const rf_table *a, const rf_table *b)
 static const size_t sizes[] = {0, 1, 2, 17, 1000, 150000};
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 
+/* Sorts in with 1 and with 4 threads, each against the reference, which
+ * is left in *ref (the caller frees it). */
+static void check_sort_threads(const rf_table *in, rf_table *ref)
+{
+    rf_table got1, got4;
+    ref_sort(in, ref);
+    rf_prims_set_threads(1);
+    rf_prim_sort(in, &got1);
+    rf_prims_set_threads(4);
+    rf_prim_sort(in, &got4);
+    CU_ASSERT_TRUE(tables_equal(ref, &got1));
+    CU_ASSERT_TRUE(tables_equal(ref, &got4));
+    rf_table_free(&got1);
+    rf_table_free(&got4);
+}
+
 /* Two columns in the order of the second, then the first (a sorted
  * relation with its columns swapped) are sorted by the first column alone
  * (rf_prim_sorts_by_first counts it); a row repeated stays one, two rows
@@ -112,15 +128,9 @@ static void test_sort_by_second(void)
                     in.cols[0][n / 2 + 1] = x0;
                     in.cols[1][n / 2 + 1] = x1;
                 }
-                rf_table ref, got1, got4;
-                ref_sort(&in, &ref);
+                rf_table ref;
                 size_t before = rf_prim_sorts_by_first();
-                rf_prims_set_threads(1);
-                rf_prim_sort(&in, &got1);
-                rf_prims_set_threads(4);
-                rf_prim_sort(&in, &got4);
-                CU_ASSERT_TRUE(tables_equal(&ref, &got1));
-                CU_ASSERT_TRUE(tables_equal(&ref, &got4));
+                check_sort_threads(&in, &ref);
                 CU_ASSERT_EQUAL(rf_prim_sorts_by_first() - before, variant == 2 ? 0u : 2u);
                 if (variant == 1)
                     CU_ASSERT_EQUAL(ref.nrows, n - 1);
@@ -128,8 +138,6 @@ static void test_sort_by_second(void)
                 rf_table_free(&sorted);
                 rf_table_free(&in);
                 rf_table_free(&ref);
-                rf_table_free(&got1);
-                rf_table_free(&got4);
             }
 }
 
@@ -140,21 +148,13 @@ static void test_sort(void)
     for (int arity = 1; arity <= 3; arity++)
         for (size_t si = 0; si < NSIZES; si++)
             for (size_t d = 0; d < 4; d++) {
-                rf_table in, ref, got1, got4;
+                rf_table in, ref;
                 rand_table(&in, arity, sizes[si], domains[d]);
-                ref_sort(&in, &ref);
-                rf_prims_set_threads(1);
-                rf_prim_sort(&in, &got1);
-                rf_prims_set_threads(4);
-                rf_prim_sort(&in, &got4);
-                CU_ASSERT_TRUE(tables_equal(&ref, &got1));
-                CU_ASSERT_TRUE(tables_equal(&ref, &got4));
+                check_sort_threads(&in, &ref);
                 if (sizes[si] > 100 && domains[d] == 3)
                     CU_ASSERT_TRUE(ref.nrows < sizes[si]); /* duplicates were there */
                 rf_table_free(&in);
                 rf_table_free(&ref);
-                rf_table_free(&got1);
-                rf_table_free(&got4);
             }
     /* In place, already sorted, and nullary. */
     rf_table t, r;
