@@ -171,6 +171,11 @@ struct rf_cuda_ctx {
      * order are copied, rows in the order of their second column then
      * first are sorted by the first alone; how many of each. */
     bool sort_order;
+    /* Unions of one or two columns by merge path (rf_cuda_union): 1 from
+     * RF_UNION_WINDOW_MIN_ROWS rows, 0 never (RF_CUDA_UNION_MERGE=off), 2
+     * at any size (=always, tests); and how many ran so. */
+    int union_merge;
+    size_t merge_unions;
     size_t sorts_in_order, sorts_by_first;
     /* Rows of more than 64 key bits one sort takes: 2^32 - 1, the ids of
      * its 32-bit permutation (RF_CUDA_WIDE_SORT_MAX lowers it, for tests). */
@@ -483,6 +488,17 @@ cudaError_t rf_k_union_scatter_a(cudaStream_t s, rf_cols a, size_t na, rf_cols b
 cudaError_t rf_k_union_scatter_b(cudaStream_t s, rf_cols b, size_t nb, int arity,
                                  const uint64_t *lba, const uint8_t *keep, const uint64_t *kpre,
                                  rf_wcols out);
+/* Union of sorted, duplicate-free a and b of one or two columns by merge
+ * path (kernels.cu says how): tiles of the merged order, split[t] = a's
+ * rows among the first t tiles (split: tiles + 1 words); counts[t] = tile
+ * t's kept rows (tiles + 1 words, for rf_cub_count_scan), then written
+ * from offsets[t]. */
+uint64_t rf_k_merge_tiles_of(size_t na, size_t nb);
+cudaError_t rf_k_merge_split(cudaStream_t s, rf_cols a, size_t na, rf_cols b, size_t nb, int arity, uint64_t *split);
+cudaError_t rf_k_merge_count(cudaStream_t s, rf_cols a, size_t na, rf_cols b, size_t nb, int arity,
+                             const uint64_t *split, uint64_t *counts);
+cudaError_t rf_k_merge_write(cudaStream_t s, rf_cols a, size_t na, rf_cols b, size_t nb, int arity,
+                             const uint64_t *split, const uint64_t *offsets, rf_wcols out);
 /* starts[pos[i]] = i for head rows; starts[G] = n is set by the caller. */
 cudaError_t rf_k_seg_starts(cudaStream_t s, const uint8_t *flags, const uint64_t *pos, size_t n,
                             uint64_t *starts);

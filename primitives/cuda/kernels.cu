@@ -636,6 +636,168 @@ __global__ void k_union_scatter_b(rf_cols b, uint64_t nb, int arity, const uint6
     }
 }
 
+// ---- Union by merge path (rows of one or two columns) ----
+// The merged order of sorted, duplicate-free a and b (a's row first where
+// they are equal) is cut into tiles of kMergeTile rows: split[t] = how many
+// of a's rows lie among the first t * kMergeTile merged rows (the merge
+// path's diagonal t * kMergeTile, found by a binary search). A block
+// copies its tile's rows of a and of b into shared memory (coalesced),
+// each thread finds its kMergeItems rows' diagonal there and merges them;
+// a row of b equal to the row of a before it in the merged order is
+// dropped (each side is distinct, so a repeated row is always that pair).
+// Every row is read twice (the tiles' kept rows counted, then written at
+// the scanned offsets), where the searches of the windowed union read
+// rows at scattered places once per search step.
+constexpr int kMergeItems = 8;
+constexpr uint64_t kMergeTile = (uint64_t)kMergeItems * kBlock;
+
+template <int AR>
+__device__ __forceinline__ bool row_le(const uint64_t *x, const uint64_t *y)   // x <= y
+{
+    if (AR == 1 || x[0] != y[0])
+        return x[0] <= y[0];
+    return x[1] <= y[1];
+}
+
+template <int AR>
+__global__ void k_merge_split(rf_cols a, uint64_t na, rf_cols b, uint64_t nb, uint64_t ntiles, uint64_t *split)
+{
+    RF_GRID_LOOP(t, ntiles + 1)
+    {
+        const uint64_t d = t * kMergeTile < na + nb ? t * kMergeTile : na + nb;
+        uint64_t lo = d > nb ? d - nb : 0, hi = d < na ? d : na;
+        while (lo < hi) {   // the least i whose a row is not among the first d
+            const uint64_t mid = (lo + hi) / 2, j = d - 1 - mid;
+            uint64_t x[AR], y[AR];
+            for (int c = 0; c < AR; c++) {
+                x[c] = a.c[c][mid];
+                y[c] = b.c[c][j];
+            }
+            if (row_le<AR>(x, y))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        split[t] = lo;
+    }
+}
+
+// WRITE false: counts[t] := tile t's kept rows; true: writes them from
+// offsets[t]. Each thread merges its kMergeItems rows into registers (the
+// unrolled loop keeps their indices static) with a bit a kept row; the
+// writing pass then stages the tile's kept rows in s_rows, in order, and
+// the block copies them out coalesced (a thread writing its own rows
+// directly stores 8-byte words 64 bytes apart across a warp: 371 us
+// against ~90 for the counting pass on R-MAT 20's 9.5M rows).
+template <int AR, bool WRITE>
+__global__ void __launch_bounds__(kBlock) k_merge_tiles(rf_cols a, uint64_t na, rf_cols b, uint64_t nb, uint64_t ntiles,
+                                                        const uint64_t *split, uint64_t *counts,
+                                                        const uint64_t *offsets, rf_wcols out)
+{
+    __shared__ uint64_t s_rows[AR][kMergeTile];   // the tile's a rows, then its b rows
+    __shared__ uint64_t s_before[AR];             // the a row before the tile's first
+    __shared__ unsigned s_warp[kBlock / 32];
+    for (uint64_t t = blockIdx.x; t < ntiles; t += gridDim.x) {
+        const uint64_t d0 = t * kMergeTile, d1 = d0 + kMergeTile < na + nb ? d0 + kMergeTile : na + nb;
+        const uint64_t i0 = split[t], j0 = d0 - i0, i1 = split[t + 1], j1 = d1 - i1;
+        const uint32_t la = (uint32_t)(i1 - i0), lb = (uint32_t)(j1 - j0), n = la + lb;
+        for (uint32_t k = threadIdx.x; k < n; k += kBlock)
+            for (int c = 0; c < AR; c++)
+                s_rows[c][k] = k < la ? a.c[c][i0 + k] : b.c[c][j0 + (k - la)];
+        if (threadIdx.x < AR && i0 > 0)
+            s_before[threadIdx.x] = a.c[threadIdx.x][i0 - 1];
+        __syncthreads();
+        // this thread's merged rows dd .. dd + kMergeItems - 1 of the tile
+        const uint32_t dd = threadIdx.x * kMergeItems < n ? threadIdx.x * kMergeItems : n;
+        uint32_t lo = dd > lb ? dd - lb : 0, hi = dd < la ? dd : la;
+        while (lo < hi) {
+            const uint32_t mid = (lo + hi) / 2;
+            uint64_t x[AR], y[AR];
+            for (int c = 0; c < AR; c++) {
+                x[c] = s_rows[c][mid];
+                y[c] = s_rows[c][la + dd - 1 - mid];
+            }
+            if (row_le<AR>(x, y))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        // kept rows: a's always; b's unless equal to the a row before them
+        uint64_t row[kMergeItems][AR];
+        unsigned kept_bits = 0;
+        {
+            uint32_t ii = lo, jj = dd - lo;
+#pragma unroll
+            for (int k = 0; k < kMergeItems; k++) {
+                if (dd + k >= n)
+                    break;
+                uint64_t x[AR], y[AR];
+                bool take_a = jj >= lb;
+                if (!take_a && ii < la) {
+                    for (int c = 0; c < AR; c++) {
+                        x[c] = s_rows[c][ii];
+                        y[c] = s_rows[c][la + jj];
+                    }
+                    take_a = row_le<AR>(x, y);
+                }
+                if (take_a) {
+                    for (int c = 0; c < AR; c++)
+                        row[k][c] = s_rows[c][ii];
+                    kept_bits |= 1u << k;
+                    ii++;
+                    continue;
+                }
+                bool dup = false;
+                if (ii > 0 || i0 > 0) {
+                    dup = true;
+                    for (int c = 0; c < AR; c++)
+                        dup = dup && (ii > 0 ? s_rows[c][ii - 1] : s_before[c]) == s_rows[c][la + jj];
+                }
+                for (int c = 0; c < AR; c++)
+                    row[k][c] = s_rows[c][la + jj];
+                kept_bits |= (unsigned)!dup << k;
+                jj++;
+            }
+        }
+        const unsigned kept = __popc(kept_bits);
+        // the block's exclusive scan of kept (warps by shuffles, then the warps')
+        const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        unsigned incl = kept;
+        for (int o = 1; o < 32; o <<= 1) {
+            const unsigned y = __shfl_up_sync(0xffffffffu, incl, o);
+            if (lane >= (unsigned)o)
+                incl += y;
+        }
+        if (lane == 31)
+            s_warp[warp] = incl;
+        __syncthreads();   // (also: every thread's reads of s_rows done)
+        unsigned before = incl - kept, total = 0;
+        for (int w = 0; w < kBlock / 32; w++) {
+            if (w < (int)warp)
+                before += s_warp[w];
+            total += s_warp[w];
+        }
+        if (!WRITE) {
+            if (threadIdx.x == 0)
+                counts[t] = total;
+        } else {
+#pragma unroll
+            for (int k = 0; k < kMergeItems; k++)
+                if (kept_bits >> k & 1) {
+                    const unsigned at = before + __popc(kept_bits & ((1u << k) - 1));
+                    for (int c = 0; c < AR; c++)
+                        s_rows[c][at] = row[k][c];
+                }
+            __syncthreads();
+            const uint64_t base = offsets[t];
+            for (uint32_t k = threadIdx.x; k < total; k += kBlock)
+                for (int c = 0; c < AR; c++)
+                    out.c[c][base + k] = s_rows[c][k];
+        }
+        __syncthreads();   // (s_rows, s_warp are the next tile's)
+    }
+}
+
 __global__ void k_seg_starts(const uint8_t *flags, const uint64_t *pos, uint64_t n,
                              uint64_t *starts)
 {
@@ -1173,6 +1335,47 @@ cudaError_t rf_k_union_scatter_b(cudaStream_t s, rf_cols b, size_t nb, int arity
                                  rf_wcols out)
 {
     LAUNCH(k_union_scatter_b, nb, s, b, nb, arity, lba, keep, kpre, out);
+}
+
+uint64_t rf_k_merge_tiles_of(size_t na, size_t nb) { return (na + nb + kMergeTile - 1) / kMergeTile; }
+
+cudaError_t rf_k_merge_split(cudaStream_t s, rf_cols a, size_t na, rf_cols b, size_t nb, int arity, uint64_t *split)
+{
+    const uint64_t ntiles = rf_k_merge_tiles_of(na, nb);
+    if (arity == 1)
+        k_merge_split<1><<<grid_for(ntiles + 1), kBlock, 0, s>>>(a, na, b, nb, ntiles, split);
+    else
+        k_merge_split<2><<<grid_for(ntiles + 1), kBlock, 0, s>>>(a, na, b, nb, ntiles, split);
+    return cudaGetLastError();
+}
+
+cudaError_t rf_k_merge_count(cudaStream_t s, rf_cols a, size_t na, rf_cols b, size_t nb, int arity,
+                             const uint64_t *split, uint64_t *counts)
+{
+    const uint64_t ntiles = rf_k_merge_tiles_of(na, nb);
+    if (ntiles == 0)
+        return cudaSuccess;
+    const unsigned grid = ntiles < 65535u * 16u ? (unsigned)ntiles : 65535u * 16u;
+    rf_wcols none = {};
+    if (arity == 1)
+        k_merge_tiles<1, false><<<grid, kBlock, 0, s>>>(a, na, b, nb, ntiles, split, counts, nullptr, none);
+    else
+        k_merge_tiles<2, false><<<grid, kBlock, 0, s>>>(a, na, b, nb, ntiles, split, counts, nullptr, none);
+    return cudaGetLastError();
+}
+
+cudaError_t rf_k_merge_write(cudaStream_t s, rf_cols a, size_t na, rf_cols b, size_t nb, int arity,
+                             const uint64_t *split, const uint64_t *offsets, rf_wcols out)
+{
+    const uint64_t ntiles = rf_k_merge_tiles_of(na, nb);
+    if (ntiles == 0)
+        return cudaSuccess;
+    const unsigned grid = ntiles < 65535u * 16u ? (unsigned)ntiles : 65535u * 16u;
+    if (arity == 1)
+        k_merge_tiles<1, true><<<grid, kBlock, 0, s>>>(a, na, b, nb, ntiles, split, nullptr, offsets, out);
+    else
+        k_merge_tiles<2, true><<<grid, kBlock, 0, s>>>(a, na, b, nb, ntiles, split, nullptr, offsets, out);
+    return cudaGetLastError();
 }
 
 cudaError_t rf_k_seg_starts(cudaStream_t s, const uint8_t *flags, const uint64_t *pos, size_t n,

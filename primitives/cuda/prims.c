@@ -283,6 +283,8 @@ rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
     c->join_mode = jm && strcmp(jm, "merge") == 0 ? 1 : jm && strcmp(jm, "hash") == 0 ? 2 : 0;
     const char *ss = getenv("RF_CUDA_SMALL_SORT");
     c->small_sort = !(ss && strcmp(ss, "off") == 0);
+    const char *um = getenv("RF_CUDA_UNION_MERGE");
+    c->union_merge = um && strcmp(um, "off") == 0 ? 0 : um && strcmp(um, "always") == 0 ? 2 : 1;
     const char *so = getenv("RF_CUDA_SORT_ORDER");
     c->sort_order = !(so && strcmp(so, "off") == 0);
     const char *wm = getenv("RF_CUDA_WIDE_SORT_MAX");
@@ -2991,6 +2993,37 @@ fail:
  * (the whole-side searches, for measuring against). */
 #define RF_UNION_WINDOW_MIN_ROWS ((size_t)1 << 22)
 
+/* The union of a and b (one or two columns) by merge path (rf_k_merge_*):
+ * the merged order's tiles split, their kept rows counted, scanned, then
+ * written. */
+static bool union_by_merge(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *b, rf_drel *out, const char *what,
+                           rf_status *st)
+{
+    size_t na = a->nrows, nb = b->nrows;
+    uint64_t ntiles = rf_k_merge_tiles_of(na, nb), total = 0;
+    tmpbuf split = {0}, counts = {0}, offs = {0};
+    rf_drel res;
+    rf_drel_init(&res, a->arity);
+    if (!tmp_get(c, &split, (ntiles + 1) * 8, "union tiles", st) ||
+        !tmp_get(c, &counts, ntiles * 8, "union tiles", st) || !tmp_get(c, &offs, (ntiles + 1) * 8, "union tiles", st))
+        goto fail;
+    CK(rf_k_merge_split(c->stream, rf_cols_of(a), na, rf_cols_of(b), nb, a->arity, split.p), "union");
+    CK(rf_k_merge_count(c->stream, rf_cols_of(a), na, rf_cols_of(b), nb, a->arity, split.p, counts.p), "union");
+    if (!rf_cub_count_scan(c, counts.p, offs.p, ntiles, st) || !read_word(c, (uint64_t *)offs.p + ntiles, &total, st) ||
+        !rf_drel_alloc(c, &res, (size_t)total, what, st))
+        goto fail;
+    CK(rf_k_merge_write(c->stream, rf_cols_of(a), na, rf_cols_of(b), nb, a->arity, split.p, offs.p, rf_wcols_of(&res)),
+       "union");
+    tmp_put(c, &split), tmp_put(c, &counts), tmp_put(c, &offs);
+    c->merge_unions++;
+    rf_drel_move(c, out, &res);
+    return true;
+fail:
+    tmp_put(c, &split), tmp_put(c, &counts), tmp_put(c, &offs);
+    rf_drel_free(c, &res);
+    return false;
+}
+
 bool rf_cuda_union(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *b, rf_drel *out,
                    const char *what, rf_status *st)
 {
@@ -3011,6 +3044,10 @@ bool rf_cuda_union(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *b, rf_drel *
         return rf_drel_copy(c, out, a, what, st);
     if (na == 0)
         return rf_drel_copy(c, out, b, what, st);
+    /* Large unions of one or two columns merge their sides' tiles
+     * (union_by_merge; RF_CUDA_UNION_MERGE=off: the windowed searches). */
+    if ((ar == 1 || ar == 2) && (c->union_merge == 2 || (c->union_merge == 1 && na + nb >= RF_UNION_WINDOW_MIN_ROWS)))
+        return union_by_merge(c, a, b, out, what, st);
     tmpbuf lba = {0}, keep = {0}, kpre = {0}, abounds = {0}, bbounds = {0};
     rf_drel res;
     rf_drel_init(&res, ar);
@@ -4021,10 +4058,11 @@ fail:
 
 size_t rf_cuda_select_passes(const rf_cuda_ctx *c) { return c->select_passes; }
 
-void rf_cuda_sort_order_stats(const rf_cuda_ctx *c, size_t *in_order, size_t *by_first)
+void rf_cuda_sort_order_stats(const rf_cuda_ctx *c, size_t *in_order, size_t *by_first, size_t *merge_unions)
 {
     *in_order = c->sorts_in_order;
     *by_first = c->sorts_by_first;
+    *merge_unions = c->merge_unions;
 }
 
 /* ---- The reducing gather as one generated kernel ---- */

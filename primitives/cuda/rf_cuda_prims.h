@@ -297,8 +297,8 @@ bool rf_cuda_select_one_pass(rf_cuda_ctx *c, const rf_drel *l, const rf_drel *r,
 size_t rf_cuda_select_passes(const rf_cuda_ctx *c);
 /* Sorts of two columns that found their rows in order already (copied)
  * and in the order of their second column then first (sorted by the first
- * alone): rf_cuda_sort_unique. */
-void rf_cuda_sort_order_stats(const rf_cuda_ctx *c, size_t *in_order, size_t *by_first);
+ * alone): rf_cuda_sort_unique; unions merged by tiles (rf_cuda_union). */
+void rf_cuda_sort_order_stats(const rf_cuda_ctx *c, size_t *in_order, size_t *by_first, size_t *merge_unions);
 /* The select plans the generated kernels applied (docs/weaver.md s. 5): a
  * filter of 2 or more conjuncts is evaluated in the order and grouping the
  * planner chose from a sample of its input (or RF_WEAVE_SELPLAN forced),

@@ -2629,11 +2629,11 @@ static void gpu_print_stats(rf_backend *be, FILE *f)
     fprintf(f, "  gpu: pending sorts (%s): %zu sorts of distinct rows left to a join's probe side, %zu of them "
                "sorted later for another reader\n",
             g->pending_sorts ? "on" : "off", g->sorts_left, g->sorts_done_later);
-    size_t sorts_in_order = 0, sorts_by_first = 0;
-    rf_cuda_sort_order_stats(ctx, &sorts_in_order, &sorts_by_first);
+    size_t sorts_in_order = 0, sorts_by_first = 0, merge_unions = 0;
+    rf_cuda_sort_order_stats(ctx, &sorts_in_order, &sorts_by_first, &merge_unions);
     fprintf(f, "  gpu: sorts of two columns: %zu found in order (copied), %zu in second-column order (sorted by "
-               "the first alone)\n",
-            sorts_in_order, sorts_by_first);
+               "the first alone); %zu unions merged by tiles\n",
+            sorts_in_order, sorts_by_first, merge_unions);
     size_t ntab = 0, nent = 0;
     rf_cuda_string_table_stats(ctx, &ntab, &nent);
     fprintf(f, "  gpu: string functions: %zu tables (%zu ids tabulated on the host); %zu kernels ran on the host "

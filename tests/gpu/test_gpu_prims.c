@@ -445,15 +445,15 @@ static void test_sort_orders(rf_cuda_ctx *c)
                 size_t nexp = ref_sort_unique(exp, n, 2);
                 rf_drel d;
                 upload(c, &d, &t);
-                size_t in0, by0, in1, by1;
-                rf_cuda_sort_order_stats(c, &in0, &by0);
+                size_t in0, by0, in1, by1, mu;
+                rf_cuda_sort_order_stats(c, &in0, &by0, &mu);
                 rf_status st;
                 rf_status_init(&st);
                 bool ok = rf_cuda_sort_unique(c, &d, &d, "sorted", &st);
                 CHECK(ok, "sort orders n %zu bits %d variant %d: %s", n, bitss[bi], variant, st.message);
                 if (ok)
                     expect_rel(c, &d, exp, nexp, 2, false, "sort orders");
-                rf_cuda_sort_order_stats(c, &in1, &by1);
+                rf_cuda_sort_order_stats(c, &in1, &by1, &mu);
                 size_t want_in = variant == 0, want_by = variant == 1 && bitss[bi] <= 32;
                 CHECK(in1 - in0 == want_in && by1 - by0 == want_by,
                       "sort orders n %zu bits %d variant %d: %zu copied, %zu by the first column (want %zu, %zu)", n,
@@ -476,6 +476,80 @@ static size_t union_reference(const rf_word *ra, size_t na, const rf_word *rb, s
     memcpy(u + na * ar, rb, nb * (size_t)ar * 8);
     *out = u;
     return ref_sort_unique(u, n, ar);
+}
+
+/* Unions of one and two columns by merge path (rf_cuda_union's
+ * union_by_merge, forced at any size): both sides drawn from one sorted
+ * set, each row in a, in b or in both (a share of rows in both from none
+ * to all), at sizes about the tiles' 2,048 merged rows and far beyond,
+ * values of few bits (many equal first columns) and of 64; each against
+ * the reference, and the merge path counted as taken. */
+static void test_union_merge(rf_cuda_ctx *c)
+{
+    static const size_t sizes[] = {1, 3, 2047, 2048, 2049, 4097, 100000, 300000};
+    static const int shares[] = {0, 10, 50, 100};   /* percent of rows in both */
+    int saved = c->union_merge, runs = 0;
+    c->union_merge = 2;
+    for (int ar = 1; ar <= 2; ar++)
+        for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
+            for (int bi = 0; bi < 2; bi++)
+                for (size_t hi = 0; hi < sizeof shares / sizeof *shares; hi++) {
+                    rf_table all;
+                    random_table(&all, ar, sizes[si] * 2, bi ? 64 : 12, true);
+                    size_t m = all.nrows, na = 0, nb = 0;
+                    rf_word *ra = rf_malloc(rf_mul_size(m ? m : 1, (size_t)ar * 8)),
+                            *rb = rf_malloc(rf_mul_size(m ? m : 1, (size_t)ar * 8));
+                    for (size_t i = 0; i < m; i++) {
+                        unsigned r = (unsigned)(rnd() % 100);
+                        bool in_a, in_b;
+                        if (r < (unsigned)shares[hi])
+                            in_a = in_b = true;
+                        else
+                            in_a = !(in_b = rnd() & 1);
+                        for (int k = 0; k < ar; k++) {
+                            if (in_a)
+                                ra[na * ar + k] = all.cols[k][i];
+                            if (in_b)
+                                rb[nb * ar + k] = all.cols[k][i];
+                        }
+                        na += in_a;
+                        nb += in_b;
+                    }
+                    rf_table ta, tb;
+                    rf_table_init(&ta, ar);
+                    rf_table_init(&tb, ar);
+                    rf_table_from_rows(&ta, ar, ra, na);
+                    rf_table_from_rows(&tb, ar, rb, nb);
+                    rf_word *u;
+                    size_t nu = union_reference(ra, na, rb, nb, ar, &u);
+                    rf_drel da, db, out;
+                    upload(c, &da, &ta);
+                    upload(c, &db, &tb);
+                    rf_drel_init(&out, 0);
+                    size_t x, y, mu0, mu1;
+                    rf_cuda_sort_order_stats(c, &x, &y, &mu0);
+                    rf_status st;
+                    rf_status_init(&st);
+                    bool ok = rf_cuda_union(c, &da, &db, &out, "union", &st);
+                    CHECK(ok, "union merge ar %d n %zu/%zu: %s", ar, na, nb, st.message);
+                    if (ok)
+                        expect_rel(c, &out, u, nu, ar, false, "union by merge path");
+                    rf_cuda_sort_order_stats(c, &x, &y, &mu1);
+                    CHECK(mu1 - mu0 == (na > 0 && nb > 0 ? 1u : 0u), "union merge ar %d n %zu/%zu: %zu merges", ar, na,
+                          nb, mu1 - mu0);
+                    free(u);
+                    free(ra);
+                    free(rb);
+                    rf_drel_free(c, &da);
+                    rf_drel_free(c, &db);
+                    rf_drel_free(c, &out);
+                    rf_table_free(&ta);
+                    rf_table_free(&tb);
+                    rf_table_free(&all);
+                    runs++;
+                }
+    c->union_merge = saved;
+    printf("union by merge path: %d cases\n", runs);
 }
 
 static void test_setops(rf_cuda_ctx *c)
@@ -3386,6 +3460,14 @@ int main(int argc, char **argv)
         printf("%d checks, %d failures\n", g_checks, g_fail);
         return g_fail ? 1 : 0;
     }
+    /* RF_GPU_TEST_ONLY=union: the unions by merge path alone (their shared
+     * memory tiles, for racecheck) */
+    if (only && strcmp(only, "union") == 0) {
+        test_union_merge(c);
+        rf_cuda_ctx_free(c);
+        printf("%d checks, %d failures\n", g_checks, g_fail);
+        return g_fail ? 1 : 0;
+    }
     /* RF_GPU_TEST_ONLY=codegen: the generated kernels' cold and warm passes alone */
     if (only && strcmp(only, "codegen") == 0) {
         rf_cuda_ctx_free(c);
@@ -3398,6 +3480,7 @@ int main(int argc, char **argv)
     } else {
         test_sort(c);
         test_sort_orders(c);
+        test_union_merge(c);
         test_setops(c);
         test_dense_sets(c);
         test_join(c, 150);
