@@ -171,10 +171,9 @@ struct rf_cuda_ctx {
      * order are copied, rows in the order of their second column then
      * first are sorted by the first alone; how many of each. */
     bool sort_order;
-    /* Unions of one or two columns by merge path (rf_cuda_union): 1 from
-     * RF_UNION_WINDOW_MIN_ROWS rows, 0 never (RF_CUDA_UNION_MERGE=off), 2
-     * at any size (=always, tests); and how many ran so. */
-    int union_merge;
+    /* Unions of one or two columns by merge path (rf_cuda_union; false:
+     * RF_CUDA_UNION_MERGE=off, by searches); and how many ran so. */
+    bool union_merge;
     size_t merge_unions;
     size_t sorts_in_order, sorts_by_first;
     /* Rows of more than 64 key bits one sort takes: 2^32 - 1, the ids of

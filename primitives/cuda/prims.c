@@ -284,7 +284,7 @@ rf_cuda_ctx *rf_cuda_ctx_new(int device, rf_status *st)
     const char *ss = getenv("RF_CUDA_SMALL_SORT");
     c->small_sort = !(ss && strcmp(ss, "off") == 0);
     const char *um = getenv("RF_CUDA_UNION_MERGE");
-    c->union_merge = um && strcmp(um, "off") == 0 ? 0 : um && strcmp(um, "always") == 0 ? 2 : 1;
+    c->union_merge = !(um && strcmp(um, "off") == 0);
     const char *so = getenv("RF_CUDA_SORT_ORDER");
     c->sort_order = !(so && strcmp(so, "off") == 0);
     const char *wm = getenv("RF_CUDA_WIDE_SORT_MAX");
@@ -3044,9 +3044,12 @@ bool rf_cuda_union(rf_cuda_ctx *c, const rf_drel *a, const rf_drel *b, rf_drel *
         return rf_drel_copy(c, out, a, what, st);
     if (na == 0)
         return rf_drel_copy(c, out, b, what, st);
-    /* Large unions of one or two columns merge their sides' tiles
-     * (union_by_merge; RF_CUDA_UNION_MERGE=off: the windowed searches). */
-    if ((ar == 1 || ar == 2) && (c->union_merge == 2 || (c->union_merge == 1 && na + nb >= RF_UNION_WINDOW_MIN_ROWS)))
+    /* Unions of one or two columns merge their sides' tiles
+     * (union_by_merge; RF_CUDA_UNION_MERGE=off: the searches below). At
+     * 2^22 rows and more it beats the windowed searches by a quarter
+     * (R-MAT 20's uedge); below, level or a few percent ahead (TC of
+     * p2p-Gnutella04, SG of CA-HepTh; H200). */
+    if ((ar == 1 || ar == 2) && c->union_merge)
         return union_by_merge(c, a, b, out, what, st);
     tmpbuf lba = {0}, keep = {0}, kpre = {0}, abounds = {0}, bbounds = {0};
     rf_drel res;

@@ -108,6 +108,10 @@ step differential_gpu_dense env RF_CUDA_DENSE=always python3 "$ROOT/tests/differ
 #     LSM: RF_CUDA_RUNS=always; test-sized relations never reach the size at
 #     which the backend picks them by itself).
 step golden_gpu_runs env RF_CUDA_RUNS=always python3 "$ROOT/tests/golden/run_golden.py" --redfox "$RF" --backend gpu
+# unions of one or two columns by their searches (the default merges them
+# by merge path), with runs so that the recursive merges take them too
+step golden_gpu_union_search env RF_CUDA_UNION_MERGE=off RF_CUDA_RUNS=always python3 "$ROOT/tests/golden/run_golden.py" \
+  --redfox "$RF" --backend gpu
 step differential_gpu_runs env RF_CUDA_RUNS=always python3 "$ROOT/tests/differential/run.py" --redfox "$RF" \
   --count "$COUNT" --seed 4 --backend gpu --compare-backend cpu --jobs 16
 

@@ -479,7 +479,7 @@ static size_t union_reference(const rf_word *ra, size_t na, const rf_word *rb, s
 }
 
 /* Unions of one and two columns by merge path (rf_cuda_union's
- * union_by_merge, forced at any size): both sides drawn from one sorted
+ * union_by_merge): both sides drawn from one sorted
  * set, each row in a, in b or in both (a share of rows in both from none
  * to all), at sizes about the tiles' 2,048 merged rows and far beyond,
  * values of few bits (many equal first columns) and of 64; each against
@@ -488,8 +488,9 @@ static void test_union_merge(rf_cuda_ctx *c)
 {
     static const size_t sizes[] = {1, 3, 2047, 2048, 2049, 4097, 100000, 300000};
     static const int shares[] = {0, 10, 50, 100};   /* percent of rows in both */
-    int saved = c->union_merge, runs = 0;
-    c->union_merge = 2;
+    bool saved = c->union_merge;
+    int runs = 0;
+    c->union_merge = true;
     for (int ar = 1; ar <= 2; ar++)
         for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++)
             for (int bi = 0; bi < 2; bi++)
@@ -554,7 +555,11 @@ static void test_union_merge(rf_cuda_ctx *c)
 
 static void test_setops(rf_cuda_ctx *c)
 {
+    /* unions by their searches (of one or two columns they merge by merge
+     * path, which test_union_merge checks) */
     int runs = 0;
+    bool saved_merge = c->union_merge;
+    c->union_merge = false;
     for (int iter = 0; iter < 240; iter++) {
         /* the second half: unions search in windows however small
          * (rf_cuda_union: RF_TEST_UNION_WINDOWS) */
@@ -658,6 +663,7 @@ static void test_setops(rf_cuda_ctx *c)
         rf_table_free(&ta);
         rf_table_free(&tb);
     }
+    c->union_merge = saved_merge;
     printf("union/difference/antijoin: %d cases\n", runs);
 }
 
