@@ -422,6 +422,8 @@ cudaError_t rf_k_gather(cudaStream_t s, rf_cols src, int ncols, const uint32_t *
  * column order, out[3] := 0 when strictly ascending in (first, second).
  * out (4 words) zeroed by the caller. */
 cudaError_t rf_k_pair_stats(cudaStream_t s, rf_cols cols, size_t n, unsigned long long *out);
+/* Tests: the stream held by one thread spinning `cycles` clock cycles. */
+cudaError_t rf_k_test_delay(cudaStream_t s, long long cycles);
 /* keys[i], vals[i] := columns 0 and 1 of row i, as 32 bits (both below
  * 2^32); and back: dst row i := (keys[i], vals[i]). */
 cudaError_t rf_k_narrow_pairs(cudaStream_t s, rf_cols cols, size_t n, uint32_t *keys, uint32_t *vals);

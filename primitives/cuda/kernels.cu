@@ -1151,6 +1151,16 @@ __global__ void k_small_sort_unique(rf_cols in, int a, unsigned n, unsigned npad
     }
 }
 
+// Tests: one thread spinning `cycles` clock cycles, so that what is queued
+// after it on the stream waits (test_gpu_prims: copies that must not
+// overtake the stream's queued kernels).
+__global__ void k_test_delay(long long cycles)
+{
+    const long long t0 = clock64();
+    while (clock64() - t0 < cycles) {
+    }
+}
+
 } // namespace
 
 #define LAUNCH(kernel, n, s, ...)                                                     \
@@ -1335,6 +1345,12 @@ cudaError_t rf_k_union_scatter_b(cudaStream_t s, rf_cols b, size_t nb, int arity
                                  rf_wcols out)
 {
     LAUNCH(k_union_scatter_b, nb, s, b, nb, arity, lba, keep, kpre, out);
+}
+
+cudaError_t rf_k_test_delay(cudaStream_t s, long long cycles)
+{
+    k_test_delay<<<1, 1, 0, s>>>(cycles);
+    return cudaGetLastError();
 }
 
 uint64_t rf_k_merge_tiles_of(size_t na, size_t nb) { return (na + nb + kMergeTile - 1) / kMergeTile; }

@@ -1033,9 +1033,16 @@ bool rf_cuda_set_string_ranks(rf_cuda_ctx *c, const uint32_t *rank, size_t n, rf
     if (!c->rank)
         return false;
     c->nrank = n;
-    /* Synchronous: the caller may free `rank` on return. */
-    return rf_cuda_check(c, cudaMemcpy(c->rank, rank, n * sizeof(uint32_t), cudaMemcpyHostToDevice),
-                         "upload", st);
+    /* On c->stream, then waited for (the caller may free `rank` on
+     * return). Not cudaMemcpy: the legacy stream does not wait for
+     * c->stream (non-blocking), and the pool may hand out memory freed on
+     * c->stream whose kernels are still queued there, so a plain copy
+     * could write it under them (a string column of a queued kernel read
+     * as ranks, or the ranks overwritten), which only shows when the
+     * device lags behind the host (many processes sharing it). */
+    return rf_cuda_check(c, cudaMemcpyAsync(c->rank, rank, n * sizeof(uint32_t), cudaMemcpyHostToDevice, c->stream),
+                         "upload", st) &&
+           rf_cuda_sync(c, st);
 }
 
 size_t rf_cuda_string_ranks(const rf_cuda_ctx *c) { return c->nrank; }
@@ -4414,7 +4421,7 @@ bool rf_cuda_measure_floors(rf_cuda_ctx *c, size_t bytes, size_t n, double *copy
     if (!(k0 = rf_cuda_alloc(c, n * 8, "floors", st)) || !(k1 = rf_cuda_alloc(c, n * 8, "floors", st)) ||
         !(k2 = rf_cuda_alloc(c, n * 8, "floors", st)))
         goto done;
-    CK(cudaMemcpy(k0, h, n * 8, cudaMemcpyHostToDevice), "floors");
+    CK(cudaMemcpyAsync(k0, h, n * 8, cudaMemcpyHostToDevice, c->stream), "floors");   /* (after what c->stream freed) */
     double best = 0;
     for (int i = 0; i < 4; i++) {
         CK(cudaMemcpyAsync(k1, k0, n * 8, cudaMemcpyDeviceToDevice, c->stream), "floors");

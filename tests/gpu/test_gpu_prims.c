@@ -478,6 +478,63 @@ static size_t union_reference(const rf_word *ra, size_t na, const rf_word *rb, s
     return ref_sort_unique(u, n, ar);
 }
 
+/* The string order's upload waits for the stream's queued kernels: memory
+ * freed on c->stream while a kernel that reads it is still queued there
+ * may come back from the pool for the rank table at once, so a copy not
+ * ordered on c->stream (the legacy stream's cudaMemcpy did so) writes it
+ * under that kernel. Here a spinning kernel holds the stream, a copy of X
+ * is queued behind it, X freed, and the ranks set (the same size, so the
+ * pool hands X back where it reuses): the copy must still read X's
+ * values, and the table must hold the ranks. (Seen as empty strings in a
+ * differential program's outputs with 14 processes on one H200.) */
+static void test_string_ranks_ordered(rf_cuda_ctx *c)
+{
+    const size_t n = 1 << 16;
+    rf_status st;
+    rf_status_init(&st);
+    uint32_t *vals = rf_malloc(n * 4), *ranks = rf_malloc(n * 4), *got = rf_malloc(n * 4);
+    for (size_t i = 0; i < n; i++) {
+        vals[i] = (uint32_t)(0x5a5a0000u + i);
+        ranks[i] = (uint32_t)(n - 1 - i);
+    }
+    int reused = 0, cases = 0;
+    for (int round = 0; round < 4; round++) {
+        CHECK(rf_cuda_set_string_ranks(c, NULL, 0, &st), "ranks cleared: %s", st.message);
+        uint32_t *x = rf_cuda_alloc(c, n * 4, "test", &st), *y = rf_cuda_alloc(c, n * 4, "test", &st);
+        CHECK(x && y, "allocations: %s", st.message);
+        if (!x || !y)
+            break;
+        CHECK(cudaMemcpyAsync(x, vals, n * 4, cudaMemcpyHostToDevice, c->stream) == cudaSuccess &&
+                  rf_cuda_sync(c, &st),
+              "upload");
+        CHECK(rf_k_test_delay(c->stream, 20000000LL) == cudaSuccess, "delay kernel");   /* ~10 ms */
+        CHECK(cudaMemcpyAsync(y, x, n * 4, cudaMemcpyDeviceToDevice, c->stream) == cudaSuccess, "copy");
+        rf_cuda_free(c, x, n * 4);
+        CHECK(rf_cuda_set_string_ranks(c, ranks, n, &st), "ranks set: %s", st.message);
+        reused += (void *)c->rank == (void *)x;
+        CHECK(rf_cuda_sync(c, &st), "sync: %s", st.message);
+        CHECK(cudaMemcpy(got, y, n * 4, cudaMemcpyDeviceToHost) == cudaSuccess, "download");
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++)
+            bad += got[i] != vals[i];
+        CHECK(bad == 0, "round %d: the queued copy read %zu values of the rank table (x %s reused)", round, bad,
+              (void *)c->rank == (void *)x ? "was" : "was not");
+        CHECK(cudaMemcpy(got, c->rank, n * 4, cudaMemcpyDeviceToHost) == cudaSuccess, "download ranks");
+        bad = 0;
+        for (size_t i = 0; i < n; i++)
+            bad += got[i] != ranks[i];
+        CHECK(bad == 0, "round %d: %zu ranks wrong", round, bad);
+        rf_cuda_free(c, y, n * 4);
+        cases++;
+    }
+    /* (the context's next string comparison makes the real table again) */
+    CHECK(rf_cuda_set_string_ranks(c, NULL, 0, &st), "ranks cleared: %s", st.message);
+    free(vals);
+    free(ranks);
+    free(got);
+    printf("string order uploads behind queued kernels: %d rounds, the freed memory reused in %d\n", cases, reused);
+}
+
 /* Unions of one and two columns by merge path (rf_cuda_union's
  * union_by_merge): both sides drawn from one sorted
  * set, each row in a, in b or in both (a share of rows in both from none
@@ -3487,6 +3544,7 @@ int main(int argc, char **argv)
         test_sort(c);
         test_sort_orders(c);
         test_union_merge(c);
+        test_string_ranks_ordered(c);
         test_setops(c);
         test_dense_sets(c);
         test_join(c, 150);
