@@ -478,6 +478,16 @@ static size_t union_reference(const rf_word *ra, size_t na, const rf_word *rb, s
     return ref_sort_unique(u, n, ar);
 }
 
+/* The two sides of a set-operation case, host and device, and its result. */
+static void free_sides(rf_cuda_ctx *c, rf_drel *da, rf_drel *db, rf_drel *out, rf_table *ta, rf_table *tb)
+{
+    rf_drel_free(c, da);
+    rf_drel_free(c, db);
+    rf_drel_free(c, out);
+    rf_table_free(ta);
+    rf_table_free(tb);
+}
+
 /* The string order's upload waits for the stream's queued kernels: memory
  * freed on c->stream while a kernel that reads it is still queued there
  * may come back from the pool for the rank table at once, so a copy not
@@ -598,11 +608,7 @@ static void test_union_merge(rf_cuda_ctx *c)
                     free(u);
                     free(ra);
                     free(rb);
-                    rf_drel_free(c, &da);
-                    rf_drel_free(c, &db);
-                    rf_drel_free(c, &out);
-                    rf_table_free(&ta);
-                    rf_table_free(&tb);
+                    free_sides(c, &da, &db, &out, &ta, &tb);
                     rf_table_free(&all);
                     runs++;
                 }
@@ -672,11 +678,7 @@ static void test_setops(rf_cuda_ctx *c)
         free(aj);
         free(ra);
         free(rb);
-        rf_drel_free(c, &da);
-        rf_drel_free(c, &db);
-        rf_drel_free(c, &out);
-        rf_table_free(&ta);
-        rf_table_free(&tb);
+        free_sides(c, &da, &db, &out, &ta, &tb);
         runs++;
     }
     unsetenv("RF_TEST_UNION_WINDOWS");
@@ -714,11 +716,7 @@ static void test_setops(rf_cuda_ctx *c)
         free(u);
         free(ra);
         free(rb);
-        rf_drel_free(c, &da);
-        rf_drel_free(c, &db);
-        rf_drel_free(c, &out);
-        rf_table_free(&ta);
-        rf_table_free(&tb);
+        free_sides(c, &da, &db, &out, &ta, &tb);
     }
     c->union_merge = saved_merge;
     printf("union/difference/antijoin: %d cases\n", runs);
