@@ -1961,18 +1961,41 @@ static bool hash_in_backend(rt *r, int v, const rf_hvar *hv, size_t *nrows, uint
  * nothing reads it after (take), else copied (two sinks may write one
  * predicate). (A copy of TC's 21M rows on p2p-Gnutella09 into fresh pages
  * was most of a 64M out-of-core run's 0.3 s of output.) */
+/* An answer's string values must be ids the dictionary has. One that is
+ * not is a backend's bug (a device copy that overtook the kernels before
+ * it wrote rank words into a relation, the thirty-third session), and it
+ * would print as empty text and hash as a wrong answer: it fails the run
+ * instead. One pass over the string columns, next to formatting them. */
+static bool check_string_ids(rt *r, int v, const rf_table *t, rf_status *st)
+{
+    const rf_hvar *hv = &r->p->vars[v];
+    size_t nstr = rf_str_count();
+    for (int c = 0; c < t->arity && c < hv->arity; c++) {
+        if (hv->types[c] != RF_TYPE_STRING)
+            continue;
+        const rf_word *col = t->cols[c];
+        for (size_t i = 0; i < t->nrows; i++)
+            if (col[i] >= nstr)
+                return rf_fail(st, RF_EXIT_RUNTIME_ERROR,
+                               "internal error: '%s' came back from the %s backend with string id %llu in row %zu, "
+                               "column %d, which no string has (%zu strings): a bug, please report it",
+                               var_label(hv), r->be->name, (unsigned long long)col[i], i, c + 1, nstr);
+    }
+    return true;
+}
+
 static bool fetch_output(rt *r, int v, rf_table *t, bool take, rf_status *st)
 {
     if (r->spilled && r->spilled[v] && take) {
         rf_table_move(t, r->spilled[v]);
         drop_spilled(r, v);
-        return true;
+        return check_string_ids(r, v, t, st);
     }
     if (r->spilled && r->spilled[v]) {
         rf_table_copy(t, r->spilled[v]);
-        return true;
+        return check_string_ids(r, v, t, st);
     }
-    return !r->dv[v] || r->be->download(r->be, r->dv[v], t, st);
+    return !r->dv[v] || (r->be->download(r->be, r->dv[v], t, st) && check_string_ids(r, v, t, st));
 }
 
 /* Writes the outputs. With --output DIR, whole or not at all: every file

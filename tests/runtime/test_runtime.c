@@ -256,6 +256,42 @@ static void check_tc(int th, int N, int E)
     }
 }
 
+/* An output whose string column holds an id no string has (what a device
+ * copy overtaking its kernels once made of a relation): the run fails with
+ * an internal error naming the relation and the id, and prints no empty
+ * text for it; the same program with a known id prints that string. */
+static void test_unknown_string_id(void)
+{
+    rf_word known = rf_str_intern("known", 5);
+    for (int bad = 0; bad < 2; bad++) {
+        rf_hprogram *p = prog_new();
+        int v = add_var(p, "s", 1, RF_TYPE_STRING, true, "s");
+        p->vars[v].is_output = true;
+        p->vars[v].nfacts = 1;
+        p->vars[v].facts = rf_malloc(sizeof(rf_word));
+        p->vars[v].facts[0] = bad ? (rf_word)rf_str_count() + 1000 : known;
+        int b0 = add_block(p, RF_TERM_FALLTHROUGH, 0, 0);
+        add_block(p, RF_TERM_HALT, 0, 0);
+        add_kernel(p, b0, RF_K_LOAD, v, -1, -1, 0);
+        rf_run_options o = {0};
+        rf_run_info info;
+        rf_status st;
+        rf_status_init(&st);
+        char *got = run_to_string(p, &o, &info, &st);
+        if (bad) {
+            CU_ASSERT_PTR_NULL(got);
+            CU_ASSERT_EQUAL(st.code, RF_EXIT_RUNTIME_ERROR);
+            CU_ASSERT_PTR_NOT_NULL(strstr(st.message, "internal error: 's'"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(st.message, "which no string has"));
+        } else {
+            CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+            CU_ASSERT_STRING_EQUAL(got, "# s (1 tuples)\nknown\n");
+        }
+        free(got);
+        prog_free(p);
+    }
+}
+
 /* Transitive closure of a chain of n nodes (n - 1 edges, given in a
  * scrambled order) on backend be: n - 1 iterations whose deltas shrink
  * from n - 1 rows to one, so the CPU backend's spare runs (kept with their
@@ -1101,6 +1137,7 @@ int main(void)
         return 1;
     CU_pSuite s = CU_add_suite("runtime", NULL, NULL);
     CU_add_test(s, "transitive closure", test_tc);
+    CU_add_test(s, "an output's unknown string id fails the run", test_unknown_string_id);
     CU_add_test(s, "chain closure: tiny deltas, spare runs reused", test_chain_spare_runs);
     CU_add_test(s, "parse errors", test_parse_errors);
     CU_add_test(s, "parse csv/tsv", test_parse_ok);
