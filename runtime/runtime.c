@@ -1956,11 +1956,6 @@ static bool hash_in_backend(rt *r, int v, const rf_hvar *hv, size_t *nrows, uint
     return true;
 }
 
-/* An output's rows into t (initialised with its arity): downloaded, or
- * from host memory where --device-memory spilled it: taken over where
- * nothing reads it after (take), else copied (two sinks may write one
- * predicate). (A copy of TC's 21M rows on p2p-Gnutella09 into fresh pages
- * was most of a 64M out-of-core run's 0.3 s of output.) */
 /* An answer's string values must be ids the dictionary has. One that is
  * not is a backend's bug (a device copy that overtook the kernels before
  * it wrote rank words into a relation, the thirty-third session), and it
@@ -1984,6 +1979,11 @@ static bool check_string_ids(rt *r, int v, const rf_table *t, rf_status *st)
     return true;
 }
 
+/* An output's rows into t (initialised with its arity): downloaded, or
+ * from host memory where --device-memory spilled it: taken over where
+ * nothing reads it after (take), else copied (two sinks may write one
+ * predicate). (A copy of TC's 21M rows on p2p-Gnutella09 into fresh pages
+ * was most of a 64M out-of-core run's 0.3 s of output.) */
 static bool fetch_output(rt *r, int v, rf_table *t, bool take, rf_status *st)
 {
     if (r->spilled && r->spilled[v] && take) {
