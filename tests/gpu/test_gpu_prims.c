@@ -537,8 +537,13 @@ static void test_string_ranks_ordered(rf_cuda_ctx *c)
         rf_cuda_free(c, y, n * 4);
         cases++;
     }
-    /* (the context's next string comparison makes the real table again) */
-    CHECK(rf_cuda_set_string_ranks(c, NULL, 0, &st), "ranks cleared: %s", st.message);
+    /* The real table back: the primitives tested next read c->rank as
+     * they find it (the backend refreshes it before a kernel comparing
+     * strings; a test calling them directly does not). */
+    CHECK(rf_cuda_set_string_ranks(c, NULL, 0, &st) && rf_cuda_update_string_ranks(c, &st),
+          "ranks restored: %s", st.message);
+    CHECK(rf_cuda_string_ranks(c) == rf_str_count(), "ranks restored: %zu of %zu strings", rf_cuda_string_ranks(c),
+          rf_str_count());
     free(vals);
     free(ranks);
     free(got);
